@@ -1,0 +1,10 @@
+//! Address mapping: RFC 6052 prefixes, RFC 7757 EAM, RFC 6052 §3.1 scope rules.
+
+pub mod eam;
+pub mod ipv4_scope;
+pub mod mapper;
+pub mod rfc6052;
+
+pub use eam::{Eam, EamError, EamTable};
+pub use mapper::{MapError, Mapper};
+pub use rfc6052::{PrefixError, Rfc6052Prefix};

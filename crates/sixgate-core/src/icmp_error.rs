@@ -1,0 +1,1 @@
+//! STUB: ICMP errors the translator generates.
