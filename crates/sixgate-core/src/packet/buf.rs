@@ -125,16 +125,6 @@ impl Scratch {
         Some(&mut self.buf[s..s + len])
     }
 
-    /// Shorten the last pushed packet to `len` bytes.
-    pub(crate) fn truncate_last(&mut self, len: usize) {
-        if let Some(last) = self.n.checked_sub(1) {
-            let (s, l) = self.pkts[last];
-            let len = (len as u32).min(l);
-            self.pkts[last] = (s, len);
-            self.used = (s + len) as usize;
-        }
-    }
-
     /// Number of packets held.
     pub fn len(&self) -> usize {
         self.n

@@ -60,3 +60,119 @@ impl Ipv4Header {
         self.flags_frag.get() & (MF | OFFSET_MASK) != 0
     }
 }
+
+/// An IPv4 packet whose header has been checked.
+#[derive(Clone, Copy, Debug)]
+pub struct Ipv4Packet {
+    /// The fixed header.
+    pub hdr: Ipv4Header,
+    /// Header length with options.
+    pub ihl: usize,
+    /// Total Length. For a quoted packet this may exceed the bytes present.
+    pub total_len: usize,
+    /// RFC 7915 §4.1: carries a Loose or Strict Source Route option that is not used up.
+    pub unexpired_source_route: bool,
+}
+
+/// Why an IPv4 packet cannot be translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ipv4Error {
+    /// Lengths inconsistent, header cut off, or an option overruns the header.
+    Malformed,
+    /// Header checksum does not verify.
+    Checksum,
+}
+
+/// Option types (RFC 791 §3.1).
+const OPT_END: u8 = 0;
+const OPT_NOP: u8 = 1;
+const OPT_LSRR: u8 = 131;
+const OPT_SSRR: u8 = 137;
+
+/// Parse and check an IPv4 header. `quoted` is for the packet inside an ICMP error:
+/// it may be truncated, and its checksum and options are not checked.
+pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv4Packet, Ipv4Error> {
+    let (hdr, _) = Ipv4Header::read_from_prefix(data).map_err(|_| Ipv4Error::Malformed)?;
+    let ihl = hdr.header_len();
+    let total_len = usize::from(hdr.total_len.get());
+    if hdr.ver_ihl >> 4 != 4 || ihl < HEADER_LEN || ihl > data.len() || total_len < ihl {
+        return Err(Ipv4Error::Malformed);
+    }
+    let mut unexpired_source_route = false;
+    if !quoted {
+        if total_len > data.len() {
+            return Err(Ipv4Error::Malformed);
+        }
+        if crate::checksum::sum(&data[..ihl]) != 0xffff {
+            return Err(Ipv4Error::Checksum);
+        }
+        unexpired_source_route = has_unexpired_source_route(&data[HEADER_LEN..ihl])?;
+    }
+    Ok(Ipv4Packet {
+        hdr,
+        ihl,
+        total_len,
+        unexpired_source_route,
+    })
+}
+
+/// RFC 7915 §4.1: options are ignored, except an unexpired source route.
+fn has_unexpired_source_route(mut opts: &[u8]) -> Result<bool, Ipv4Error> {
+    while let Some(&kind) = opts.first() {
+        match kind {
+            OPT_END => break,
+            OPT_NOP => opts = &opts[1..],
+            _ => {
+                let len = usize::from(*opts.get(1).ok_or(Ipv4Error::Malformed)?);
+                if len < 2 || len > opts.len() {
+                    return Err(Ipv4Error::Malformed);
+                }
+                // The route is used up once the pointer passes the option's end.
+                if matches!(kind, OPT_LSRR | OPT_SSRR) && len >= 3 && usize::from(opts[2]) <= len {
+                    return Ok(true);
+                }
+                opts = &opts[len..];
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// A fixed 20-byte IPv4 header with its checksum filled in.
+#[allow(clippy::too_many_arguments)]
+pub fn header(
+    tos: u8,
+    total_len: u16,
+    id: u16,
+    flags_frag: u16,
+    ttl: u8,
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+) -> Ipv4Header {
+    let mut h = Ipv4Header {
+        ver_ihl: 0x45,
+        tos,
+        total_len: U16::new(total_len),
+        id: U16::new(id),
+        flags_frag: U16::new(flags_frag),
+        ttl,
+        proto,
+        checksum: U16::new(0),
+        src,
+        dst,
+    };
+    h.checksum = U16::new(!crate::checksum::sum(h.as_bytes()));
+    h
+}
+
+/// RFC 7915 §4.1 and RFC 1812 §5.3.7: sources a router must not forward from:
+/// 0/8, 127/8, multicast and reserved (224/3), limited broadcast.
+pub fn is_bad_source(a: [u8; 4]) -> bool {
+    a[0] == 0 || a[0] == 127 || a[0] >= 224
+}
+
+/// Destinations that cannot be translated: multicast, reserved, broadcast, 0/8.
+pub fn is_bad_destination(a: [u8; 4]) -> bool {
+    a[0] == 0 || a[0] >= 224
+}

@@ -94,3 +94,170 @@ pub mod nh {
     /// Shim6.
     pub const SHIM6: u8 = 140;
 }
+
+/// Where the Fragment header was and what it said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fragment {
+    /// Fragment offset in bytes.
+    pub offset: usize,
+    /// M flag.
+    pub more: bool,
+    /// Identification.
+    pub id: u32,
+}
+
+/// An IPv6 packet with its extension headers walked.
+#[derive(Clone, Copy, Debug)]
+pub struct Ipv6Packet {
+    /// The fixed header.
+    pub hdr: Ipv6Header,
+    /// Offset of the upper-layer header (first byte after every extension header).
+    pub l4_off: usize,
+    /// Upper-layer protocol (the last Next Header).
+    pub proto: u8,
+    /// The Fragment header, if any.
+    pub frag: Option<Fragment>,
+    /// 40 + Payload Length. For a quoted packet this may exceed the bytes present.
+    pub total_len: usize,
+}
+
+impl Ipv6Packet {
+    /// Carries the first bytes of the upper-layer header (unfragmented or offset 0).
+    pub fn is_first(&self) -> bool {
+        self.frag.is_none_or(|f| f.offset == 0)
+    }
+    /// Part of a fragmented datagram (an atomic fragment, offset 0 and M=0, is not).
+    pub fn is_fragmented(&self) -> bool {
+        self.frag.is_some_and(|f| f.offset != 0 || f.more)
+    }
+}
+
+/// Why an IPv6 packet cannot be translated, as found while walking its headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ipv6Error {
+    /// Lengths are inconsistent or a header is cut off.
+    Malformed,
+    /// RFC 7915 §5.1: a Routing header with Segments Left ≠ 0; `pointer` is the
+    /// offset of that field, for the ICMPv6 Parameter Problem.
+    RoutingHeader {
+        /// Offset of Segments Left from the start of the packet.
+        pointer: u32,
+    },
+    /// An extension header the translator cannot skip (Mobility, HIP, Shim6, experimental).
+    UnknownExtension,
+}
+
+/// Parse an IPv6 packet and walk its extension headers (RFC 7915 §5.1).
+///
+/// `quoted` is for the packet inside an ICMPv6 error: it may be truncated (its
+/// Payload Length is kept as the original's) and its Routing header is not ours
+/// to judge. Hop-by-Hop, Destination Options and exhausted Routing headers are
+/// skipped, as §5.1 says.
+pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv6Packet, Ipv6Error> {
+    let (hdr, _) = Ipv6Header::read_from_prefix(data).map_err(|_| Ipv6Error::Malformed)?;
+    if hdr.ver_tc_flow.get() >> 28 != 6 {
+        return Err(Ipv6Error::Malformed);
+    }
+    let total_len = HEADER_LEN + usize::from(hdr.payload_len.get());
+    // A zero Payload Length is a jumbogram (RFC 2675): not translatable to IPv4.
+    if hdr.payload_len.get() == 0 && !quoted || !quoted && total_len > data.len() {
+        return Err(Ipv6Error::Malformed);
+    }
+    let end = total_len.min(data.len());
+    let mut off = HEADER_LEN;
+    let mut nh = hdr.next_header;
+    let mut frag = None;
+    loop {
+        match nh {
+            nh::HOP_BY_HOP | nh::DEST_OPTS | nh::ROUTING => {
+                // RFC 8200 §4.3: Hop-by-Hop only right after the fixed header.
+                if nh == nh::HOP_BY_HOP && off != HEADER_LEN {
+                    return Err(Ipv6Error::Malformed);
+                }
+                let b = data
+                    .get(off..off + 4)
+                    .filter(|_| off + 4 <= end)
+                    .ok_or(Ipv6Error::Malformed)?;
+                let len = (usize::from(b[1]) + 1) * 8;
+                if off + len > end {
+                    return Err(Ipv6Error::Malformed);
+                }
+                if nh == nh::ROUTING && b[3] != 0 && !quoted {
+                    return Err(Ipv6Error::RoutingHeader {
+                        pointer: off as u32 + 3,
+                    });
+                }
+                nh = b[0];
+                off += len;
+            }
+            nh::FRAGMENT => {
+                if frag.is_some() || off + FRAGMENT_HEADER_LEN > end {
+                    return Err(Ipv6Error::Malformed);
+                }
+                let (f, _) = FragmentHeader::read_from_prefix(&data[off..])
+                    .map_err(|_| Ipv6Error::Malformed)?;
+                frag = Some(Fragment {
+                    offset: f.offset(),
+                    more: f.more(),
+                    id: f.id.get(),
+                });
+                nh = f.next_header;
+                off += FRAGMENT_HEADER_LEN;
+                // Past a non-first fragment's header the bytes are payload, not headers.
+                if f.offset() != 0 {
+                    break;
+                }
+            }
+            nh::MOBILITY | nh::HIP | nh::SHIM6 | 253 | 254 => {
+                return Err(Ipv6Error::UnknownExtension);
+            }
+            _ => break,
+        }
+    }
+    Ok(Ipv6Packet {
+        hdr,
+        l4_off: off,
+        proto: nh,
+        frag,
+        total_len,
+    })
+}
+
+/// A fixed IPv6 header with flow label zero (RFC 7915 §4.1).
+pub fn header(
+    tc: u8,
+    payload_len: u16,
+    next_header: u8,
+    hop_limit: u8,
+    src: [u8; 16],
+    dst: [u8; 16],
+) -> Ipv6Header {
+    Ipv6Header {
+        ver_tc_flow: Ipv6Header::ver_tc(tc),
+        payload_len: U16::new(payload_len),
+        next_header,
+        hop_limit,
+        src,
+        dst,
+    }
+}
+
+/// A Fragment header; `offset` in bytes (a multiple of 8).
+pub fn fragment_header(next_header: u8, offset: usize, more: bool, id: u32) -> FragmentHeader {
+    FragmentHeader {
+        next_header,
+        reserved: 0,
+        offset_m: U16::new((offset as u16 & 0xfff8) | u16::from(more)),
+        id: U32::new(id),
+    }
+}
+
+/// Multicast (ff00::/8).
+pub fn is_multicast(a: &[u8; 16]) -> bool {
+    a[0] == 0xff
+}
+
+/// Unspecified (::) or loopback (::1): never valid as a forwarded source.
+pub fn is_unspecified_or_loopback(a: &[u8; 16]) -> bool {
+    a[..15].iter().all(|&b| b == 0) && a[15] <= 1
+}

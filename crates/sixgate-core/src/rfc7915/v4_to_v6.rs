@@ -1,15 +1,233 @@
-//! STUB
+//! RFC 7915 §4: translating from IPv4 to IPv6.
+
+use super::icmp_map::{self, Rest, v4 as icmp4};
+use super::{fragment, icmp_v4_to_v6, transport};
+use crate::addr::MapError;
+use crate::checksum;
+use crate::config::UdpZeroChecksum;
+use crate::icmp_error::{self, Owed};
+use crate::packet::ipv4::{self, Ipv4Error};
+use crate::packet::ipv6::{self, nh};
 use crate::packet::{PacketBuf, Scratch};
 use crate::translator::Translator;
 use crate::verdict::{DropReason, Verdict};
+use zerocopy::IntoBytes;
 
-/// Translate one packet.
+/// Translate one IPv4 packet to IPv6 in place (§4.1), fragmenting it into the
+/// scratch area when it has DF=0 and would exceed `lowest_ipv6_mtu`.
 pub fn translate(
     t: &mut Translator,
     pkt: &mut PacketBuf<'_>,
     scratch: &mut Scratch,
     now_ns: u64,
 ) -> Verdict {
-    let _ = (t, pkt, scratch, now_ns);
-    Verdict::Dropped(DropReason::Malformed)
+    let v = run(t, pkt, scratch, now_ns, false);
+    match v {
+        Verdict::Translated | Verdict::Fragmented(_) => t.counters.translated_4to6 += 1,
+        _ => {}
+    }
+    v
+}
+
+/// The second half of an RFC 7757 §4 hairpin: an IPv4 packet we just made from
+/// IPv6 goes back to IPv6. The hop limit was already decremented once.
+pub(crate) fn translate_hairpin(
+    t: &mut Translator,
+    pkt: &mut PacketBuf<'_>,
+    scratch: &mut Scratch,
+    now_ns: u64,
+) -> Verdict {
+    let v = run(t, pkt, scratch, now_ns, true);
+    match v {
+        Verdict::Translated | Verdict::Fragmented(_) => t.counters.hairpinned += 1,
+        _ => {}
+    }
+    v
+}
+
+/// The outer IPv6 header fields decided before the ICMP error path takes over.
+pub(crate) struct Outer6 {
+    pub tc: u8,
+    pub hop_limit: u8,
+    pub src: [u8; 16],
+    pub dst: [u8; 16],
+}
+
+fn run(
+    t: &mut Translator,
+    pkt: &mut PacketBuf<'_>,
+    scratch: &mut Scratch,
+    now_ns: u64,
+    hairpin: bool,
+) -> Verdict {
+    let p = match ipv4::parse(pkt.data(), false) {
+        Ok(p) => p,
+        Err(Ipv4Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
+        Err(Ipv4Error::Checksum) => return Verdict::Dropped(DropReason::Ipv4HeaderChecksum),
+    };
+    let (start, total) = (pkt.start(), p.total_len);
+    pkt.set_window(start, total);
+    let h = p.hdr;
+    let first = h.frag_offset() == 0;
+    let fragmented = h.is_fragment();
+    let l4_len = total - p.ihl;
+
+    let icmp_type = (h.proto == nh::ICMP && first).then(|| pkt.data().get(p.ihl).copied());
+    let icmp_error = match icmp_type {
+        Some(None) => return Verdict::Dropped(DropReason::Malformed),
+        Some(Some(ty)) => icmp4::is_error(ty),
+        None => false,
+    };
+    if ipv4::is_bad_source(h.src) {
+        return Verdict::Dropped(DropReason::BadSource);
+    }
+    if ipv4::is_bad_destination(h.dst) {
+        return Verdict::Dropped(DropReason::BadDestination);
+    }
+    let quiet = icmp_error || !first;
+    // §4.1: an unexpired source route cannot be honoured across the translation.
+    if p.unexpired_source_route {
+        let owed = Owed {
+            ty: icmp4::DEST_UNREACH,
+            code: icmp4::CODE_SOURCE_ROUTE_FAILED,
+            rest: [0; 4],
+            reason: DropReason::Ipv4SourceRoute,
+        };
+        return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
+    }
+    let decrement = t.cfg.decrement_hop_limit && !hairpin;
+    if decrement && h.ttl <= 1 {
+        let owed = Owed {
+            ty: icmp4::TIME_EXCEEDED,
+            code: 0,
+            rest: [0; 4],
+            reason: DropReason::HopLimitExceeded,
+        };
+        return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
+    }
+
+    // §4.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
+    let dst6 = match t.cfg.map.v4_to_v6(&h.dst) {
+        Ok(a) => a,
+        Err(MapError::WkpNonGlobal) => return Verdict::Dropped(DropReason::WkpNonGlobal),
+        Err(MapError::NoMapping) => return Verdict::Dropped(DropReason::DestinationUntranslatable),
+    };
+    let src6 = match (t.cfg.map.v4_to_v6(&h.src), t.cfg.rfc6791_v6) {
+        (Ok(a), _) => a,
+        // An ICMPv4 error from a router we cannot map: RFC 6791's IPv6 counterpart.
+        (Err(_), Some(pool)) if icmp_error => pool.octets(),
+        (Err(MapError::WkpNonGlobal), _) => return Verdict::Dropped(DropReason::WkpNonGlobal),
+        (Err(_), _) => return Verdict::Dropped(DropReason::SourceUntranslatable),
+    };
+    let tc = if t.cfg.reset_traffic_class { 0 } else { h.tos };
+    let hop_limit = if decrement { h.ttl - 1 } else { h.ttl };
+
+    if icmp_error {
+        let out = Outer6 {
+            tc,
+            hop_limit,
+            src: src6,
+            dst: dst6,
+        };
+        return icmp_v4_to_v6::translate_error(t, pkt, &p, &out);
+    }
+
+    // §4.5 / §4.2: the upper-layer header, before the IPv4 header is overwritten.
+    let (buf, start, _) = pkt.raw();
+    let l4 = &mut buf[start + p.ihl..start + total];
+    let nh6 = if h.proto == nh::ICMP {
+        nh::ICMPV6
+    } else {
+        h.proto
+    };
+    if first {
+        let v4_sum = checksum::v4_addr_sum(&h.src, &h.dst);
+        let v6_sum = checksum::v6_addr_sum(&src6, &dst6);
+        let pseudo6 = || checksum::v6_pseudo(&src6, &dst6, l4_len as u32, nh6);
+        let r = match h.proto {
+            nh::UDP if l4.len() >= 8 && l4[6..8] == [0, 0] => {
+                udp_zero_checksum(t, l4, fragmented, pseudo6())
+            }
+            nh::ICMP if fragmented => Err(DropReason::FragmentedIcmp),
+            nh::ICMP => informational(l4, pseudo6()),
+            proto => transport::update_pseudo_header(l4, proto, v4_sum, v6_sum, false),
+        };
+        if let Err(r) = r {
+            return Verdict::Dropped(r);
+        }
+    }
+
+    // §4.1: a Fragment header only for fragments, and for packets we must fragment
+    // (DF=0 and larger than lowest_ipv6_mtu); RFC 8021 retired atomic fragments.
+    let frag_len = if fragmented {
+        ipv6::FRAGMENT_HEADER_LEN
+    } else {
+        0
+    };
+    let must_fragment =
+        !h.df() && ipv6::HEADER_LEN + frag_len + l4_len > usize::from(t.cfg.lowest_ipv6_mtu);
+    let frag_len = if must_fragment {
+        ipv6::FRAGMENT_HEADER_LEN
+    } else {
+        frag_len
+    };
+    let hdr_len = ipv6::HEADER_LEN + frag_len;
+    let Some(new_start) = (start + p.ihl).checked_sub(hdr_len) else {
+        return Verdict::Dropped(DropReason::NoHeadroom);
+    };
+    let next = if frag_len > 0 { nh::FRAGMENT } else { nh6 };
+    let hdr = ipv6::header(tc, (frag_len + l4_len) as u16, next, hop_limit, src6, dst6);
+    buf[new_start..new_start + ipv6::HEADER_LEN].copy_from_slice(hdr.as_bytes());
+    if frag_len > 0 {
+        // §4.1: Identification copied into the low-order 16 bits.
+        let fh = ipv6::fragment_header(nh6, h.frag_offset(), h.mf(), u32::from(h.id.get()));
+        buf[new_start + ipv6::HEADER_LEN..new_start + hdr_len].copy_from_slice(fh.as_bytes());
+    }
+    pkt.set_window(new_start, hdr_len + l4_len);
+    if must_fragment {
+        return match fragment::split(pkt.data(), usize::from(t.cfg.lowest_ipv6_mtu), scratch) {
+            Ok(n) => {
+                t.counters.fragments_out += u64::from(n);
+                Verdict::Fragmented(n)
+            }
+            Err(r) => Verdict::Dropped(r),
+        };
+    }
+    Verdict::Translated
+}
+
+/// §4.5: an IPv4 UDP checksum of zero means "none", which IPv6 forbids.
+fn udp_zero_checksum(
+    t: &Translator,
+    udp: &mut [u8],
+    fragmented: bool,
+    pseudo6: u16,
+) -> Result<(), DropReason> {
+    // A fragment's checksum covers bytes we do not have.
+    if fragmented || t.cfg.udp_zero_checksum == UdpZeroChecksum::Drop {
+        return Err(DropReason::UdpZeroChecksum);
+    }
+    let mut c = checksum::compute(pseudo6, udp);
+    if c == 0 {
+        c = 0xffff;
+    }
+    udp[6..8].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
+/// §4.2: ICMPv4 informational → ICMPv6 (Echo). The ICMPv6 checksum gains the
+/// pseudo-header `pseudo6`.
+fn informational(icmp: &mut [u8], pseudo6: u16) -> Result<(), DropReason> {
+    if icmp.len() < 8 {
+        return Err(DropReason::Malformed);
+    }
+    let m = icmp_map::icmp4_to_icmp6(icmp[0], icmp[1], [icmp[4], icmp[5], icmp[6], icmp[7]])?;
+    debug_assert!(!m.error && m.rest == Rest::Copy);
+    let old = u16::from_be_bytes([icmp[0], icmp[1]]);
+    let new = checksum::add(pseudo6, u16::from_be_bytes([m.ty, m.code]));
+    let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
+    icmp[0] = m.ty;
+    icmp[1] = m.code;
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    Ok(())
 }

@@ -1,15 +1,260 @@
-//! STUB
+//! RFC 7915 §5: translating from IPv6 to IPv4.
+
+use super::icmp_map::{self, Rest, v6 as icmp6};
+use super::{icmp_v6_to_v4, transport};
+use crate::addr::MapError;
+use crate::checksum;
+use crate::config::HairpinMode;
+use crate::hash;
+use crate::icmp_error::{self, Owed};
+use crate::packet::ipv4::{self, DF, MF};
+use crate::packet::ipv6::{self, Ipv6Error, Ipv6Packet, nh};
 use crate::packet::{PacketBuf, Scratch};
 use crate::translator::Translator;
 use crate::verdict::{DropReason, Verdict};
+use zerocopy::IntoBytes;
 
-/// Translate one packet.
+/// RFC 7915 §5.1: an IPv6 packet up to this size becomes an IPv4 packet with DF=0.
+const DF_THRESHOLD: usize = 1280;
+
+/// Translate one IPv6 packet to IPv4 in place (§5.1), or hairpin it back to IPv6
+/// (RFC 7757 §4).
 pub fn translate(
     t: &mut Translator,
     pkt: &mut PacketBuf<'_>,
     scratch: &mut Scratch,
     now_ns: u64,
 ) -> Verdict {
-    let _ = (t, pkt, scratch, now_ns);
-    Verdict::Dropped(DropReason::Malformed)
+    let p = match ipv6::parse(pkt.data(), false) {
+        Ok(p) => p,
+        Err(Ipv6Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
+        Err(Ipv6Error::UnknownExtension) => {
+            return Verdict::Dropped(DropReason::UnknownExtensionHeader);
+        }
+        Err(Ipv6Error::RoutingHeader { pointer }) => {
+            // §5.1: Parameter Problem, Erroneous header field, pointing at Segments Left.
+            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]));
+            let owed = Owed {
+                ty: icmp6::PARAM_PROBLEM,
+                code: 0,
+                rest: pointer.to_be_bytes(),
+                reason: DropReason::RoutingHeader,
+            };
+            return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, quiet);
+        }
+    };
+    // Drop link-layer padding beyond Payload Length.
+    let (start, total) = (pkt.start(), p.total_len);
+    pkt.set_window(start, total);
+    let h = p.hdr;
+    let l4_len = total - p.l4_off;
+
+    // Is this an ICMPv6 error? Needed for the "no error about an error" rule.
+    let icmp_type =
+        (p.proto == nh::ICMPV6 && p.is_first()).then(|| pkt.data().get(p.l4_off).copied());
+    let icmp_error = match icmp_type {
+        Some(None) => return Verdict::Dropped(DropReason::Malformed),
+        Some(Some(ty)) => icmp6::is_error(ty),
+        None => false,
+    };
+    if ipv6::is_multicast(&h.src) || ipv6::is_unspecified_or_loopback(&h.src) {
+        return Verdict::Dropped(DropReason::BadSource);
+    }
+    if ipv6::is_multicast(&h.dst) {
+        return Verdict::Dropped(DropReason::BadDestination);
+    }
+
+    // §5.1 TTL: the translator is a router; Hop Limit 1 expires here.
+    if t.cfg.decrement_hop_limit && h.hop_limit <= 1 {
+        let owed = Owed {
+            ty: icmp6::TIME_EXCEEDED,
+            code: 0,
+            rest: [0; 4],
+            reason: DropReason::HopLimitExceeded,
+        };
+        let quiet = icmp_error || !p.is_first();
+        return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, quiet);
+    }
+
+    // §5.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
+    let dst4 = match t.cfg.map.v6_to_v4(&h.dst) {
+        Ok(a) => a,
+        Err(MapError::WkpNonGlobal) => return Verdict::Dropped(DropReason::WkpNonGlobal),
+        Err(MapError::NoMapping) => return Verdict::Dropped(DropReason::DestinationUntranslatable),
+    };
+    let src4 = match t.cfg.map.v6_to_v4(&h.src) {
+        Ok(a) => a,
+        // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
+        Err(_) if icmp_error => rfc6791_source(t, &h.src),
+        Err(MapError::WkpNonGlobal) => return Verdict::Dropped(DropReason::WkpNonGlobal),
+        Err(MapError::NoMapping) => return Verdict::Dropped(DropReason::SourceUntranslatable),
+    };
+    if ipv4::is_bad_destination(dst4) {
+        return Verdict::Dropped(DropReason::BadDestination);
+    }
+
+    // RFC 7757 §4: the IPv4 destination is an EAM'd address on our own IPv6 side.
+    let hairpin = t.cfg.map.eam.contains_v4(&dst4);
+    if hairpin {
+        let allowed = match t.cfg.hairpin {
+            HairpinMode::Off => false,
+            HairpinMode::Simple => icmp_error,
+            HairpinMode::Intrinsic => true,
+        };
+        if !allowed {
+            return Verdict::Dropped(DropReason::Hairpin);
+        }
+    }
+
+    // An IPv4 datagram's Total Length is 16 bits; IPv6 Payload Length without
+    // extension headers can exceed it by 20.
+    if 20 + l4_len > usize::from(u16::MAX) {
+        return Verdict::Dropped(DropReason::PacketTooBig);
+    }
+
+    let proto4 = if p.proto == nh::ICMPV6 {
+        nh::ICMP
+    } else {
+        p.proto
+    };
+    let tos = if t.cfg.reset_tos {
+        t.cfg.new_tos
+    } else {
+        h.traffic_class()
+    };
+    let ttl = if t.cfg.decrement_hop_limit {
+        h.hop_limit - 1
+    } else {
+        h.hop_limit
+    };
+
+    if icmp_error {
+        let mut out = Outer {
+            tos,
+            ttl,
+            src: src4,
+            dst: dst4,
+            id: 0,
+            flags: 0,
+        };
+        (out.id, out.flags) = identification(t, &p, src4, dst4, proto4);
+        let v = icmp_v6_to_v4::translate_error(t, pkt, &p, &out);
+        return finish(t, pkt, scratch, now_ns, v, hairpin);
+    }
+
+    // §5.5 / §5.2: the upper-layer header, while the old header is still intact.
+    let (buf, start, _) = pkt.raw();
+    let l4 = &mut buf[start + p.l4_off..start + total];
+    if p.is_first() {
+        let v6_sum = checksum::v6_addr_sum(&h.src, &h.dst);
+        let v4_sum = checksum::v4_addr_sum(&src4, &dst4);
+        if p.proto == nh::ICMPV6 {
+            // §5.2: the ICMP checksum loses the pseudo-header. It needs the whole
+            // message, so a fragmented ICMPv6 message cannot be translated.
+            if p.is_fragmented() {
+                return Verdict::Dropped(DropReason::FragmentedIcmp);
+            }
+            if let Err(r) = informational(
+                l4,
+                checksum::v6_pseudo(&h.src, &h.dst, l4_len as u32, nh::ICMPV6),
+            ) {
+                return Verdict::Dropped(r);
+            }
+        } else if let Err(r) = transport::update_pseudo_header(l4, p.proto, v6_sum, v4_sum, false) {
+            return Verdict::Dropped(r);
+        }
+    }
+
+    let (id, flags) = identification(t, &p, src4, dst4, proto4);
+    let hdr = ipv4::header(
+        tos,
+        (20 + l4_len) as u16,
+        id,
+        flags,
+        ttl,
+        proto4,
+        src4,
+        dst4,
+    );
+    let new_start = start + p.l4_off - ipv4::HEADER_LEN;
+    buf[new_start..new_start + ipv4::HEADER_LEN].copy_from_slice(hdr.as_bytes());
+    pkt.set_window(new_start, ipv4::HEADER_LEN + l4_len);
+    finish(t, pkt, scratch, now_ns, Verdict::Translated, hairpin)
+}
+
+/// The outer IPv4 header fields decided before the ICMP error path takes over.
+pub(crate) struct Outer {
+    pub tos: u8,
+    pub ttl: u8,
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub id: u16,
+    pub flags: u16,
+}
+
+/// §5.1 / §5.1.1: Identification and Flags. With a Fragment header they come from
+/// it; otherwise DF is set above 1280 bytes, and below it a per-flow ID is needed
+/// because the IPv4 packet may be fragmented (RFC 6864).
+fn identification(
+    t: &mut Translator,
+    p: &Ipv6Packet,
+    src: [u8; 4],
+    dst: [u8; 4],
+    proto: u8,
+) -> (u16, u16) {
+    match p.frag {
+        Some(f) => (
+            f.id as u16,
+            if f.more { MF } else { 0 } | (f.offset / 8) as u16,
+        ),
+        None if p.total_len <= DF_THRESHOLD => (t.ids.next(src, dst, proto), 0),
+        None => (0, DF),
+    }
+}
+
+/// §5.2: ICMPv6 informational → ICMPv4 (Echo). `pseudo` is the IPv6 pseudo-header
+/// sum the old checksum covered.
+fn informational(icmp: &mut [u8], pseudo: u16) -> Result<(), DropReason> {
+    if icmp.len() < 8 {
+        return Err(DropReason::Malformed);
+    }
+    let m = icmp_map::icmp6_to_icmp4(icmp[0], icmp[1], [icmp[4], icmp[5], icmp[6], icmp[7]])?;
+    debug_assert!(!m.error && m.rest == Rest::Copy);
+    let old = checksum::add(pseudo, u16::from_be_bytes([icmp[0], icmp[1]]));
+    let new = u16::from_be_bytes([m.ty, m.code]);
+    let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
+    icmp[0] = m.ty;
+    icmp[1] = m.code;
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
+/// RFC 6791: pick the IPv4 source for an ICMPv6 error from an unmappable router,
+/// by a hash of its address (stable per router, no RNG per packet).
+fn rfc6791_source(t: &Translator, src6: &[u8; 16]) -> [u8; 4] {
+    let pool = &t.cfg.rfc6791_v4;
+    if pool.is_empty() {
+        return t.cfg.icmp_source_v4.octets();
+    }
+    let h = hash::keyed(t.cfg.ipv4_id_key, &[hash::v6_word(src6)]);
+    pool[(h % pool.len() as u64) as usize].octets()
+}
+
+/// Count a translated packet, or send it round again (RFC 7757 §4 hairpin).
+fn finish(
+    t: &mut Translator,
+    pkt: &mut PacketBuf<'_>,
+    scratch: &mut Scratch,
+    now_ns: u64,
+    v: Verdict,
+    hairpin: bool,
+) -> Verdict {
+    if v != Verdict::Translated {
+        return v;
+    }
+    if hairpin {
+        return super::v4_to_v6::translate_hairpin(t, pkt, scratch, now_ns);
+    }
+    t.counters.translated_6to4 += 1;
+    v
 }

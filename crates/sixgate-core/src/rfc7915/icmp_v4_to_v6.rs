@@ -1,0 +1,151 @@
+//! RFC 7915 §4.2 and §4.3: an ICMPv4 error becomes an ICMPv6 error, and the IPv4
+//! packet it quotes becomes the IPv6 packet the IPv6 host originally sent.
+//!
+//! In place: the quoted upper-layer bytes stay; the new headers (outer IPv6,
+//! ICMPv6, inner IPv6, and a Fragment header if the quoted packet was a fragment:
+//! 88 or 96 bytes) are written before them, reaching into the headroom.
+
+use super::icmp_map::{self, Rest, v4 as icmp4};
+use super::mtu;
+use super::transport;
+use super::v4_to_v6::Outer6;
+use crate::checksum;
+use crate::icmp_error::ICMPV6_ERROR_MAX;
+use crate::packet::PacketBuf;
+use crate::packet::ipv4::{self, Ipv4Packet};
+use crate::packet::ipv6::{self, nh};
+use crate::packet::l4::ICMP_HEADER_LEN;
+use crate::translator::Translator;
+use crate::verdict::{DropReason, Verdict};
+use zerocopy::IntoBytes;
+
+/// Translate the ICMPv4 error in `pkt` (outer header already parsed as `p`).
+pub(crate) fn translate_error(
+    t: &mut Translator,
+    pkt: &mut PacketBuf<'_>,
+    p: &Ipv4Packet,
+    out: &Outer6,
+) -> Verdict {
+    use DropReason::IcmpInnerUntranslatable as Inner;
+    if p.hdr.is_fragment() {
+        return Verdict::Dropped(DropReason::FragmentedIcmp);
+    }
+    let (buf, start, len) = pkt.raw();
+    let icmp_at = start + p.ihl;
+    let end = start + len;
+    if end - icmp_at < ICMP_HEADER_LEN + ipv4::HEADER_LEN {
+        return Verdict::Dropped(Inner);
+    }
+    let b = &buf[icmp_at..icmp_at + 8];
+    let (ty, code, rest) = (b[0], b[1], [b[4], b[5], b[6], b[7]]);
+    let m = match icmp_map::icmp4_to_icmp6(ty, code, rest) {
+        Ok(m) => m,
+        Err(r) => return Verdict::Dropped(r),
+    };
+
+    // §4.3: the quoted packet, possibly truncated.
+    let inner_at = icmp_at + ICMP_HEADER_LEN;
+    let q = match ipv4::parse(&buf[inner_at..end], true) {
+        Ok(q) => q,
+        Err(_) => return Verdict::Dropped(Inner),
+    };
+    let qh = q.hdr;
+    let (Ok(qsrc), Ok(qdst)) = (t.cfg.map.v4_to_v6(&qh.src), t.cfg.map.v4_to_v6(&qh.dst)) else {
+        return Verdict::Dropped(Inner);
+    };
+    let q_l4_at = inner_at + q.ihl;
+    let q_l4_len = q.total_len - q.ihl;
+    let q_nh = if qh.proto == nh::ICMP {
+        nh::ICMPV6
+    } else {
+        qh.proto
+    };
+    if qh.frag_offset() == 0 {
+        let ql4 = &mut buf[q_l4_at..end];
+        if qh.proto == nh::ICMP {
+            if let Err(r) = quoted_informational(
+                ql4,
+                checksum::v6_pseudo(&qsrc, &qdst, q_l4_len as u32, nh::ICMPV6),
+            ) {
+                return Verdict::Dropped(r);
+            }
+        } else {
+            let old = checksum::v4_addr_sum(&qh.src, &qh.dst);
+            let new = checksum::v6_addr_sum(&qsrc, &qdst);
+            if let Err(r) = transport::update_pseudo_header(ql4, qh.proto, old, new, true) {
+                return Verdict::Dropped(r);
+            }
+        }
+    }
+
+    // §4.2 rest-of-header: Packet Too Big MTU, or the Figure 3 pointer (32-bit).
+    let rest = match m.rest {
+        Rest::Mtu => {
+            let mtu4 = u16::from_be_bytes([rest[2], rest[3]]);
+            mtu::frag_needed_to_ptb(mtu4, qh.total_len.get(), &t.cfg.mtu_plateaus).to_be_bytes()
+        }
+        Rest::Pointer(ptr) => [0, 0, 0, ptr],
+        Rest::Zero | Rest::Copy => [0; 4],
+    };
+
+    // §4.3 inner header: as §4.1 but the hop limit is not decremented; a quoted
+    // fragment keeps a Fragment header so the IPv6 host can match it.
+    let q_frag = qh.is_fragment();
+    let frag_len = if q_frag { ipv6::FRAGMENT_HEADER_LEN } else { 0 };
+    let hdrs = ipv6::HEADER_LEN + ICMP_HEADER_LEN + ipv6::HEADER_LEN + frag_len;
+    let Some(new_start) = q_l4_at.checked_sub(hdrs) else {
+        return Verdict::Dropped(DropReason::NoHeadroom);
+    };
+    let q_tc = if t.cfg.reset_traffic_class { 0 } else { qh.tos };
+    let q_next = if q_frag { nh::FRAGMENT } else { q_nh };
+    let q_payload = (q_l4_len + frag_len).min(usize::from(u16::MAX)) as u16;
+    let inner = ipv6::header(q_tc, q_payload, q_next, qh.ttl, qsrc, qdst);
+
+    let total = (hdrs + (end - q_l4_at)).min(ICMPV6_ERROR_MAX);
+    let icmp_len = total - ipv6::HEADER_LEN;
+    let outer = ipv6::header(
+        out.tc,
+        icmp_len as u16,
+        nh::ICMPV6,
+        out.hop_limit,
+        out.src,
+        out.dst,
+    );
+    let o = &mut buf[new_start..new_start + total];
+    o[..40].copy_from_slice(outer.as_bytes());
+    o[40..48].copy_from_slice(&[m.ty, m.code, 0, 0, rest[0], rest[1], rest[2], rest[3]]);
+    o[48..88].copy_from_slice(inner.as_bytes());
+    if q_frag {
+        let fh = ipv6::fragment_header(q_nh, qh.frag_offset(), qh.mf(), u32::from(qh.id.get()));
+        o[88..96].copy_from_slice(fh.as_bytes());
+    }
+    // The message changed length and content: a full sum is owed (§4.3).
+    let pseudo = checksum::v6_pseudo(&out.src, &out.dst, icmp_len as u32, nh::ICMPV6);
+    let c = checksum::compute(pseudo, &o[40..]);
+    o[42..44].copy_from_slice(&c.to_be_bytes());
+    pkt.set_window(new_start, total);
+    Verdict::Translated
+}
+
+/// §4.3: a quoted ICMPv4 message must be informational; translate its type and
+/// fix its checksum (gaining the inner pseudo-header) if the bytes are there.
+fn quoted_informational(icmp: &mut [u8], pseudo6: u16) -> Result<(), DropReason> {
+    let Some(&ty) = icmp.first() else {
+        return Ok(());
+    };
+    if icmp4::is_error(ty) {
+        return Err(DropReason::IcmpErrorInError);
+    }
+    let code = icmp.get(1).copied().unwrap_or(0);
+    let m = icmp_map::icmp4_to_icmp6(ty, code, [0; 4])
+        .map_err(|_| DropReason::IcmpInnerUntranslatable)?;
+    icmp[0] = m.ty;
+    if icmp.len() >= 4 {
+        icmp[1] = m.code;
+        let old = u16::from_be_bytes([ty, code]);
+        let new = checksum::add(pseudo6, u16::from_be_bytes([m.ty, m.code]));
+        let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
+        icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    }
+    Ok(())
+}

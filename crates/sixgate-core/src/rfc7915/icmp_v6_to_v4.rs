@@ -1,0 +1,163 @@
+//! RFC 7915 §5.2 and §5.3: an ICMPv6 error becomes an ICMPv4 error, and the IPv6
+//! packet it quotes becomes the IPv4 packet the IPv4 host originally sent.
+//!
+//! In place: the quoted upper-layer bytes stay where they are; the three new
+//! headers (outer IPv4, ICMPv4, inner IPv4: 48 bytes) are written just before them,
+//! inside the 88+ bytes the IPv6 headers occupied.
+
+use super::icmp_map::{self, Rest, v6 as icmp6};
+use super::mtu;
+use super::transport;
+use super::v6_to_v4::Outer;
+use crate::checksum;
+use crate::icmp_error::ICMPV4_ERROR_MAX;
+use crate::packet::ipv4::{self, DF, MF};
+use crate::packet::ipv6::{self, nh};
+use crate::packet::l4::ICMP_HEADER_LEN;
+use crate::packet::{PacketBuf, ipv6::Ipv6Packet};
+use crate::translator::Translator;
+use crate::verdict::{DropReason, Verdict};
+use zerocopy::IntoBytes;
+
+/// Translate the ICMPv6 error in `pkt` (outer header already parsed as `p`).
+pub(crate) fn translate_error(
+    t: &mut Translator,
+    pkt: &mut PacketBuf<'_>,
+    p: &Ipv6Packet,
+    out: &Outer,
+) -> Verdict {
+    use DropReason::IcmpInnerUntranslatable as Inner;
+    // §5.3: an ICMP error's checksum covers the whole message; fragments can't be fixed.
+    if p.is_fragmented() {
+        return Verdict::Dropped(DropReason::FragmentedIcmp);
+    }
+    let (buf, start, len) = pkt.raw();
+    let icmp_at = start + p.l4_off;
+    let end = start + len;
+    if end - icmp_at < ICMP_HEADER_LEN + ipv6::HEADER_LEN {
+        return Verdict::Dropped(Inner);
+    }
+    let b = &buf[icmp_at..icmp_at + 8];
+    let (ty, code, rest) = (b[0], b[1], [b[4], b[5], b[6], b[7]]);
+    let m = match icmp_map::icmp6_to_icmp4(ty, code, rest) {
+        Ok(m) => m,
+        Err(r) => return Verdict::Dropped(r),
+    };
+
+    // §5.3: the quoted packet, possibly truncated.
+    let inner_at = icmp_at + ICMP_HEADER_LEN;
+    let q = match ipv6::parse(&buf[inner_at..end], true) {
+        Ok(q) => q,
+        Err(_) => return Verdict::Dropped(Inner),
+    };
+    let qh = q.hdr;
+    let (Ok(qsrc), Ok(qdst)) = (t.cfg.map.v6_to_v4(&qh.src), t.cfg.map.v6_to_v4(&qh.dst)) else {
+        return Verdict::Dropped(Inner);
+    };
+    let q_l4_at = inner_at + q.l4_off;
+    // The original datagram's upper-layer length, from its header (not what survived).
+    let q_l4_len = q.total_len.saturating_sub(q.l4_off);
+    let q_proto = if q.proto == nh::ICMPV6 {
+        nh::ICMP
+    } else {
+        q.proto
+    };
+    if 20 + q_l4_len > usize::from(u16::MAX) {
+        return Verdict::Dropped(Inner);
+    }
+    if q.is_first() {
+        let ql4 = &mut buf[q_l4_at..end];
+        if q.proto == nh::ICMPV6 {
+            if let Err(r) = quoted_informational(
+                ql4,
+                checksum::v6_pseudo(&qh.src, &qh.dst, q_l4_len as u32, nh::ICMPV6),
+            ) {
+                return Verdict::Dropped(r);
+            }
+        } else {
+            let old = checksum::v6_addr_sum(&qh.src, &qh.dst);
+            let new = checksum::v4_addr_sum(&qsrc, &qdst);
+            if let Err(r) = transport::update_pseudo_header(ql4, q.proto, old, new, true) {
+                return Verdict::Dropped(r);
+            }
+        }
+    }
+
+    // §5.3 inner header: as §5.1, but the TTL is not decremented.
+    let (qid, qflags) = match q.frag {
+        Some(f) => (
+            f.id as u16,
+            if f.more { MF } else { 0 } | (f.offset / 8) as u16,
+        ),
+        None if q.total_len > 1280 => (0, DF),
+        None => (0, 0),
+    };
+    let inner = ipv4::header(
+        qh.traffic_class(),
+        (20 + q_l4_len) as u16,
+        qid,
+        qflags,
+        qh.hop_limit,
+        q_proto,
+        qsrc,
+        qdst,
+    );
+
+    // §5.2 rest-of-header: MTU (−20, or −28 when the quoted packet had a Fragment
+    // header) or the Figure 6 pointer.
+    let rest = match m.rest {
+        Rest::Mtu => {
+            let mtu6 = u32::from_be_bytes(rest);
+            let mtu4 = mtu::ptb_to_frag_needed(mtu6, q.frag.is_some());
+            [0, 0, (mtu4 >> 8) as u8, mtu4 as u8]
+        }
+        Rest::Pointer(ptr) => [ptr, 0, 0, 0],
+        Rest::Zero | Rest::Copy => [0; 4],
+    };
+
+    const HDRS: usize = ipv4::HEADER_LEN + ICMP_HEADER_LEN + ipv4::HEADER_LEN;
+    let new_start = q_l4_at - HDRS;
+    let total = (HDRS + (end - q_l4_at)).min(ICMPV4_ERROR_MAX);
+    let outer = ipv4::header(
+        out.tos,
+        total as u16,
+        out.id,
+        out.flags,
+        out.ttl,
+        nh::ICMP,
+        out.src,
+        out.dst,
+    );
+    let o = &mut buf[new_start..new_start + total];
+    o[..20].copy_from_slice(outer.as_bytes());
+    o[20..28].copy_from_slice(&[m.ty, m.code, 0, 0, rest[0], rest[1], rest[2], rest[3]]);
+    o[28..48].copy_from_slice(inner.as_bytes());
+    // The message changed length and content: the one place a full sum is owed.
+    let c = checksum::compute(0, &o[20..]);
+    o[22..24].copy_from_slice(&c.to_be_bytes());
+    pkt.set_window(new_start, total);
+    Verdict::Translated
+}
+
+/// §5.3: a quoted ICMPv6 message must be informational (an error about an error is
+/// never sent); translate its type and fix its checksum if the bytes are there.
+fn quoted_informational(icmp: &mut [u8], pseudo: u16) -> Result<(), DropReason> {
+    let Some(&ty) = icmp.first() else {
+        return Ok(());
+    };
+    if icmp6::is_error(ty) {
+        return Err(DropReason::IcmpErrorInError);
+    }
+    let code = icmp.get(1).copied().unwrap_or(0);
+    let m = icmp_map::icmp6_to_icmp4(ty, code, [0; 4])
+        .map_err(|_| DropReason::IcmpInnerUntranslatable)?;
+    icmp[0] = m.ty;
+    if icmp.len() >= 4 {
+        icmp[1] = m.code;
+        let old = checksum::add(pseudo, u16::from_be_bytes([ty, code]));
+        let new = u16::from_be_bytes([m.ty, m.code]);
+        let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
+        icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    }
+    Ok(())
+}

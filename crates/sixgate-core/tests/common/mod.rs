@@ -1,0 +1,120 @@
+//! Shared harness for the core's integration tests.
+#![allow(dead_code)]
+
+use sixgate_core::addr::{Eam, Rfc6052Prefix};
+use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+/// 2001:db8:64::/96, the pool6 of the sample configuration.
+pub fn pool6() -> Rfc6052Prefix {
+    Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap()
+}
+
+/// The sample configuration: pool6 2001:db8:64::/96, EAM 198.18.0.0/24 ↔ 2001:db8:1::/120.
+pub fn sample_config() -> Config {
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    cfg.map
+        .eam
+        .insert(
+            Eam::new(
+                Ipv4Addr::new(198, 18, 0, 0),
+                24,
+                "2001:db8:1::".parse().unwrap(),
+                120,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    cfg
+}
+
+/// An IPv6-side client (EAM'd to 198.18.0.5).
+pub const CLIENT6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5);
+/// Its IPv4 face.
+pub const CLIENT4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 5);
+/// An IPv4 server.
+pub const SERVER4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
+/// The same server as the IPv6 side sees it (pool6).
+pub const SERVER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6407);
+/// An IPv4 router between the translator and the server.
+pub const ROUTER4: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 1);
+/// That router through pool6.
+pub const ROUTER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xcb00, 0x7101);
+
+/// A translator plus buffers, as a data plane would hold them.
+pub struct Harness {
+    pub t: Translator,
+    pub scratch: Scratch,
+    pub now_ns: u64,
+}
+
+impl Harness {
+    pub fn new(cfg: Config) -> Self {
+        Harness {
+            t: Translator::new(Arc::new(cfg)),
+            scratch: Scratch::new(),
+            now_ns: 0,
+        }
+    }
+
+    pub fn sample() -> Self {
+        Self::new(sample_config())
+    }
+
+    /// Translate `input`; return the verdict and every output packet, each of
+    /// which has been checked by the independent oracle.
+    pub fn run(&mut self, input: &[u8]) -> (Verdict, Vec<Vec<u8>>) {
+        let (v, out) = self.run_unchecked(input);
+        for p in &out {
+            if let Err(e) = sixgate_testkit::check_with(p, checks_for(p)) {
+                panic!("oracle rejects output {p:02x?}: {e}");
+            }
+        }
+        (v, out)
+    }
+
+    /// As [`Self::run`] without the oracle.
+    pub fn run_unchecked(&mut self, input: &[u8]) -> (Verdict, Vec<Vec<u8>>) {
+        let mut buf = vec![0u8; HEADROOM + input.len() + 64];
+        buf[HEADROOM..HEADROOM + input.len()].copy_from_slice(input);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, input.len());
+        let v = self.t.translate(&mut pkt, &mut self.scratch, self.now_ns);
+        let out = match v {
+            Verdict::Translated => vec![pkt.data().to_vec()],
+            Verdict::Fragmented(_) | Verdict::Replied(_) => {
+                self.scratch.packets().map(<[u8]>::to_vec).collect()
+            }
+            Verdict::Dropped(_) => vec![],
+        };
+        (v, out)
+    }
+
+    /// Translate and expect exactly one translated packet.
+    pub fn one(&mut self, input: &[u8]) -> Vec<u8> {
+        let (v, mut out) = self.run(input);
+        assert_eq!(v, Verdict::Translated, "verdict");
+        out.pop().unwrap()
+    }
+}
+
+/// Fragments' L4 checksums cannot be verified alone.
+fn checks_for(p: &[u8]) -> sixgate_testkit::Checks {
+    match sixgate_testkit::check_structure(p) {
+        Ok(s) if s.is_fragment() => sixgate_testkit::Checks::IP_ONLY,
+        _ => sixgate_testkit::Checks::ALL,
+    }
+}
+
+/// The oracle's view of a packet.
+pub fn view(p: &[u8]) -> sixgate_testkit::Summary {
+    sixgate_testkit::check_with(p, checks_for(p)).unwrap()
+}
+
+/// Upper-layer bytes of an IP packet without extension headers or options.
+pub fn l4(p: &[u8]) -> &[u8] {
+    match p[0] >> 4 {
+        4 => &p[usize::from(p[0] & 15) * 4..],
+        _ => &p[40..],
+    }
+}

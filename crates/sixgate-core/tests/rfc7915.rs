@@ -1,0 +1,843 @@
+//! RFC 7915 end to end through `Translator::translate`, every output checked by the
+//! etherparse-based oracle in sixgate-testkit (lengths, IPv4 header checksum, L4
+//! checksums with pseudo-headers, inner packets of ICMP errors).
+
+mod common;
+
+use common::*;
+use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
+use sixgate_core::{DropReason, Verdict};
+use sixgate_testkit::{Ext6, Family, Ip4, Ip6, L4, proto, split_v4, split_v6, truncate};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+fn v6() -> Ip6 {
+    Ip6::new(CLIENT6, SERVER6)
+}
+fn v4() -> Ip4 {
+    Ip4::new(SERVER4, CLIENT4)
+}
+
+// ---- §5.1 / §4.1 header translation -------------------------------------------------
+
+#[test]
+fn rfc7915_s5_1_udp_header_fields() {
+    let mut h = Harness::sample();
+    let input = v6().traffic_class(0xb8).hop_limit(64).udp(5353, 53, 20);
+    let out = h.one(&input);
+    let s = view(&out);
+    assert_eq!(s.family, Family::V4);
+    assert_eq!(s.src, IpAddr::V4(CLIENT4));
+    assert_eq!(s.dst, IpAddr::V4(SERVER4));
+    assert_eq!(s.hop_limit, 63, "§5.1 TTL = Hop Limit - 1");
+    assert_eq!(s.tos, 0xb8, "§5.1 TOS copied from Traffic Class");
+    assert_eq!(s.protocol, proto::UDP);
+    assert_eq!(s.df, Some(false), "§5.1 DF=0 for IPv6 packets ≤ 1280 bytes");
+    assert!(s.l4_verified);
+    assert_eq!(s.ports(), Some((5353, 53)));
+    assert_eq!(out.len(), input.len() - 20);
+    assert_eq!(h.t.counters().translated_6to4, 1);
+}
+
+#[test]
+fn rfc7915_s5_1_df_set_above_1280() {
+    let mut h = Harness::sample();
+    let out = h.one(&v6().udp(1, 2, 1300));
+    let s = view(&out);
+    assert_eq!(s.df, Some(true));
+    assert_eq!(s.ipv4_id, Some(0));
+}
+
+#[test]
+fn rfc7915_s5_1_reset_tos() {
+    let mut cfg = sample_config();
+    cfg.reset_tos = true;
+    cfg.new_tos = 0x10;
+    let mut h = Harness::new(cfg);
+    assert_eq!(
+        view(&h.one(&v6().traffic_class(0xb8).udp(1, 2, 8))).tos,
+        0x10
+    );
+}
+
+#[test]
+fn rfc7915_s4_1_udp_header_fields() {
+    let mut h = Harness::sample();
+    let input = v4().tos(0x2e).ttl(40).udp(53, 5353, 30);
+    let out = h.one(&input);
+    let s = view(&out);
+    assert_eq!(s.family, Family::V6);
+    assert_eq!(s.src, IpAddr::V6(SERVER6));
+    assert_eq!(s.dst, IpAddr::V6(CLIENT6));
+    assert_eq!(s.hop_limit, 39);
+    assert_eq!(s.tos, 0x2e, "§4.1 Traffic Class copied from TOS");
+    assert!(s.ext_headers.is_empty(), "§4.1 no Fragment header for DF=1");
+    assert_eq!(
+        u32::from_be_bytes(out[0..4].try_into().unwrap()) & 0xfffff,
+        0,
+        "flow label 0"
+    );
+    assert!(s.l4_verified);
+    assert_eq!(out.len(), input.len() + 20);
+    assert_eq!(h.t.counters().translated_4to6, 1);
+}
+
+#[test]
+fn rfc7915_s4_1_reset_traffic_class() {
+    let mut cfg = sample_config();
+    cfg.reset_traffic_class = true;
+    let mut h = Harness::new(cfg);
+    assert_eq!(view(&h.one(&v4().tos(0x2e).udp(1, 2, 8))).tos, 0);
+}
+
+#[test]
+fn rfc7915_s4_1_df0_small_packet_has_no_fragment_header() {
+    let mut h = Harness::sample();
+    let s = view(&h.one(&v4().df(false).udp(1, 2, 100)));
+    assert!(s.fragment.is_none(), "RFC 8021: no atomic fragments");
+}
+
+#[test]
+fn rfc7915_s4_1_options_ignored() {
+    let mut h = Harness::sample();
+    // Record Route (7), length 7, pointer 4, one empty slot, then End.
+    let input = v4().options(&[7, 7, 4, 0, 0, 0, 0, 0]).udp(1, 2, 10);
+    let out = h.one(&input);
+    assert_eq!(out.len(), input.len() - 8 + 20);
+    assert!(view(&out).l4_verified);
+}
+
+#[test]
+fn rfc7915_s4_1_unexpired_source_route_gets_source_route_failed() {
+    let mut h = Harness::sample();
+    // LSRR (131), length 7, pointer 4: one hop not yet visited.
+    let input = v4().options(&[131, 7, 4, 192, 0, 2, 1, 0]).udp(1, 2, 10);
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::Ipv4SourceRoute));
+    let s = view(&out[0]);
+    assert_eq!(s.family, Family::V4);
+    assert_eq!(s.icmp(), Some((3, 5)));
+    assert_eq!(s.dst, IpAddr::V4(SERVER4));
+}
+
+#[test]
+fn rfc7915_s4_1_exhausted_source_route_translated() {
+    let mut h = Harness::sample();
+    // Pointer 8 > length 7: the route is used up.
+    let input = v4().options(&[131, 7, 8, 192, 0, 2, 1, 0]).udp(1, 2, 10);
+    h.one(&input);
+}
+
+#[test]
+fn rfc7915_s4_1_bad_ipv4_header_checksum_dropped() {
+    let mut h = Harness::sample();
+    let mut input = v4().udp(1, 2, 10);
+    input[10] ^= 0xff;
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::Ipv4HeaderChecksum)
+    );
+    assert_eq!(h.t.counters().drops(DropReason::Ipv4HeaderChecksum), 1);
+}
+
+// ---- round trips ---------------------------------------------------------------------
+
+/// v6→v4→v6 gives the same addresses back (EAM and pool6 are inverses here), so
+/// the upper-layer bytes, checksum included, must be identical.
+#[test]
+fn rfc7915_s4_s5_round_trip_keeps_l4_bytes() {
+    for input in [
+        v6().udp(1000, 53, 33),
+        v6().tcp(40000, 80, 100),
+        v6().echo_request(7, 9, 56),
+    ] {
+        let mut h = Harness::sample();
+        let mid = h.one(&input);
+        let back = h.one(&mid);
+        assert_eq!(l4(&back), l4(&input), "L4 bytes survive the round trip");
+        assert_eq!(back[8..40], input[8..40], "addresses survive");
+        assert_eq!(back[7], input[7] - 2, "hop limit decremented once per pass");
+    }
+}
+
+#[test]
+fn rfc7915_s5_5_tcp_checksum_updated() {
+    let mut h = Harness::sample();
+    let s = view(&h.one(&v6().tcp(40000, 443, 0)));
+    assert!(s.l4_verified);
+    assert_eq!(s.ports(), Some((40000, 443)));
+    let s = view(&h.one(&v4().tcp(443, 40000, 1000)));
+    assert!(s.l4_verified);
+}
+
+// ---- §4.2 / §5.2 ICMP informational ----------------------------------------------------
+
+#[test]
+fn rfc7915_s5_2_echo_request_becomes_icmpv4_echo() {
+    let mut h = Harness::sample();
+    let out = h.one(&v6().echo_request(0x1234, 1, 56));
+    let s = view(&out);
+    assert_eq!(s.protocol, proto::ICMP);
+    assert_eq!(s.icmp(), Some((8, 0)));
+    assert!(s.l4_verified);
+    assert_eq!(
+        &l4(&out)[4..8],
+        &[0x12, 0x34, 0, 1],
+        "identifier and sequence kept"
+    );
+}
+
+#[test]
+fn rfc7915_s4_2_echo_reply_becomes_icmpv6_echo_reply() {
+    let mut h = Harness::sample();
+    let s = view(&h.one(&v4().echo_reply(0x1234, 1, 56)));
+    assert_eq!(s.protocol, proto::ICMPV6);
+    assert_eq!(s.icmp(), Some((129, 0)));
+    assert!(s.l4_verified);
+}
+
+#[test]
+fn rfc7915_s5_2_neighbor_discovery_dropped() {
+    let mut h = Harness::sample();
+    let input = v6().icmp(135, 0, [0; 4], &[0; 16]);
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::IcmpUntranslatable)
+    );
+}
+
+#[test]
+fn rfc7915_s4_2_timestamp_dropped() {
+    let mut h = Harness::sample();
+    let input = v4().icmp(13, 0, [0; 4], &[0; 12]);
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::IcmpUntranslatable)
+    );
+}
+
+// ---- §4.3 / §5.3 ICMP errors with inner packets ---------------------------------------
+
+/// An ICMPv4 error from a router about a packet the IPv6 client sent (as IPv4).
+fn v4_error(ty: u8, code: u8, rest: [u8; 4], inner: &[u8]) -> Vec<u8> {
+    Ip4::new(ROUTER4, CLIENT4).icmp_error(ty, code, rest, inner)
+}
+
+/// The client's packet as it looked on the IPv4 side.
+fn client_as_v4() -> Ip4 {
+    Ip4::new(CLIENT4, SERVER4)
+}
+
+#[test]
+fn rfc7915_s4_3_every_destination_unreachable_row_with_inner_udp() {
+    let rows: &[(u8, u8, u8)] = &[
+        (0, 1, 0),
+        (1, 1, 0),
+        (2, 4, 1),
+        (3, 1, 4),
+        (5, 1, 0),
+        (6, 1, 0),
+        (7, 1, 0),
+        (8, 1, 0),
+        (9, 1, 1),
+        (10, 1, 1),
+        (11, 1, 0),
+        (12, 1, 0),
+        (13, 1, 1),
+        (15, 1, 1),
+    ];
+    for &(code, ty6, code6) in rows {
+        let mut h = Harness::sample();
+        let inner = client_as_v4().udp(5353, 53, 40);
+        let out = h.one(&v4_error(3, code, [0; 4], &inner));
+        let s = view(&out);
+        assert_eq!(s.icmp(), Some((ty6, code6)), "code {code}");
+        assert_eq!(s.src, IpAddr::V6(ROUTER6));
+        assert_eq!(s.dst, IpAddr::V6(CLIENT6));
+        let i = s.inner.expect("inner packet");
+        assert_eq!(
+            (i.src, i.dst),
+            (IpAddr::V6(CLIENT6), IpAddr::V6(SERVER6)),
+            "inner addresses"
+        );
+        assert_eq!(i.l4_checksum_ok, Some(true), "inner UDP checksum updated");
+        if code == 2 {
+            assert_eq!(&l4(&out)[4..8], &[0, 0, 0, 6], "pointer to Next Header");
+        }
+    }
+}
+
+#[test]
+fn rfc7915_s4_3_inner_tcp_and_icmp() {
+    let mut h = Harness::sample();
+    let inner = client_as_v4().tcp(40000, 80, 0);
+    let s = view(&h.one(&v4_error(11, 0, [0; 4], &inner)));
+    assert_eq!(s.icmp(), Some((3, 0)));
+    assert_eq!(s.inner.unwrap().l4_checksum_ok, Some(true));
+
+    let inner = client_as_v4().echo_request(5, 6, 32);
+    let s = view(&h.one(&v4_error(11, 0, [0; 4], &inner)));
+    let i = s.inner.unwrap();
+    assert_eq!(i.protocol, proto::ICMPV6);
+    assert_eq!(i.l4.icmp(), Some((128, 0)), "inner echo request translated");
+    assert_eq!(i.l4_checksum_ok, Some(true));
+}
+
+#[test]
+fn rfc7915_s4_3_truncated_inner_packet() {
+    let mut h = Harness::sample();
+    let inner = truncate(&client_as_v4().udp(1, 2, 500), 28 + 64);
+    let s = view(&h.one(&v4_error(3, 3, [0; 4], &inner)));
+    let i = s.inner.unwrap();
+    assert!(i.truncated());
+    assert_eq!(
+        i.claimed_len,
+        40 + 8 + 500,
+        "inner Payload Length is the original's"
+    );
+}
+
+#[test]
+fn rfc7915_s4_3_icmpv6_error_capped_at_1280() {
+    let mut h = Harness::sample();
+    let inner = client_as_v4().df(true).udp(1, 2, 1400);
+    let out = h.one(&v4_error(3, 3, [0; 4], &inner));
+    assert_eq!(out.len(), 1280, "RFC 4443 §2.4 (c)");
+}
+
+#[test]
+fn rfc7915_s4_2_fragmentation_needed_becomes_packet_too_big() {
+    let mut h = Harness::sample();
+    let inner = client_as_v4().udp(1, 2, 1400);
+    let out = h.one(&v4_error(3, 4, [0, 0, 0x05, 0x78], &inner)); // MTU 1400
+    assert_eq!(view(&out).icmp(), Some((2, 0)));
+    assert_eq!(&l4(&out)[4..8], &1420u32.to_be_bytes(), "MTU + 20");
+    // MTU below 1260 is floored at the IPv6 minimum.
+    let out = h.one(&v4_error(3, 4, [0, 0, 0x02, 0x40], &inner)); // 576
+    assert_eq!(&l4(&out)[4..8], &1280u32.to_be_bytes());
+}
+
+#[test]
+fn rfc7915_s4_2_fragmentation_needed_mtu_zero_uses_plateau() {
+    let mut h = Harness::sample();
+    let inner = client_as_v4().udp(1, 2, 4400 - 28); // Total Length 4400
+    let out = h.one(&v4_error(3, 4, [0; 4], &truncate(&inner, 100)));
+    assert_eq!(
+        &l4(&out)[4..8],
+        &(4352u32 + 20).to_be_bytes(),
+        "RFC 1191 plateau 4352 + 20"
+    );
+}
+
+#[test]
+fn rfc7915_s4_2_parameter_problem_pointer() {
+    let mut h = Harness::sample();
+    let inner = client_as_v4().udp(1, 2, 8);
+    let out = h.one(&v4_error(12, 0, [8, 0, 0, 0], &inner)); // TTL
+    assert_eq!(view(&out).icmp(), Some((4, 0)));
+    assert_eq!(&l4(&out)[4..8], &[0, 0, 0, 7], "TTL → Hop Limit");
+    let (v, _) = h.run(&v4_error(12, 0, [10, 0, 0, 0], &inner)); // checksum: n/a
+    assert_eq!(v, Verdict::Dropped(DropReason::IcmpUntranslatable));
+}
+
+#[test]
+fn rfc7915_s4_3_error_inside_error_dropped() {
+    let mut h = Harness::sample();
+    let innermost = Ip4::new(SERVER4, CLIENT4).udp(1, 2, 8);
+    let inner = client_as_v4().icmp_error(3, 3, [0; 4], &innermost);
+    let (v, _) = h.run(&v4_error(3, 1, [0; 4], &inner));
+    assert_eq!(v, Verdict::Dropped(DropReason::IcmpErrorInError));
+}
+
+/// An ICMPv6 error from an IPv6 router about a packet the IPv4 server sent.
+fn v6_error_from(router: Ipv6Addr, ty: u8, code: u8, rest: [u8; 4], inner: &[u8]) -> Vec<u8> {
+    Ip6::new(router, SERVER6).icmp_error(ty, code, rest, inner)
+}
+
+fn server_as_v6() -> Ip6 {
+    Ip6::new(SERVER6, CLIENT6)
+}
+
+const ROUTER_V6_EAM: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1);
+
+#[test]
+fn rfc7915_s5_3_every_icmpv6_error_row_with_inner_udp() {
+    let rows: &[(u8, u8, u8, u8)] = &[
+        (1, 0, 3, 1),
+        (1, 1, 3, 10),
+        (1, 2, 3, 1),
+        (1, 3, 3, 1),
+        (1, 4, 3, 3),
+        (2, 0, 3, 4),
+        (3, 0, 11, 0),
+        (3, 1, 11, 1),
+        (4, 1, 3, 2),
+    ];
+    for &(ty, code, ty4, code4) in rows {
+        let mut h = Harness::sample();
+        let inner = server_as_v6().udp(53, 5353, 40);
+        let rest = if ty == 2 {
+            1500u32.to_be_bytes()
+        } else {
+            [0; 4]
+        };
+        let out = h.one(&v6_error_from(ROUTER_V6_EAM, ty, code, rest, &inner));
+        let s = view(&out);
+        assert_eq!(s.icmp(), Some((ty4, code4)), "type {ty} code {code}");
+        assert_eq!(s.src, IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1)));
+        assert_eq!(s.dst, IpAddr::V4(SERVER4));
+        let i = s.inner.unwrap();
+        assert_eq!((i.src, i.dst), (IpAddr::V4(SERVER4), IpAddr::V4(CLIENT4)));
+        assert_eq!(i.l4_checksum_ok, Some(true));
+        if ty == 2 {
+            assert_eq!(&l4(&out)[6..8], &1480u16.to_be_bytes(), "§5.2 MTU - 20");
+        }
+    }
+}
+
+#[test]
+fn rfc7915_s5_2_packet_too_big_with_inner_fragment_header_subtracts_28() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6()
+        .fragment_header(0, true, 77)
+        .udp(53, 5353, 1200);
+    let out = h.one(&v6_error_from(
+        ROUTER_V6_EAM,
+        2,
+        0,
+        1400u32.to_be_bytes(),
+        &truncate(&inner, 200),
+    ));
+    assert_eq!(&l4(&out)[6..8], &1372u16.to_be_bytes());
+}
+
+#[test]
+fn rfc7915_s5_2_parameter_problem_pointer() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().udp(1, 2, 8);
+    let out = h.one(&v6_error_from(
+        ROUTER_V6_EAM,
+        4,
+        0,
+        7u32.to_be_bytes(),
+        &inner,
+    ));
+    assert_eq!(view(&out).icmp(), Some((12, 0)));
+    assert_eq!(l4(&out)[4], 8, "Hop Limit → TTL");
+    let out = h.one(&v6_error_from(
+        ROUTER_V6_EAM,
+        4,
+        0,
+        30u32.to_be_bytes(),
+        &inner,
+    ));
+    assert_eq!(l4(&out)[4], 16, "destination address");
+}
+
+#[test]
+fn rfc7915_s5_3_inner_icmp_echo_and_tcp() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().echo_reply(1, 2, 16);
+    let s = view(&h.one(&v6_error_from(ROUTER_V6_EAM, 1, 4, [0; 4], &inner)));
+    let i = s.inner.unwrap();
+    assert_eq!(i.l4.icmp(), Some((0, 0)));
+    assert_eq!(i.l4_checksum_ok, Some(true));
+    let inner = server_as_v6().tcp(80, 40000, 10);
+    let s = view(&h.one(&v6_error_from(ROUTER_V6_EAM, 3, 0, [0; 4], &inner)));
+    assert_eq!(s.inner.unwrap().l4_checksum_ok, Some(true));
+}
+
+/// RFC 6791: an IPv6 router whose address maps to nothing still gets its error
+/// through, from the configured IPv4 pool.
+#[test]
+fn rfc6791_untranslatable_icmpv6_error_source_uses_pool() {
+    let mut cfg = sample_config();
+    cfg.rfc6791_v4 = vec![Ipv4Addr::new(192, 0, 2, 10), Ipv4Addr::new(192, 0, 2, 11)];
+    let mut h = Harness::new(cfg);
+    let router: Ipv6Addr = "2001:db8:ffff::1".parse().unwrap();
+    let inner = server_as_v6().udp(1, 2, 8);
+    let s = view(&h.one(&v6_error_from(router, 3, 0, [0; 4], &inner)));
+    let IpAddr::V4(src) = s.src else { panic!() };
+    assert!(src == Ipv4Addr::new(192, 0, 2, 10) || src == Ipv4Addr::new(192, 0, 2, 11));
+    // The same router always gets the same address (hash, not RNG).
+    let s2 = view(&h.one(&v6_error_from(router, 3, 0, [0; 4], &inner)));
+    assert_eq!(s.src, s2.src);
+}
+
+#[test]
+fn rfc6791_without_pool_uses_icmp_source_v4() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().udp(1, 2, 8);
+    let s = view(&h.one(&v6_error_from(
+        "2001:db8:ffff::1".parse().unwrap(),
+        3,
+        0,
+        [0; 4],
+        &inner,
+    )));
+    assert_eq!(s.src, IpAddr::V4(Ipv4Addr::new(192, 0, 0, 8)));
+}
+
+#[test]
+fn rfc7915_s5_1_unmappable_source_of_non_error_dropped() {
+    let mut h = Harness::sample();
+    let input = Ip6::new("2001:db8:ffff::1".parse().unwrap(), SERVER6).udp(1, 2, 8);
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::SourceUntranslatable)
+    );
+    let input = Ip6::new(CLIENT6, "2001:db8:ffff::1".parse().unwrap()).udp(1, 2, 8);
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::DestinationUntranslatable)
+    );
+}
+
+// ---- Hop limit / TTL (§4.1, §5.1, §4.4, §5.4) ------------------------------------------
+
+#[test]
+fn rfc7915_s5_1_hop_limit_1_gets_time_exceeded() {
+    let mut h = Harness::sample();
+    let input = v6().hop_limit(1).udp(1, 2, 8);
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::HopLimitExceeded));
+    let s = view(&out[0]);
+    assert_eq!(s.family, Family::V6);
+    assert_eq!(s.icmp(), Some((3, 0)));
+    assert_eq!(s.dst, IpAddr::V6(CLIENT6));
+    assert_eq!(&out[0][48..], &input[..], "quotes the offending packet");
+    assert_eq!(h.t.counters().icmp_generated, 1);
+}
+
+#[test]
+fn rfc7915_s4_1_ttl_1_gets_time_exceeded() {
+    let mut h = Harness::sample();
+    let input = v4().ttl(1).udp(1, 2, 8);
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::HopLimitExceeded));
+    let s = view(&out[0]);
+    assert_eq!(s.family, Family::V4);
+    assert_eq!(s.icmp(), Some((11, 0)));
+    assert_eq!(s.dst, IpAddr::V4(SERVER4));
+}
+
+#[test]
+fn rfc4443_s2_4_e_no_error_about_an_error() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().udp(1, 2, 8);
+    let input = Ip6::new(ROUTER_V6_EAM, SERVER6)
+        .hop_limit(1)
+        .icmp_error(1, 4, [0; 4], &inner);
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::HopLimitExceeded)
+    );
+    let input =
+        Ip4::new(ROUTER4, CLIENT4)
+            .ttl(1)
+            .icmp_error(3, 3, [0; 4], &client_as_v4().udp(1, 2, 8));
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::HopLimitExceeded)
+    );
+}
+
+#[test]
+fn rfc4443_s2_4_f_generated_errors_rate_limited() {
+    let mut cfg = sample_config();
+    cfg.icmp_errors_per_sec = 1;
+    cfg.icmp_error_burst = 2;
+    let mut h = Harness::new(cfg);
+    let input = v6().hop_limit(1).udp(1, 2, 8);
+    assert!(matches!(h.run(&input).0, Verdict::Replied(_)));
+    assert!(matches!(h.run(&input).0, Verdict::Replied(_)));
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::HopLimitExceeded)
+    );
+    assert_eq!(h.t.counters().icmp_rate_limited, 1);
+    h.now_ns = 1_000_000_000;
+    assert!(matches!(h.run(&input).0, Verdict::Replied(_)));
+}
+
+// ---- Extension headers (§5.1) -----------------------------------------------------------
+
+#[test]
+fn rfc7915_s5_1_hop_by_hop_and_destination_options_skipped() {
+    let mut h = Harness::sample();
+    let input = v6().hop_by_hop().dest_opts().udp(1, 2, 20);
+    let out = h.one(&input);
+    assert_eq!(out.len(), input.len() - 20 - 16);
+    assert!(view(&out).l4_verified);
+}
+
+#[test]
+fn rfc7915_s5_1_routing_header_segments_left_gets_parameter_problem() {
+    let mut h = Harness::sample();
+    let input = v6().routing(1).udp(1, 2, 8);
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::RoutingHeader));
+    let s = view(&out[0]);
+    assert_eq!(s.icmp(), Some((4, 0)));
+    assert_eq!(
+        &out[0][44..48],
+        &43u32.to_be_bytes(),
+        "pointer to Segments Left"
+    );
+}
+
+#[test]
+fn rfc7915_s5_1_exhausted_routing_header_skipped() {
+    let mut h = Harness::sample();
+    let out = h.one(&v6().routing(0).udp(1, 2, 8));
+    assert!(view(&out).l4_verified);
+}
+
+#[test]
+fn rfc7915_s5_1_unknown_extension_header_dropped() {
+    let mut h = Harness::sample();
+    let input = v6().raw(135, &[59, 0, 0, 0, 0, 0, 0, 0]); // Mobility header
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::UnknownExtensionHeader)
+    );
+}
+
+// ---- Fragments (§4.1, §5.1.1, §4 fragmentation) ------------------------------------------
+
+/// Reassemble fragments' payloads (test helper; no overlap handling).
+fn reassemble(frags: &[Vec<u8>]) -> (Vec<u8>, sixgate_testkit::Summary) {
+    let mut data = vec![];
+    let mut first = None;
+    for f in frags {
+        let s = sixgate_testkit::check_structure(f).unwrap();
+        let fr = s.fragment.unwrap_or(sixgate_testkit::Fragment {
+            offset: 0,
+            more: false,
+            id: 0,
+        });
+        let payload = &f[f.len() - s.payload_len..];
+        let end = usize::from(fr.offset) + payload.len();
+        if data.len() < end {
+            data.resize(end, 0);
+        }
+        data[usize::from(fr.offset)..end].copy_from_slice(payload);
+        if fr.offset == 0 {
+            first = Some(s);
+        }
+    }
+    (data, first.unwrap())
+}
+
+fn udp_verifies_v6(src: Ipv6Addr, dst: Ipv6Addr, udp: &[u8]) -> bool {
+    let ps = sixgate_testkit::csum::pseudo_v6(src.octets(), dst.octets(), proto::UDP, udp.len());
+    sixgate_testkit::csum::verifies(ps, udp)
+}
+
+fn udp_verifies_v4(src: Ipv4Addr, dst: Ipv4Addr, udp: &[u8]) -> bool {
+    let ps = sixgate_testkit::csum::pseudo_v4(src.octets(), dst.octets(), proto::UDP, udp.len());
+    sixgate_testkit::csum::verifies(ps, udp)
+}
+
+#[test]
+fn rfc7915_s4_1_ipv4_fragments_get_fragment_header() {
+    let mut h = Harness::sample();
+    let whole = v4().df(false).id(0xabcd).udp(53, 5353, 600);
+    let mut outs = vec![];
+    for f in split_v4(&whole, 256) {
+        let out = h.one(&f);
+        let s = view(&out);
+        let fr = s.fragment.expect("Fragment header");
+        assert_eq!(fr.id, 0xabcd, "§4.1 ID copied to the low 16 bits");
+        outs.push(out);
+    }
+    let (udp, _) = reassemble(&outs);
+    assert_eq!(udp.len(), 608);
+    assert!(
+        udp_verifies_v6(SERVER6, CLIENT6, &udp),
+        "first fragment's UDP checksum updated incrementally"
+    );
+}
+
+#[test]
+fn rfc7915_s5_1_1_ipv6_fragments_become_ipv4_fragments() {
+    let mut h = Harness::sample();
+    let whole = v6().udp(5353, 53, 600);
+    let mut outs = vec![];
+    for f in split_v6(&whole, 256, 0x1234_5678) {
+        let out = h.one(&f);
+        let s = view(&out);
+        assert_eq!(s.ipv4_id, Some(0x5678), "§5.1.1 low 16 bits of the ID");
+        assert_eq!(s.df, Some(false));
+        outs.push(out);
+    }
+    let (udp, first) = reassemble(&outs);
+    assert!(first.fragment.unwrap().more);
+    assert!(udp_verifies_v4(CLIENT4, SERVER4, &udp));
+}
+
+#[test]
+fn rfc7915_s4_df0_oversized_packet_fragmented_to_lowest_ipv6_mtu() {
+    let mut h = Harness::sample();
+    let input = v4().df(false).id(42).udp(53, 5353, 1400);
+    let (v, outs) = h.run(&input);
+    assert_eq!(v, Verdict::Fragmented(2));
+    for o in &outs {
+        assert!(o.len() <= 1280);
+        assert_eq!(view(o).fragment.unwrap().id, 42);
+    }
+    let (udp, _) = reassemble(&outs);
+    assert_eq!(udp.len(), 1408);
+    assert!(udp_verifies_v6(SERVER6, CLIENT6, &udp));
+    assert_eq!(h.t.counters().fragments_out, 2);
+}
+
+#[test]
+fn rfc7915_s4_df0_respects_configured_lowest_ipv6_mtu() {
+    let mut cfg = sample_config();
+    cfg.lowest_ipv6_mtu = 1500;
+    let mut h = Harness::new(cfg);
+    let input = v4().df(false).udp(53, 5353, 1400);
+    assert_eq!(h.run(&input).0, Verdict::Translated);
+}
+
+#[test]
+fn rfc7915_s4_df1_oversized_packet_left_to_the_ipv6_path() {
+    let mut h = Harness::sample();
+    let out = h.one(&v4().df(true).udp(53, 5353, 1400));
+    assert_eq!(out.len(), 1400 + 8 + 40);
+}
+
+#[test]
+fn rfc7915_s5_2_fragmented_icmp_dropped() {
+    let mut h = Harness::sample();
+    let whole = v6().echo_request(1, 1, 600);
+    let frags = split_v6(&whole, 256, 9);
+    assert_eq!(
+        h.run(&frags[0]).0,
+        Verdict::Dropped(DropReason::FragmentedIcmp)
+    );
+}
+
+// ---- UDP zero checksum (§4.5) ---------------------------------------------------------
+
+#[test]
+fn rfc7915_s4_5_udp_zero_checksum_computed() {
+    let mut h = Harness::sample();
+    let out = h.one(&v4().udp_zero_checksum(53, 5353, 30));
+    let s = view(&out);
+    assert!(s.l4_verified);
+    let L4::Udp { checksum, .. } = s.l4 else {
+        panic!()
+    };
+    assert_ne!(checksum, 0);
+}
+
+#[test]
+fn rfc7915_s4_5_udp_zero_checksum_drop_policy() {
+    let mut cfg = sample_config();
+    cfg.udp_zero_checksum = UdpZeroChecksum::Drop;
+    let mut h = Harness::new(cfg);
+    assert_eq!(
+        h.run(&v4().udp_zero_checksum(53, 5353, 30)).0,
+        Verdict::Dropped(DropReason::UdpZeroChecksum)
+    );
+}
+
+#[test]
+fn rfc7915_s4_5_fragmented_udp_zero_checksum_dropped() {
+    let mut h = Harness::sample();
+    let whole = v4().df(false).udp_zero_checksum(53, 5353, 600);
+    let frags = split_v4(&whole, 256);
+    assert_eq!(
+        h.run(&frags[0]).0,
+        Verdict::Dropped(DropReason::UdpZeroChecksum)
+    );
+}
+
+// ---- RFC 6052 §3.1, RFC 7757 §4 -----------------------------------------------------------
+
+#[test]
+fn rfc6052_s3_1_well_known_prefix_refuses_non_global() {
+    let wkp = sixgate_core::addr::Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap();
+    let mut cfg = sample_config();
+    cfg.map.pool6 = Some(wkp);
+    let mut h = Harness::new(cfg.clone());
+    let private: Ipv6Addr = "64:ff9b::10.0.0.1".parse().unwrap();
+    let input = Ip6::new(CLIENT6, private).udp(1, 2, 8);
+    assert_eq!(h.run(&input).0, Verdict::Dropped(DropReason::WkpNonGlobal));
+    let public: Ipv6Addr = "64:ff9b::198.51.100.7".parse().unwrap();
+    h.one(&Ip6::new(CLIENT6, public).udp(1, 2, 8));
+
+    cfg.map.wkp_strict = false;
+    let mut h = Harness::new(cfg);
+    h.one(&input);
+}
+
+#[test]
+fn rfc7757_s4_hairpin_intrinsic() {
+    let mut h = Harness::sample();
+    // The client reaches a neighbour by the neighbour's IPv4 address through pool6.
+    let neighbour_via_pool6: Ipv6Addr = "2001:db8:64::198.18.0.6".parse().unwrap();
+    let out = h.one(&Ip6::new(CLIENT6, neighbour_via_pool6).udp(1, 2, 20));
+    let s = view(&out);
+    assert_eq!(s.family, Family::V6);
+    assert_eq!(s.src, IpAddr::V6(CLIENT6));
+    assert_eq!(s.dst, IpAddr::V6("2001:db8:1::6".parse().unwrap()));
+    assert_eq!(s.hop_limit, 63, "decremented once");
+    assert!(s.l4_verified);
+    assert_eq!(h.t.counters().hairpinned, 1);
+}
+
+#[test]
+fn rfc7757_s4_hairpin_off_and_simple() {
+    let neighbour_via_pool6: Ipv6Addr = "2001:db8:64::198.18.0.6".parse().unwrap();
+    for mode in [HairpinMode::Off, HairpinMode::Simple] {
+        let mut cfg = sample_config();
+        cfg.hairpin = mode;
+        let mut h = Harness::new(cfg);
+        let (v, _) = h.run(&Ip6::new(CLIENT6, neighbour_via_pool6).udp(1, 2, 20));
+        assert_eq!(v, Verdict::Dropped(DropReason::Hairpin), "{mode:?}");
+    }
+}
+
+// ---- RFC 6864 IPv4 ID ---------------------------------------------------------------------
+
+#[test]
+fn rfc6864_ipv4_id_per_flow_increments() {
+    let mut h = Harness::sample();
+    let a = view(&h.one(&v6().udp(1, 2, 8))).ipv4_id.unwrap();
+    let b = view(&h.one(&v6().udp(1, 2, 8))).ipv4_id.unwrap();
+    assert_eq!(b, a.wrapping_add(1));
+}
+
+// ---- Bad input ----------------------------------------------------------------------------
+
+#[test]
+fn malformed_inputs_are_counted_drops() {
+    let mut h = Harness::sample();
+    let good6 = v6().udp(1, 2, 8);
+    let good4 = v4().udp(1, 2, 8);
+    for bad in [
+        vec![],
+        vec![0x60],
+        good6[..39].to_vec(),
+        good6[..good6.len() - 1].to_vec(),
+        good4[..19].to_vec(),
+        good4[..good4.len() - 1].to_vec(),
+        vec![0x50; 60],
+    ] {
+        let (v, out) = h.run_unchecked(&bad);
+        assert!(matches!(v, Verdict::Dropped(_)), "{bad:02x?} → {v:?}");
+        assert!(out.is_empty());
+    }
+    assert_eq!(h.t.counters().total_drops(), 7);
+}
+
+#[test]
+fn trailing_link_padding_is_ignored() {
+    let mut h = Harness::sample();
+    let mut input = v4().udp(1, 2, 8);
+    input.extend_from_slice(&[0; 10]);
+    let out = h.one(&input);
+    assert_eq!(out.len(), 40 + 8 + 8);
+}
