@@ -6,5 +6,6 @@ pub mod mapper;
 pub mod rfc6052;
 
 pub use eam::{Eam, EamError, EamTable};
+pub use ipv4_scope::is_non_global;
 pub use mapper::{MapError, Mapper};
-pub use rfc6052::{PrefixError, Rfc6052Prefix};
+pub use rfc6052::{LOCAL_USE_PREFIX, PrefixError, Rfc6052Prefix, WELL_KNOWN_PREFIX};
