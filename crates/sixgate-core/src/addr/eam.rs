@@ -494,10 +494,6 @@ impl EamTable {
         let (target, mask) = self.by_v4.lookup(a)?;
         Some(target.apply(a, mask))
     }
-    /// Is `v4` inside an entry's IPv4 prefix?
-    pub fn contains_v4(&self, v4: &[u8; 4]) -> bool {
-        self.v4_to_v6(v4).is_some()
-    }
     /// IPv6 → IPv4 by longest match on the IPv6 side.
     #[inline]
     pub fn v6_to_v4(&self, v6: &[u8; 16]) -> Option<[u8; 4]> {
