@@ -72,7 +72,8 @@ drop_reasons! {
     FragmentedIcmp => "fragmented_icmp",
     /// Packet exceeds the MTU and may not be fragmented; Packet Too Big / Fragmentation Needed owed.
     PacketTooBig => "packet_too_big",
-    /// Upper-layer protocol the translator does not handle.
+    /// Protocol number with no meaning in the other family (an IPv6 extension
+    /// header number or ICMPv6 inside IPv4, ICMPv4 inside IPv6).
     UnknownProtocol => "unknown_protocol",
     /// Destination is on the translator's own side (RFC 7757 §4 hairpin disabled, or a loop).
     Hairpin => "hairpin",

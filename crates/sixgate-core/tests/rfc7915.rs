@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
 use sixgate_core::{DropReason, Verdict};
-use sixgate_testkit::{Ext6, Family, Ip4, Ip6, L4, proto, split_v4, split_v6, truncate};
+use sixgate_testkit::{Family, Ip4, Ip6, L4, proto, split_v4, split_v6, truncate};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 fn v6() -> Ip6 {
@@ -615,7 +615,12 @@ fn reassemble(frags: &[Vec<u8>]) -> (Vec<u8>, sixgate_testkit::Summary) {
             more: false,
             id: 0,
         });
-        let payload = &f[f.len() - s.payload_len..];
+        // Fragments here carry no options and no extension header but the Fragment header.
+        let payload = if s.family == Family::V4 {
+            l4(f)
+        } else {
+            &f[48..]
+        };
         let end = usize::from(fr.offset) + payload.len();
         if data.len() < end {
             data.resize(end, 0);
@@ -765,7 +770,8 @@ fn rfc6052_s3_1_well_known_prefix_refuses_non_global() {
     let private: Ipv6Addr = "64:ff9b::10.0.0.1".parse().unwrap();
     let input = Ip6::new(CLIENT6, private).udp(1, 2, 8);
     assert_eq!(h.run(&input).0, Verdict::Dropped(DropReason::WkpNonGlobal));
-    let public: Ipv6Addr = "64:ff9b::198.51.100.7".parse().unwrap();
+    // A global address (documentation ranges are themselves non-global).
+    let public: Ipv6Addr = "64:ff9b::8.8.8.8".parse().unwrap();
     h.one(&Ip6::new(CLIENT6, public).udp(1, 2, 8));
 
     cfg.map.wkp_strict = false;

@@ -252,6 +252,24 @@ pub fn fragment_header(next_header: u8, offset: usize, more: bool, id: u32) -> F
     }
 }
 
+/// Protocol numbers that only make sense in IPv6 (extension headers, ICMPv6).
+/// An IPv4 packet carrying one cannot become a well-formed IPv6 packet.
+pub fn is_ipv6_only_protocol(p: u8) -> bool {
+    matches!(
+        p,
+        nh::HOP_BY_HOP
+            | nh::ROUTING
+            | nh::FRAGMENT
+            | nh::ICMPV6
+            | nh::DEST_OPTS
+            | nh::MOBILITY
+            | nh::HIP
+            | nh::SHIM6
+            | 253
+            | 254
+    )
+}
+
 /// Multicast (ff00::/8).
 pub fn is_multicast(a: &[u8; 16]) -> bool {
     a[0] == 0xff

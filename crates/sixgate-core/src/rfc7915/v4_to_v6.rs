@@ -78,6 +78,11 @@ fn run(
         Some(Some(ty)) => icmp4::is_error(ty),
         None => false,
     };
+    // §4.1 copies Protocol into Next Header; these values would claim an IPv6
+    // extension header (or ICMPv6) that is not there.
+    if ipv6::is_ipv6_only_protocol(h.proto) {
+        return Verdict::Dropped(DropReason::UnknownProtocol);
+    }
     if ipv4::is_bad_source(h.src) {
         return Verdict::Dropped(DropReason::BadSource);
     }
