@@ -55,6 +55,14 @@ pub struct Config {
     /// RFC 7915 §4 / §1.2: IPv4 packets with DF=0 are fragmented so that no IPv6 packet
     /// exceeds this; and the floor for MTUs in translated Packet Too Big messages.
     pub lowest_ipv6_mtu: u16,
+    /// MTU of the link translated IPv4 packets leave by. `None`: the operating system
+    /// enforces it (TUN). When set, an IPv6 packet whose IPv4 form has DF=1 and
+    /// exceeds it gets an ICMPv6 Packet Too Big (RFC 7915 §5.4).
+    pub ipv4_mtu: Option<u16>,
+    /// MTU of the link translated IPv6 packets leave by. `None`: the operating system
+    /// enforces it. When set, DF=1 IPv4 packets that would exceed it get an ICMPv4
+    /// Fragmentation Needed (RFC 7915 §4.4) and DF=0 ones are fragmented to fit.
+    pub ipv6_mtu: Option<u16>,
     /// RFC 7915 §4.2 / RFC 1191 §7: plateaus used when a Fragmentation Needed carries MTU 0.
     /// Sorted descending.
     pub mtu_plateaus: Vec<u16>,
@@ -101,6 +109,8 @@ impl Config {
             reset_tos: false,
             new_tos: 0,
             lowest_ipv6_mtu: 1280,
+            ipv4_mtu: None,
+            ipv6_mtu: None,
             mtu_plateaus: DEFAULT_MTU_PLATEAUS.to_vec(),
             udp_zero_checksum: UdpZeroChecksum::default(),
             decrement_hop_limit: true,

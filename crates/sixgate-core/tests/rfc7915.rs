@@ -485,11 +485,51 @@ fn rfc7915_s5_1_unmappable_source_of_non_error_dropped() {
         h.run(&input).0,
         Verdict::Dropped(DropReason::SourceUntranslatable)
     );
+}
+
+#[test]
+fn rfc7915_s5_4_untranslatable_destination_gets_address_unreachable() {
+    let mut h = Harness::sample();
     let input = Ip6::new(CLIENT6, "2001:db8:ffff::1".parse().unwrap()).udp(1, 2, 8);
-    assert_eq!(
-        h.run(&input).0,
-        Verdict::Dropped(DropReason::DestinationUntranslatable)
-    );
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::DestinationUntranslatable));
+    assert_eq!(view(&out[0]).icmp(), Some((1, 3)));
+}
+
+#[test]
+fn rfc7915_s4_4_untranslatable_destination_gets_host_unreachable() {
+    // Without pool6 only EAM'd IPv4 destinations can be translated.
+    let mut cfg = sample_config();
+    cfg.map.pool6 = None;
+    let mut h = Harness::new(cfg);
+    let input = Ip4::new(SERVER4, Ipv4Addr::new(198, 19, 0, 1)).udp(1, 2, 8);
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::DestinationUntranslatable));
+    assert_eq!(view(&out[0]).icmp(), Some((3, 1)));
+}
+
+#[test]
+fn rfc7915_s5_4_ipv4_mtu_gets_packet_too_big() {
+    let mut cfg = sample_config();
+    cfg.ipv4_mtu = Some(1400);
+    let mut h = Harness::new(cfg);
+    let (v, out) = h.run(&v6().udp(1, 2, 1400));
+    assert_eq!(v, Verdict::Replied(DropReason::PacketTooBig));
+    assert_eq!(view(&out[0]).icmp(), Some((2, 0)));
+    assert_eq!(&out[0][44..48], &1420u32.to_be_bytes(), "IPv4 MTU + 20");
+    h.one(&v6().udp(1, 2, 1300));
+}
+
+#[test]
+fn rfc7915_s4_4_ipv6_mtu_gets_fragmentation_needed() {
+    let mut cfg = sample_config();
+    cfg.ipv6_mtu = Some(1400);
+    let mut h = Harness::new(cfg);
+    let (v, out) = h.run(&v4().df(true).udp(1, 2, 1400));
+    assert_eq!(v, Verdict::Replied(DropReason::PacketTooBig));
+    assert_eq!(view(&out[0]).icmp(), Some((3, 4)));
+    assert_eq!(&out[0][26..28], &1380u16.to_be_bytes(), "IPv6 MTU - 20");
+    h.one(&v4().df(true).udp(1, 2, 1300));
 }
 
 // ---- Hop limit / TTL (§4.1, §5.1, §4.4, §5.4) ------------------------------------------
@@ -769,7 +809,7 @@ fn rfc6052_s3_1_well_known_prefix_refuses_non_global() {
     let mut h = Harness::new(cfg.clone());
     let private: Ipv6Addr = "64:ff9b::10.0.0.1".parse().unwrap();
     let input = Ip6::new(CLIENT6, private).udp(1, 2, 8);
-    assert_eq!(h.run(&input).0, Verdict::Dropped(DropReason::WkpNonGlobal));
+    assert_eq!(h.run(&input).0, Verdict::Replied(DropReason::WkpNonGlobal));
     // A global address (documentation ranges are themselves non-global).
     let public: Ipv6Addr = "64:ff9b::8.8.8.8".parse().unwrap();
     h.one(&Ip6::new(CLIENT6, public).udp(1, 2, 8));

@@ -48,6 +48,8 @@ pub mod v4 {
     pub const TIME_EXCEEDED: u8 = 11;
     /// Parameter Problem.
     pub const PARAM_PROBLEM: u8 = 12;
+    /// Destination Unreachable code: host unreachable.
+    pub const CODE_HOST_UNREACHABLE: u8 = 1;
     /// Destination Unreachable code: fragmentation needed and DF set.
     pub const CODE_FRAG_NEEDED: u8 = 4;
     /// Destination Unreachable code: source route failed.
@@ -72,6 +74,8 @@ pub mod v6 {
     pub const TIME_EXCEEDED: u8 = 3;
     /// Parameter Problem.
     pub const PARAM_PROBLEM: u8 = 4;
+    /// Destination Unreachable code: address unreachable.
+    pub const CODE_ADDRESS_UNREACHABLE: u8 = 3;
     /// Echo Request.
     pub const ECHO_REQUEST: u8 = 128;
     /// Echo Reply.

@@ -114,8 +114,20 @@ fn run(
     // §4.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
     let dst6 = match t.cfg.map.v4_to_v6(&h.dst) {
         Ok(a) => a,
-        Err(MapError::WkpNonGlobal) => return Verdict::Dropped(DropReason::WkpNonGlobal),
-        Err(MapError::NoMapping) => return Verdict::Dropped(DropReason::DestinationUntranslatable),
+        Err(e) => {
+            // §4.4: tell the sender, as a router with no route would.
+            let reason = match e {
+                MapError::WkpNonGlobal => DropReason::WkpNonGlobal,
+                MapError::NoMapping => DropReason::DestinationUntranslatable,
+            };
+            let owed = Owed {
+                ty: icmp4::DEST_UNREACH,
+                code: icmp4::CODE_HOST_UNREACHABLE,
+                rest: [0; 4],
+                reason,
+            };
+            return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
+        }
     };
     let src6 = match (t.cfg.map.v4_to_v6(&h.src), t.cfg.rfc6791_v6) {
         (Ok(a), _) => a,
@@ -136,6 +148,31 @@ fn run(
         };
         return icmp_v4_to_v6::translate_error(t, pkt, &p, &out);
     }
+
+    let frag_len = if fragmented {
+        ipv6::FRAGMENT_HEADER_LEN
+    } else {
+        0
+    };
+    let out_len = ipv6::HEADER_LEN + frag_len + l4_len;
+    // §4.4: a DF=1 packet that cannot cross the IPv6 link (when we know its MTU).
+    if let Some(mtu6) = t.cfg.ipv6_mtu
+        && h.df()
+        && out_len > usize::from(mtu6)
+    {
+        let growth = (ipv6::HEADER_LEN + frag_len - ipv4::HEADER_LEN) as u16;
+        let mtu4 = mtu6.saturating_sub(growth).max(68).to_be_bytes();
+        let owed = Owed {
+            ty: icmp4::DEST_UNREACH,
+            code: icmp4::CODE_FRAG_NEEDED,
+            rest: [0, 0, mtu4[0], mtu4[1]],
+            reason: DropReason::PacketTooBig,
+        };
+        return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
+    }
+    let lowest = t.cfg.lowest_ipv6_mtu;
+    let frag_mtu = usize::from(t.cfg.ipv6_mtu.map_or(lowest, |m| m.min(lowest)));
+    let must_fragment = !h.df() && out_len > frag_mtu;
 
     // §4.5 / §4.2: the upper-layer header, before the IPv4 header is overwritten.
     let (buf, start, _) = pkt.raw();
@@ -164,13 +201,6 @@ fn run(
 
     // §4.1: a Fragment header only for fragments, and for packets we must fragment
     // (DF=0 and larger than lowest_ipv6_mtu); RFC 8021 retired atomic fragments.
-    let frag_len = if fragmented {
-        ipv6::FRAGMENT_HEADER_LEN
-    } else {
-        0
-    };
-    let must_fragment =
-        !h.df() && ipv6::HEADER_LEN + frag_len + l4_len > usize::from(t.cfg.lowest_ipv6_mtu);
     let frag_len = if must_fragment {
         ipv6::FRAGMENT_HEADER_LEN
     } else {
@@ -190,7 +220,7 @@ fn run(
     }
     pkt.set_window(new_start, hdr_len + l4_len);
     if must_fragment {
-        return match fragment::split(pkt.data(), usize::from(t.cfg.lowest_ipv6_mtu), scratch) {
+        return match fragment::split(pkt.data(), frag_mtu, scratch) {
             Ok(n) => {
                 t.counters.fragments_out += u64::from(n);
                 Verdict::Fragmented(n)

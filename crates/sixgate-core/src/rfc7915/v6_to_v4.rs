@@ -83,8 +83,27 @@ pub fn translate(
     // §5.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
     let dst4 = match t.cfg.map.v6_to_v4(&h.dst) {
         Ok(a) => a,
-        Err(MapError::WkpNonGlobal) => return Verdict::Dropped(DropReason::WkpNonGlobal),
-        Err(MapError::NoMapping) => return Verdict::Dropped(DropReason::DestinationUntranslatable),
+        Err(e) => {
+            // §5.4: tell the sender, as a router with no route would.
+            let reason = match e {
+                MapError::WkpNonGlobal => DropReason::WkpNonGlobal,
+                MapError::NoMapping => DropReason::DestinationUntranslatable,
+            };
+            let owed = Owed {
+                ty: icmp6::DEST_UNREACH,
+                code: icmp6::CODE_ADDRESS_UNREACHABLE,
+                rest: [0; 4],
+                reason,
+            };
+            return icmp_error::reply_v6(
+                t,
+                pkt.data(),
+                scratch,
+                now_ns,
+                owed,
+                icmp_error || !p.is_first(),
+            );
+        }
     };
     let src4 = match t.cfg.map.v6_to_v4(&h.src) {
         Ok(a) => a,
@@ -114,6 +133,23 @@ pub fn translate(
     // extension headers can exceed it by 20.
     if 20 + l4_len > usize::from(u16::MAX) {
         return Verdict::Dropped(DropReason::PacketTooBig);
+    }
+
+    // §5.4: the IPv4 form would carry DF=1 and cannot cross the IPv4 link.
+    if let Some(mtu) = t.cfg.ipv4_mtu
+        && p.frag.is_none()
+        && !icmp_error
+        && total > DF_THRESHOLD
+        && 20 + l4_len > usize::from(mtu)
+    {
+        let ptb = (u32::from(mtu) + 20).max(super::mtu::IPV6_MIN_MTU);
+        let owed = Owed {
+            ty: icmp6::PACKET_TOO_BIG,
+            code: 0,
+            rest: ptb.to_be_bytes(),
+            reason: DropReason::PacketTooBig,
+        };
+        return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, false);
     }
 
     let proto4 = if p.proto == nh::ICMPV6 {
