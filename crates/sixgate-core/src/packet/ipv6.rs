@@ -160,7 +160,7 @@ pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv6Packet, Ipv6Error> {
     }
     let total_len = HEADER_LEN + usize::from(hdr.payload_len.get());
     // A zero Payload Length is a jumbogram (RFC 2675): not translatable to IPv4.
-    if hdr.payload_len.get() == 0 && !quoted || !quoted && total_len > data.len() {
+    if !quoted && (hdr.payload_len.get() == 0 || total_len > data.len()) {
         return Err(Ipv6Error::Malformed);
     }
     let end = total_len.min(data.len());
