@@ -1,0 +1,230 @@
+//! sixgate's configuration file: TOML in, a validated [`sixgate_core::Config`] out.
+//!
+//! ```toml
+//! [translator]
+//! mode = "siit"
+//! pool6 = "2001:db8:64::/96"
+//! eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
+//! ```
+//!
+//! The schema lives in [`schema`], the checks and defaults in `validate`. Every
+//! error, syntax or semantic, is reported as `FILE:LINE:COLUMN: message`, where the
+//! message names the key, the bad value and what was expected. `docs/config.md`
+//! documents every key; a test keeps it in step with the schema.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+use sixgate_core::Config;
+
+pub mod schema;
+mod validate;
+
+/// The translator mode a file selects. Only SIIT exists today; the others are
+/// recognised so that a file written for them gets a clear "not yet" error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Stateless IP/ICMP translation (RFC 7915) with RFC 6052 and RFC 7757 mapping.
+    Siit,
+}
+
+impl Mode {
+    /// The name used in the file.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Mode::Siit => "siit",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Modes the file format knows: the supported ones, then the planned ones.
+pub const KNOWN_MODES: &[&str] = &["siit", "nat64", "clat", "mapt-br", "mapt-ce"];
+/// Modes that parse but are not implemented yet.
+pub const PLANNED_MODES: &[&str] = &["nat64", "clat", "mapt-br", "mapt-ce"];
+
+/// A loaded, validated configuration.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// What the translator core runs with. `ipv4_id_key` is the core's default:
+    /// data planes that need unpredictable IDs seed it themselves.
+    pub config: Config,
+    /// The selected mode.
+    pub mode: Mode,
+}
+
+impl Loaded {
+    /// One line for humans: `mode siit, pool6 2001:db8:64::/96, 1 EAM entry`.
+    pub fn describe(&self) -> String {
+        let pool6 = match &self.config.map.pool6 {
+            Some(p) => format!("{}/{}", p.addr(), p.len()),
+            None => "none".to_owned(),
+        };
+        let n = self.config.map.eam.entries().len();
+        let entries = if n == 1 { "entry" } else { "entries" };
+        format!("mode {}, pool6 {pool6}, {n} EAM {entries}", self.mode)
+    }
+}
+
+/// A line and column in the file, both counted from 1 (columns in characters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1, in characters.
+    pub column: usize,
+}
+
+impl Position {
+    /// The position of byte `offset` in `text`.
+    pub fn of_offset(text: &str, offset: usize) -> Position {
+        let offset = offset.min(text.len());
+        // Step back to a character boundary so the slice below is valid.
+        let offset = (0..=offset)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        let before = &text[..offset];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Position {
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+        }
+    }
+}
+
+/// Why a configuration could not be loaded.
+#[derive(Debug)]
+pub struct ConfigError {
+    origin: String,
+    position: Option<Position>,
+    message: String,
+    source: Option<std::io::Error>,
+}
+
+impl ConfigError {
+    /// An error at byte range `span` of `text`.
+    pub(crate) fn at(
+        origin: &str,
+        text: &str,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> Self {
+        ConfigError {
+            origin: origin.to_owned(),
+            position: Some(Position::of_offset(text, span.start)),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The file name (or other origin) the error is in.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Where in the file, if the error is about its content.
+    pub fn position(&self) -> Option<Position> {
+        self.position
+    }
+
+    /// The message without the `FILE:LINE:COLUMN: ` prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some(p) => write!(
+                f,
+                "{}:{}:{}: {}",
+                self.origin, p.line, p.column, self.message
+            ),
+            None => write!(f, "{}: {}", self.origin, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Read and validate the file at `path`; errors name it as given.
+pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        message: format!("cannot read config file: {e}"),
+        origin: origin.clone(),
+        position: None,
+        source: Some(e),
+    })?;
+    parse(&text, &origin)
+}
+
+/// Parse and validate `text`; `origin` (usually the file name) prefixes every error.
+pub fn parse(text: &str, origin: &str) -> Result<Loaded, ConfigError> {
+    let file: schema::File = toml::from_str(text).map_err(|e| syntax_error(&e, text, origin))?;
+    validate::build(file, text, origin)
+}
+
+/// A TOML syntax or type error, with the key it is about when toml knows it.
+fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> ConfigError {
+    let span = e.span().unwrap_or(0..0);
+    // serde speaks of Rust types; say it in TOML's words.
+    let mut message = e
+        .message()
+        .trim_end()
+        .replace("expected i64", "expected an integer")
+        .replace("expected a sequence", "expected an array")
+        .replace("expected struct TranslatorSection", "expected a table")
+        .replace(
+            "expected struct EamEntry",
+            "expected a table { ipv4, ipv6 }",
+        );
+    let key = key_path(e);
+    if message == "duplicate key" {
+        let name = text.get(span.clone()).unwrap_or("").trim();
+        message = format!("duplicate key `{name}`; expected each key at most once per table");
+    } else if message.starts_with("unknown field") {
+        let what = if key.is_none() {
+            "unknown section"
+        } else {
+            "unknown key"
+        };
+        message = message.replacen("unknown field", what, 1);
+    } else if message.starts_with("missing field") {
+        message = message.replacen("missing field", "missing key", 1);
+    }
+    let message = match key {
+        Some(key) => format!("{key}: {message}"),
+        None => message,
+    };
+    ConfigError::at(origin, text, span, message)
+}
+
+/// The dotted key path toml recorded for an error. toml only shows it in its
+/// `Display` when it has no input to quote, so render it that way and pick it out.
+fn key_path(e: &toml::de::Error) -> Option<String> {
+    let mut e = e.clone();
+    e.set_input(None);
+    e.to_string()
+        .lines()
+        .find_map(|l| l.strip_prefix("in `")?.strip_suffix('`').map(str::to_owned))
+        .filter(|k| !k.is_empty())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,101 @@
+//! The TOML schema: what a config file may contain, as serde structs.
+//!
+//! Values that need checking beyond their TOML type (prefixes, addresses, ranges,
+//! enumerations) are kept as [`Spanned`] raw values so that `validate` can report
+//! the file position of a bad one. Everything here is `deny_unknown_fields`: a
+//! misspelt key is an error, never silently ignored.
+//!
+//! [`TRANSLATOR_KEYS`] and [`EAM_KEYS`] list the accepted keys. Tests check that
+//! they match these structs and `docs/config.md`, so the three cannot drift.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    /// `[translator]`: the stateless translator (RFC 7915) and its address mapping.
+    pub translator: Option<Spanned<TranslatorSection>>,
+}
+
+/// Top-level sections a file may have.
+pub const SECTIONS: &[&str] = &["translator"];
+
+/// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
+pub const TRANSLATOR_KEYS: &[&str] = &[
+    "mode",
+    "pool6",
+    "eam",
+    "wkp_strict",
+    "hairpin",
+    "rfc6791_v4",
+    "rfc6791_v6",
+    "icmp_source_v4",
+    "icmp_source_v6",
+    "reset_traffic_class",
+    "reset_tos",
+    "new_tos",
+    "lowest_ipv6_mtu",
+    "mtu_plateaus",
+    "udp_zero_checksum",
+    "decrement_hop_limit",
+    "icmp_errors_per_sec",
+    "icmp_error_burst",
+];
+
+/// `[translator]`. Every key is optional at this level; `validate` decides which
+/// combinations are complete and fills in the defaults.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranslatorSection {
+    /// "siit" (others are planned).
+    pub mode: Option<Spanned<String>>,
+    /// RFC 6052 prefix, `ADDR/LEN`.
+    pub pool6: Option<Spanned<String>>,
+    /// RFC 7757 Explicit Address Mapping table.
+    pub eam: Option<Vec<Spanned<EamEntry>>>,
+    /// RFC 6052 §3.1 rule for the Well-Known Prefix.
+    pub wkp_strict: Option<bool>,
+    /// "off" | "simple" | "intrinsic" (RFC 7757 §4).
+    pub hairpin: Option<Spanned<String>>,
+    /// RFC 6791 pool: IPv4 addresses or prefixes.
+    pub rfc6791_v4: Option<Vec<Spanned<String>>>,
+    /// IPv6 source for translated ICMPv4 errors from unmappable sources.
+    pub rfc6791_v6: Option<Spanned<String>>,
+    /// Source of ICMPv4 errors the translator generates.
+    pub icmp_source_v4: Option<Spanned<String>>,
+    /// Source of ICMPv6 errors the translator generates.
+    pub icmp_source_v6: Option<Spanned<String>>,
+    /// RFC 7915 §4.1: zero the Traffic Class.
+    pub reset_traffic_class: Option<bool>,
+    /// RFC 7915 §5.1: overwrite the TOS with `new_tos`.
+    pub reset_tos: Option<bool>,
+    /// 0..=255.
+    pub new_tos: Option<Spanned<i64>>,
+    /// ≥ 1280.
+    pub lowest_ipv6_mtu: Option<Spanned<i64>>,
+    /// Non-empty list, each 68..=65535.
+    pub mtu_plateaus: Option<Spanned<Vec<Spanned<i64>>>>,
+    /// "compute" | "drop" (RFC 7915 §4.5).
+    pub udp_zero_checksum: Option<Spanned<String>>,
+    /// Decrement TTL / Hop Limit.
+    pub decrement_hop_limit: Option<bool>,
+    /// ICMP error token bucket rate.
+    pub icmp_errors_per_sec: Option<Spanned<i64>>,
+    /// ICMP error token bucket depth.
+    pub icmp_error_burst: Option<Spanned<i64>>,
+}
+
+/// Keys of one `eam` entry, in the order of [`EamEntry`]'s fields.
+pub const EAM_KEYS: &[&str] = &["ipv4", "ipv6"];
+
+/// One RFC 7757 EAM entry: `{ ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EamEntry {
+    /// IPv4 prefix (`ADDR/LEN`, or an address for /32).
+    pub ipv4: Spanned<String>,
+    /// IPv6 prefix (`ADDR/LEN`, or an address for /128).
+    pub ipv6: Spanned<String>,
+}

@@ -1,0 +1,445 @@
+//! From the deserialised [`schema`](crate::schema) to a checked [`Config`]: defaults,
+//! ranges, prefix rules, and an error with a file position for every refusal.
+//!
+//! Messages follow one shape: `KEY = VALUE: what is wrong; expected WHAT`.
+
+use std::collections::HashSet;
+use std::fmt::Display;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::ops::Range;
+
+use sixgate_core::Config;
+use sixgate_core::addr::{Eam, EamError, PrefixError, Rfc6052Prefix};
+use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
+use toml::Spanned;
+
+use crate::schema::{EamEntry, File, TranslatorSection};
+use crate::{ConfigError, KNOWN_MODES, Loaded, Mode, PLANNED_MODES};
+
+/// Most addresses `rfc6791_v4` may expand to.
+pub(crate) const RFC6791_V4_MAX: u64 = 65_536;
+
+/// Where errors point: the text (for positions) and its name.
+struct Cx<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Cx<'_> {
+    fn err(&self, span: Range<usize>, msg: impl Into<String>) -> ConfigError {
+        ConfigError::at(self.origin, self.text, span, msg)
+    }
+
+    /// `KEY = VALUE: problem; expected EXPECTED`, at the value.
+    fn bad<T: std::fmt::Debug>(
+        &self,
+        key: &str,
+        v: &Spanned<T>,
+        problem: impl Display,
+        expected: impl Display,
+    ) -> ConfigError {
+        self.err(
+            v.span(),
+            format!("{key} = {:?}: {problem}; expected {expected}", v.get_ref()),
+        )
+    }
+}
+
+/// Build the validated configuration.
+pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, ConfigError> {
+    let cx = Cx { text, origin };
+    let Some(section) = file.translator else {
+        return Err(cx.err(
+            0..0,
+            "no [translator] section; expected a [translator] table with at least \
+             `mode` and `pool6` or `eam`",
+        ));
+    };
+    let header = section.span();
+    translator(&cx, section.into_inner(), header)
+}
+
+fn translator(
+    cx: &Cx<'_>,
+    t: TranslatorSection,
+    header: Range<usize>,
+) -> Result<Loaded, ConfigError> {
+    let mode = match &t.mode {
+        Some(m) => mode(cx, m)?,
+        None => {
+            return Err(cx.err(
+                header,
+                "[translator] has no `mode`; expected mode = \"siit\"",
+            ));
+        }
+    };
+
+    let pool6 = t.pool6.as_ref().map(|p| pool6(cx, p)).transpose()?;
+    let eam_entries = t.eam.as_deref().unwrap_or(&[]);
+    if pool6.is_none() && eam_entries.is_empty() {
+        return Err(cx.err(
+            header,
+            "[translator] maps no addresses; expected `pool6` (an RFC 6052 prefix), \
+             at least one `eam` entry, or both",
+        ));
+    }
+
+    let mut cfg = Config::with_pool6(pool6);
+    for (i, e) in eam_entries.iter().enumerate() {
+        eam(cx, &mut cfg, i, e)?;
+    }
+    if let Some(v) = t.wkp_strict {
+        cfg.map.wkp_strict = v;
+    }
+    if let Some(h) = &t.hairpin {
+        cfg.hairpin = match h.get_ref().as_str() {
+            "off" => HairpinMode::Off,
+            "simple" => HairpinMode::Simple,
+            "intrinsic" => HairpinMode::Intrinsic,
+            _ => {
+                return Err(cx.bad(
+                    "hairpin",
+                    h,
+                    "unknown hairpinning mode",
+                    "\"off\", \"simple\" or \"intrinsic\" (RFC 7757 §4)",
+                ));
+            }
+        };
+    }
+    if let Some(list) = &t.rfc6791_v4 {
+        cfg.rfc6791_v4 = rfc6791_v4(cx, list)?;
+    }
+    if let Some(a) = &t.rfc6791_v6 {
+        cfg.rfc6791_v6 = Some(v6_addr(cx, "rfc6791_v6", a)?);
+    }
+    if let Some(a) = &t.icmp_source_v4 {
+        cfg.icmp_source_v4 = v4_addr(cx, "icmp_source_v4", a)?;
+    }
+    match (&t.icmp_source_v6, pool6) {
+        (Some(a), _) => cfg.icmp_source_v6 = v6_addr(cx, "icmp_source_v6", a)?,
+        (None, Some(_)) => {} // with_pool6 embedded 192.0.0.8 in pool6.
+        (None, None) => {
+            return Err(cx.err(
+                header,
+                "[translator] has no `icmp_source_v6` and no `pool6` to derive it from; \
+                 expected icmp_source_v6 = an IPv6 address of this translator",
+            ));
+        }
+    }
+    if let Some(v) = t.reset_traffic_class {
+        cfg.reset_traffic_class = v;
+    }
+    if let Some(v) = t.reset_tos {
+        cfg.reset_tos = v;
+    }
+    if let Some(v) = &t.new_tos {
+        cfg.new_tos = int_in(cx, "new_tos", v, 0, 255)? as u8;
+    }
+    if let Some(v) = &t.lowest_ipv6_mtu {
+        cfg.lowest_ipv6_mtu = int_in(cx, "lowest_ipv6_mtu", v, 1280, 65535)? as u16;
+    }
+    if let Some(list) = &t.mtu_plateaus {
+        cfg.mtu_plateaus = mtu_plateaus(cx, list)?;
+    }
+    if let Some(u) = &t.udp_zero_checksum {
+        cfg.udp_zero_checksum = match u.get_ref().as_str() {
+            "compute" => UdpZeroChecksum::Compute,
+            "drop" => UdpZeroChecksum::Drop,
+            _ => {
+                return Err(cx.bad(
+                    "udp_zero_checksum",
+                    u,
+                    "unknown policy",
+                    "\"compute\" or \"drop\" (RFC 7915 §4.5)",
+                ));
+            }
+        };
+    }
+    if let Some(v) = t.decrement_hop_limit {
+        cfg.decrement_hop_limit = v;
+    }
+    if let Some(v) = &t.icmp_errors_per_sec {
+        cfg.icmp_errors_per_sec = int_in(cx, "icmp_errors_per_sec", v, 0, u32::MAX.into())? as u32;
+    }
+    if let Some(v) = &t.icmp_error_burst {
+        cfg.icmp_error_burst = int_in(cx, "icmp_error_burst", v, 0, u32::MAX.into())? as u32;
+        if cfg.icmp_error_burst == 0 && cfg.icmp_errors_per_sec > 0 {
+            return Err(cx.bad(
+                "icmp_error_burst",
+                v,
+                "an empty bucket can never send an error",
+                "at least 1, or icmp_errors_per_sec = 0 to disable ICMP errors",
+            ));
+        }
+    }
+    Ok(Loaded { config: cfg, mode })
+}
+
+fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
+    let name = m.get_ref().as_str();
+    match name {
+        "siit" => Ok(Mode::Siit),
+        _ if PLANNED_MODES.contains(&name) => Err(cx.err(
+            m.span(),
+            format!(
+                "mode = {name:?}: mode {name} is not supported yet (planned); expected \"siit\""
+            ),
+        )),
+        _ => Err(cx.bad(
+            "mode",
+            m,
+            "unknown mode",
+            format_args!(
+                "one of {} (only \"siit\" is supported yet)",
+                quoted_list(KNOWN_MODES)
+            ),
+        )),
+    }
+}
+
+fn quoted_list(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn pool6(cx: &Cx<'_>, p: &Spanned<String>) -> Result<Rfc6052Prefix, ConfigError> {
+    const EXPECTED: &str = "an RFC 6052 prefix ADDR/LEN with LEN 32, 40, 48, 56, 64 or 96, \
+                            e.g. \"64:ff9b::/96\"";
+    let (addr, len) = match parse_v6_prefix(p.get_ref(), false) {
+        Ok(v) => v,
+        Err(problem) => return Err(cx.bad("pool6", p, problem, EXPECTED)),
+    };
+    Rfc6052Prefix::new(addr, len).map_err(|e| match e {
+        PrefixError::BadLength(l) => cx.bad(
+            "pool6",
+            p,
+            format_args!("length /{l} is not an RFC 6052 length"),
+            "/32, /40, /48, /56, /64 or /96 (RFC 6052 §2.2)",
+        ),
+        PrefixError::HostBitsSet => cx.bad(
+            "pool6",
+            p,
+            format_args!("bits beyond /{len} are set"),
+            format_args!("\"{}/{len}\"", mask_v6(addr, len)),
+        ),
+        PrefixError::UOctetSet => cx.bad(
+            "pool6",
+            p,
+            "bits 64..71 (the \"u\" octet) are not zero",
+            "a prefix whose u octet is zero (RFC 6052 §2.2)",
+        ),
+        PrefixError::Syntax(s) => cx.bad("pool6", p, s, EXPECTED),
+    })
+}
+
+fn eam(cx: &Cx<'_>, cfg: &mut Config, i: usize, e: &Spanned<EamEntry>) -> Result<(), ConfigError> {
+    let entry = e.get_ref();
+    let k4 = format!("eam[{i}].ipv4");
+    let k6 = format!("eam[{i}].ipv6");
+    let (v4, v4_len) = parse_v4_prefix(entry.ipv4.get_ref(), true)
+        .map_err(|p| cx.bad(&k4, &entry.ipv4, p, "an IPv4 prefix ADDR/LEN or an address"))?;
+    let (v6, v6_len) = parse_v6_prefix(entry.ipv6.get_ref(), true)
+        .map_err(|p| cx.bad(&k6, &entry.ipv6, p, "an IPv6 prefix ADDR/LEN or an address"))?;
+    if mask_v4(v4, v4_len) != v4 {
+        return Err(cx.bad(
+            &k4,
+            &entry.ipv4,
+            format_args!("bits beyond /{v4_len} are set"),
+            format_args!("\"{}/{v4_len}\"", mask_v4(v4, v4_len)),
+        ));
+    }
+    if mask_v6(v6, v6_len) != v6 {
+        return Err(cx.bad(
+            &k6,
+            &entry.ipv6,
+            format_args!("bits beyond /{v6_len} are set"),
+            format_args!("\"{}/{v6_len}\"", mask_v6(v6, v6_len)),
+        ));
+    }
+    let suffix_mismatch = || {
+        cx.err(
+            e.span(),
+            format!(
+                "eam[{i}] = {{ ipv4 = {:?}, ipv6 = {:?} }}: the IPv4 prefix leaves {} host bits \
+                 but the IPv6 prefix leaves {}; expected equal suffix lengths (RFC 7757 §3), \
+                 here an IPv6 prefix of length /{}",
+                entry.ipv4.get_ref(),
+                entry.ipv6.get_ref(),
+                32 - v4_len,
+                128 - u32::from(v6_len),
+                96 + v4_len,
+            ),
+        )
+    };
+    if 32 - u32::from(v4_len) != 128 - u32::from(v6_len) {
+        return Err(suffix_mismatch());
+    }
+    let new = Eam {
+        v4: v4.octets(),
+        v4_len,
+        v6: v6.octets(),
+        v6_len,
+    };
+    cfg.map.eam.insert(new).map_err(|err| match err {
+        EamError::SuffixMismatch => suffix_mismatch(),
+        EamError::HostBitsSet => cx.err(
+            e.span(),
+            format!("eam[{i}]: host bits set beyond a prefix length; expected clean prefixes"),
+        ),
+        EamError::Overlap(other) => {
+            let which = cfg
+                .map
+                .eam
+                .entries()
+                .iter()
+                .position(|x| *x == other)
+                .map_or_else(|| "an earlier entry".to_owned(), |j| format!("eam[{j}]"));
+            cx.err(
+                e.span(),
+                format!(
+                    "eam[{i}] = {{ ipv4 = {:?}, ipv6 = {:?} }}: overlaps {which} \
+                     ({}/{} <-> {}/{}); expected EAM entries that do not overlap on either side \
+                     (RFC 7757 §3)",
+                    entry.ipv4.get_ref(),
+                    entry.ipv6.get_ref(),
+                    Ipv4Addr::from(other.v4),
+                    other.v4_len,
+                    Ipv6Addr::from(other.v6),
+                    other.v6_len,
+                ),
+            )
+        }
+    })
+}
+
+fn rfc6791_v4(cx: &Cx<'_>, list: &[Spanned<String>]) -> Result<Vec<Ipv4Addr>, ConfigError> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, item) in list.iter().enumerate() {
+        let key = format!("rfc6791_v4[{i}]");
+        let (base, len) = parse_v4_prefix(item.get_ref(), true)
+            .map_err(|p| cx.bad(&key, item, p, "an IPv4 address or prefix ADDR/LEN"))?;
+        if mask_v4(base, len) != base {
+            return Err(cx.bad(
+                &key,
+                item,
+                format_args!("bits beyond /{len} are set"),
+                format_args!("\"{}/{len}\"", mask_v4(base, len)),
+            ));
+        }
+        let count = 1u64 << (32 - u32::from(len));
+        let total = out.len() as u64 + count;
+        if total > RFC6791_V4_MAX {
+            return Err(cx.bad(
+                &key,
+                item,
+                format_args!("the pool would hold {total} addresses"),
+                format_args!("at most {RFC6791_V4_MAX} addresses in rfc6791_v4 (a /16)"),
+            ));
+        }
+        let start = u32::from(base);
+        for n in 0..count as u32 {
+            let a = Ipv4Addr::from(start + n);
+            if seen.insert(a) {
+                out.push(a);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn mtu_plateaus(cx: &Cx<'_>, list: &Spanned<Vec<Spanned<i64>>>) -> Result<Vec<u16>, ConfigError> {
+    if list.get_ref().is_empty() {
+        return Err(cx.err(
+            list.span(),
+            "mtu_plateaus = []: the list is empty; expected at least one MTU, \
+             e.g. [65535, 32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68] (RFC 1191 §7)",
+        ));
+    }
+    let mut out = list
+        .get_ref()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| int_in(cx, &format!("mtu_plateaus[{i}]"), v, 68, 65535).map(|m| m as u16))
+        .collect::<Result<Vec<_>, _>>()?;
+    out.sort_unstable_by(|a, b| b.cmp(a));
+    out.dedup();
+    Ok(out)
+}
+
+fn int_in(cx: &Cx<'_>, key: &str, v: &Spanned<i64>, lo: i64, hi: i64) -> Result<i64, ConfigError> {
+    let n = *v.get_ref();
+    if (lo..=hi).contains(&n) {
+        Ok(n)
+    } else {
+        Err(cx.err(
+            v.span(),
+            format!("{key} = {n}: out of range; expected an integer from {lo} to {hi}"),
+        ))
+    }
+}
+
+fn v4_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv4Addr, ConfigError> {
+    v.get_ref().parse().map_err(|_| {
+        cx.bad(
+            key,
+            v,
+            "not an IPv4 address",
+            "an address such as \"192.0.0.8\"",
+        )
+    })
+}
+
+fn v6_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv6Addr, ConfigError> {
+    v.get_ref().parse().map_err(|_| {
+        cx.bad(
+            key,
+            v,
+            "not an IPv6 address",
+            "an address such as \"2001:db8::8\"",
+        )
+    })
+}
+
+/// `ADDR/LEN`, or (if `bare_ok`) `ADDR` meaning /32. Host bits are checked by the caller.
+fn parse_v4_prefix(s: &str, bare_ok: bool) -> Result<(Ipv4Addr, u8), String> {
+    parse_prefix(s, bare_ok, 32)
+}
+
+/// `ADDR/LEN`, or (if `bare_ok`) `ADDR` meaning /128.
+fn parse_v6_prefix(s: &str, bare_ok: bool) -> Result<(Ipv6Addr, u8), String> {
+    parse_prefix(s, bare_ok, 128)
+}
+
+fn parse_prefix<A: std::str::FromStr>(s: &str, bare_ok: bool, max: u8) -> Result<(A, u8), String> {
+    let family = if max == 32 { "IPv4" } else { "IPv6" };
+    let (addr, len) = match s.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None if bare_ok => (s, None),
+        None => return Err("no prefix length".to_owned()),
+    };
+    let addr = addr
+        .parse()
+        .map_err(|_| format!("{addr:?} is not an {family} address"))?;
+    let len = match len {
+        None => max,
+        Some(l) => match l.parse::<u8>() {
+            Ok(n) if n <= max => n,
+            _ => return Err(format!("/{l} is not a prefix length from 0 to {max}")),
+        },
+    };
+    Ok((addr, len))
+}
+
+fn mask_v4(a: Ipv4Addr, len: u8) -> Ipv4Addr {
+    let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+    Ipv4Addr::from(u32::from(a) & mask)
+}
+
+fn mask_v6(a: Ipv6Addr, len: u8) -> Ipv6Addr {
+    let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+    Ipv6Addr::from(u128::from(a) & mask)
+}

@@ -1,0 +1,10 @@
+//! One module per subcommand. Each exposes its clap arguments and a `run` that
+//! returns `Err(message)` for `main` to print and turn into exit status 1.
+
+pub mod config;
+pub mod translate;
+
+/// What a subcommand returns: nothing, or a message for the user. Messages start
+/// with the file they are about (`FILE: …`, or `FILE:LINE:COLUMN: …` for a config
+/// error), the form editors and grep understand.
+pub type CmdResult = Result<(), String>;

@@ -1,0 +1,42 @@
+//! `sixgate`: the IPv4/IPv6 translator's command line.
+//!
+//! Each subcommand lives in its own file under `cmd/`; adding one (run, show, bench,
+//! demo, dns64) means a new file there and a new variant in [`Command`].
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// sixgate: an IPv4/IPv6 translator (SIIT, RFC 7915).
+#[derive(Debug, Parser)]
+#[command(name = "sixgate", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Translate a capture offline: every packet of a pcap through the translator.
+    Translate(cmd::translate::Args),
+    /// Work with configuration files.
+    #[command(subcommand)]
+    Config(cmd::config::Command),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Translate(args) => cmd::translate::run(&args),
+        Command::Config(c) => cmd::config::run(&c),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
