@@ -37,6 +37,8 @@ pub const TRANSLATOR_KEYS: &[&str] = &[
     "reset_tos",
     "new_tos",
     "lowest_ipv6_mtu",
+    "ipv4_mtu",
+    "ipv6_mtu",
     "mtu_plateaus",
     "udp_zero_checksum",
     "decrement_hop_limit",
@@ -75,6 +77,10 @@ pub struct TranslatorSection {
     pub new_tos: Option<Spanned<i64>>,
     /// ≥ 1280.
     pub lowest_ipv6_mtu: Option<Spanned<i64>>,
+    /// 68..=65535; unset: the OS enforces the IPv4 egress MTU.
+    pub ipv4_mtu: Option<Spanned<i64>>,
+    /// 1280..=65535; unset: the OS enforces the IPv6 egress MTU.
+    pub ipv6_mtu: Option<Spanned<i64>>,
     /// Non-empty list, each 68..=65535.
     pub mtu_plateaus: Option<Spanned<Vec<Spanned<i64>>>>,
     /// "compute" | "drop" (RFC 7915 §4.5).

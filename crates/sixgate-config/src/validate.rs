@@ -138,6 +138,12 @@ fn translator(
     if let Some(v) = &t.lowest_ipv6_mtu {
         cfg.lowest_ipv6_mtu = int_in(cx, "lowest_ipv6_mtu", v, 1280, 65535)? as u16;
     }
+    if let Some(v) = &t.ipv4_mtu {
+        cfg.ipv4_mtu = Some(int_in(cx, "ipv4_mtu", v, 68, 65535)? as u16);
+    }
+    if let Some(v) = &t.ipv6_mtu {
+        cfg.ipv6_mtu = Some(int_in(cx, "ipv6_mtu", v, 1280, 65535)? as u16);
+    }
     if let Some(list) = &t.mtu_plateaus {
         cfg.mtu_plateaus = mtu_plateaus(cx, list)?;
     }
@@ -264,8 +270,8 @@ fn eam(cx: &Cx<'_>, cfg: &mut Config, i: usize, e: &Spanned<EamEntry>) -> Result
             e.span(),
             format!(
                 "eam[{i}] = {{ ipv4 = {:?}, ipv6 = {:?} }}: the IPv4 prefix leaves {} host bits \
-                 but the IPv6 prefix leaves {}; expected equal suffix lengths (RFC 7757 §3), \
-                 here an IPv6 prefix of length /{}",
+                 but the IPv6 prefix leaves {}; expected an IPv6 suffix at least as long as the \
+                 IPv4 one (RFC 7757 §3), i.e. an IPv6 prefix of length /{} or shorter",
                 entry.ipv4.get_ref(),
                 entry.ipv6.get_ref(),
                 32 - v4_len,
@@ -274,9 +280,6 @@ fn eam(cx: &Cx<'_>, cfg: &mut Config, i: usize, e: &Spanned<EamEntry>) -> Result
             ),
         )
     };
-    if 32 - u32::from(v4_len) != 128 - u32::from(v6_len) {
-        return Err(suffix_mismatch());
-    }
     let new = Eam {
         v4: v4.octets(),
         v4_len,
@@ -285,6 +288,7 @@ fn eam(cx: &Cx<'_>, cfg: &mut Config, i: usize, e: &Spanned<EamEntry>) -> Result
     };
     cfg.map.eam.insert(new).map_err(|err| match err {
         EamError::SuffixMismatch => suffix_mismatch(),
+        EamError::Syntax(msg) => cx.err(e.span(), format!("eam[{i}]: {msg}")),
         EamError::HostBitsSet => cx.err(
             e.span(),
             format!("eam[{i}]: host bits set beyond a prefix length; expected clean prefixes"),

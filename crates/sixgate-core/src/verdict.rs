@@ -72,8 +72,9 @@ drop_reasons! {
     FragmentedIcmp => "fragmented_icmp",
     /// Packet exceeds the MTU and may not be fragmented; Packet Too Big / Fragmentation Needed owed.
     PacketTooBig => "packet_too_big",
-    /// Protocol number with no meaning in the other family (an IPv6 extension
-    /// header number or ICMPv6 inside IPv4, ICMPv4 inside IPv6).
+    /// Protocol that cannot cross a translator: one with no meaning in the other
+    /// family (an IPv6 extension header number or ICMPv6 inside IPv4, ICMPv4 inside
+    /// IPv6), or AH, whose integrity check covers the addresses.
     UnknownProtocol => "unknown_protocol",
     /// Destination is on the translator's own side (RFC 7757 §4 hairpin disabled, or a loop).
     Hairpin => "hairpin",

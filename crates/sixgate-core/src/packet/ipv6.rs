@@ -252,14 +252,16 @@ pub fn fragment_header(next_header: u8, offset: usize, more: bool, id: u32) -> F
     }
 }
 
-/// Protocol numbers that only make sense in IPv6 (extension headers, ICMPv6).
-/// An IPv4 packet carrying one cannot become a well-formed IPv6 packet.
-pub fn is_ipv6_only_protocol(p: u8) -> bool {
+/// Protocols that cannot cross a translator: numbers that only make sense in IPv6
+/// (extension headers, ICMPv6), which would make an IPv6 packet claim a header
+/// that is not there, and AH, whose integrity check covers the addresses.
+pub fn is_untranslatable_protocol_v4(p: u8) -> bool {
     matches!(
         p,
         nh::HOP_BY_HOP
             | nh::ROUTING
             | nh::FRAGMENT
+            | nh::AH
             | nh::ICMPV6
             | nh::DEST_OPTS
             | nh::MOBILITY
@@ -268,6 +270,12 @@ pub fn is_ipv6_only_protocol(p: u8) -> bool {
             | 253
             | 254
     )
+}
+
+/// Upper-layer protocols of an IPv6 packet that cannot cross a translator: ICMPv4
+/// (no meaning inside IPv6) and AH (its integrity check covers the addresses).
+pub fn is_untranslatable_protocol_v6(p: u8) -> bool {
+    matches!(p, nh::ICMP | nh::AH)
 }
 
 /// Multicast (ff00::/8).

@@ -80,7 +80,7 @@ fn run(
     };
     // §4.1 copies Protocol into Next Header; these values would claim an IPv6
     // extension header (or ICMPv6) that is not there.
-    if ipv6::is_ipv6_only_protocol(h.proto) {
+    if ipv6::is_untranslatable_protocol_v4(h.proto) {
         return Verdict::Dropped(DropReason::UnknownProtocol);
     }
     if ipv4::is_bad_source(h.src) {

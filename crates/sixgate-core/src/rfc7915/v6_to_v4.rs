@@ -57,8 +57,9 @@ pub fn translate(
         Some(Some(ty)) => icmp6::is_error(ty),
         None => false,
     };
-    // §5.1 copies Next Header into Protocol; ICMPv4 inside IPv6 has no meaning.
-    if p.proto == nh::ICMP {
+    // §5.1 copies Next Header into Protocol; ICMPv4 inside IPv6 has no meaning and
+    // AH cannot survive new addresses.
+    if ipv6::is_untranslatable_protocol_v6(p.proto) {
         return Verdict::Dropped(DropReason::UnknownProtocol);
     }
     if ipv6::is_multicast(&h.src) || ipv6::is_unspecified_or_loopback(&h.src) {
