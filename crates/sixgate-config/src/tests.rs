@@ -3,47 +3,12 @@
 
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::OnceLock;
 
-use sixgate_core::addr::{Eam, EamTable, Rfc6052Prefix};
+use sixgate_core::addr::Eam;
 use sixgate_core::config::{DEFAULT_MTU_PLATEAUS, HairpinMode, UdpZeroChecksum};
 
 use super::*;
 use crate::schema::{EAM_KEYS, SECTIONS, TRANSLATOR_KEYS};
-
-/// True once sixgate-core's addr/ module is implemented. Until then its RFC 6052
-/// functions are `todo!()` stubs and its EAM table accepts overlaps, so tests
-/// that need either are skipped (loudly) instead of failing.
-fn addr_ready() -> bool {
-    static READY: OnceLock<bool> = OnceLock::new();
-    *READY.get_or_init(|| {
-        std::panic::catch_unwind(|| {
-            let p = Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).ok()?;
-            let _ = p.embed(Ipv4Addr::new(192, 0, 2, 1));
-            let mut t = EamTable::new();
-            let e = Eam {
-                v4: [192, 0, 2, 0],
-                v4_len: 24,
-                v6: "2001:db8::".parse::<Ipv6Addr>().unwrap().octets(),
-                v6_len: 120,
-            };
-            t.insert(e).ok()?;
-            t.insert(e).err()
-        })
-        .ok()
-        .flatten()
-        .is_some()
-    })
-}
-
-macro_rules! needs_addr {
-    () => {
-        if !addr_ready() {
-            eprintln!("skipped: sixgate-core addr/ is still a stub");
-            return;
-        }
-    };
-}
 
 const SAMPLE: &str = r#"[translator]
 mode = "siit"
@@ -51,7 +16,7 @@ pool6 = "2001:db8:64::/96"
 eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
 "#;
 
-/// A valid EAM-only config (works with the addr stubs). Line 5 is free for one more key.
+/// A valid EAM-only config. Line 5 is free for one more key.
 const EAM_ONLY: &str = r#"[translator]
 mode = "siit"
 eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
@@ -94,7 +59,6 @@ fn err_at(text: &str, line: usize, col: usize, parts: &[&str]) -> String {
 
 #[test]
 fn exact_sample_parses() {
-    needs_addr!();
     let l = ok(SAMPLE);
     assert_eq!(l.mode, Mode::Siit);
     let p = l.config.map.pool6.expect("pool6");
@@ -184,7 +148,6 @@ fn key_mode() {
 
 #[test]
 fn key_pool6() {
-    needs_addr!();
     let l = ok(&format!("{EAM_ONLY}pool6 = \"64:ff9b::/96\"\n"));
     assert!(l.config.map.pool6.unwrap().is_well_known());
     // Without eam, pool6 alone is enough.
@@ -224,7 +187,6 @@ fn pool6_errors() {
 
 #[test]
 fn pool6_rfc6052_errors() {
-    needs_addr!();
     err_at(
         &with("pool6 = \"2001:db8::/33\""),
         5,
@@ -316,11 +278,24 @@ fn eam_errors() {
             "\"2001:db8:1::/120\"",
         ],
     );
+    // The IPv4 suffix must fit in the IPv6 suffix (RFC 7757 §3.2); a longer IPv6
+    // suffix is fine.
     err_at(
-        &line(r#"{ ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/112" }"#),
+        &line(r#"{ ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/121" }"#),
         4,
         9,
-        &["eam[0]", "8 host bits", "leaves 16", "RFC 7757", "/120"],
+        &["eam[0]", "8 host bits", "leaves 7", "RFC 7757", "/120"],
+    );
+    assert_eq!(
+        ok(&line(
+            r#"{ ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/112" }"#
+        ))
+        .config
+        .map
+        .eam
+        .entries()[0]
+            .v6_len,
+        112
     );
     err_at(
         &line(r#"{ ipv4 = "198.18.0.0/24" }"#),
@@ -338,14 +313,13 @@ fn eam_errors() {
 
 #[test]
 fn eam_overlap_error() {
-    needs_addr!();
     err_at(
         r#"[translator]
 mode = "siit"
 icmp_source_v6 = "2001:db8::8"
 eam = [
   { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" },
-  { ipv4 = "198.18.0.128/25", ipv6 = "2001:db8:2::/121" },
+  { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:2::/120" },
 ]
 "#,
         6,
@@ -506,7 +480,6 @@ fn key_icmp_source_v6() {
 
 #[test]
 fn key_icmp_source_v6_overrides_pool6() {
-    needs_addr!();
     let l = ok(&format!("{SAMPLE}icmp_source_v6 = \"2001:db8::99\"\n"));
     assert_eq!(
         l.config.icmp_source_v6,
@@ -545,6 +518,26 @@ fn key_new_tos() {
         5,
         11,
         &["new_tos = -1", "from 0 to 255"],
+    );
+}
+
+#[test]
+fn key_egress_mtus() {
+    let c = ok(&with("ipv4_mtu = 1500\nipv6_mtu = 9000")).config;
+    assert_eq!((c.ipv4_mtu, c.ipv6_mtu), (Some(1500), Some(9000)));
+    let c = ok(&with("")).config;
+    assert_eq!((c.ipv4_mtu, c.ipv6_mtu), (None, None));
+    err_at(
+        &with("ipv6_mtu = 1000"),
+        5,
+        12,
+        &["ipv6_mtu = 1000", "from 1280 to 65535"],
+    );
+    err_at(
+        &with("ipv4_mtu = 67"),
+        5,
+        12,
+        &["ipv4_mtu = 67", "from 68 to 65535"],
     );
 }
 
@@ -760,6 +753,8 @@ fn example_value(key: &str) -> &'static str {
         "reset_tos" => "true",
         "new_tos" => "8",
         "lowest_ipv6_mtu" => "1400",
+        "ipv4_mtu" => "1500",
+        "ipv6_mtu" => "1500",
         "mtu_plateaus" => "[1500, 1280]",
         "udp_zero_checksum" => r#""drop""#,
         "decrement_hop_limit" => "false",
@@ -793,6 +788,8 @@ fn key_list_matches_schema() {
         reset_tos,
         new_tos,
         lowest_ipv6_mtu,
+        ipv4_mtu,
+        ipv6_mtu,
         mtu_plateaus,
         udp_zero_checksum,
         decrement_hop_limit,
@@ -813,6 +810,8 @@ fn key_list_matches_schema() {
         reset_tos.is_some(),
         new_tos.is_some(),
         lowest_ipv6_mtu.is_some(),
+        ipv4_mtu.is_some(),
+        ipv6_mtu.is_some(),
         mtu_plateaus.is_some(),
         udp_zero_checksum.is_some(),
         decrement_hop_limit.is_some(),
@@ -833,7 +832,6 @@ fn key_list_matches_schema() {
 
 #[test]
 fn every_key_together_validates() {
-    needs_addr!();
     let mut text = String::from("[translator]\n");
     for key in TRANSLATOR_KEYS {
         text.push_str(&format!("{key} = {}\n", example_value(key)));
@@ -878,7 +876,6 @@ fn docs_document_exactly_the_schema_keys() {
 
 #[test]
 fn docs_toml_examples_are_valid() {
-    needs_addr!();
     let md = include_str!("../../../docs/config.md");
     let blocks: Vec<&str> = md
         .split("```toml\n")
@@ -911,6 +908,5 @@ fn samples_siit_toml_is_the_sample() {
         .map(|l| format!("{l}\n"))
         .collect();
     assert_eq!(stripped, SAMPLE);
-    needs_addr!();
     assert_eq!(ok(text).config.map.eam.entries().len(), 1);
 }

@@ -80,7 +80,10 @@ fn allowed_drop(r: DropReason) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    // PROPTEST_CASES overrides the default for long soaks.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512)
+    ))]
 
     #[test]
     fn valid_ipv6_translates_to_valid_ipv4(p in v6_packet()) {

@@ -1,4 +1,4 @@
-//! Build `samples/siit-demo.pcap`: a dozen packets that tell the story of
+//! Build `samples/siit-demo.pcap`: thirteen packets that tell the story of
 //! `samples/siit.toml` (pool6 2001:db8:64::/96, EAM 198.18.0.0/24 <-> 2001:db8:1::/120).
 //!
 //! ```text
@@ -27,8 +27,8 @@ const DNS4: [u8; 4] = [198, 51, 100, 53];
 const DNS6: [u8; 16] = v6(0x2001_0db8_0064_0000_0000_0000_c633_6435);
 /// 198.51.100.8 under pool6: the last segment of the routed packet.
 const OTHER6: [u8; 16] = v6(0x2001_0db8_0064_0000_0000_0000_c633_6408);
-/// 198.18.1.5: next to the EAM range 198.18.0.0/24 but not in it.
-const OUTSIDE_EAM4: [u8; 4] = [198, 18, 1, 5];
+/// 2001:db8:65::c633:6407: a typo of the pool6 prefix, so nothing maps it to IPv4.
+const OUTSIDE_POOL6: [u8; 16] = v6(0x2001_0db8_0065_0000_0000_0000_c633_6407);
 
 const fn v6(a: u128) -> [u8; 16] {
     a.to_be_bytes()
@@ -101,11 +101,15 @@ pub fn packets() -> Vec<(&'static str, Vec<u8>)> {
             ),
         ),
         (
-            "UDP 198.51.100.7 -> 198.18.1.5, outside the EAM range (untranslatable)",
+            "UDP [2001:db8:1::10] -> [2001:db8:65::c633:6407], outside pool6 (Address Unreachable owed)",
             build(
-                PacketBuilder::ip(ipv4(WEB4, OUTSIDE_EAM4, 0x2004, true)).udp(123, 123),
+                PacketBuilder::ipv6(CLIENT6, OUTSIDE_POOL6, 64).udp(40004, 123),
                 &[0x23; 48],
             ),
+        ),
+        (
+            "UDP 198.51.100.7 -> 198.18.0.16 with a corrupted IPv4 header checksum (dropped)",
+            bad_header_checksum(),
         ),
         (
             "UDP 1400-byte payload, DF=0, 198.51.100.53 -> 198.18.0.16 (fragmented for IPv6)",
@@ -214,6 +218,16 @@ fn dns_answer() -> Vec<u8> {
 /// 1400 bytes that are easy to recognise in a hex dump.
 fn big_payload() -> Vec<u8> {
     (0..1400u32).map(|i| (i % 251) as u8).collect()
+}
+
+/// A datagram damaged on the wire: its IPv4 header checksum does not verify.
+fn bad_header_checksum() -> Vec<u8> {
+    let mut p = build(
+        PacketBuilder::ip(ipv4(WEB4, CLIENT4, 0x2004, true)).udp(123, 123),
+        &[0x23; 48],
+    );
+    p[10] ^= 0x5a;
+    p
 }
 
 /// A UDP datagram whose sender left the checksum out (zero), legal in IPv4 only.

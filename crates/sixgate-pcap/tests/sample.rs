@@ -21,7 +21,7 @@ fn regenerating_the_sample_gives_the_committed_bytes() {
 #[test]
 fn sample_tells_the_whole_story() {
     let pkts = make_sample::packets();
-    assert_eq!(pkts.len(), 12);
+    assert_eq!(pkts.len(), 13);
     // Every packet is well formed (valid checksums are etherparse's job when building).
     for (what, p) in &pkts {
         etherparse::SlicedPacket::from_ip(p).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -36,7 +36,8 @@ fn offline_plane_reads_every_sample_packet() {
         traces.push((t.index, t.ts_ns, t.family))
     })
     .unwrap();
-    assert_eq!(s.input_packets, 12);
+    assert_eq!(s.input_packets, 13);
+    assert_eq!(traces.len(), 13);
     assert_eq!(
         s.skipped_non_ip + s.skipped_truncated + s.skipped_oversize,
         0

@@ -1,33 +1,17 @@
 //! The real binary, as a user runs it.
 
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
-/// A valid config that needs no RFC 6052 code (sixgate-core's addr/ may still be a stub).
+/// A valid config with no pool6: EAM only.
 const EAM_ONLY: &str = r#"[translator]
 mode = "siit"
 eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
 icmp_source_v6 = "2001:db8::8"
 "#;
-
-/// True once sixgate-core's RFC 6052 functions are implemented (they are `todo!()`
-/// stubs until the addr/ work lands; tests needing them skip until then).
-fn addr_ready() -> bool {
-    static READY: OnceLock<bool> = OnceLock::new();
-    *READY.get_or_init(|| {
-        std::panic::catch_unwind(|| {
-            let p =
-                sixgate_core::addr::Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap();
-            p.embed(Ipv4Addr::new(192, 0, 2, 1))
-        })
-        .is_ok()
-    })
-}
 
 /// A fresh directory for one test, removed when the test ends.
 struct Scratch(PathBuf);
@@ -92,10 +76,6 @@ fn config_check_ok() {
 
 #[test]
 fn config_check_sample() {
-    if !addr_ready() {
-        eprintln!("skipped: sixgate-core addr/ is still a stub");
-        return;
-    }
     let o = sixgate(&["config", "check", "samples/siit.toml"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(
@@ -156,7 +136,7 @@ fn translate_prints_a_summary_and_writes_raw_pcap() {
     }
     assert!(
         s.lines()
-            .any(|l| l.trim_start().starts_with("input packets") && l.trim_end().ends_with(" 12")),
+            .any(|l| l.trim_start().starts_with("input packets") && l.trim_end().ends_with(" 13")),
         "{s}"
     );
     let pcap = std::fs::read(&out).unwrap();
@@ -190,7 +170,7 @@ fn translate_json_and_verbose() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
-    assert_eq!(v["input_packets"], 12);
+    assert_eq!(v["input_packets"], 13);
     for key in [
         "skipped_non_ip",
         "skipped_truncated",
@@ -205,25 +185,46 @@ fn translate_json_and_verbose() {
     ] {
         assert!(v.get(key).is_some(), "JSON lacks {key}: {v}");
     }
+    // Without pool6 only the EAM side maps: every 6->4 destination and every 4->6
+    // source is untranslatable.
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "input_packets": 13,
+            "skipped_non_ip": 0,
+            "skipped_truncated": 0,
+            "skipped_oversize": 0,
+            "translated_6to4": 0,
+            "translated_4to6": 0,
+            "hairpinned": 0,
+            "fragments_out": 0,
+            "icmp_generated": 6,
+            "packets_written": 6,
+            "dropped_total": 13,
+            "dropped": {
+                "ipv4_header_checksum": 1,
+                "source_untranslatable": 6,
+                "destination_untranslatable": 4,
+                "hop_limit_exceeded": 1,
+                "routing_header": 1
+            }
+        })
+    );
     // With --json the trace goes to stderr: one line per input packet.
     let trace = text(&o.stderr);
     let lines: Vec<&str> = trace.lines().collect();
-    assert_eq!(lines.len(), 12, "{trace}");
+    assert_eq!(lines.len(), 13, "{trace}");
     assert!(
         lines[0]
             .trim_start()
             .starts_with("1 IPv6 2001:db8:1::10 -> 2001:db8:64::c633:6407 "),
         "{trace}"
     );
-    assert!(lines[11].trim_start().starts_with("12 IPv6 "), "{trace}");
+    assert!(lines[12].trim_start().starts_with("13 IPv6 "), "{trace}");
 }
 
 #[test]
 fn translate_the_sample_with_the_sample_config() {
-    if !addr_ready() {
-        eprintln!("skipped: sixgate-core addr/ is still a stub");
-        return;
-    }
     let d = scratch("sample");
     let out = d.join("out.pcap");
     let o = sixgate(&[
@@ -238,7 +239,85 @@ fn translate_the_sample_with_the_sample_config() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["input_packets"], 12);
+    assert_eq!(v["input_packets"], 13);
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "input_packets": 13,
+            "skipped_non_ip": 0,
+            "skipped_truncated": 0,
+            "skipped_oversize": 0,
+            "translated_6to4": 3,
+            "translated_4to6": 6,
+            "hairpinned": 0,
+            "fragments_out": 2,
+            "icmp_generated": 3,
+            "packets_written": 13,
+            "dropped_total": 4,
+            "dropped": {
+                "ipv4_header_checksum": 1,
+                "destination_untranslatable": 1,
+                "hop_limit_exceeded": 1,
+                "routing_header": 1
+            }
+        })
+    );
+    assert_eq!(pcap_records(&std::fs::read(&out).unwrap()), 13);
+
+    // The human summary says the same.
+    let o = sixgate(&[
+        "translate",
+        "--config",
+        "samples/siit.toml",
+        "--input",
+        "samples/siit-demo.pcap",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    let rows: Vec<(String, u64)> = s
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (name, n) = l.trim().rsplit_once(' ').unwrap();
+            (name.trim_end().to_owned(), n.parse().unwrap())
+        })
+        .collect();
+    let want: Vec<(String, u64)> = [
+        ("input packets", 13),
+        ("skipped, not IP", 0),
+        ("skipped, truncated", 0),
+        ("translated 6->4", 3),
+        ("translated 4->6", 6),
+        ("hairpinned", 0),
+        ("fragments out", 2),
+        ("ICMP errors generated", 3),
+        ("packets written", 13),
+        ("dropped", 4),
+        ("ipv4_header_checksum", 1),
+        ("destination_untranslatable", 1),
+        ("hop_limit_exceeded", 1),
+        ("routing_header", 1),
+    ]
+    .iter()
+    .map(|&(n, v)| (n.to_owned(), v))
+    .collect();
+    assert_eq!(rows, want, "{s}");
+    assert_eq!(pcap_records(&std::fs::read(&out).unwrap()), 13);
+}
+
+/// The number of records in a little-endian pcap file.
+fn pcap_records(pcap: &[u8]) -> usize {
+    let mut at = 24;
+    let mut n = 0;
+    while at < pcap.len() {
+        let incl = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + incl;
+        n += 1;
+    }
+    assert_eq!(at, pcap.len(), "pcap ends mid-record");
+    n
 }
 
 #[test]
