@@ -29,6 +29,8 @@ step "cargo test --workspace"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"
+# The fuzz harness's own unit tests (its workspace is separate).
+(cd fuzz && cargo test --locked --lib) 2>&1 | tee -a "$log"
 read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$log")
 
 step "scripts/fuzz-smoke.sh ${FUZZ_SECONDS:-30}"
