@@ -120,6 +120,9 @@ pub struct Summary {
     pub payload_len: usize,
     /// The quoted packet of an ICMP error.
     pub inner: Option<Box<Inner>>,
+    /// Bytes of IP headers (IPv4 header with options, or IPv6 fixed header plus
+    /// extension headers) before the IP payload.
+    pub header_len: usize,
     /// Packet length in bytes.
     pub len: usize,
 }
@@ -303,6 +306,7 @@ fn check_v4(pkt: &[u8], checks: Checks) -> Result<Summary, String> {
             l4_verified: false,
             payload_len: pkt.len() - hl,
             inner: None,
+            header_len: hl,
             len: pkt.len(),
         },
         pseudo: Pseudo::V4(h.source(), h.destination()),
@@ -410,6 +414,7 @@ fn check_v6(pkt: &[u8], checks: Checks) -> Result<Summary, String> {
             l4_verified: false,
             payload_len: chain.payload.len(),
             inner: None,
+            header_len: pkt.len() - chain.payload.len(),
             len: pkt.len(),
         },
         pseudo: Pseudo::V6(h.source(), h.destination()),

@@ -96,6 +96,7 @@ fn summary_of_udp_v4() {
     assert_eq!(s.df, Some(false));
     assert_eq!(s.ports(), Some((4000, 53)));
     assert_eq!(s.payload_len, 18);
+    assert_eq!(s.header_len, 20);
     assert_eq!(&p[28..], &pattern(18)[..]);
 }
 
@@ -420,6 +421,7 @@ fn fragments_v6_keep_unfragmentable_headers() {
     for (i, f) in frags.iter().enumerate() {
         let s = check(f).unwrap();
         assert_eq!(s.ext_headers, vec![proto::HOP_BY_HOP, proto::FRAGMENT]);
+        assert_eq!(s.header_len, 56);
         assert_eq!(s.protocol, proto::UDP);
         let fr = s.fragment.unwrap();
         assert_eq!(fr.id, 0xdead_beef);

@@ -1,0 +1,361 @@
+//! Write the seed corpora `seeds/translate_v6/` and `seeds/translate_v4/` from
+//! sixgate-testkit packets: every packet shape RFC 7915 treats differently, under
+//! the typical configuration and a few others.
+//!
+//! Run from `fuzz/`: `cargo run --example gen_seeds`. The output is committed;
+//! rerun it when the input layout ([`sixgate_fuzz::Knobs`]) or the shapes change.
+
+use std::fs;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+
+use sixgate_fuzz::{Knobs, POOL6, input};
+use sixgate_testkit::{Ip4, Ip6, proto, split_v4, split_v6, truncate};
+
+/// RFC 6052 §2.2 embedding, written here so the seeds do not depend on the core.
+fn embed(prefix: Ipv6Addr, len: u8, v4: Ipv4Addr) -> Ipv6Addr {
+    let mut a = prefix.octets();
+    let start = usize::from(len / 8);
+    let slots = (start..16).filter(|&i| i != 8).take(4);
+    for (slot, byte) in slots.zip(v4.octets()) {
+        a[slot] = byte;
+    }
+    a.into()
+}
+
+fn v6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+const V4_HOST: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
+/// Inside the EAM 198.18.0.0/24 ↔ 2001:db8:1::/120.
+const EAM_V4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 5);
+const EAM_V4_OTHER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 9);
+
+fn seeds_v6() -> Vec<(String, Knobs, Vec<u8>)> {
+    let typical = Knobs::typical();
+    let pool = v6("2001:db8:64::");
+    let me = v6("2001:db8:1::5"); // EAM side of 198.18.0.5
+    let them = embed(pool, 96, V4_HOST);
+    let ip = Ip6::new(me, them);
+    let back = Ip6::new(them, me);
+    let mut out: Vec<(&str, Vec<u8>)> = vec![
+        ("udp", ip.udp(40000, 53, 18)),
+        ("udp-empty", ip.udp(40000, 53, 0)),
+        ("udp-large", ip.udp(40000, 53, 1400)),
+        ("tcp", ip.tcp(40000, 443, 6)),
+        ("echo-request", ip.echo_request(0x1234, 1, 18)),
+        ("echo-reply", ip.echo_reply(0x1234, 1, 18)),
+        (
+            "tclass",
+            ip.clone()
+                .traffic_class(0xb8)
+                .flow_label(0x12345)
+                .udp(1, 2, 3),
+        ),
+        ("hop-limit-1", ip.clone().hop_limit(1).udp(40000, 53, 18)),
+        ("hop-limit-0", ip.clone().hop_limit(0).echo_request(1, 1, 8)),
+        (
+            "hbh-dest",
+            ip.clone().hop_by_hop().dest_opts().udp(1, 2, 10),
+        ),
+        ("routing-sl0", ip.clone().routing(0).tcp(1, 2, 0)),
+        ("routing-sl1", ip.clone().routing(1).udp(1, 2, 10)),
+        (
+            "atomic-fragment",
+            ip.clone().fragment_header(0, false, 7).udp(1, 2, 10),
+        ),
+        ("no-next-header", ip.raw(proto::NO_NEXT, &[])),
+        ("unknown-proto", ip.raw(132, &[0; 12])),
+        (
+            "icmpv6-unknown-type",
+            ip.icmp(200, 0, [0; 4], &[1, 2, 3, 4]),
+        ),
+        ("mld", ip.icmp(130, 0, [0; 4], &[0; 20])),
+    ];
+    let big = ip.udp(40000, 53, 200);
+    for (i, f) in split_v6(&big, 96, 0xabcd).into_iter().enumerate() {
+        out.push((["fragment-0", "fragment-1", "fragment-2"][i], f));
+    }
+    let echo = ip
+        .clone()
+        .fragment_header(0, true, 9)
+        .echo_request(1, 2, 40);
+    out.push(("fragment-icmp", echo));
+
+    // ICMPv6 errors from the IPv6 host about a packet the IPv4 side sent it.
+    let quoted = back.udp(53, 40000, 60);
+    let quoted_tcp = back.tcp(443, 40000, 100);
+    let errors = [
+        ("err-port-unreachable", 1, 4, [0; 4], quoted.clone()),
+        ("err-admin-prohibited", 1, 1, [0; 4], truncate(&quoted, 48)),
+        ("err-no-route", 1, 0, [0; 4], quoted_tcp.clone()),
+        (
+            "err-packet-too-big",
+            2,
+            0,
+            1280u32.to_be_bytes(),
+            quoted_tcp.clone(),
+        ),
+        (
+            "err-ptb-small-mtu",
+            2,
+            0,
+            68u32.to_be_bytes(),
+            truncate(&quoted_tcp, 60),
+        ),
+        ("err-time-exceeded", 3, 0, [0; 4], quoted.clone()),
+        (
+            "err-param-problem",
+            4,
+            0,
+            7u32.to_be_bytes(),
+            quoted.clone(),
+        ),
+        (
+            "err-param-next-header",
+            4,
+            1,
+            6u32.to_be_bytes(),
+            truncate(&quoted, 40),
+        ),
+        ("err-quotes-echo", 1, 3, [0; 4], back.echo_request(1, 1, 16)),
+    ];
+    for (name, ty, code, rest, inner) in errors {
+        out.push((name, ip.icmp_error(ty, code, rest, &inner)));
+    }
+    let nested = back.icmp_error(1, 4, [0; 4], &ip.udp(1, 2, 8));
+    out.push(("err-in-err", ip.icmp_error(1, 4, [0; 4], &nested)));
+
+    let mut seeds: Vec<(String, Knobs, Vec<u8>)> = out
+        .into_iter()
+        .map(|(n, p)| (n.to_string(), typical, p))
+        .collect();
+
+    // Hairpin: EAM'd IPv6 host to another EAM'd IPv4 address (RFC 7757 §4).
+    let hp = Ip6::new(me, embed(pool, 96, EAM_V4_OTHER));
+    seeds.push(("hairpin-udp".into(), typical, hp.udp(1, 2, 18)));
+    let hp_err = hp.icmp_error(
+        1,
+        4,
+        [0; 4],
+        &Ip6::new(embed(pool, 96, EAM_V4_OTHER), me).udp(2, 1, 8),
+    );
+    for mode in 0..3 {
+        let k = Knobs {
+            hairpin: mode,
+            ..typical
+        };
+        seeds.push((format!("hairpin-error-mode{mode}"), k, hp_err.clone()));
+    }
+
+    // Every pool6 choice, with a destination embedded under it.
+    for (i, p) in POOL6.iter().enumerate() {
+        let k = Knobs {
+            pool6: i as u8,
+            eam: i == 7,
+            ..typical
+        };
+        let dst = match p {
+            Some((a, len)) => embed(v6(a), *len, V4_HOST),
+            None => v6("2001:db8:3::7"),
+        };
+        seeds.push((format!("pool6-{i}-udp"), k, Ip6::new(me, dst).udp(1, 2, 18)));
+    }
+    // RFC 6052 §3.1: the Well-Known Prefix with a private IPv4 address.
+    let wkp = Knobs {
+        pool6: 6,
+        ..typical
+    };
+    let private = embed(v6("64:ff9b::"), 96, Ipv4Addr::new(10, 0, 0, 1));
+    seeds.push((
+        "wkp-private".into(),
+        wkp,
+        Ip6::new(me, private).udp(1, 2, 18),
+    ));
+    // Policies.
+    let odd = Knobs {
+        icmp_rate: 0,
+        reset_tos: true,
+        no_hop_decrement: true,
+        mtu_1500: true,
+        rfc6791: true,
+        ..typical
+    };
+    seeds.push((
+        "policies-udp".into(),
+        odd,
+        ip.clone().traffic_class(0xff).udp(1, 2, 18),
+    ));
+    seeds.push((
+        "policies-hop-limit-1".into(),
+        odd,
+        ip.clone().hop_limit(1).udp(1, 2, 18),
+    ));
+    // Untranslatable source: an ICMPv6 error from a router with no mapping (RFC 6791).
+    let router = Ip6::new(v6("2001:db8:ffff::99"), them);
+    for rfc6791 in [false, true] {
+        let k = Knobs { rfc6791, ..typical };
+        let name = format!("err-from-unmapped-rfc6791-{rfc6791}");
+        seeds.push((name, k, router.icmp_error(3, 0, [0; 4], &quoted)));
+    }
+    seeds
+}
+
+fn seeds_v4() -> Vec<(String, Knobs, Vec<u8>)> {
+    let typical = Knobs::typical();
+    let ip = Ip4::new(V4_HOST, EAM_V4);
+    let back = Ip4::new(EAM_V4, V4_HOST);
+    let mut out: Vec<(&str, Vec<u8>)> = vec![
+        ("udp", ip.udp(53, 40000, 18)),
+        ("udp-empty", ip.udp(53, 40000, 0)),
+        ("udp-zero-checksum", ip.udp_zero_checksum(53, 40000, 18)),
+        ("udp-df0-large", ip.clone().df(false).udp(53, 40000, 1472)),
+        ("udp-df1-large", ip.udp(53, 40000, 1472)),
+        ("tcp", ip.tcp(443, 40000, 6)),
+        ("tcp-df0", ip.clone().df(false).id(0).tcp(443, 40000, 100)),
+        ("echo-request", ip.echo_request(0x1234, 1, 18)),
+        ("echo-reply", ip.echo_reply(0x1234, 1, 18)),
+        ("tos", ip.clone().tos(0xb8).udp(1, 2, 3)),
+        ("ttl-1", ip.clone().ttl(1).udp(53, 40000, 18)),
+        ("ttl-0", ip.clone().ttl(0).echo_request(1, 1, 8)),
+        (
+            "options-nop",
+            ip.clone().options(&[1, 1, 1, 1]).udp(1, 2, 10),
+        ),
+        // Record Route, and a Loose Source Route with a hop left (RFC 7915 §4.1).
+        (
+            "options-rr",
+            ip.clone().options(&[7, 7, 4, 0, 0, 0, 0]).udp(1, 2, 10),
+        ),
+        (
+            "options-lsrr",
+            ip.clone()
+                .options(&[131, 11, 4, 192, 0, 2, 1, 192, 0, 2, 2])
+                .udp(1, 2, 10),
+        ),
+        ("unknown-proto", ip.raw(132, &[0; 12])),
+        ("icmp-timestamp", ip.icmp(13, 0, [0; 4], &[0; 12])),
+        ("icmp-unknown-type", ip.icmp(200, 0, [0; 4], &[1, 2, 3])),
+        (
+            "broadcast",
+            Ip4::new(V4_HOST, Ipv4Addr::BROADCAST).udp(1, 2, 8),
+        ),
+        (
+            "multicast",
+            Ip4::new(V4_HOST, Ipv4Addr::new(224, 0, 0, 251)).udp(5353, 5353, 8),
+        ),
+    ];
+    let big = ip.clone().df(false).id(0x4242).udp(53, 40000, 200);
+    for (i, f) in split_v4(&big, 96).into_iter().enumerate() {
+        out.push((["fragment-0", "fragment-1", "fragment-2"][i], f));
+    }
+    let zero_frag = ip.clone().df(false).udp_zero_checksum(53, 40000, 100);
+    out.push((
+        "fragment-udp-zero-checksum",
+        split_v4(&zero_frag, 64).remove(0),
+    ));
+    out.push((
+        "fragment-icmp",
+        split_v4(&ip.clone().df(false).echo_request(1, 1, 100), 64).remove(0),
+    ));
+
+    // ICMPv4 errors from the IPv4 host about a packet the IPv6 side sent it.
+    let quoted = back.udp(40000, 53, 60);
+    let quoted_tcp = back.tcp(40000, 443, 100);
+    let errors = [
+        ("err-port-unreachable", 3, 3, [0; 4], quoted.clone()),
+        (
+            "err-port-unreachable-rfc792",
+            3,
+            3,
+            [0; 4],
+            truncate(&quoted, 28),
+        ),
+        ("err-net-unreachable", 3, 0, [0; 4], quoted_tcp.clone()),
+        ("err-host-unreachable", 3, 1, [0; 4], quoted_tcp.clone()),
+        ("err-proto-unreachable", 3, 2, [0; 4], quoted.clone()),
+        (
+            "err-frag-needed",
+            3,
+            4,
+            [0, 0, 0x05, 0xdc],
+            quoted_tcp.clone(),
+        ),
+        ("err-frag-needed-mtu0", 3, 4, [0; 4], quoted_tcp.clone()),
+        ("err-admin-prohibited", 3, 13, [0; 4], quoted.clone()),
+        ("err-source-quench", 4, 0, [0; 4], quoted.clone()),
+        ("err-redirect", 5, 1, [192, 0, 2, 1], quoted.clone()),
+        ("err-time-exceeded", 11, 0, [0; 4], quoted.clone()),
+        ("err-param-problem", 12, 0, [8, 0, 0, 0], quoted.clone()),
+        ("err-quotes-echo", 3, 1, [0; 4], back.echo_request(1, 1, 16)),
+    ];
+    for (name, ty, code, rest, inner) in errors {
+        out.push((name, ip.icmp_error(ty, code, rest, &inner)));
+    }
+    let nested = back.icmp_error(3, 3, [0; 4], &ip.udp(1, 2, 8));
+    out.push(("err-in-err", ip.icmp_error(3, 3, [0; 4], &nested)));
+
+    let mut seeds: Vec<(String, Knobs, Vec<u8>)> = out
+        .into_iter()
+        .map(|(n, p)| (n.to_string(), typical, p))
+        .collect();
+    for (i, _) in POOL6.iter().enumerate() {
+        let k = Knobs {
+            pool6: i as u8,
+            eam: i == 7,
+            ..typical
+        };
+        seeds.push((format!("pool6-{i}-udp"), k, ip.udp(1, 2, 18)));
+    }
+    let odd = Knobs {
+        icmp_rate: 0,
+        udp_zero_drop: true,
+        reset_tos: true,
+        no_hop_decrement: true,
+        mtu_1500: true,
+        rfc6791: true,
+        ..typical
+    };
+    seeds.push((
+        "policies-udp-zero".into(),
+        odd,
+        ip.udp_zero_checksum(1, 2, 18),
+    ));
+    seeds.push((
+        "policies-large".into(),
+        odd,
+        ip.clone().df(false).udp(1, 2, 1472),
+    ));
+    seeds.push((
+        "policies-ttl-1".into(),
+        odd,
+        ip.clone().ttl(1).tos(0xff).udp(1, 2, 18),
+    ));
+    // An ICMPv4 error from a router with no mapping (needs rfc6791_v6).
+    let router = Ip4::new(Ipv4Addr::new(203, 0, 113, 250), EAM_V4);
+    for rfc6791 in [false, true] {
+        let k = Knobs { rfc6791, ..typical };
+        let name = format!("err-from-unmapped-rfc6791-{rfc6791}");
+        seeds.push((name, k, router.icmp_error(11, 0, [0; 4], &quoted)));
+    }
+    seeds
+}
+
+fn write(dir: &Path, seeds: &[(String, Knobs, Vec<u8>)]) {
+    if dir.exists() {
+        fs::remove_dir_all(dir).unwrap();
+    }
+    fs::create_dir_all(dir).unwrap();
+    for (name, knobs, pkt) in seeds {
+        sixgate_testkit::check(pkt).unwrap_or_else(|e| panic!("seed {name} is malformed: {e}"));
+        fs::write(dir.join(name), input(knobs, pkt)).unwrap();
+    }
+    println!("{}: {} seeds", dir.display(), seeds.len());
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
+    write(&root.join("translate_v6"), &seeds_v6());
+    write(&root.join("translate_v4"), &seeds_v4());
+}

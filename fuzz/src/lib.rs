@@ -1,0 +1,347 @@
+//! The fuzz harness shared by the `translate_v6` and `translate_v4` targets.
+//!
+//! Input layout: [`Knobs::LEN`] bytes that choose the configuration (see
+//! [`Knobs::decode`]), then the packet. The target forces the packet's version
+//! nibble, so the fuzzer spends its time on one direction per target.
+//!
+//! Invariants checked after every translation ([`run`]):
+//! - `translate` never panics;
+//! - `Translated`: the buffer holds a packet of the other family (IPv6 when an
+//!   IPv6 packet was hairpinned) that passes [`sixgate_testkit::check_structure`]:
+//!   version, IPv4 header checksum, length fields equal to the packet length;
+//! - `Fragmented(n)`: the scratch area holds `n` such packets, fragments of one
+//!   datagram with consecutive offsets;
+//! - `Replied`: the scratch area holds one ICMP error of the input's family,
+//!   addressed to the input's source, whose own checksum verifies.
+//!
+//! Transport checksums of translated packets are not checked: the translator
+//! updates them incrementally, so a wrong input checksum stays wrong.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use sixgate_core::addr::{Eam, EamTable, Rfc6052Prefix};
+use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
+use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_testkit::{Checks, Family, Summary, check_structure, check_with};
+
+/// pool6 choices: every RFC 6052 length under 2001:db8::/32, the Well-Known
+/// Prefix, and none (EAM only).
+pub const POOL6: [Option<(&str, u8)>; 8] = [
+    Some(("2001:db8::", 32)),
+    Some(("2001:db8:100::", 40)),
+    Some(("2001:db8:64::", 48)),
+    Some(("2001:db8:64:6400::", 56)),
+    Some(("2001:db8:64:64::", 64)),
+    Some(("2001:db8:64::", 96)),
+    Some(("64:ff9b::", 96)),
+    None,
+];
+
+/// EAM entries installed when [`Knobs::eam`] is set (RFC 7757 §3.1: equal suffix lengths).
+pub const EAMS: [(&str, u8, &str, u8); 3] = [
+    ("198.18.0.0", 24, "2001:db8:1::", 120),
+    ("192.0.2.1", 32, "2001:db8:2::5", 128),
+    ("203.0.113.0", 28, "2001:db8:3::", 124),
+];
+
+/// The configuration choices a fuzz input makes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Knobs {
+    /// Index into [`POOL6`] (0..8).
+    pub pool6: u8,
+    /// Install [`EAMS`].
+    pub eam: bool,
+    /// 0: off, 1: simple, 2: intrinsic.
+    pub hairpin: u8,
+    /// Drop (not compute) zero UDP checksums.
+    pub udp_zero_drop: bool,
+    /// RFC 6052 §3.1 enforcement for the Well-Known Prefix.
+    pub wkp_strict: bool,
+    /// ICMP error rate: 0: disabled, 1: 1/s with burst 1, 2: the default.
+    pub icmp_rate: u8,
+    /// `reset_traffic_class` and `reset_tos`.
+    pub reset_tos: bool,
+    /// Don't decrement TTL / Hop Limit.
+    pub no_hop_decrement: bool,
+    /// `lowest_ipv6_mtu` 1500 instead of 1280.
+    pub mtu_1500: bool,
+    /// Configure RFC 6791 pools for untranslatable ICMP error sources.
+    pub rfc6791: bool,
+}
+
+impl Knobs {
+    /// Bytes of input the knobs take.
+    pub const LEN: usize = 2;
+
+    /// Byte 0: bits 0-2 pool6, bit 3 EAM, bits 4-5 hairpin (3 = intrinsic),
+    /// bit 6 UDP zero-checksum drop, bit 7 WKP strict. Byte 1: bits 0-1 ICMP rate
+    /// (3 = default), bit 2 reset TOS, bit 3 no hop decrement, bit 4 MTU 1500,
+    /// bit 5 RFC 6791 pools; bits 6-7 unused.
+    pub fn decode(b: [u8; 2]) -> Knobs {
+        Knobs {
+            pool6: b[0] & 7,
+            eam: b[0] & 8 != 0,
+            hairpin: ((b[0] >> 4) & 3).min(2),
+            udp_zero_drop: b[0] & 0x40 != 0,
+            wkp_strict: b[0] & 0x80 != 0,
+            icmp_rate: (b[1] & 3).min(2),
+            reset_tos: b[1] & 4 != 0,
+            no_hop_decrement: b[1] & 8 != 0,
+            mtu_1500: b[1] & 0x10 != 0,
+            rfc6791: b[1] & 0x20 != 0,
+        }
+    }
+
+    /// The bytes that [`Knobs::decode`] turns back into `self`.
+    pub fn encode(&self) -> [u8; 2] {
+        [
+            (self.pool6 & 7)
+                | u8::from(self.eam) << 3
+                | (self.hairpin.min(2) << 4)
+                | u8::from(self.udp_zero_drop) << 6
+                | u8::from(self.wkp_strict) << 7,
+            self.icmp_rate.min(2)
+                | u8::from(self.reset_tos) << 2
+                | u8::from(self.no_hop_decrement) << 3
+                | u8::from(self.mtu_1500) << 4
+                | u8::from(self.rfc6791) << 5,
+        ]
+    }
+
+    /// A typical SIIT set-up: pool6 2001:db8:64::/96, the EAM entries, intrinsic
+    /// hairpinning, default policies.
+    pub fn typical() -> Knobs {
+        Knobs {
+            pool6: 5,
+            eam: true,
+            hairpin: 2,
+            wkp_strict: true,
+            icmp_rate: 2,
+            ..Knobs::default()
+        }
+    }
+
+    /// Build the core configuration.
+    pub fn config(&self) -> Config {
+        let pool6 = POOL6[usize::from(self.pool6 & 7)].map(|(addr, len)| {
+            let addr: Ipv6Addr = addr.parse().expect("pool6 address");
+            Rfc6052Prefix::new(addr, len).expect("valid RFC 6052 prefix")
+        });
+        let mut cfg = Config::with_pool6(pool6);
+        if self.eam {
+            let mut table = EamTable::new();
+            for (v4, v4_len, v6, v6_len) in EAMS {
+                let v4: Ipv4Addr = v4.parse().expect("EAM IPv4");
+                let v6: Ipv6Addr = v6.parse().expect("EAM IPv6");
+                table
+                    .insert(Eam {
+                        v4: v4.octets(),
+                        v4_len,
+                        v6: v6.octets(),
+                        v6_len,
+                    })
+                    .expect("valid, non-overlapping EAM entry");
+            }
+            cfg.map.eam = table;
+        }
+        cfg.map.wkp_strict = self.wkp_strict;
+        cfg.hairpin = match self.hairpin {
+            0 => HairpinMode::Off,
+            1 => HairpinMode::Simple,
+            _ => HairpinMode::Intrinsic,
+        };
+        cfg.udp_zero_checksum = if self.udp_zero_drop {
+            UdpZeroChecksum::Drop
+        } else {
+            UdpZeroChecksum::Compute
+        };
+        (cfg.icmp_errors_per_sec, cfg.icmp_error_burst) = match self.icmp_rate {
+            0 => (0, 0),
+            1 => (1, 1),
+            _ => (cfg.icmp_errors_per_sec, cfg.icmp_error_burst),
+        };
+        cfg.reset_traffic_class = self.reset_tos;
+        cfg.reset_tos = self.reset_tos;
+        cfg.decrement_hop_limit = !self.no_hop_decrement;
+        if self.mtu_1500 {
+            cfg.lowest_ipv6_mtu = 1500;
+        }
+        if self.rfc6791 {
+            cfg.rfc6791_v4 = vec![
+                Ipv4Addr::new(203, 0, 113, 100),
+                Ipv4Addr::new(203, 0, 113, 101),
+            ];
+            cfg.rfc6791_v6 = Some("2001:db8:ffff::1".parse().expect("RFC 6791 IPv6"));
+        }
+        cfg
+    }
+}
+
+/// One fuzz input as the targets take it: knob bytes, then the packet.
+pub fn input(knobs: &Knobs, packet: &[u8]) -> Vec<u8> {
+    let mut v = knobs.encode().to_vec();
+    v.extend_from_slice(packet);
+    v
+}
+
+/// The harness: decode the knobs, force the version nibble to `version`, translate
+/// in a buffer with [`HEADROOM`] in front, and assert the invariants (module docs).
+pub fn run(data: &[u8], version: u8) {
+    let Some((knobs, packet)) = data.split_first_chunk::<{ Knobs::LEN }>() else {
+        return;
+    };
+    let knobs = Knobs::decode(*knobs);
+    let mut t = Translator::new(Arc::new(knobs.config()));
+    let mut scratch = Scratch::new();
+
+    let mut buf = vec![0u8; HEADROOM + packet.len()];
+    buf[HEADROOM..].copy_from_slice(packet);
+    if let Some(b) = buf.get_mut(HEADROOM) {
+        *b = (*b & 0x0f) | (version << 4);
+    }
+    let input = buf[HEADROOM..].to_vec();
+    let in_family = if version == 6 { Family::V6 } else { Family::V4 };
+    let hairpinned_before = t.counters().hairpinned;
+
+    let mut pkt = PacketBuf::new(&mut buf, HEADROOM, packet.len());
+    let verdict = t.translate(&mut pkt, &mut scratch, 0);
+    let hairpinned = t.counters().hairpinned > hairpinned_before;
+    let want = match (in_family, hairpinned) {
+        (Family::V6, true) => Family::V6,
+        (Family::V6, false) => Family::V4,
+        (Family::V4, _) => Family::V6,
+    };
+
+    match verdict {
+        Verdict::Translated => {
+            let out = pkt.data();
+            let s = expect_ok(check_structure(out), "translated packet", &input, out);
+            assert_eq!(s.family, want, "translated packet has the wrong family");
+            assert!(
+                scratch.is_empty(),
+                "Translated but the scratch area holds packets"
+            );
+        }
+        Verdict::Fragmented(n) => {
+            assert!(n >= 1, "Fragmented(0)");
+            assert_eq!(
+                scratch.len(),
+                usize::from(n),
+                "Fragmented(n) but scratch differs"
+            );
+            let frags: Vec<Summary> = scratch
+                .packets()
+                .map(|p| expect_ok(check_structure(p), "fragment", &input, p))
+                .collect();
+            check_fragments(&frags, want);
+        }
+        Verdict::Replied(reason) => {
+            assert_eq!(
+                scratch.len(),
+                1,
+                "Replied({reason:?}) with {} packets",
+                scratch.len()
+            );
+            let reply = scratch.packets().next().expect("one packet");
+            let checks = Checks {
+                l4: true,
+                inner: false,
+            };
+            let s = expect_ok(check_with(reply, checks), "ICMP error", &input, reply);
+            assert_eq!(s.family, in_family, "ICMP error of the wrong family");
+            assert!(s.icmp().is_some(), "Replied with a non-ICMP packet");
+            assert_eq!(
+                Some(s.dst),
+                source_of(&input),
+                "ICMP error not sent to the source"
+            );
+        }
+        Verdict::Dropped(_) => {
+            assert!(
+                scratch.is_empty(),
+                "Dropped but the scratch area holds packets"
+            );
+        }
+    }
+}
+
+fn expect_ok(r: Result<Summary, String>, what: &str, input: &[u8], output: &[u8]) -> Summary {
+    r.unwrap_or_else(|e| {
+        panic!("{what} is malformed: {e}\n input: {input:02x?}\noutput: {output:02x?}")
+    })
+}
+
+fn source_of(pkt: &[u8]) -> Option<IpAddr> {
+    match pkt.first()? >> 4 {
+        4 => Some(Ipv4Addr::from(<[u8; 4]>::try_from(pkt.get(12..16)?).ok()?).into()),
+        6 => Some(Ipv6Addr::from(<[u8; 16]>::try_from(pkt.get(8..24)?).ok()?).into()),
+        _ => None,
+    }
+}
+
+fn check_fragments(frags: &[Summary], want: Family) {
+    let first = frags[0].fragment;
+    for (i, s) in frags.iter().enumerate() {
+        assert_eq!(s.family, want, "fragment {i} has the wrong family");
+        assert_eq!(
+            (s.src, s.dst),
+            (frags[0].src, frags[0].dst),
+            "fragment {i} addresses"
+        );
+        if frags.len() == 1 {
+            continue;
+        }
+        let f = s
+            .fragment
+            .unwrap_or_else(|| panic!("packet {i} of {} is no fragment", frags.len()));
+        assert_eq!(Some(f.id), first.map(|f| f.id), "fragment {i} id");
+        if let Some(next) = frags.get(i + 1) {
+            assert!(f.more, "fragment {i} is not the last but has MF=0");
+            let data = s.len - s.header_len;
+            let n = next.fragment.expect("checked above");
+            assert_eq!(
+                usize::from(n.offset),
+                usize::from(f.offset) + data,
+                "fragment {} offset",
+                i + 1
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sixgate_testkit::{Ip4, Ip6, split_v4, split_v6};
+
+    #[test]
+    fn knobs_round_trip() {
+        for b0 in 0..=255u8 {
+            for b1 in 0..64u8 {
+                let k = Knobs::decode([b0, b1]);
+                assert_eq!(Knobs::decode(k.encode()), k);
+            }
+        }
+        assert_eq!(Knobs::decode(Knobs::typical().encode()), Knobs::typical());
+    }
+
+    #[test]
+    fn fragment_invariant_accepts_a_real_split_and_rejects_a_gap() {
+        let v4 = Ip4::new([192, 0, 2, 1].into(), [192, 0, 2, 2].into()).udp(1, 2, 300);
+        let frags: Vec<Summary> = split_v4(&v4, 100)
+            .iter()
+            .map(|f| check_structure(f).unwrap())
+            .collect();
+        check_fragments(&frags, Family::V4);
+        let v6 = Ip6::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST).udp(1, 2, 300);
+        let mut frags: Vec<Summary> = split_v6(&v6, 128, 5)
+            .iter()
+            .map(|f| check_structure(f).unwrap())
+            .collect();
+        check_fragments(&frags, Family::V6);
+        frags.remove(1);
+        let gap = std::panic::catch_unwind(|| check_fragments(&frags, Family::V6));
+        assert!(gap.is_err());
+    }
+}

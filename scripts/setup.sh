@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian 12 machine (as root) for building and testing sixgate.
+#
+# Idempotent: it checks what is there first and only installs what is missing,
+# so a second run is a quick no-op. It prints every action it takes.
+#
+#   scripts/setup.sh           Debian packages, Rust (if cargo is absent), cargo-fuzz
+#   scripts/setup.sh --bench   also gungraun-runner, for scripts/bench.sh
+set -euo pipefail
+
+# Debian packages the tests and the planned network tests use:
+# iproute2 (netns/veth test beds), iperf3 and tayga (comparisons), clang/llvm/
+# libbpf-dev (eBPF programs), tshark (capture checks), dnsutils (DNS64 tests),
+# valgrind (gungraun instruction counts), and the usual network tools.
+PACKAGES=(
+    iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
+    valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
+    pkg-config
+)
+RUST_TOOLCHAIN=1.95.0
+CARGO_FUZZ_VERSION=0.13.2
+
+bench=0
+for arg in "$@"; do
+    case "$arg" in
+        --bench) bench=1 ;;
+        -h | --help)
+            sed -n '2,9p' "$0"
+            exit 0
+            ;;
+        *)
+            echo "setup: unknown argument: $arg" >&2
+            exit 2
+            ;;
+    esac
+done
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+did=()
+
+log() { echo "setup: $*"; }
+
+as_root() {
+    if [[ $(id -u) -eq 0 ]]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        echo "setup: need root to run: $*" >&2
+        exit 1
+    fi
+}
+
+# --- Debian packages -------------------------------------------------------
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
+    if [[ $status != ii* ]]; then
+        missing+=("$pkg")
+    fi
+done
+if ((${#missing[@]} > 0)); then
+    log "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    # tshark asks whether non-root users may capture; answer no, without a prompt.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" |
+        as_root debconf-set-selections
+    apt_log=$(mktemp)
+    if ! { as_root apt-get update -qq &&
+        as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+        </dev/null >"$apt_log" 2>&1; then
+        tail -n 40 "$apt_log" >&2
+        echo "setup: apt-get failed (full log: $apt_log)" >&2
+        exit 1
+    fi
+    rm -f "$apt_log"
+    did+=("apt: ${missing[*]}")
+fi
+
+# --- Rust --------------------------------------------------------------------
+if [[ -x $HOME/.cargo/bin/cargo ]]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    # Not exercised on our machines (they ship the toolchain); kept for a bare box.
+    log "cargo not found: installing Rust $RUST_TOOLCHAIN with rustup"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
+        sh -s -- -y --profile minimal --default-toolchain "$RUST_TOOLCHAIN" \
+            --component clippy --component rustfmt
+    export PATH="$HOME/.cargo/bin:$PATH"
+    did+=("rust $RUST_TOOLCHAIN")
+fi
+# rustfmt and clippy are run by scripts/test.sh.
+for tool in fmt:rustfmt clippy:clippy; do
+    if ! cargo "${tool%%:*}" --version >/dev/null 2>&1; then
+        component=${tool#*:}
+        if ! command -v rustup >/dev/null 2>&1; then
+            echo "setup: cargo ${tool%%:*} missing and no rustup to add $component" >&2
+            exit 1
+        fi
+        log "adding rustup component $component"
+        rustup component add "$component"
+        did+=("rustup component $component")
+    fi
+done
+
+# --- cargo-fuzz (stable, used with -s none) --------------------------------
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    log "installing cargo-fuzz $CARGO_FUZZ_VERSION"
+    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
+    did+=("cargo-fuzz $CARGO_FUZZ_VERSION")
+fi
+
+# --- gungraun-runner (only with --bench) -----------------------------------
+if ((bench)); then
+    # The runner must be the same version as the gungraun library the bench links.
+    gungraun_version=$(awk '/^name = "gungraun"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' \
+        "$repo_root/Cargo.lock")
+    if [[ -z $gungraun_version ]]; then
+        echo "setup: gungraun not found in Cargo.lock" >&2
+        exit 1
+    fi
+    have=$(gungraun-runner --version 2>/dev/null || true)
+    if [[ $have != *"$gungraun_version"* ]]; then
+        log "installing gungraun-runner $gungraun_version (found: ${have:-none})"
+        cargo install gungraun-runner --version "$gungraun_version" --locked
+        did+=("gungraun-runner $gungraun_version")
+    fi
+fi
+
+if ((${#did[@]} == 0)); then
+    log "everything already present"
+else
+    log "done: ${did[*]}"
+fi
