@@ -5,6 +5,7 @@
 //! ICMPv6, inner IPv6, and a Fragment header if the quoted packet was a fragment:
 //! 88 or 96 bytes) are written before them, reaching into the headroom.
 
+use super::icmp_informational;
 use super::icmp_map::{self, Rest, v4 as icmp4};
 use super::mtu;
 use super::transport;
@@ -63,9 +64,13 @@ pub(crate) fn translate_error(
     if qh.frag_offset() == 0 {
         let ql4 = &mut buf[q_l4_at..end];
         if qh.proto == nh::ICMP {
-            if let Err(r) = quoted_informational(
+            let pseudo6 = checksum::v6_pseudo(&qsrc, &qdst, q_l4_len as u32, nh::ICMPV6);
+            if let Err(r) = icmp_informational::translate_quoted(
                 ql4,
-                checksum::v6_pseudo(&qsrc, &qdst, q_l4_len as u32, nh::ICMPV6),
+                icmp_map::icmp4_to_icmp6,
+                icmp4::is_error,
+                0,
+                pseudo6,
             ) {
                 return Verdict::Dropped(r);
             }
@@ -125,27 +130,4 @@ pub(crate) fn translate_error(
     o[42..44].copy_from_slice(&c.to_be_bytes());
     pkt.set_window(new_start, total);
     Verdict::Translated
-}
-
-/// §4.3: a quoted ICMPv4 message must be informational; translate its type and
-/// fix its checksum (gaining the inner pseudo-header) if the bytes are there.
-fn quoted_informational(icmp: &mut [u8], pseudo6: u16) -> Result<(), DropReason> {
-    let Some(&ty) = icmp.first() else {
-        return Ok(());
-    };
-    if icmp4::is_error(ty) {
-        return Err(DropReason::IcmpErrorInError);
-    }
-    let code = icmp.get(1).copied().unwrap_or(0);
-    let m = icmp_map::icmp4_to_icmp6(ty, code, [0; 4])
-        .map_err(|_| DropReason::IcmpInnerUntranslatable)?;
-    icmp[0] = m.ty;
-    if icmp.len() >= 4 {
-        icmp[1] = m.code;
-        let old = u16::from_be_bytes([ty, code]);
-        let new = checksum::add(pseudo6, u16::from_be_bytes([m.ty, m.code]));
-        let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
-        icmp[2..4].copy_from_slice(&c.to_be_bytes());
-    }
-    Ok(())
 }

@@ -5,6 +5,7 @@
 //! headers (outer IPv4, ICMPv4, inner IPv4: 48 bytes) are written just before them,
 //! inside the 88+ bytes the IPv6 headers occupied.
 
+use super::icmp_informational;
 use super::icmp_map::{self, Rest, v6 as icmp6};
 use super::mtu;
 use super::transport;
@@ -68,9 +69,13 @@ pub(crate) fn translate_error(
     if q.is_first() {
         let ql4 = &mut buf[q_l4_at..end];
         if q.proto == nh::ICMPV6 {
-            if let Err(r) = quoted_informational(
+            let pseudo = checksum::v6_pseudo(&qh.src, &qh.dst, q_l4_len as u32, nh::ICMPV6);
+            if let Err(r) = icmp_informational::translate_quoted(
                 ql4,
-                checksum::v6_pseudo(&qh.src, &qh.dst, q_l4_len as u32, nh::ICMPV6),
+                icmp_map::icmp6_to_icmp4,
+                icmp6::is_error,
+                pseudo,
+                0,
             ) {
                 return Verdict::Dropped(r);
             }
@@ -137,27 +142,4 @@ pub(crate) fn translate_error(
     o[22..24].copy_from_slice(&c.to_be_bytes());
     pkt.set_window(new_start, total);
     Verdict::Translated
-}
-
-/// §5.3: a quoted ICMPv6 message must be informational (an error about an error is
-/// never sent); translate its type and fix its checksum if the bytes are there.
-fn quoted_informational(icmp: &mut [u8], pseudo: u16) -> Result<(), DropReason> {
-    let Some(&ty) = icmp.first() else {
-        return Ok(());
-    };
-    if icmp6::is_error(ty) {
-        return Err(DropReason::IcmpErrorInError);
-    }
-    let code = icmp.get(1).copied().unwrap_or(0);
-    let m = icmp_map::icmp6_to_icmp4(ty, code, [0; 4])
-        .map_err(|_| DropReason::IcmpInnerUntranslatable)?;
-    icmp[0] = m.ty;
-    if icmp.len() >= 4 {
-        icmp[1] = m.code;
-        let old = checksum::add(pseudo, u16::from_be_bytes([ty, code]));
-        let new = u16::from_be_bytes([m.ty, m.code]);
-        let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
-        icmp[2..4].copy_from_slice(&c.to_be_bytes());
-    }
-    Ok(())
 }

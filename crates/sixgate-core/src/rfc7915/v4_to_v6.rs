@@ -1,6 +1,7 @@
 //! RFC 7915 §4: translating from IPv4 to IPv6.
 
-use super::icmp_map::{self, Rest, v4 as icmp4};
+use super::icmp_informational;
+use super::icmp_map::{self, v4 as icmp4};
 use super::{fragment, icmp_v4_to_v6, transport};
 use crate::addr::MapError;
 use crate::checksum;
@@ -191,7 +192,7 @@ fn run(
                 udp_zero_checksum(t, l4, fragmented, pseudo6())
             }
             nh::ICMP if fragmented => Err(DropReason::FragmentedIcmp),
-            nh::ICMP => informational(l4, pseudo6()),
+            nh::ICMP => icmp_informational::translate(l4, icmp_map::icmp4_to_icmp6, 0, pseudo6()),
             proto => transport::update_pseudo_header(l4, proto, v4_sum, v6_sum, false),
         };
         if let Err(r) = r {
@@ -247,22 +248,5 @@ fn udp_zero_checksum(
         c = 0xffff;
     }
     udp[6..8].copy_from_slice(&c.to_be_bytes());
-    Ok(())
-}
-
-/// §4.2: ICMPv4 informational → ICMPv6 (Echo). The ICMPv6 checksum gains the
-/// pseudo-header `pseudo6`.
-fn informational(icmp: &mut [u8], pseudo6: u16) -> Result<(), DropReason> {
-    if icmp.len() < 8 {
-        return Err(DropReason::Malformed);
-    }
-    let m = icmp_map::icmp4_to_icmp6(icmp[0], icmp[1], [icmp[4], icmp[5], icmp[6], icmp[7]])?;
-    debug_assert!(!m.error && m.rest == Rest::Copy);
-    let old = u16::from_be_bytes([icmp[0], icmp[1]]);
-    let new = checksum::add(pseudo6, u16::from_be_bytes([m.ty, m.code]));
-    let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
-    icmp[0] = m.ty;
-    icmp[1] = m.code;
-    icmp[2..4].copy_from_slice(&c.to_be_bytes());
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! RFC 7915 §5: translating from IPv6 to IPv4.
 
-use super::icmp_map::{self, Rest, v6 as icmp6};
+use super::icmp_informational;
+use super::icmp_map::{self, v6 as icmp6};
 use super::{icmp_v6_to_v4, transport};
 use crate::addr::MapError;
 use crate::checksum;
@@ -195,9 +196,11 @@ pub fn translate(
             if p.is_fragmented() {
                 return Verdict::Dropped(DropReason::FragmentedIcmp);
             }
-            if let Err(r) = informational(
+            if let Err(r) = icmp_informational::translate(
                 l4,
+                icmp_map::icmp6_to_icmp4,
                 checksum::v6_pseudo(&h.src, &h.dst, l4_len as u32, nh::ICMPV6),
+                0,
             ) {
                 return Verdict::Dropped(r);
             }
@@ -251,23 +254,6 @@ fn identification(
         None if p.total_len <= DF_THRESHOLD => (t.ids.next(src, dst, proto), 0),
         None => (0, DF),
     }
-}
-
-/// §5.2: ICMPv6 informational → ICMPv4 (Echo). `pseudo` is the IPv6 pseudo-header
-/// sum the old checksum covered.
-fn informational(icmp: &mut [u8], pseudo: u16) -> Result<(), DropReason> {
-    if icmp.len() < 8 {
-        return Err(DropReason::Malformed);
-    }
-    let m = icmp_map::icmp6_to_icmp4(icmp[0], icmp[1], [icmp[4], icmp[5], icmp[6], icmp[7]])?;
-    debug_assert!(!m.error && m.rest == Rest::Copy);
-    let old = checksum::add(pseudo, u16::from_be_bytes([icmp[0], icmp[1]]));
-    let new = u16::from_be_bytes([m.ty, m.code]);
-    let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
-    icmp[0] = m.ty;
-    icmp[1] = m.code;
-    icmp[2..4].copy_from_slice(&c.to_be_bytes());
-    Ok(())
 }
 
 /// RFC 6791: pick the IPv4 source for an ICMPv6 error from an unmappable router,
