@@ -7,22 +7,37 @@
 
 /// Ones'-complement sum of `data` as big-endian 16-bit words, folded to 16 bits
 /// (RFC 1071 §4.1). An odd trailing byte is padded with zero.
+///
+/// Adds 64-bit big-endian words into a 128-bit accumulator and folds once at the
+/// end: since 2^16 ≡ 1 (mod 2^16 − 1), that equals the sum of 16-bit words.
 pub fn sum(data: &[u8]) -> u16 {
-    let mut acc: u64 = 0;
-    let mut chunks = data.chunks_exact(4);
+    let mut acc: u128 = 0;
+    let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {
-        acc += u64::from(u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+        acc += u128::from(u64::from_be_bytes([
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+        ]));
     }
     let rest = chunks.remainder();
-    let mut i = 0;
-    while i + 1 < rest.len() {
-        acc += u64::from(u16::from_be_bytes([rest[i], rest[i + 1]]));
-        i += 2;
+    if !rest.is_empty() {
+        let mut tail = [0u8; 8];
+        tail[..rest.len()].copy_from_slice(rest);
+        acc += u128::from(u64::from_be_bytes(tail));
     }
-    if i < rest.len() {
-        acc += u64::from(rest[i]) << 8;
-    }
-    fold(acc)
+    fold128(acc)
+}
+
+/// Fold a 128-bit accumulator to 16 bits with end-around carry.
+fn fold128(acc: u128) -> u16 {
+    let x = (acc & u128::from(u64::MAX)) + (acc >> 64);
+    let x = (x & 0xffff_ffff) + (x >> 32);
+    fold(x as u64)
+}
+
+/// The two 64-bit halves of an IPv6 address, added.
+fn halves(a: &[u8; 16]) -> u128 {
+    let x = u128::from_be_bytes(*a);
+    (x >> 64) + (x & u128::from(u64::MAX))
 }
 
 /// Fold a wide accumulator to 16 bits with end-around carry.
@@ -57,12 +72,12 @@ pub fn update(check: u16, old: u16, new: u16) -> u16 {
 
 /// Sum of an IPv4 pseudo-header's addresses (RFC 768 / RFC 793).
 pub fn v4_addr_sum(src: &[u8; 4], dst: &[u8; 4]) -> u16 {
-    add(sum(src), sum(dst))
+    fold(u64::from(u32::from_be_bytes(*src)) + u64::from(u32::from_be_bytes(*dst)))
 }
 
 /// Sum of an IPv6 pseudo-header's addresses (RFC 8200 §8.1).
 pub fn v6_addr_sum(src: &[u8; 16], dst: &[u8; 16]) -> u16 {
-    add(sum(src), sum(dst))
+    fold128(halves(src) + halves(dst))
 }
 
 /// Full IPv6 pseudo-header sum (RFC 8200 §8.1): addresses, upper-layer length, next header.
@@ -86,6 +101,27 @@ mod tests {
         assert_eq!(
             sum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
             0xddf2
+        );
+    }
+
+    /// The word-wide sum agrees with a plain 16-bit word loop on every length.
+    #[test]
+    fn rfc1071_wide_sum_matches_word_sum() {
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 37 + 11) as u8).collect();
+        for len in 0..data.len() {
+            let d = &data[..len];
+            let mut acc = 0u64;
+            for w in d.chunks(2) {
+                acc += u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+            }
+            assert_eq!(sum(d), fold(acc), "len {len}");
+        }
+        assert_eq!(sum(&[0xff; 64]), 0xffff);
+        assert_eq!(v6_addr_sum(&[0xff; 16], &[0xff; 16]), 0xffff);
+        assert_eq!(v4_addr_sum(&[0xff; 4], &[0xff; 4]), 0xffff);
+        assert_eq!(
+            v6_addr_sum(&[1; 16], &[2; 16]),
+            add(sum(&[1; 16]), sum(&[2; 16]))
         );
     }
 

@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::ops::BitAnd;
+use std::ops::{BitAnd, BitOr, Not};
 
 /// One EAM entry: an IPv4 prefix and an IPv6 prefix whose suffix can hold the IPv4
 /// suffix (`32 − v4_len ≤ 128 − v6_len`, RFC 7757 §3.2).
@@ -340,27 +340,57 @@ struct Level<K, V> {
     len: u8,
     mask: K,
     map: KeyMap<K, V>,
+    /// The level's entry when it has exactly one: a compare instead of a hash probe
+    /// (most tables have one or a few entries per length).
+    single: Option<(K, V)>,
+}
+
+impl<K: Copy + Eq + Hash, V: Copy> Level<K, V> {
+    fn refresh_single(&mut self) {
+        self.single = match self.map.len() {
+            1 => self.map.iter().next().map(|(k, v)| (*k, *v)),
+            _ => None,
+        };
+    }
 }
 
 /// Longest-prefix match over one side: levels sorted by length, longest first.
 #[derive(Clone)]
 struct Lpm<K, V> {
     levels: Vec<Level<K, V>>,
+    /// First and last address any prefix covers. Most packets carry an address
+    /// outside every EAM (a pool6 destination, an Internet host), and this range
+    /// turns their lookup into two compares instead of a hash probe per level.
+    span: Option<(K, K)>,
 }
 
 impl<K, V> Default for Lpm<K, V> {
     fn default() -> Self {
-        Self { levels: Vec::new() }
+        Self {
+            levels: Vec::new(),
+            span: None,
+        }
     }
 }
 
-impl<K: Copy + Eq + Hash + BitAnd<Output = K>, V: Copy> Lpm<K, V> {
+impl<K: Copy + Ord + Hash + BitAnd<Output = K> + BitOr<Output = K> + Not<Output = K>, V: Copy>
+    Lpm<K, V>
+{
     /// The value of the longest prefix containing `addr`, and that prefix's mask.
     #[inline]
     fn lookup(&self, addr: K) -> Option<(V, K)> {
+        let (first, last) = self.span?;
+        if addr < first || addr > last {
+            return None;
+        }
         for level in &self.levels {
-            if let Some(v) = level.map.get(&(addr & level.mask)) {
-                return Some((*v, level.mask));
+            let key = addr & level.mask;
+            let hit = match level.single {
+                Some((k, v)) => (k == key).then_some(v),
+                None => level.map.get(&key).copied(),
+            };
+            if let Some(v) = hit {
+                return Some((v, level.mask));
             }
         }
         None
@@ -386,20 +416,33 @@ impl<K: Copy + Eq + Hash + BitAnd<Output = K>, V: Copy> Lpm<K, V> {
                         len,
                         mask,
                         map: KeyMap::default(),
+                        single: None,
                     },
                 );
                 i
             }
         };
         self.levels[i].map.insert(key, value);
+        self.levels[i].refresh_single();
+        let (first, last) = (key, key | !mask);
+        self.span = Some(
+            self.span
+                .map_or((first, last), |(a, b)| (a.min(first), b.max(last))),
+        );
     }
 
     fn remove(&mut self, len: u8, key: K) {
         if let Ok(i) = self.level_index(len) {
             self.levels[i].map.remove(&key);
+            self.levels[i].refresh_single();
             if self.levels[i].map.is_empty() {
                 self.levels.remove(i);
             }
+        }
+        // A span wider than needed is still correct (it only filters), so removal
+        // keeps it rather than rescanning the table; an empty table has none.
+        if self.levels.is_empty() {
+            self.span = None;
         }
     }
 }

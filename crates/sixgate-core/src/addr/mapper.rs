@@ -74,7 +74,7 @@ impl Mapper {
 
     #[inline]
     fn wkp_check(&self, pool6: &Rfc6052Prefix, v4: [u8; 4]) -> Result<(), MapError> {
-        if self.wkp_strict && is_non_global(v4) && pool6.is_well_known() {
+        if self.wkp_strict && pool6.is_well_known() && is_non_global(v4) {
             Err(MapError::WkpNonGlobal)
         } else {
             Ok(())

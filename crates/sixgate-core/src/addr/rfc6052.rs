@@ -126,6 +126,7 @@ impl Rfc6052Prefix {
         *self == WELL_KNOWN_PREFIX
     }
     /// Is `v6` under this prefix (whatever its u octet and suffix hold)?
+    #[inline]
     pub fn contains_octets(&self, v6: &[u8; 16]) -> bool {
         (u128::from_be_bytes(*v6) ^ u128::from_be_bytes(self.addr)) & mask128(self.len) == 0
     }
@@ -134,9 +135,15 @@ impl Rfc6052Prefix {
         Ipv6Addr::from(self.embed_octets(v4.octets()))
     }
     /// [`Self::embed`] on raw octets (the packet path).
+    #[inline]
     pub fn embed_octets(&self, v4: [u8; 4]) -> [u8; 16] {
         // `addr` has zeros everywhere past the prefix, u octet included.
         let mut out = self.addr;
+        // /96, by far the most common length, is a plain copy into the last word.
+        if self.len == 96 {
+            out[12..].copy_from_slice(&v4);
+            return out;
+        }
         let pos = v4_positions(self.len);
         out[pos[0]] = v4[0];
         out[pos[1]] = v4[1];
@@ -150,9 +157,13 @@ impl Rfc6052Prefix {
         self.extract_octets(&v6.octets()).map(Ipv4Addr::from)
     }
     /// RFC 6052 §2.3: extract the IPv4 address if `v6` is under this prefix.
+    #[inline]
     pub fn extract_octets(&self, v6: &[u8; 16]) -> Option<[u8; 4]> {
         if !self.contains_octets(v6) {
             return None;
+        }
+        if self.len == 96 {
+            return Some([v6[12], v6[13], v6[14], v6[15]]);
         }
         let pos = v4_positions(self.len);
         Some([v6[pos[0]], v6[pos[1]], v6[pos[2]], v6[pos[3]]])

@@ -162,7 +162,16 @@ pub fn header(
         src,
         dst,
     };
-    h.checksum = U16::new(!crate::checksum::sum(h.as_bytes()));
+    // The sum of the fields as 16-bit words, without re-reading the bytes.
+    let words = 0x4500
+        + u64::from(tos)
+        + u64::from(total_len)
+        + u64::from(id)
+        + u64::from(flags_frag)
+        + (u64::from(ttl) << 8 | u64::from(proto))
+        + u64::from(u32::from_be_bytes(src))
+        + u64::from(u32::from_be_bytes(dst));
+    h.checksum = U16::new(!crate::checksum::fold(words));
     h
 }
 
