@@ -112,9 +112,9 @@ pub fn packets() -> Vec<(&'static str, Vec<u8>)> {
             bad_header_checksum(),
         ),
         (
-            "UDP 1400-byte payload, DF=0, 198.51.100.53 -> 198.18.0.16 (fragmented for IPv6)",
+            "UDP 1400-byte payload, DF=0, 198.51.100.53:9 -> 198.18.0.16:40006 (fragmented for IPv6)",
             build(
-                PacketBuilder::ip(ipv4(DNS4, CLIENT4, 0x2005, false)).udp(53, CLIENT_DNS_PORT),
+                PacketBuilder::ip(ipv4(DNS4, CLIENT4, 0x2005, false)).udp(9, 40006),
                 &big_payload(),
             ),
         ),

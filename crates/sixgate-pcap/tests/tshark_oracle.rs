@@ -1,0 +1,163 @@
+//! A second, independent oracle: Wireshark's dissectors. A mix of packets (both
+//! directions, every protocol, ICMP errors with inner packets, fragments, generated
+//! errors) goes through the offline data plane, and tshark must find no
+//! error-level expert info (bad checksums, malformed packets) in the output.
+//! Skips, saying why, where tshark is not installed (scripts/setup.sh installs it).
+//!
+//! Quoted packets are kept whole here: tshark "verifies" the checksum of a
+//! truncated quote over the bytes present, which can never match. Truncated
+//! quotes are covered by the etherparse oracle in sixgate-core's tests.
+
+use sixgate_core::Config;
+use sixgate_core::addr::{Eam, Rfc6052Prefix};
+use sixgate_testkit::{Ip4, Ip6, split_v4};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::process::Command;
+use std::sync::Arc;
+
+/// Wireshark's PI_ERROR expert severity.
+const PI_ERROR: u64 = 0x0080_0000;
+
+fn inputs() -> Vec<Vec<u8>> {
+    let c6: Ipv6Addr = "2001:db8:1::5".parse().unwrap();
+    let s6: Ipv6Addr = "2001:db8:64::c633:6407".parse().unwrap();
+    let (c4, s4, r4) = (
+        Ipv4Addr::new(198, 18, 0, 5),
+        Ipv4Addr::new(198, 51, 100, 7),
+        Ipv4Addr::new(203, 0, 113, 1),
+    );
+    let up = Ip6::new(c6, s6);
+    let down = Ip4::new(s4, c4);
+    let mut v = vec![
+        up.udp(40000, 5001, 100),
+        up.tcp(40000, 443, 200),
+        up.echo_request(1, 1, 56),
+        up.clone().hop_limit(1).udp(40000, 5001, 8),
+        Ip6::new(c6, "2001:db8:65::1".parse().unwrap()).udp(1, 2, 8),
+        down.udp(5001, 40000, 100),
+        down.tcp(443, 40000, 200),
+        down.echo_reply(1, 1, 56),
+        down.clone().ttl(1).udp(5001, 40000, 8),
+        down.clone().df(false).udp(5001, 40000, 1400),
+        down.udp_zero_checksum(5001, 40000, 30),
+        Ip4::new(r4, c4).icmp_error(3, 3, [0; 4], &Ip4::new(c4, s4).udp(40000, 5001, 40)),
+        Ip4::new(r4, c4).icmp_error(
+            3,
+            4,
+            [0, 0, 5, 0x78],
+            &Ip4::new(c4, s4).tcp(40000, 443, 200),
+        ),
+        Ip4::new(r4, c4).icmp_error(11, 0, [0; 4], &Ip4::new(c4, s4).echo_request(1, 1, 16)),
+        Ip6::new("2001:db8:1::1".parse().unwrap(), s6).icmp_error(
+            1,
+            4,
+            [0; 4],
+            &Ip6::new(s6, c6).udp(5001, 40000, 40),
+        ),
+        Ip6::new("2001:db8:1::1".parse().unwrap(), s6).icmp_error(
+            2,
+            0,
+            1400u32.to_be_bytes(),
+            &Ip6::new(s6, c6).tcp(443, 40000, 200),
+        ),
+    ];
+    v.extend(split_v4(&down.df(false).udp(5001, 40000, 3000), 1024));
+    v
+}
+
+fn write_pcap(packets: &[Vec<u8>]) -> Vec<u8> {
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+    let header = PcapHeader {
+        datalink: pcap_file::DataLink::RAW,
+        ..Default::default()
+    };
+    let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
+    for (i, p) in packets.iter().enumerate() {
+        let ts = std::time::Duration::from_millis(i as u64);
+        w.write_packet(&PcapPacket::new(ts, p.len() as u32, p))
+            .unwrap();
+    }
+    w.into_writer()
+}
+
+#[test]
+fn tshark_finds_no_errors_in_translated_output() {
+    if Command::new("tshark").arg("--version").output().is_err() {
+        eprintln!("skipped: tshark is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let mut cfg = Config::with_pool6(Some(
+        Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap(),
+    ));
+    cfg.map
+        .eam
+        .insert(
+            Eam::new(
+                Ipv4Addr::new(198, 18, 0, 0),
+                24,
+                "2001:db8:1::".parse().unwrap(),
+                120,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    let input = write_pcap(&inputs());
+    let mut output = Vec::new();
+    let summary = sixgate_pcap::translate_pcap(Arc::new(cfg), &input[..], &mut output).unwrap();
+    assert!(summary.packets_written >= 20, "{summary:?}");
+
+    let dir = std::env::temp_dir().join(format!("sixgate-tshark-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("out.pcap");
+    std::fs::write(&path, &output).unwrap();
+    let out = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&path)
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-o",
+            "tcp.check_checksum:TRUE",
+        ])
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "_ws.expert.severity",
+            "-e",
+            "_ws.expert.message",
+        ])
+        .output()
+        .unwrap();
+    if std::env::var_os("SIXGATE_KEEP").is_none() {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let frames = text.lines().count();
+    assert_eq!(
+        frames as u64, summary.packets_written,
+        "tshark read every packet:\n{text}"
+    );
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let sev = l.split('\t').nth(1).unwrap_or("");
+            sev.split(',')
+                .any(|s| s.parse::<u64>().is_ok_and(|s| s >= PI_ERROR))
+        })
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "tshark reports errors:\n{}",
+        errors.join("\n")
+    );
+}
