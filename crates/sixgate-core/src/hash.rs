@@ -10,13 +10,15 @@ fn folded_multiply(a: u64, b: u64) -> u64 {
     (r as u64) ^ ((r >> 64) as u64)
 }
 
-/// Hash `words` under `key`.
+/// Hash `words` under `key`: one folded multiply per word. The fold (high half
+/// xor low half of the 128-bit product) already spreads every input bit into the
+/// low bits that table indices use, so no finaliser is needed.
 pub fn keyed(key: u64, words: &[u64]) -> u64 {
     let mut h = key ^ K;
     for &w in words {
         h = folded_multiply(h ^ w, K.rotate_left(23) | 1);
     }
-    folded_multiply(h, K)
+    h
 }
 
 /// First 8 bytes of `a` and the rest folded in, as one word.
