@@ -36,6 +36,16 @@ pub(crate) struct Owed {
     pub reason: DropReason,
 }
 
+impl Owed {
+    /// Write the ICMP header (checksum zero) and as much of `offending` as fits.
+    fn write(&self, icmp: &mut [u8], offending: &[u8]) {
+        let [a, b, c, d] = self.rest;
+        icmp[..8].copy_from_slice(&[self.ty, self.code, 0, 0, a, b, c, d]);
+        let quote = icmp.len() - 8;
+        icmp[8..].copy_from_slice(&offending[..quote]);
+    }
+}
+
 /// Token bucket check; counts suppressed errors.
 fn may_send(t: &mut Translator, now_ns: u64) -> bool {
     if t.icmp_bucket.take(now_ns) {
@@ -71,17 +81,7 @@ pub(crate) fn reply_v6(
     let hdr = ipv6::header(0, icmp_len as u16, nh::ICMPV6, ERROR_TTL, src, orig.src);
     out[..40].copy_from_slice(hdr.as_bytes());
     let icmp = &mut out[40..];
-    icmp[..8].copy_from_slice(&[
-        owed.ty,
-        owed.code,
-        0,
-        0,
-        owed.rest[0],
-        owed.rest[1],
-        owed.rest[2],
-        owed.rest[3],
-    ]);
-    icmp[8..].copy_from_slice(&offending[..icmp_len - 8]);
+    owed.write(icmp, offending);
     let pseudo = checksum::v6_pseudo(&src, &orig.src, icmp_len as u32, nh::ICMPV6);
     let c = checksum::compute(pseudo, icmp);
     icmp[2..4].copy_from_slice(&c.to_be_bytes());
@@ -112,18 +112,7 @@ pub(crate) fn reply_v4(
     let hdr = ipv4::header(0, len as u16, id, 0, ERROR_TTL, nh::ICMP, src, orig.src);
     out[..20].copy_from_slice(hdr.as_bytes());
     let icmp = &mut out[20..];
-    icmp[..8].copy_from_slice(&[
-        owed.ty,
-        owed.code,
-        0,
-        0,
-        owed.rest[0],
-        owed.rest[1],
-        owed.rest[2],
-        owed.rest[3],
-    ]);
-    let quote = icmp.len() - 8;
-    icmp[8..].copy_from_slice(&offending[..quote]);
+    owed.write(icmp, offending);
     let c = checksum::compute(0, icmp);
     icmp[2..4].copy_from_slice(&c.to_be_bytes());
     Verdict::Replied(owed.reason)

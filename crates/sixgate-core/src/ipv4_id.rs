@@ -31,7 +31,10 @@ impl Ipv4IdGenerator {
     pub fn next(&mut self, src: [u8; 4], dst: [u8; 4], proto: u8) -> u16 {
         let flow = (u64::from(u32::from_be_bytes(src)) << 32) | u64::from(u32::from_be_bytes(dst));
         // The protocol goes into the flow word's spare entropy: one multiply, not two.
-        let h = hash::keyed(self.key, &[flow ^ (u64::from(proto) << 57 | u64::from(proto))]);
+        let h = hash::keyed(
+            self.key,
+            &[flow ^ (u64::from(proto) << 57 | u64::from(proto))],
+        );
         let slot = (h as usize) % SLOTS;
         let c = &mut self.counters[slot];
         *c = c.wrapping_add(1);

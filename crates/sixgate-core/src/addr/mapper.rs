@@ -38,6 +38,18 @@ impl fmt::Display for MapError {
 
 impl std::error::Error for MapError {}
 
+impl MapError {
+    /// The drop reason for a source (`source`) or destination that did not map.
+    pub fn drop_reason(self, source: bool) -> crate::verdict::DropReason {
+        use crate::verdict::DropReason;
+        match (self, source) {
+            (MapError::WkpNonGlobal, _) => DropReason::WkpNonGlobal,
+            (MapError::NoMapping, true) => DropReason::SourceUntranslatable,
+            (MapError::NoMapping, false) => DropReason::DestinationUntranslatable,
+        }
+    }
+}
+
 /// The address mapping part of the configuration.
 #[derive(Clone, Debug, Default)]
 pub struct Mapper {

@@ -3,7 +3,6 @@
 use super::icmp_informational;
 use super::icmp_map::{self, v4 as icmp4};
 use super::{fragment, icmp_v4_to_v6, transport};
-use crate::addr::MapError;
 use crate::checksum;
 use crate::config::UdpZeroChecksum;
 use crate::icmp_error::{self, Owed};
@@ -117,10 +116,7 @@ fn run(
         Ok(a) => a,
         Err(e) => {
             // §4.4: tell the sender, as a router with no route would.
-            let reason = match e {
-                MapError::WkpNonGlobal => DropReason::WkpNonGlobal,
-                MapError::NoMapping => DropReason::DestinationUntranslatable,
-            };
+            let reason = e.drop_reason(false);
             let owed = Owed {
                 ty: icmp4::DEST_UNREACH,
                 code: icmp4::CODE_HOST_UNREACHABLE,
@@ -134,8 +130,7 @@ fn run(
         (Ok(a), _) => a,
         // An ICMPv4 error from a router we cannot map: RFC 6791's IPv6 counterpart.
         (Err(_), Some(pool)) if icmp_error => pool.octets(),
-        (Err(MapError::WkpNonGlobal), _) => return Verdict::Dropped(DropReason::WkpNonGlobal),
-        (Err(_), _) => return Verdict::Dropped(DropReason::SourceUntranslatable),
+        (Err(e), _) => return Verdict::Dropped(e.drop_reason(true)),
     };
     let tc = if t.cfg.reset_traffic_class { 0 } else { h.tos };
     let hop_limit = if decrement { h.ttl - 1 } else { h.ttl };

@@ -3,7 +3,6 @@
 use super::icmp_informational;
 use super::icmp_map::{self, v6 as icmp6};
 use super::{icmp_v6_to_v4, transport};
-use crate::addr::MapError;
 use crate::checksum;
 use crate::config::HairpinMode;
 use crate::hash;
@@ -87,10 +86,7 @@ pub fn translate(
         Ok(a) => a,
         Err(e) => {
             // §5.4: tell the sender, as a router with no route would.
-            let reason = match e {
-                MapError::WkpNonGlobal => DropReason::WkpNonGlobal,
-                MapError::NoMapping => DropReason::DestinationUntranslatable,
-            };
+            let reason = e.drop_reason(false);
             let owed = Owed {
                 ty: icmp6::DEST_UNREACH,
                 code: icmp6::CODE_ADDRESS_UNREACHABLE,
@@ -111,8 +107,7 @@ pub fn translate(
         Ok(a) => a,
         // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
         Err(_) if icmp_error => rfc6791_source(t, &h.src),
-        Err(MapError::WkpNonGlobal) => return Verdict::Dropped(DropReason::WkpNonGlobal),
-        Err(MapError::NoMapping) => return Verdict::Dropped(DropReason::SourceUntranslatable),
+        Err(e) => return Verdict::Dropped(e.drop_reason(true)),
     };
     if ipv4::is_bad_destination(dst4) {
         return Verdict::Dropped(DropReason::BadDestination);
