@@ -35,8 +35,7 @@ fn fold128(acc: u128) -> u16 {
 }
 
 /// The two 64-bit halves of an IPv6 address, added.
-fn halves(a: &[u8; 16]) -> u128 {
-    let x = u128::from_be_bytes(*a);
+fn halves(x: u128) -> u128 {
     (x >> 64) + (x & u128::from(u64::MAX))
 }
 
@@ -72,11 +71,21 @@ pub fn update(check: u16, old: u16, new: u16) -> u16 {
 
 /// Sum of an IPv4 pseudo-header's addresses (RFC 768 / RFC 793).
 pub fn v4_addr_sum(src: &[u8; 4], dst: &[u8; 4]) -> u16 {
-    fold(u64::from(u32::from_be_bytes(*src)) + u64::from(u32::from_be_bytes(*dst)))
+    v4_pair_sum(u32::from_be_bytes(*src), u32::from_be_bytes(*dst))
+}
+
+/// [`v4_addr_sum`] on addresses as integers.
+pub fn v4_pair_sum(src: u32, dst: u32) -> u16 {
+    fold(u64::from(src) + u64::from(dst))
 }
 
 /// Sum of an IPv6 pseudo-header's addresses (RFC 8200 §8.1).
 pub fn v6_addr_sum(src: &[u8; 16], dst: &[u8; 16]) -> u16 {
+    v6_pair_sum(u128::from_be_bytes(*src), u128::from_be_bytes(*dst))
+}
+
+/// [`v6_addr_sum`] on addresses as integers.
+pub fn v6_pair_sum(src: u128, dst: u128) -> u16 {
     fold128(halves(src) + halves(dst))
 }
 

@@ -58,6 +58,8 @@ fn may_send(t: &mut Translator, now_ns: u64) -> bool {
 
 /// Answer an IPv6 packet with an ICMPv6 error, or drop it quietly when `quiet`
 /// (it is an ICMP error, a non-first fragment, or multicast-addressed).
+#[cold]
+#[inline(never)]
 pub(crate) fn reply_v6(
     t: &mut Translator,
     offending: &[u8],
@@ -89,6 +91,8 @@ pub(crate) fn reply_v6(
 }
 
 /// Answer an IPv4 packet with an ICMPv4 error, or drop it quietly when `quiet`.
+#[cold]
+#[inline(never)]
 pub(crate) fn reply_v4(
     t: &mut Translator,
     offending: &[u8],

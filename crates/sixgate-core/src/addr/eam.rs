@@ -158,6 +158,7 @@ impl Eam {
         self.contains_v4(v4).then(|| {
             self.to_v6_target()
                 .apply(u32::from_be_bytes(*v4), mask32(self.v4_len))
+                .to_be_bytes()
         })
     }
     /// Translate by this entry alone (no longest-match against other entries).
@@ -165,6 +166,7 @@ impl Eam {
         self.contains_v6(v6).then(|| {
             self.to_v4_target()
                 .apply(u128::from_be_bytes(*v6), mask128(self.v6_len))
+                .to_be_bytes()
         })
     }
 
@@ -271,10 +273,10 @@ struct V6Target {
 
 impl V6Target {
     #[inline]
-    fn apply(self, v4: u32, mask: u32) -> [u8; 16] {
+    fn apply(self, v4: u32, mask: u32) -> u128 {
         let suffix = u128::from(v4 & !mask);
         // shift == 128 only for a /32 IPv4 side, whose suffix is empty.
-        (self.prefix | suffix.checked_shl(self.shift).unwrap_or(0)).to_be_bytes()
+        self.prefix | suffix.checked_shl(self.shift).unwrap_or(0)
     }
 }
 
@@ -287,11 +289,11 @@ struct V4Target {
 
 impl V4Target {
     #[inline]
-    fn apply(self, v6: u128, mask: u128) -> [u8; 4] {
+    fn apply(self, v6: u128, mask: u128) -> u32 {
         // What is left after the shift has at most 32 − v4_len bits, so the cast keeps
         // it whole; shift == 128 only for a /32 IPv4 side.
         let suffix = (v6 & !mask).checked_shr(self.shift).unwrap_or(0) as u32;
-        (self.prefix | suffix).to_be_bytes()
+        self.prefix | suffix
     }
 }
 
@@ -524,7 +526,7 @@ impl EamTable {
     }
     /// Is `v4` inside some entry's IPv4 prefix?
     pub fn contains_v4(&self, v4: &[u8; 4]) -> bool {
-        self.by_v4.lookup(u32::from_be_bytes(*v4)).is_some()
+        self.lookup_v4(u32::from_be_bytes(*v4)).is_some()
     }
     /// Is `v6` inside some entry's IPv6 prefix?
     pub fn contains_v6(&self, v6: &[u8; 16]) -> bool {
@@ -533,16 +535,26 @@ impl EamTable {
     /// IPv4 → IPv6 by longest match on the IPv4 side.
     #[inline]
     pub fn v4_to_v6(&self, v4: &[u8; 4]) -> Option<[u8; 16]> {
-        let a = u32::from_be_bytes(*v4);
-        let (target, mask) = self.by_v4.lookup(a)?;
-        Some(target.apply(a, mask))
+        self.lookup_v4(u32::from_be_bytes(*v4))
+            .map(u128::to_be_bytes)
+    }
+    /// [`Self::v4_to_v6`] on the address as an integer (the packet path).
+    #[inline]
+    pub fn lookup_v4(&self, v4: u32) -> Option<u128> {
+        let (target, mask) = self.by_v4.lookup(v4)?;
+        Some(target.apply(v4, mask))
     }
     /// IPv6 → IPv4 by longest match on the IPv6 side.
     #[inline]
     pub fn v6_to_v4(&self, v6: &[u8; 16]) -> Option<[u8; 4]> {
-        let a = u128::from_be_bytes(*v6);
-        let (target, mask) = self.by_v6.lookup(a)?;
-        Some(target.apply(a, mask))
+        self.lookup_v6(u128::from_be_bytes(*v6))
+            .map(u32::to_be_bytes)
+    }
+    /// [`Self::v6_to_v4`] on the address as an integer (the packet path).
+    #[inline]
+    pub fn lookup_v6(&self, v6: u128) -> Option<u32> {
+        let (target, mask) = self.by_v6.lookup(v6)?;
+        Some(target.apply(v6, mask))
     }
 }
 

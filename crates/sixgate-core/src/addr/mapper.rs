@@ -65,28 +65,38 @@ impl Mapper {
     /// Map an IPv6 address to IPv4: EAM, then pool6.
     #[inline]
     pub fn v6_to_v4(&self, v6: &[u8; 16]) -> Result<[u8; 4], MapError> {
-        if let Some(v4) = self.eam.v6_to_v4(v6) {
+        self.map_v6(u128::from_be_bytes(*v6)).map(u32::to_be_bytes)
+    }
+    /// [`Self::v6_to_v4`] on integers: the packet path converts each address once.
+    #[inline]
+    pub fn map_v6(&self, v6: u128) -> Result<u32, MapError> {
+        if let Some(v4) = self.eam.lookup_v6(v6) {
             return Ok(v4);
         }
         let pool6 = self.pool6.as_ref().ok_or(MapError::NoMapping)?;
-        let v4 = pool6.extract_octets(v6).ok_or(MapError::NoMapping)?;
+        let v4 = pool6.extract_u128(v6).ok_or(MapError::NoMapping)?;
         self.wkp_check(pool6, v4)?;
         Ok(v4)
     }
     /// Map an IPv4 address to IPv6: EAM, then pool6.
     #[inline]
     pub fn v4_to_v6(&self, v4: &[u8; 4]) -> Result<[u8; 16], MapError> {
-        if let Some(v6) = self.eam.v4_to_v6(v4) {
+        self.map_v4(u32::from_be_bytes(*v4)).map(u128::to_be_bytes)
+    }
+    /// [`Self::v4_to_v6`] on integers: the packet path converts each address once.
+    #[inline]
+    pub fn map_v4(&self, v4: u32) -> Result<u128, MapError> {
+        if let Some(v6) = self.eam.lookup_v4(v4) {
             return Ok(v6);
         }
         let pool6 = self.pool6.as_ref().ok_or(MapError::NoMapping)?;
-        self.wkp_check(pool6, *v4)?;
-        Ok(pool6.embed_octets(*v4))
+        self.wkp_check(pool6, v4)?;
+        Ok(pool6.embed_u32(v4))
     }
 
     #[inline]
-    fn wkp_check(&self, pool6: &Rfc6052Prefix, v4: [u8; 4]) -> Result<(), MapError> {
-        if self.wkp_strict && pool6.is_well_known() && is_non_global(v4) {
+    fn wkp_check(&self, pool6: &Rfc6052Prefix, v4: u32) -> Result<(), MapError> {
+        if self.wkp_strict && pool6.is_well_known() && is_non_global(v4.to_be_bytes()) {
             Err(MapError::WkpNonGlobal)
         } else {
             Ok(())

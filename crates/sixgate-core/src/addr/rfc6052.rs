@@ -156,6 +156,29 @@ impl Rfc6052Prefix {
     pub fn extract(&self, v6: Ipv6Addr) -> Option<Ipv4Addr> {
         self.extract_octets(&v6.octets()).map(Ipv4Addr::from)
     }
+    /// [`Self::embed_octets`] on integers (the packet path).
+    #[inline]
+    pub fn embed_u32(&self, v4: u32) -> u128 {
+        if self.len == 96 {
+            return u128::from_be_bytes(self.addr) | u128::from(v4);
+        }
+        u128::from_be_bytes(self.embed_octets(v4.to_be_bytes()))
+    }
+    /// [`Self::extract_octets`] on integers (the packet path).
+    #[inline]
+    pub fn extract_u128(&self, v6: u128) -> Option<u32> {
+        if (v6 ^ u128::from_be_bytes(self.addr)) & mask128(self.len) != 0 {
+            return None;
+        }
+        if self.len == 96 {
+            return Some(v6 as u32);
+        }
+        let pos = v4_positions(self.len);
+        let b = v6.to_be_bytes();
+        Some(u32::from_be_bytes([
+            b[pos[0]], b[pos[1]], b[pos[2]], b[pos[3]],
+        ]))
+    }
     /// RFC 6052 §2.3: extract the IPv4 address if `v6` is under this prefix.
     #[inline]
     pub fn extract_octets(&self, v6: &[u8; 16]) -> Option<[u8; 4]> {

@@ -91,6 +91,7 @@ const OPT_SSRR: u8 = 137;
 
 /// Parse and check an IPv4 header. `quoted` is for the packet inside an ICMP error:
 /// it may be truncated, and its checksum and options are not checked.
+#[inline]
 pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv4Packet, Ipv4Error> {
     let (hdr, _) = Ipv4Header::read_from_prefix(data).map_err(|_| Ipv4Error::Malformed)?;
     let ihl = hdr.header_len();

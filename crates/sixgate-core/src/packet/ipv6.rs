@@ -153,6 +153,7 @@ pub enum Ipv6Error {
 /// Payload Length is kept as the original's) and its Routing header is not ours
 /// to judge. Hop-by-Hop, Destination Options and exhausted Routing headers are
 /// skipped, as §5.1 says.
+#[inline]
 pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv6Packet, Ipv6Error> {
     let (hdr, _) = Ipv6Header::read_from_prefix(data).map_err(|_| Ipv6Error::Malformed)?;
     if hdr.ver_tc_flow.get() >> 28 != 6 {
@@ -285,5 +286,5 @@ pub fn is_multicast(a: &[u8; 16]) -> bool {
 
 /// Unspecified (::) or loopback (::1): never valid as a forwarded source.
 pub fn is_unspecified_or_loopback(a: &[u8; 16]) -> bool {
-    a[..15].iter().all(|&b| b == 0) && a[15] <= 1
+    u128::from_be_bytes(*a) <= 1
 }

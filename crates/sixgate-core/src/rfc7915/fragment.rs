@@ -9,6 +9,8 @@ use zerocopy::{FromBytes, IntoBytes};
 /// Split `packet` (an IPv6 header, a Fragment header, then the fragmentable part)
 /// into fragments of at most `mtu` bytes in `scratch`. Offsets continue from the
 /// Fragment header's, so an IPv4 fragment is split into IPv6 fragments of it.
+#[cold]
+#[inline(never)]
 pub fn split(packet: &[u8], mtu: usize, scratch: &mut Scratch) -> Result<u8, DropReason> {
     const HDRS: usize = HEADER_LEN + FRAGMENT_HEADER_LEN;
     let (Ok((hdr, _)), Some(Ok((fh, _)))) = (

@@ -21,6 +21,7 @@ use crate::verdict::{DropReason, Verdict};
 use zerocopy::IntoBytes;
 
 /// Translate the ICMPv4 error in `pkt` (outer header already parsed as `p`).
+#[inline(never)]
 pub(crate) fn translate_error(
     t: &mut Translator,
     pkt: &mut PacketBuf<'_>,

@@ -112,7 +112,9 @@ fn run(
     }
 
     // §4.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
-    let dst6 = match t.cfg.map.v4_to_v6(&h.dst) {
+    // Each address becomes an integer once; mapping and checksum sums work on those.
+    let (src4, dst4) = (u32::from_be_bytes(h.src), u32::from_be_bytes(h.dst));
+    let dst6 = match t.cfg.map.map_v4(dst4) {
         Ok(a) => a,
         Err(e) => {
             // §4.4: tell the sender, as a router with no route would.
@@ -126,12 +128,14 @@ fn run(
             return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
         }
     };
-    let src6 = match (t.cfg.map.v4_to_v6(&h.src), t.cfg.rfc6791_v6) {
+    let src6 = match (t.cfg.map.map_v4(src4), t.cfg.rfc6791_v6) {
         (Ok(a), _) => a,
         // An ICMPv4 error from a router we cannot map: RFC 6791's IPv6 counterpart.
-        (Err(_), Some(pool)) if icmp_error => pool.octets(),
+        (Err(_), Some(pool)) if icmp_error => u128::from(pool),
         (Err(e), _) => return Verdict::Dropped(e.drop_reason(true)),
     };
+    let (src6_int, dst6_int) = (src6, dst6);
+    let (src6, dst6) = (src6.to_be_bytes(), dst6.to_be_bytes());
     let tc = if t.cfg.reset_traffic_class { 0 } else { h.tos };
     let hop_limit = if decrement { h.ttl - 1 } else { h.ttl };
 
@@ -179,8 +183,8 @@ fn run(
         h.proto
     };
     if first {
-        let v4_sum = checksum::v4_addr_sum(&h.src, &h.dst);
-        let v6_sum = checksum::v6_addr_sum(&src6, &dst6);
+        let v4_sum = checksum::v4_pair_sum(src4, dst4);
+        let v6_sum = checksum::v6_pair_sum(src6_int, dst6_int);
         let pseudo6 = || checksum::v6_pseudo(&src6, &dst6, l4_len as u32, nh6);
         let r = match h.proto {
             nh::UDP if l4.len() >= 8 && l4[6..8] == [0, 0] => {

@@ -82,7 +82,9 @@ pub fn translate(
     }
 
     // §5.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
-    let dst4 = match t.cfg.map.v6_to_v4(&h.dst) {
+    // Each address becomes an integer once; mapping and checksum sums work on those.
+    let (src6, dst6) = (u128::from_be_bytes(h.src), u128::from_be_bytes(h.dst));
+    let dst4 = match t.cfg.map.map_v6(dst6) {
         Ok(a) => a,
         Err(e) => {
             // §5.4: tell the sender, as a router with no route would.
@@ -103,18 +105,20 @@ pub fn translate(
             );
         }
     };
-    let src4 = match t.cfg.map.v6_to_v4(&h.src) {
+    let src4 = match t.cfg.map.map_v6(src6) {
         Ok(a) => a,
         // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
         Err(_) if icmp_error => rfc6791_source(t, &h.src),
         Err(e) => return Verdict::Dropped(e.drop_reason(true)),
     };
+    let (src4_int, dst4_int) = (src4, dst4);
+    let (src4, dst4) = (src4.to_be_bytes(), dst4.to_be_bytes());
     if ipv4::is_bad_destination(dst4) {
         return Verdict::Dropped(DropReason::BadDestination);
     }
 
     // RFC 7757 §4: the IPv4 destination is an EAM'd address on our own IPv6 side.
-    let hairpin = t.cfg.map.eam.contains_v4(&dst4);
+    let hairpin = t.cfg.map.eam.lookup_v4(dst4_int).is_some();
     if hairpin {
         let allowed = match t.cfg.hairpin {
             HairpinMode::Off => false,
@@ -183,8 +187,8 @@ pub fn translate(
     let (buf, start, _) = pkt.raw();
     let l4 = &mut buf[start + p.l4_off..start + total];
     if p.is_first() {
-        let v6_sum = checksum::v6_addr_sum(&h.src, &h.dst);
-        let v4_sum = checksum::v4_addr_sum(&src4, &dst4);
+        let v6_sum = checksum::v6_pair_sum(src6, dst6);
+        let v4_sum = checksum::v4_pair_sum(src4_int, dst4_int);
         if p.proto == nh::ICMPV6 {
             // §5.2: the ICMP checksum loses the pseudo-header. It needs the whole
             // message, so a fragmented ICMPv6 message cannot be translated.
@@ -253,13 +257,13 @@ fn identification(
 
 /// RFC 6791: pick the IPv4 source for an ICMPv6 error from an unmappable router,
 /// by a hash of its address (stable per router, no RNG per packet).
-fn rfc6791_source(t: &Translator, src6: &[u8; 16]) -> [u8; 4] {
+fn rfc6791_source(t: &Translator, src6: &[u8; 16]) -> u32 {
     let pool = &t.cfg.rfc6791_v4;
     if pool.is_empty() {
-        return t.cfg.icmp_source_v4.octets();
+        return u32::from(t.cfg.icmp_source_v4);
     }
     let h = hash::keyed(t.cfg.ipv4_id_key, &[hash::v6_word(src6)]);
-    pool[(h % pool.len() as u64) as usize].octets()
+    u32::from(pool[(h % pool.len() as u64) as usize])
 }
 
 /// Count a translated packet, or send it round again (RFC 7757 §4 hairpin).
