@@ -91,7 +91,7 @@ const OPT_SSRR: u8 = 137;
 
 /// Parse and check an IPv4 header. `quoted` is for the packet inside an ICMP error:
 /// it may be truncated, and its checksum and options are not checked.
-#[inline]
+#[inline(always)]
 pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv4Packet, Ipv4Error> {
     let (hdr, _) = Ipv4Header::read_from_prefix(data).map_err(|_| Ipv4Error::Malformed)?;
     let ihl = hdr.header_len();
@@ -141,6 +141,7 @@ fn has_unexpired_source_route(mut opts: &[u8]) -> Result<bool, Ipv4Error> {
 
 /// A fixed 20-byte IPv4 header with its checksum filled in.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub fn header(
     tos: u8,
     total_len: u16,

@@ -153,7 +153,7 @@ pub enum Ipv6Error {
 /// Payload Length is kept as the original's) and its Routing header is not ours
 /// to judge. Hop-by-Hop, Destination Options and exhausted Routing headers are
 /// skipped, as §5.1 says.
-#[inline]
+#[inline(always)]
 pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv6Packet, Ipv6Error> {
     let (hdr, _) = Ipv6Header::read_from_prefix(data).map_err(|_| Ipv6Error::Malformed)?;
     if hdr.ver_tc_flow.get() >> 28 != 6 {
@@ -225,6 +225,7 @@ pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv6Packet, Ipv6Error> {
 }
 
 /// A fixed IPv6 header with flow label zero (RFC 7915 §4.1).
+#[inline(always)]
 pub fn header(
     tc: u8,
     payload_len: u16,
