@@ -72,10 +72,7 @@ impl Netns {
     pub fn with_index(role: &str, index: u32) -> Result<Netns> {
         crate::check_role(role)?;
         let name = crate::unique_name(role, index);
-        process::run_checked(
-            Command::new("ip").args(["netns", "add", &name]),
-            DEFAULT_TIMEOUT,
-        )?;
+        process::run_admin(Command::new("ip").args(["netns", "add", &name]))?;
         // From here on, drop deletes it.
         let ns = Netns { name };
         ns.ip(["link", "set", "lo", "up"])?;
@@ -160,10 +157,7 @@ impl Netns {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        process::run_checked(
-            Command::new("ip").args(["-n", &self.name]).args(args),
-            DEFAULT_TIMEOUT,
-        )
+        process::run_admin(Command::new("ip").args(["-n", &self.name]).args(args))
     }
 
     /// Set sysctls inside the namespace (`net.*` ones are per namespace), e.g.
@@ -172,7 +166,7 @@ impl Netns {
         let args: Vec<String> = std::iter::once("-qw".to_owned())
             .chain(settings.iter().map(|(k, v)| format!("{k}={v}")))
             .collect();
-        self.run("sysctl", &args).map(drop)
+        process::run_admin(self.command("sysctl").args(&args)).map(drop)
     }
 
     /// Turn IPv4 and IPv6 forwarding on (a router).
@@ -272,9 +266,8 @@ impl Netns {
 
     /// The state of interface `dev`, `None` if there is no such interface.
     pub fn link(&self, dev: &str) -> Result<Option<LinkState>> {
-        let out = process::capture(
+        let out = process::capture_admin(
             Command::new("ip").args(["-n", &self.name, "-o", "link", "show", "dev", dev]),
-            DEFAULT_TIMEOUT,
         )?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
@@ -308,7 +301,7 @@ impl Netns {
             .iter()
             .map(|n| format!("/sys/class/net/{dev}/statistics/{n}"))
             .collect();
-        let text = self.run("cat", &files)?;
+        let text = process::run_admin(self.command("cat").args(&files))?;
         let v: Vec<u64> = text
             .split_whitespace()
             .map(|w| w.parse().unwrap_or(0))
@@ -400,16 +393,13 @@ fn parse_link(text: &str) -> Option<LinkState> {
 }
 
 fn pids_of(name: &str) -> Vec<u32> {
-    process::run_checked(
-        Command::new("ip").args(["netns", "pids", name]),
-        DEFAULT_TIMEOUT,
-    )
-    .map(|t| {
-        t.split_whitespace()
-            .filter_map(|w| w.parse().ok())
-            .collect()
-    })
-    .unwrap_or_default()
+    process::run_admin(Command::new("ip").args(["netns", "pids", name]))
+        .map(|t| {
+            t.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Kill what still runs in the namespace (ours), then delete it.
@@ -420,10 +410,7 @@ fn delete_namespace(name: &str) {
             libc::kill(pid as libc::pid_t, libc::SIGKILL);
         }
     }
-    let del = process::run_checked(
-        Command::new("ip").args(["netns", "del", name]),
-        DEFAULT_TIMEOUT,
-    );
+    let del = process::run_admin(Command::new("ip").args(["netns", "del", name]));
     if let Err(e) = del {
         eprintln!("sixgate-netns: warning: {e}");
     }
@@ -431,7 +418,7 @@ fn delete_namespace(name: &str) {
 
 /// Names of all network namespaces (`ip netns list`).
 pub fn list_namespaces() -> Result<Vec<String>> {
-    let text = process::run_checked(Command::new("ip").args(["netns", "list"]), DEFAULT_TIMEOUT)?;
+    let text = process::run_admin(Command::new("ip").args(["netns", "list"]))?;
     Ok(text
         .lines()
         .filter_map(|l| l.split_whitespace().next())

@@ -33,9 +33,28 @@ pub fn describe(cmd: &Command) -> String {
 
 /// Run `cmd` to completion and capture its output. Standard input is empty. The
 /// command is killed if it runs longer than `timeout`, or if an interruption was
-/// requested (see [`interrupt`]); both are errors. A non-zero exit status is *not*
+/// requested (see [`interrupt`]); both are errors. (The bed's own configuration and
+/// teardown commands are not interruptible, so cleaning up after Ctrl-C works.) A non-zero exit status is *not*
 /// an error here: look at `Output::status` (or use [`run_checked`]).
 pub fn capture(cmd: &mut Command, timeout: Duration) -> Result<Output> {
+    capture_with(cmd, timeout, true)
+}
+
+/// Run `cmd` with [`run_checked`]'s rules, but not interruptible: for configuring
+/// and tearing down the bed, which must finish even after Ctrl-C.
+pub(crate) fn run_admin(cmd: &mut Command) -> Result<String> {
+    let out = capture_admin(cmd)?;
+    check(cmd, &out)?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// [`capture`], not interruptible (see [`run_admin`]).
+pub(crate) fn capture_admin(cmd: &mut Command) -> Result<Output> {
+    capture_with(cmd, DEFAULT_TIMEOUT, false)
+}
+
+fn capture_with(cmd: &mut Command, timeout: Duration, interruptible: bool) -> Result<Output> {
+    let interrupted = || interruptible && interrupt::requested();
     let what = describe(cmd);
     let mut child = cmd
         .stdin(Stdio::null())
@@ -53,10 +72,10 @@ pub fn capture(cmd: &mut Command, timeout: Duration) -> Result<Output> {
             Ok(None) => {}
             Err(e) => return Err(Error::new(format!("waiting for `{what}`: {e}"))),
         }
-        if interrupt::requested() || Instant::now() >= deadline {
+        if interrupted() || Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            if interrupt::requested() {
+            if interrupted() {
                 return Err(Error::interrupted());
             }
             return Err(Error::new(format!(
@@ -244,6 +263,11 @@ impl Background {
             )));
         }
         Ok(())
+    }
+
+    /// Send SIGINT, as Ctrl-C at a terminal would.
+    pub fn interrupt(&mut self) -> Result<()> {
+        self.signal(libc::SIGINT)
     }
 
     /// Wait until it exits by itself, at most `timeout`; if it is still running
