@@ -24,6 +24,10 @@ enum Command {
     /// Work with configuration files.
     #[command(subcommand)]
     Config(cmd::config::Command),
+    /// Show the translator at work: build a namespace test bed (IPv6-only host,
+    /// gateway, IPv4 router, IPv4-only web server), run it, ping and fetch a page
+    /// across it, print its counters, remove everything. Needs root.
+    Demo(cmd::demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Translate(args) => cmd::translate::run(&args),
         Command::Config(c) => cmd::config::run(&c),
+        Command::Demo(args) => cmd::demo::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -693,3 +693,90 @@ fn stop_removes_tun_and_routes() {
         stopped.name, stopped.status
     );
 }
+
+/// `sixgate demo --translator <selected>` runs to the end, says what it should,
+/// and removes its bed.
+#[test]
+fn demo_runs_and_cleans_up() {
+    let test = "demo_runs_and_cleans_up";
+    let Some(translator) = translator_or_skip(test) else {
+        return;
+    };
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let demo = Background::spawn(
+        std::process::Command::new(BIN).args(["demo", "--translator", translator.name()]),
+        "sixgate demo",
+    )
+    .unwrap();
+    let pid = demo.pid();
+    let done = demo
+        .wait(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", done.stdout);
+    assert!(done.status.success(), "{}\n{}", done.status, done.stderr);
+    for expected in [
+        "The IPv6-only host 2001:db8:1::5 appears to IPv4 as 198.18.0.5.",
+        "The IPv4-only web server 203.0.113.7 appears to IPv6 as 2001:db8:64::cb00:7107",
+        "reply from 2001:db8:64::cb00:7107: icmp_seq=3",
+        "reply from 198.18.0.5: icmp_seq=3",
+        "first line of the page: Hello from 203.0.113.7",
+        "shows the client as 198.18.0.5",
+        "Everything worked.",
+    ] {
+        assert!(done.stdout.contains(expected), "missing {expected:?}");
+    }
+    assert_no_namespaces_of(pid);
+}
+
+/// Ctrl-C in the middle of the demo: it stops at once, tears everything down and
+/// exits with status 1.
+#[test]
+fn demo_interrupted_cleans_up() {
+    let test = "demo_interrupted_cleans_up";
+    let Some(translator) = translator_or_skip(test) else {
+        return;
+    };
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut demo = Background::spawn(
+        std::process::Command::new(BIN).args(["demo", "--translator", translator.name()]),
+        "sixgate demo",
+    )
+    .unwrap();
+    let pid = demo.pid();
+    let t0 = Instant::now();
+    // Interrupt while it pings: the bed and the translator are up.
+    while !demo.stdout().contains("== 4.") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the demo did not get to its pings:\n{}{}",
+            demo.stdout(),
+            demo.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    demo.interrupt().unwrap();
+    let t1 = Instant::now();
+    let done = demo
+        .wait(Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "{test}: exited {} {} ms after SIGINT: {}",
+        done.status,
+        t1.elapsed().as_millis(),
+        done.stderr.trim()
+    );
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert!(done.stderr.contains("interrupted"), "{}", done.stderr);
+    assert!(!done.stdout.contains("Everything worked"));
+    assert_no_namespaces_of(pid);
+}
+
+/// No namespace made by process `pid` is left.
+fn assert_no_namespaces_of(pid: u32) {
+    let left: Vec<String> = list_namespaces()
+        .unwrap()
+        .into_iter()
+        .filter(|n| sixgate_netns::parse_unique_name(n).is_some_and(|(_, p, _)| p == pid))
+        .collect();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+}
