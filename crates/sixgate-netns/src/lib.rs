@@ -50,8 +50,8 @@ pub use process::{
 };
 pub use topology::{TRANSLATOR_TOML, Topology, TopologyOptions, addr, ifname, v4_as_v6};
 pub use translator::{
-    Dataplane, ENV_DATAPLANE, ENV_EXTRA_TOML, ENV_TRANSLATOR, RunningTranslator, SIXGATE_TUN,
-    Stopped, TAYGA_TUN, Translator,
+    Dataplane, ENV_BINARY, ENV_DATAPLANE, ENV_EXTRA_TOML, ENV_TRANSLATOR, RunningTranslator,
+    SIXGATE_TUN, Stopped, TAYGA_TUN, Translator,
 };
 
 /// Every name this crate gives starts with this.

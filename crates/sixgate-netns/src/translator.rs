@@ -16,6 +16,9 @@ use crate::topology::{TRANSLATOR_TOML, addr};
 /// Environment variable that picks the translator for [`Translator::from_env`]:
 /// `sixgate` (the default) or `tayga`.
 pub const ENV_TRANSLATOR: &str = "SIXGATE_E2E_TRANSLATOR";
+/// Environment variable naming the sixgate executable to test instead of the one
+/// passed to [`Translator::from_env`] (a release build, or a stand-in).
+pub const ENV_BINARY: &str = "SIXGATE_E2E_BINARY";
 /// Environment variable that picks sixgate's data plane: `tun` (the default).
 pub const ENV_DATAPLANE: &str = "SIXGATE_E2E_DATAPLANE";
 /// Environment variable with extra TOML merged into sixgate's generated config,
@@ -105,13 +108,16 @@ impl Translator {
 
     /// The translator the environment asks for: [`ENV_TRANSLATOR`] (`sixgate`,
     /// the default, or `tayga`), and for sixgate [`ENV_DATAPLANE`] and
-    /// [`ENV_EXTRA_TOML`]. `sixgate_binary` is the sixgate executable to run.
+    /// [`ENV_EXTRA_TOML`]. `sixgate_binary` is the sixgate executable to run, unless
+    /// [`ENV_BINARY`] names another.
     pub fn from_env(sixgate_binary: impl Into<PathBuf>) -> Result<Translator> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let which = var(ENV_TRANSLATOR).unwrap_or_else(|| "sixgate".into());
         match which.trim() {
             "sixgate" => Ok(Translator::Sixgate {
-                binary: sixgate_binary.into(),
+                binary: var(ENV_BINARY)
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| sixgate_binary.into()),
                 dataplane: match var(ENV_DATAPLANE) {
                     Some(d) => Dataplane::parse(d.trim()).context(ENV_DATAPLANE)?,
                     None => Dataplane::Tun,

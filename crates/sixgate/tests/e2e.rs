@@ -5,7 +5,10 @@
 //! Which translator runs in the gateway:
 //! - `SIXGATE_E2E_TRANSLATOR=sixgate` (default): this crate's binary, `sixgate run`;
 //!   `SIXGATE_E2E_DATAPLANE` picks its data plane (`tun`, the default) and
-//!   `SIXGATE_E2E_EXTRA_TOML` adds configuration (e.g. `[daemon]` `workers = 2`).
+//!   `SIXGATE_E2E_EXTRA_TOML` adds configuration (e.g. `[daemon]` `workers = 2`),
+//!   and `SIXGATE_E2E_BINARY` runs another executable (a release build, or
+//!   `crates/sixgate-netns/tests/stand-in-sixgate.sh`, TAYGA behind sixgate's
+//!   command line, which checks the sixgate path of the bed before `run` exists).
 //! - `SIXGATE_E2E_TRANSLATOR=tayga`: TAYGA, the reference, set up the same way.
 //!
 //! ```text
@@ -694,12 +697,28 @@ fn stop_removes_tun_and_routes() {
     );
 }
 
+/// The translator for a demo test: the demo runs its own binary's `run`, so with
+/// `SIXGATE_E2E_BINARY` pointing elsewhere there is nothing to test.
+fn demo_translator_or_skip(test: &str) -> Option<Translator> {
+    let translator = translator_or_skip(test)?;
+    if let Translator::Sixgate { binary, .. } = &translator
+        && binary.as_path() != std::path::Path::new(BIN)
+    {
+        println!(
+            "skipped: {test}: the demo runs {BIN}, not {}",
+            binary.display()
+        );
+        return None;
+    }
+    Some(translator)
+}
+
 /// `sixgate demo --translator <selected>` runs to the end, says what it should,
 /// and removes its bed.
 #[test]
 fn demo_runs_and_cleans_up() {
     let test = "demo_runs_and_cleans_up";
-    let Some(translator) = translator_or_skip(test) else {
+    let Some(translator) = demo_translator_or_skip(test) else {
         return;
     };
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -733,7 +752,7 @@ fn demo_runs_and_cleans_up() {
 #[test]
 fn demo_interrupted_cleans_up() {
     let test = "demo_interrupted_cleans_up";
-    let Some(translator) = translator_or_skip(test) else {
+    let Some(translator) = demo_translator_or_skip(test) else {
         return;
     };
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
