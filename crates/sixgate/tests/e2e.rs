@@ -697,20 +697,17 @@ fn stop_removes_tun_and_routes() {
     );
 }
 
-/// The translator for a demo test: the demo runs its own binary's `run`, so with
-/// `SIXGATE_E2E_BINARY` pointing elsewhere there is nothing to test.
-fn demo_translator_or_skip(test: &str) -> Option<Translator> {
-    let translator = translator_or_skip(test)?;
-    if let Translator::Sixgate { binary, .. } = &translator
+/// `sixgate demo` for `translator`: the demo runs its own binary's `run`, unless
+/// told to run another executable (`SIXGATE_E2E_BINARY`).
+fn demo_command(translator: &Translator) -> std::process::Command {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["demo", "--translator", translator.name()]);
+    if let Translator::Sixgate { binary, .. } = translator
         && binary.as_path() != std::path::Path::new(BIN)
     {
-        println!(
-            "skipped: {test}: the demo runs {BIN}, not {}",
-            binary.display()
-        );
-        return None;
+        cmd.arg("--sixgate-binary").arg(binary);
     }
-    Some(translator)
+    cmd
 }
 
 /// `sixgate demo --translator <selected>` runs to the end, says what it should,
@@ -718,15 +715,11 @@ fn demo_translator_or_skip(test: &str) -> Option<Translator> {
 #[test]
 fn demo_runs_and_cleans_up() {
     let test = "demo_runs_and_cleans_up";
-    let Some(translator) = demo_translator_or_skip(test) else {
+    let Some(translator) = translator_or_skip(test) else {
         return;
     };
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let demo = Background::spawn(
-        std::process::Command::new(BIN).args(["demo", "--translator", translator.name()]),
-        "sixgate demo",
-    )
-    .unwrap();
+    let demo = Background::spawn(&mut demo_command(&translator), "sixgate demo").unwrap();
     let pid = demo.pid();
     let done = demo
         .wait(Duration::from_secs(60))
@@ -752,15 +745,11 @@ fn demo_runs_and_cleans_up() {
 #[test]
 fn demo_interrupted_cleans_up() {
     let test = "demo_interrupted_cleans_up";
-    let Some(translator) = demo_translator_or_skip(test) else {
+    let Some(translator) = translator_or_skip(test) else {
         return;
     };
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut demo = Background::spawn(
-        std::process::Command::new(BIN).args(["demo", "--translator", translator.name()]),
-        "sixgate demo",
-    )
-    .unwrap();
+    let mut demo = Background::spawn(&mut demo_command(&translator), "sixgate demo").unwrap();
     let pid = demo.pid();
     let t0 = Instant::now();
     // Interrupt while it pings: the bed and the translator are up.

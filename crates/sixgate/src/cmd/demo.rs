@@ -8,6 +8,7 @@
 //! everything down, also on failure and on Ctrl-C (SIGINT, SIGTERM, SIGHUP).
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
@@ -24,6 +25,10 @@ pub struct Args {
     /// `tayga` (TAYGA, the reference translator, to compare).
     #[arg(long, value_enum, default_value_t = Which::Sixgate)]
     pub translator: Which,
+    /// Run this executable as sixgate instead of this program (for testing the
+    /// demo with another build or a stand-in).
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub sixgate_binary: Option<PathBuf>,
 }
 
 /// Which translator the demo runs.
@@ -41,8 +46,11 @@ pub fn run(args: &Args) -> CmdResult {
     interrupt::install().map_err(|e| format!("sixgate demo: {e}"))?;
     let translator = match args.translator {
         Which::Sixgate => {
-            let exe = std::env::current_exe()
-                .map_err(|e| format!("sixgate demo: cannot find this program: {e}"))?;
+            let exe = match &args.sixgate_binary {
+                Some(path) => path.clone(),
+                None => std::env::current_exe()
+                    .map_err(|e| format!("sixgate demo: cannot find this program: {e}"))?,
+            };
             Translator::sixgate(exe)
         }
         Which::Tayga => Translator::Tayga,
