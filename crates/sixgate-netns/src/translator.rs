@@ -493,7 +493,7 @@ impl RunningTranslator<'_> {
     }
 
     /// Wait until the TUN device is up with carrier and the routes point into it.
-    /// With `add_routes`, the bed adds the routes once the device is up.
+    /// With `add_routes_itself`, the bed adds the routes once the device is up.
     fn wait_ready(&mut self, add_routes_itself: bool) -> Result<()> {
         let deadline = Instant::now() + READY_TIMEOUT;
         let mut routes_added = false;

@@ -24,9 +24,12 @@ enum Command {
     /// Work with configuration files.
     #[command(subcommand)]
     Config(cmd::config::Command),
-    /// Show the translator at work: build a namespace test bed (IPv6-only host,
-    /// gateway, IPv4 router, IPv4-only web server), run it, ping and fetch a page
-    /// across it, print its counters, remove everything. Needs root.
+    /// Show the translator at work on this machine (needs root).
+    ///
+    /// Builds a namespace test bed (IPv6-only host, gateway, IPv4 router,
+    /// IPv4-only web server), runs the translator in the gateway, pings and fetches
+    /// a page across it, prints its counters, and removes everything (also on
+    /// failure or Ctrl-C).
     Demo(cmd::demo::Args),
 }
 
