@@ -24,6 +24,13 @@ enum Command {
     /// Work with configuration files.
     #[command(subcommand)]
     Config(cmd::config::Command),
+    /// Show the translator at work on this machine (needs root).
+    ///
+    /// Builds a namespace test bed (IPv6-only host, gateway, IPv4 router,
+    /// IPv4-only web server), runs the translator in the gateway, pings and fetches
+    /// a page across it, prints its counters, and removes everything (also on
+    /// failure or Ctrl-C).
+    Demo(cmd::demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +38,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Translate(args) => cmd::translate::run(&args),
         Command::Config(c) => cmd::config::run(&c),
+        Command::Demo(args) => cmd::demo::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

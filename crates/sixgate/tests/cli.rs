@@ -60,6 +60,23 @@ fn help_lists_the_subcommands() {
     assert!(o.status.success());
     let out = text(&o.stdout);
     assert!(out.contains("translate") && out.contains("config"), "{out}");
+    assert!(out.contains("demo"), "{out}");
+}
+
+/// Until the daemon lands, `sixgate demo` says so, points to the TAYGA demo and
+/// fails. (With `run` present, the demo itself is tested in e2e.rs.)
+#[test]
+fn demo_without_run_says_so() {
+    if sixgate(&["run", "--help"]).status.success() {
+        println!("skipped: demo_without_run_says_so: this sixgate has `run`");
+        return;
+    }
+    let o = sixgate(&["demo"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(err.contains("no `run` command yet"), "{err}");
+    assert!(err.contains("sixgate demo --translator tayga"), "{err}");
+    assert!(text(&o.stdout).is_empty());
 }
 
 #[test]
