@@ -2,6 +2,7 @@
 //! returns `Err(message)` for `main` to print and turn into exit status 1.
 
 pub mod config;
+pub mod run;
 pub mod translate;
 
 /// What a subcommand returns: nothing, or a message for the user. Messages start
