@@ -97,7 +97,10 @@ impl Routes {
         let mut problems = Vec::new();
         for route in self.added.drain(..).rev() {
             let out = ip(route.v6, &["route", "del", &route.prefix, "dev", &self.dev]);
-            if let Err(e) = out {
+            // A route through a device that is gone went with it.
+            if let Err(e) = out
+                && !e.contains("Cannot find device")
+            {
                 problems.push(format!("cannot remove route {route} dev {}: {e}", self.dev));
             }
         }

@@ -49,13 +49,7 @@ pub fn run(args: &Args) -> CmdResult {
         tracing::error!("{e}");
     }
     if failed {
-        return Err(format!(
-            "sixgate run: stopped because {}",
-            report
-                .errors
-                .first()
-                .map_or("a worker failed", String::as_str)
-        ));
+        return Err(format!("sixgate run: stopped: {why}"));
     }
     Ok(())
 }
