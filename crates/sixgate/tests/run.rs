@@ -222,9 +222,14 @@ impl Gateway {
 
     /// Send SIGTERM and wait for the exit; returns (success, stdout, stderr).
     fn terminate(self) -> (bool, String, String) {
+        self.signal(libc::SIGTERM)
+    }
+
+    /// Send `sig` and wait for the exit.
+    fn signal(self, sig: libc::c_int) -> (bool, String, String) {
         let child = self.child.as_ref().unwrap();
-        // SAFETY: signalling our own child by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        // SAFETY: signalling our own child by its pid (`ip netns exec` execs sixgate).
+        unsafe { libc::kill(child.id() as i32, sig) };
         self.finish()
     }
 
@@ -542,8 +547,10 @@ fn plain_mode_without_offloads_translates_too() {
         v6(HOST4_VIA6, 5003),
         1 << 20,
     );
-    let (ok, out, log) = gw.terminate();
+    // Ctrl-C stops it as cleanly as SIGTERM.
+    let (ok, out, log) = gw.signal(libc::SIGINT);
     assert!(ok, "{log}");
+    assert!(log.contains("received SIGINT"), "{log}");
     let summary = out.lines().find(|l| l.starts_with("sixgate: ")).unwrap();
     assert_eq!(counter(summary, "gso in "), 0, "{summary}");
     assert!(!ns.link_exists("sg-plain"));
