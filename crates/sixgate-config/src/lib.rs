@@ -58,6 +58,55 @@ pub struct Loaded {
     pub config: Config,
     /// The selected mode.
     pub mode: Mode,
+    /// `[daemon]`, with defaults filled in.
+    pub daemon: DaemonSettings,
+    /// `[tun]`, with defaults filled in.
+    pub tun: TunSettings,
+}
+
+/// `[daemon]`: how `sixgate run` runs. Only the live data plane reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DaemonSettings {
+    /// Worker threads, one TUN queue each. `0`: one per online CPU.
+    pub workers: u16,
+    /// Switch to this user (and its primary group, no supplementary groups)
+    /// once the device, its queues and the routes are set up.
+    pub user: Option<String>,
+}
+
+/// `[tun]`: the TUN device of the live data plane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TunSettings {
+    /// Interface name.
+    pub name: String,
+    /// Device MTU.
+    pub mtu: u16,
+    /// Open the queues with a virtio-net header and enable checksum and
+    /// segmentation offloads (TSO4/6, USO4/6), falling back to plain packets if
+    /// the kernel refuses.
+    pub offload: bool,
+    /// Install routes for pool6 and every EAM IPv4 prefix into the device, and
+    /// remove them on exit.
+    pub manage_routes: bool,
+    /// Leave the device (made persistent) and the routes in place on exit.
+    pub keep: bool,
+}
+
+/// Default `[tun] name`.
+pub const DEFAULT_TUN_NAME: &str = "sixgate0";
+/// Default `[tun] mtu`.
+pub const DEFAULT_TUN_MTU: u16 = 1500;
+
+impl Default for TunSettings {
+    fn default() -> Self {
+        TunSettings {
+            name: DEFAULT_TUN_NAME.to_owned(),
+            mtu: DEFAULT_TUN_MTU,
+            offload: true,
+            manage_routes: true,
+            keep: false,
+        }
+    }
 }
 
 impl Loaded {
@@ -190,6 +239,8 @@ fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> ConfigError {
         .replace("expected i64", "expected an integer")
         .replace("expected a sequence", "expected an array")
         .replace("expected struct TranslatorSection", "expected a table")
+        .replace("expected struct DaemonSection", "expected a table")
+        .replace("expected struct TunSection", "expected a table")
         .replace(
             "expected struct EamEntry",
             "expected a table { ipv4, ipv6 }",

@@ -5,7 +5,7 @@
 //! the file position of a bad one. Everything here is `deny_unknown_fields`: a
 //! misspelt key is an error, never silently ignored.
 //!
-//! [`TRANSLATOR_KEYS`] and [`EAM_KEYS`] list the accepted keys. Tests check that
+//! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`DAEMON_KEYS`] and [`TUN_KEYS`] list the accepted keys. Tests check that
 //! they match these structs and `docs/config.md`, so the three cannot drift.
 
 use serde::Deserialize;
@@ -17,10 +17,14 @@ use toml::Spanned;
 pub struct File {
     /// `[translator]`: the stateless translator (RFC 7915) and its address mapping.
     pub translator: Option<Spanned<TranslatorSection>>,
+    /// `[daemon]`: the gateway process (`sixgate run`). Optional.
+    pub daemon: Option<Spanned<DaemonSection>>,
+    /// `[tun]`: the TUN device of the live data plane (`sixgate run`). Optional.
+    pub tun: Option<Spanned<TunSection>>,
 }
 
 /// Top-level sections a file may have.
-pub const SECTIONS: &[&str] = &["translator"];
+pub const SECTIONS: &[&str] = &["translator", "daemon", "tun"];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
 pub const TRANSLATOR_KEYS: &[&str] = &[
@@ -104,4 +108,36 @@ pub struct EamEntry {
     pub ipv4: Spanned<String>,
     /// IPv6 prefix (`ADDR/LEN`, or an address for /128).
     pub ipv6: Spanned<String>,
+}
+
+/// Keys of `[daemon]`, in the order of [`DaemonSection`]'s fields.
+pub const DAEMON_KEYS: &[&str] = &["workers", "user"];
+
+/// `[daemon]`: how `sixgate run` runs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonSection {
+    /// Worker threads (one TUN queue each); 0 = one per online CPU; else 1..=256.
+    pub workers: Option<Spanned<i64>>,
+    /// User to switch to after set-up.
+    pub user: Option<Spanned<String>>,
+}
+
+/// Keys of `[tun]`, in the order of [`TunSection`]'s fields.
+pub const TUN_KEYS: &[&str] = &["name", "mtu", "offload", "manage_routes", "keep"];
+
+/// `[tun]`: the TUN device.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunSection {
+    /// Interface name, 1..=15 bytes.
+    pub name: Option<Spanned<String>>,
+    /// Device MTU, 1280..=65535.
+    pub mtu: Option<Spanned<i64>>,
+    /// virtio-net header with checksum and segmentation offloads.
+    pub offload: Option<bool>,
+    /// Route pool6 and every EAM IPv4 prefix into the device.
+    pub manage_routes: Option<bool>,
+    /// Leave device and routes in place on exit.
+    pub keep: Option<bool>,
 }

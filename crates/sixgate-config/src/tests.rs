@@ -8,7 +8,7 @@ use sixgate_core::addr::Eam;
 use sixgate_core::config::{DEFAULT_MTU_PLATEAUS, HairpinMode, UdpZeroChecksum};
 
 use super::*;
-use crate::schema::{EAM_KEYS, SECTIONS, TRANSLATOR_KEYS};
+use crate::schema::{DAEMON_KEYS, EAM_KEYS, SECTIONS, TRANSLATOR_KEYS, TUN_KEYS};
 
 const SAMPLE: &str = r#"[translator]
 mode = "siit"
@@ -650,6 +650,167 @@ fn key_icmp_rate() {
     );
 }
 
+// --- [daemon] and [tun] -------------------------------------------------------------
+
+#[test]
+fn daemon_and_tun_are_optional_with_defaults() {
+    let l = ok(SAMPLE);
+    assert_eq!(l.daemon, DaemonSettings::default());
+    assert_eq!(l.daemon.workers, 0);
+    assert_eq!(l.daemon.user, None);
+    assert_eq!(l.tun, TunSettings::default());
+    assert_eq!(l.tun.name, "sixgate0");
+    assert_eq!(l.tun.mtu, 1500);
+    assert!(l.tun.offload && l.tun.manage_routes && !l.tun.keep);
+    // Empty sections are the defaults too.
+    let l = ok(&format!("{SAMPLE}[daemon]\n[tun]\n"));
+    assert_eq!(
+        (l.daemon, l.tun),
+        (DaemonSettings::default(), TunSettings::default())
+    );
+}
+
+/// SAMPLE (4 lines) plus a section header on line 5 and `line` on line 6.
+fn in_section(section: &str, line: &str) -> String {
+    format!("{SAMPLE}[{section}]\n{line}\n")
+}
+
+#[test]
+fn key_workers() {
+    assert_eq!(ok(&in_section("daemon", "workers = 4")).daemon.workers, 4);
+    assert_eq!(ok(&in_section("daemon", "workers = 0")).daemon.workers, 0);
+    assert_eq!(
+        ok(&in_section("daemon", "workers = 256")).daemon.workers,
+        256
+    );
+    err_at(
+        &in_section("daemon", "workers = 257"),
+        6,
+        11,
+        &["workers = 257", "from 0 to 256"],
+    );
+    err_at(
+        &in_section("daemon", "workers = -1"),
+        6,
+        11,
+        &["workers = -1", "from 0 to 256"],
+    );
+    err_at(
+        &in_section("daemon", "workers = \"all\""),
+        6,
+        11,
+        &["workers", "invalid type", "integer"],
+    );
+}
+
+#[test]
+fn key_user() {
+    assert_eq!(
+        ok(&in_section("daemon", "user = \"nobody\""))
+            .daemon
+            .user
+            .as_deref(),
+        Some("nobody")
+    );
+    for bad in ["", "no body", "-x", "a:b", "root\\n"] {
+        err_at(
+            &in_section("daemon", &format!("user = {bad:?}")),
+            6,
+            8,
+            &["user = ", "not a user name", "\"nobody\""],
+        );
+    }
+}
+
+#[test]
+fn key_tun_name() {
+    assert_eq!(
+        ok(&in_section("tun", "name = \"sg-x.1\"")).tun.name,
+        "sg-x.1"
+    );
+    assert_eq!(
+        ok(&in_section("tun", "name = \"abcdefghijklmno\""))
+            .tun
+            .name,
+        "abcdefghijklmno"
+    );
+    for (bad, why) in [
+        ("", "empty name"),
+        ("abcdefghijklmnop", "16 bytes long"),
+        ("..", "reserved name"),
+        ("a/b", "contains"),
+        ("a b", "contains"),
+        ("eth0:1", "contains"),
+        ("tün", "contains"),
+    ] {
+        err_at(
+            &in_section("tun", &format!("name = {bad:?}")),
+            6,
+            8,
+            &["name = ", why, "an interface name of 1 to 15"],
+        );
+    }
+}
+
+#[test]
+fn key_tun_mtu() {
+    assert_eq!(ok(&in_section("tun", "mtu = 1280")).tun.mtu, 1280);
+    assert_eq!(ok(&in_section("tun", "mtu = 65535")).tun.mtu, 65535);
+    err_at(
+        &in_section("tun", "mtu = 1279"),
+        6,
+        7,
+        &["mtu = 1279", "from 1280 to 65535"],
+    );
+    err_at(
+        &in_section("tun", "mtu = 65536"),
+        6,
+        7,
+        &["mtu = 65536", "from 1280 to 65535"],
+    );
+}
+
+#[test]
+fn key_tun_booleans() {
+    let t = ok(&in_section(
+        "tun",
+        "offload = false\nmanage_routes = false\nkeep = true",
+    ))
+    .tun;
+    assert!(!t.offload && !t.manage_routes && t.keep);
+    err_at(
+        &in_section("tun", "keep = \"yes\""),
+        6,
+        8,
+        &["keep", "invalid type", "boolean"],
+    );
+}
+
+#[test]
+fn daemon_and_tun_unknown_keys_and_types() {
+    err_at(
+        &in_section("tun", "queues = 4"),
+        6,
+        1,
+        &[
+            "tun: unknown key `queues`",
+            "`name`, `mtu`, `offload`, `manage_routes`, `keep`",
+        ],
+    );
+    err_at(
+        &in_section("daemon", "threads = 4"),
+        6,
+        1,
+        &["daemon: unknown key `threads`", "`workers` or `user`"],
+    );
+    err_at(
+        &format!("tun = 3\n{SAMPLE}"),
+        1,
+        7,
+        &["tun", "invalid type", "expected a table"],
+    );
+}
+
 // --- structural errors ---------------------------------------------------------
 
 #[test]
@@ -674,7 +835,10 @@ fn unknown_section_is_an_error() {
         &format!("{EAM_ONLY}[nat64]\npool4 = []\n"),
         5,
         2,
-        &["unknown section `nat64`", "expected `translator`"],
+        &[
+            "unknown section `nat64`",
+            "expected one of `translator`, `daemon`, `tun`",
+        ],
     );
 }
 
@@ -760,7 +924,14 @@ fn example_value(key: &str) -> &'static str {
         "decrement_hop_limit" => "false",
         "icmp_errors_per_sec" => "10",
         "icmp_error_burst" => "5",
-        other => panic!("TRANSLATOR_KEYS lists {other:?}; give it an example value here"),
+        "daemon.workers" => "2",
+        "daemon.user" => r#""nobody""#,
+        "tun.name" => r#""sg-test0""#,
+        "tun.mtu" => "9000",
+        "tun.offload" => "false",
+        "tun.manage_routes" => "false",
+        "tun.keep" => "true",
+        other => panic!("a key list names {other:?}; give it an example value here"),
     }
 }
 
@@ -827,7 +998,40 @@ fn key_list_matches_schema() {
         ("198.18.0.0/24", "2001:db8:1::/120")
     );
     assert_eq!(EAM_KEYS, ["ipv4", "ipv6"]);
-    assert_eq!(SECTIONS, ["translator"]);
+    assert_eq!(SECTIONS, ["translator", "daemon", "tun"]);
+
+    // [daemon] and [tun], the same way.
+    let mut text = String::new();
+    for (section, keys) in [("daemon", DAEMON_KEYS), ("tun", TUN_KEYS)] {
+        text.push_str(&format!("[{section}]\n"));
+        for key in keys {
+            text.push_str(&format!(
+                "{key} = {}\n",
+                example_value(&format!("{section}.{key}"))
+            ));
+        }
+    }
+    let file: schema::File = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let schema::DaemonSection { workers, user } = file.daemon.unwrap().into_inner();
+    let set = [workers.is_some(), user.is_some()];
+    assert_eq!(set.len(), DAEMON_KEYS.len());
+    assert!(set.iter().all(|&s| s), "{set:?}");
+    let schema::TunSection {
+        name,
+        mtu,
+        offload,
+        manage_routes,
+        keep,
+    } = file.tun.unwrap().into_inner();
+    let set = [
+        name.is_some(),
+        mtu.is_some(),
+        offload.is_some(),
+        manage_routes.is_some(),
+        keep.is_some(),
+    ];
+    assert_eq!(set.len(), TUN_KEYS.len());
+    assert!(set.iter().all(|&s| s), "{set:?}");
 }
 
 #[test]
@@ -859,6 +1063,15 @@ fn docs_document_exactly_the_schema_keys() {
     let documented = documented_keys(md);
     let mut accepted: BTreeSet<String> = TRANSLATOR_KEYS.iter().map(|k| k.to_string()).collect();
     accepted.extend(EAM_KEYS.iter().map(|k| format!("eam.{k}")));
+    accepted.extend(DAEMON_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(TUN_KEYS.iter().map(|k| k.to_string()));
+    // Section keys are documented bare in their section's table, so no two
+    // sections may share a key name (the check above could not tell them apart).
+    assert_eq!(
+        accepted.len(),
+        TRANSLATOR_KEYS.len() + EAM_KEYS.len() + DAEMON_KEYS.len() + TUN_KEYS.len(),
+        "a key name is shared between sections"
+    );
     let missing: Vec<_> = accepted.difference(&documented).collect();
     let extra: Vec<_> = documented.difference(&accepted).collect();
     assert!(
@@ -891,7 +1104,7 @@ fn docs_toml_examples_are_valid() {
     }
     // The full example sets every key.
     let full = blocks.last().unwrap();
-    for key in TRANSLATOR_KEYS {
+    for key in TRANSLATOR_KEYS.iter().chain(DAEMON_KEYS).chain(TUN_KEYS) {
         assert!(
             full.contains(&format!("\n{key} = ")),
             "full example lacks {key}"

@@ -13,8 +13,11 @@ use sixgate_core::addr::{Eam, EamError, PrefixError, Rfc6052Prefix};
 use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
 use toml::Spanned;
 
-use crate::schema::{EamEntry, File, TranslatorSection};
-use crate::{ConfigError, KNOWN_MODES, Loaded, Mode, PLANNED_MODES};
+use crate::schema::{DaemonSection, EamEntry, File, TranslatorSection, TunSection};
+use crate::{ConfigError, DaemonSettings, KNOWN_MODES, Loaded, Mode, PLANNED_MODES, TunSettings};
+
+/// Most worker threads (and TUN queues: the kernel's limit is 256).
+pub(crate) const MAX_WORKERS: i64 = 256;
 
 /// Most addresses `rfc6791_v4` may expand to.
 pub(crate) const RFC6791_V4_MAX: u64 = 65_536;
@@ -56,14 +59,101 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         ));
     };
     let header = section.span();
-    translator(&cx, section.into_inner(), header)
+    let (config, mode) = translator(&cx, section.into_inner(), header)?;
+    let daemon = match file.daemon {
+        Some(d) => daemon(&cx, d.into_inner())?,
+        None => DaemonSettings::default(),
+    };
+    let tun = match file.tun {
+        Some(t) => tun(&cx, t.into_inner())?,
+        None => TunSettings::default(),
+    };
+    Ok(Loaded {
+        config,
+        mode,
+        daemon,
+        tun,
+    })
+}
+
+fn daemon(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, ConfigError> {
+    let mut out = DaemonSettings::default();
+    if let Some(w) = &d.workers {
+        out.workers = int_in(cx, "workers", w, 0, MAX_WORKERS)? as u16;
+    }
+    if let Some(u) = &d.user {
+        let name = u.get_ref();
+        // POSIX portable user names, plus what Debian's adduser accepts.
+        let ok = !name.is_empty()
+            && name.len() <= 32
+            && !name.starts_with('-')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$'));
+        if !ok {
+            return Err(cx.bad(
+                "user",
+                u,
+                "not a user name",
+                "a user name of 1 to 32 letters, digits, '_', '-', '.', e.g. \"nobody\"",
+            ));
+        }
+        out.user = Some(name.clone());
+    }
+    Ok(out)
+}
+
+fn tun(cx: &Cx<'_>, t: TunSection) -> Result<TunSettings, ConfigError> {
+    let mut out = TunSettings::default();
+    if let Some(n) = &t.name {
+        let name = n.get_ref();
+        // The kernel's dev_valid_name(): 1..IFNAMSIZ-1 bytes, not "." or "..",
+        // no '/', ':' or whitespace.
+        let problem = if name.is_empty() {
+            Some("empty name".to_owned())
+        } else if name.len() > 15 {
+            Some(format!("{} bytes long", name.len()))
+        } else if name == "." || name == ".." {
+            Some("reserved name".to_owned())
+        } else if name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace() || !c.is_ascii_graphic())
+        {
+            Some("contains '/', ':', whitespace or a non-ASCII character".to_owned())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(cx.bad(
+                "name",
+                n,
+                problem,
+                "an interface name of 1 to 15 ASCII characters without '/', ':' or spaces, \
+                 e.g. \"sixgate0\"",
+            ));
+        }
+        out.name = name.clone();
+    }
+    if let Some(m) = &t.mtu {
+        out.mtu = int_in(cx, "mtu", m, 1280, 65535)? as u16;
+    }
+    if let Some(v) = t.offload {
+        out.offload = v;
+    }
+    if let Some(v) = t.manage_routes {
+        out.manage_routes = v;
+    }
+    if let Some(v) = t.keep {
+        out.keep = v;
+    }
+    Ok(out)
 }
 
 fn translator(
     cx: &Cx<'_>,
     t: TranslatorSection,
     header: Range<usize>,
-) -> Result<Loaded, ConfigError> {
+) -> Result<(Config, Mode), ConfigError> {
     let mode = match &t.mode {
         Some(m) => mode(cx, m)?,
         None => {
@@ -178,7 +268,7 @@ fn translator(
             ));
         }
     }
-    Ok(Loaded { config: cfg, mode })
+    Ok((cfg, mode))
 }
 
 fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {

@@ -21,6 +21,9 @@ struct Cli {
 enum Command {
     /// Translate a capture offline: every packet of a pcap through the translator.
     Translate(cmd::translate::Args),
+    /// Run the gateway: translate live traffic through a TUN device (foreground;
+    /// stop with SIGINT or SIGTERM).
+    Run(cmd::run::Args),
     /// Work with configuration files.
     #[command(subcommand)]
     Config(cmd::config::Command),
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Translate(args) => cmd::translate::run(&args),
+        Command::Run(args) => cmd::run::run(&args),
         Command::Config(c) => cmd::config::run(&c),
         Command::Demo(args) => cmd::demo::run(&args),
     };

@@ -187,11 +187,13 @@ fn run(
         let v6_sum = checksum::v6_pair_sum(src6_int, dst6_int);
         let pseudo6 = || checksum::v6_pseudo(&src6, &dst6, l4_len as u32, nh6);
         let r = match h.proto {
-            nh::UDP if l4.len() >= 8 && l4[6..8] == [0, 0] => {
+            // A partial checksum field holds a sum, never "no checksum".
+            nh::UDP if !t.partial_csum && l4.len() >= 8 && l4[6..8] == [0, 0] => {
                 udp_zero_checksum(t, l4, fragmented, pseudo6())
             }
             nh::ICMP if fragmented => Err(DropReason::FragmentedIcmp),
             nh::ICMP => icmp_informational::translate(l4, icmp_map::icmp4_to_icmp6, 0, pseudo6()),
+            proto if t.partial_csum => transport::update_partial(l4, proto, v4_sum, v6_sum),
             proto => transport::update_pseudo_header(l4, proto, v4_sum, v6_sum, false),
         };
         if let Err(r) = r {

@@ -203,8 +203,15 @@ pub fn translate(
             ) {
                 return Verdict::Dropped(r);
             }
-        } else if let Err(r) = transport::update_pseudo_header(l4, p.proto, v6_sum, v4_sum, false) {
-            return Verdict::Dropped(r);
+        } else {
+            let r = if t.partial_csum {
+                transport::update_partial(l4, p.proto, v6_sum, v4_sum)
+            } else {
+                transport::update_pseudo_header(l4, p.proto, v6_sum, v4_sum, false)
+            };
+            if let Err(r) = r {
+                return Verdict::Dropped(r);
+            }
         }
     }
 

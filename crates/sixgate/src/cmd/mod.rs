@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod demo;
+pub mod run;
 pub mod translate;
 
 /// What a subcommand returns: nothing, or a message for the user. Messages start

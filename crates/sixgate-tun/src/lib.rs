@@ -1,0 +1,386 @@
+//! sixgate's TUN data plane: the gateway behind `sixgate run`.
+//!
+//! [`Gateway::start`] sets up, in order, undoing everything on any failure:
+//! signal handlers (SIGINT, SIGTERM), the TUN device with one queue per worker
+//! ([`device`]), the routes into it ([`routes`]), `keep` persistence, and the
+//! privilege drop; then it starts one pinned worker thread per queue
+//! ([`worker`]). Each worker owns a [`sixgate_core::Translator`] over the shared
+//! `Arc<Config>`, its buffers (allocated once) and its counters ([`stats`]); the
+//! packet path takes no lock. [`Gateway::wait`] returns on a signal or a failed
+//! worker; [`Gateway::stop`] stops the workers and takes down routes and device
+//! (unless `keep`).
+//!
+//! Offloads: see [`pipeline`] for how checksum-offloaded packets and GSO
+//! super-packets are translated, [`vnet`] for the header rewrite and [`gso`] for
+//! software segmentation.
+
+use std::fmt;
+use std::io::Read;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use signal_hook::SigId;
+use sixgate_config::Loaded;
+use tracing::{info, warn};
+
+pub mod device;
+pub mod gso;
+pub mod pipeline;
+pub mod routes;
+pub mod stats;
+pub mod system;
+pub mod vnet;
+mod worker;
+
+pub use device::Offload;
+pub use pipeline::IoCounters;
+pub use stats::Snapshot;
+
+/// Why the gateway could not start. Nothing it created is left behind.
+#[derive(Debug)]
+pub struct SetupError(String);
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// Why [`Gateway::wait`] returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGINT or SIGTERM (the signal number).
+    Signal(i32),
+    /// A worker failed; the message says why.
+    WorkerFailed(String),
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stop::Signal(s) => write!(f, "received {}", system::signal_name(*s)),
+            Stop::WorkerFailed(why) => write!(f, "a worker failed: {why}"),
+        }
+    }
+}
+
+/// What a run ended with.
+#[derive(Debug)]
+pub struct Report {
+    /// All workers' counters, summed.
+    pub totals: Snapshot,
+    /// Worker failures, and problems taking routes down; empty on a clean stop.
+    pub errors: Vec<String>,
+}
+
+/// The running gateway.
+pub struct Gateway {
+    name: String,
+    offload: Offload,
+    queues: usize,
+    keep: bool,
+    privileged: bool,
+    device: Option<device::Device>,
+    routes: routes::Routes,
+    workers: Vec<JoinHandle<Result<(), String>>>,
+    stats: Vec<Arc<WorkerStats>>,
+    stop_flag: Arc<AtomicBool>,
+    stop_wr: Option<OwnedFd>,
+    wake_rd: UnixStream,
+    signal: Arc<AtomicUsize>,
+    sig_ids: Vec<SigId>,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+use stats::WorkerStats;
+
+impl Gateway {
+    /// Set up and start. `keep` adds to `[tun] keep` (the `--keep` flag).
+    pub fn start(loaded: &Loaded, keep: bool) -> Result<Gateway, SetupError> {
+        let err = |m: String| SetupError(m);
+        let tun = &loaded.tun;
+        let keep = keep || tun.keep;
+
+        // Signals first, so that a SIGTERM during set-up still ends in a clean stop.
+        let (wake_rd, wake_wr) =
+            UnixStream::pair().map_err(|e| err(format!("cannot create a socket pair: {e}")))?;
+        let signal = Arc::new(AtomicUsize::new(0));
+        let mut sig_ids = Vec::new();
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let reg = signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
+                .and_then(|a| {
+                    let w = wake_wr.try_clone()?;
+                    Ok((a, signal_hook::low_level::pipe::register(sig, w)?))
+                });
+            match reg {
+                Ok((a, b)) => sig_ids.extend([a, b]),
+                Err(e) => {
+                    unregister(&sig_ids);
+                    return Err(err(format!("cannot install signal handlers: {e}")));
+                }
+            }
+        }
+        let undo_signals = |ids: &[SigId]| unregister(ids);
+
+        let result = (|| {
+            // A missing user is an error before anything is created.
+            let user = match &loaded.daemon.user {
+                Some(name) => Some((name.clone(), system::lookup_user(name).map_err(err)?)),
+                None => None,
+            };
+            let cpus = system::allowed_cpus();
+            let n = match loaded.daemon.workers {
+                0 => cpus.len().max(1),
+                w => usize::from(w),
+            };
+            for (sysctl, what) in system::forwarding_off() {
+                warn!("{sysctl} = 0: {what}; enable it with `sysctl -w {sysctl}=1`");
+            }
+
+            let dev = device::Device::open(tun, n).map_err(err)?;
+            if let Offload::Refused(why) = &dev.offload {
+                warn!(device = %dev.name, "offloads refused by the kernel ({why}); running without them");
+            } else if dev.offload == Offload::Tcp {
+                warn!(device = %dev.name, "UDP segmentation offload refused by the kernel (needs Linux 6.2); TCP offloads only");
+            }
+            let wanted = if tun.manage_routes {
+                routes::wanted(&loaded.config)
+            } else {
+                Vec::new()
+            };
+            let mut routes = routes::Routes::install(&dev.name, &wanted)
+                .map_err(|e| err(format!("{}: {e}", dev.name)))?;
+            // keep: survive this process. Not keep, but reused: go when we go.
+            if (keep || dev.reused)
+                && let Err(e) = dev.set_persist(keep)
+            {
+                for p in routes.remove() {
+                    warn!("while undoing the set-up: {p}");
+                }
+                return Err(err(e));
+            }
+            let mut privileged = true;
+            if let Some((name, u)) = user {
+                if let Err(e) = system::drop_privileges(u) {
+                    for p in routes.remove() {
+                        warn!("while undoing the set-up: {p}");
+                    }
+                    if keep && !dev.reused {
+                        let _ = dev.set_persist(false);
+                    }
+                    return Err(err(format!("cannot switch to user {name:?}: {e}")));
+                }
+                privileged = false;
+                info!(user = %name, uid = u.uid, gid = u.gid, "dropped privileges");
+            }
+            Ok((dev, routes, n, cpus, privileged))
+        })();
+        let (mut dev, routes, n, cpus, privileged) = match result {
+            Ok(v) => v,
+            Err(e) => {
+                undo_signals(&sig_ids);
+                return Err(e);
+            }
+        };
+
+        info!(
+            device = %dev.name,
+            mtu = tun.mtu,
+            queues = n,
+            reused = dev.reused,
+            "TUN device up"
+        );
+        info!(device = %dev.name, "offload: {}", dev.offload);
+        for r in routes.added() {
+            info!(device = %dev.name, "route {r} added");
+        }
+        for r in routes.present() {
+            info!(device = %dev.name, "route {r} already present through the device");
+        }
+        if !tun.manage_routes {
+            info!(device = %dev.name, "manage_routes = false: routing into the device is up to you");
+        }
+
+        // Workers.
+        let mut cfg = loaded.config.clone();
+        cfg.ipv4_id_key = system::random_u64();
+        let cfg = Arc::new(cfg);
+        let vnet = dev.offload.vnet();
+        let queues: Vec<_> = dev.queues.drain(..).collect();
+        let (stop_rd, stop_wr) = pipe().map_err(|e| err(format!("cannot create a pipe: {e}")))?;
+        let stop_rd = Arc::new(stop_rd);
+        let mut gw = Gateway {
+            name: dev.name.clone(),
+            offload: dev.offload.clone(),
+            queues: n,
+            keep,
+            privileged,
+            device: Some(dev),
+            routes,
+            workers: Vec::with_capacity(n),
+            stats: Vec::with_capacity(n),
+            stop_flag: Arc::new(AtomicBool::new(false)),
+            stop_wr: Some(stop_wr),
+            wake_rd,
+            signal,
+            sig_ids,
+            failure: Arc::new(Mutex::new(None)),
+        };
+        for (i, queue) in queues.into_iter().enumerate() {
+            let s = Arc::new(WorkerStats::default());
+            let spawned = wake_wr.try_clone().and_then(|wake| {
+                let w = worker::Worker {
+                    index: i,
+                    cpu: (!cpus.is_empty()).then(|| cpus[i % cpus.len()]),
+                    queue,
+                    pipeline: pipeline::Pipeline::new(cfg.clone(), vnet),
+                    stats: s.clone(),
+                    stop: gw.stop_flag.clone(),
+                    stop_fd: stop_rd.clone(),
+                    wake,
+                    failure: gw.failure.clone(),
+                };
+                std::thread::Builder::new()
+                    .name(format!("sixgate-w{i}"))
+                    .spawn(move || w.run())
+            });
+            match spawned {
+                Ok(h) => {
+                    gw.workers.push(h);
+                    gw.stats.push(s);
+                }
+                Err(e) => {
+                    // Nothing half set up: take it all down, keep or not.
+                    if gw.keep && gw.privileged {
+                        if let Some(d) = &gw.device {
+                            let _ = d.set_persist(false);
+                        }
+                        gw.keep = false;
+                    }
+                    let _ = gw.stop();
+                    return Err(err(format!("cannot start worker {i}: {e}")));
+                }
+            }
+        }
+        info!(
+            workers = n,
+            cpus = ?cpus.iter().cycle().take(n).collect::<Vec<_>>(),
+            "workers started, one per queue, each pinned to a CPU"
+        );
+        Ok(gw)
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of queues (= workers).
+    pub fn queues(&self) -> usize {
+        self.queues
+    }
+
+    /// The offload state.
+    pub fn offload(&self) -> &Offload {
+        &self.offload
+    }
+
+    /// All workers' counters, summed, as last published.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut total = Snapshot::default();
+        for s in &self.stats {
+            total.merge(&s.snapshot());
+        }
+        total
+    }
+
+    /// Block until SIGINT/SIGTERM or a worker failure.
+    pub fn wait(&self) -> Stop {
+        loop {
+            if let Some(why) = self
+                .failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+            {
+                return Stop::WorkerFailed(why);
+            }
+            let sig = self.signal.load(Relaxed);
+            if sig != 0 {
+                return Stop::Signal(sig as i32);
+            }
+            let mut b = [0u8; 16];
+            match (&self.wake_rd).read(&mut b) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Stop::WorkerFailed(format!("cannot wait for signals: {e}")),
+            }
+        }
+    }
+
+    /// Stop the workers; remove routes and device unless `keep`.
+    pub fn stop(mut self) -> Report {
+        let mut errors = Vec::new();
+        self.stop_flag.store(true, Relaxed);
+        drop(self.stop_wr.take()); // every worker's poll sees the hang-up
+        // Routes first: the device (and with it any route) goes once the workers'
+        // queues close.
+        if self.keep {
+            let left = self.routes.forget();
+            info!(
+                device = %self.name,
+                routes = left.len(),
+                "keep: leaving the device and its routes in place"
+            );
+        } else if self.privileged {
+            for r in self.routes.added() {
+                info!(device = %self.name, "removing route {r}");
+            }
+            errors.extend(self.routes.remove());
+        } else if !self.routes.added().is_empty() {
+            info!(
+                device = %self.name,
+                "privileges were dropped: the kernel removes the routes with the device"
+            );
+            self.routes.forget();
+        }
+        for (i, h) in self.workers.drain(..).enumerate() {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => errors.push(e),
+                Err(_) => errors.push(format!("worker {i} panicked")),
+            }
+        }
+        drop(self.device.take());
+        if !self.keep {
+            info!(device = %self.name, "device removed");
+        }
+        unregister(&self.sig_ids);
+        Report {
+            totals: self.snapshot(),
+            errors,
+        }
+    }
+}
+
+fn unregister(ids: &[SigId]) {
+    for id in ids {
+        signal_hook::low_level::unregister(*id);
+    }
+}
+
+/// A pipe, close-on-exec: (read end, write end).
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors we own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}

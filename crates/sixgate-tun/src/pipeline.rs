@@ -1,0 +1,694 @@
+//! One worker's packet path, without the I/O: a packet read from TUN (with its
+//! virtio-net header when offloads are on) goes in, every packet to write back
+//! comes out through `emit`. Kept apart from the file descriptors so that it can
+//! be tested without a TUN device.
+//!
+//! What happens to a packet, by its virtio-net header:
+//!
+//! | input | handling |
+//! |---|---|
+//! | plain (no header, or `NEEDS_CSUM` clear) | [`Translator::translate`]; `DATA_VALID` carried over |
+//! | `NEEDS_CSUM`, TCP/UDP right after the IP header, cannot be fragmented | translated with the partial-checksum rule; the output keeps `NEEDS_CSUM`, `csum_start` shifted |
+//! | `NEEDS_CSUM`, anything else (ICMP, IPv6 extension headers, IPv4 DF=0 that may be fragmented) | checksum finished in software first, then translated as plain |
+//! | GSO super-packet, TCP/UDP right after the IP header, IPv4 with DF=1, egress MTU keys unset | translated **once** with the partial rule; header rewritten ([`VnetHdr::translated`]) |
+//! | any other GSO super-packet | segmented in software ([`crate::gso`]), each segment translated as plain |
+//!
+//! Fragmenting a super-packet would be wrong (the kernel would fragment every
+//! segment, or the fragments would carry a partial checksum), and so would the
+//! translator's own MTU checks on its 64 KiB length, hence the conditions above.
+
+use std::sync::Arc;
+
+use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+
+use crate::gso;
+use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, VnetHdr};
+
+/// Largest packet a TUN queue hands over: 64 KiB GSO super-packets (the TUN
+/// device's `gso_max_size`), with room to spare. A read that fills the buffer
+/// is taken as truncated and dropped.
+pub const RX_MAX: usize = 65_536 + 1024;
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+
+/// Counters of the I/O and offload handling (the translator counts the rest).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    /// Packets read from TUN (a super-packet counts once).
+    pub rx_packets: u64,
+    /// Bytes read, without the virtio-net header.
+    pub rx_bytes: u64,
+    /// Packets written to TUN (a super-packet counts once).
+    pub tx_packets: u64,
+    /// Bytes written, without the virtio-net header.
+    pub tx_bytes: u64,
+    /// Failed reads (other than "nothing to read").
+    pub rx_errors: u64,
+    /// Failed writes.
+    pub tx_errors: u64,
+    /// Reads that filled the whole buffer (dropped), or too short for the header.
+    pub rx_truncated: u64,
+    /// GSO super-packets read.
+    pub gso_in: u64,
+    /// Super-packets translated as one.
+    pub gso_whole: u64,
+    /// Super-packets segmented in software before translation.
+    pub gso_split: u64,
+    /// Partial checksums finished in software before translation.
+    pub csum_sw: u64,
+    /// Packets dropped by the offload handling itself (bad virtio-net header,
+    /// a GSO type or layout sixgate cannot segment).
+    pub offload_dropped: u64,
+}
+
+impl IoCounters {
+    /// Add another worker's counters into these.
+    pub fn merge(&mut self, o: &IoCounters) {
+        self.rx_packets += o.rx_packets;
+        self.rx_bytes += o.rx_bytes;
+        self.tx_packets += o.tx_packets;
+        self.tx_bytes += o.tx_bytes;
+        self.rx_errors += o.rx_errors;
+        self.tx_errors += o.tx_errors;
+        self.rx_truncated += o.rx_truncated;
+        self.gso_in += o.gso_in;
+        self.gso_whole += o.gso_whole;
+        self.gso_split += o.gso_split;
+        self.csum_sw += o.csum_sw;
+        self.offload_dropped += o.offload_dropped;
+    }
+}
+
+/// What the translator configuration says about offload decisions.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// An IPv4 DF=0 packet longer than this, plus 20, is fragmented by the core.
+    frag_limit: usize,
+    /// `ipv6_mtu` is set: the core checks DF=1 IPv4 packets against it.
+    ipv6_mtu_set: bool,
+    /// `ipv4_mtu` is set: the core checks IPv6 packets against it.
+    ipv4_mtu_set: bool,
+}
+
+/// A worker's translator, buffers and counters. Everything is allocated here,
+/// once; [`Pipeline::process`] allocates nothing.
+pub struct Pipeline {
+    translator: Translator,
+    scratch: Scratch,
+    rx_hdr: [u8; vnet::LEN],
+    rx: Box<[u8]>,
+    seg: Box<[u8]>,
+    vnet: bool,
+    limits: Limits,
+    /// I/O and offload counters.
+    pub io: IoCounters,
+}
+
+impl Pipeline {
+    /// A pipeline for packets with (`vnet`) or without a virtio-net header.
+    pub fn new(cfg: Arc<Config>, vnet: bool) -> Self {
+        let limits = Limits {
+            frag_limit: usize::from(
+                cfg.ipv6_mtu
+                    .map_or(cfg.lowest_ipv6_mtu, |m| m.min(cfg.lowest_ipv6_mtu)),
+            ),
+            ipv6_mtu_set: cfg.ipv6_mtu.is_some(),
+            ipv4_mtu_set: cfg.ipv4_mtu.is_some(),
+        };
+        Pipeline {
+            translator: Translator::new(cfg),
+            scratch: Scratch::new(),
+            rx_hdr: [0; vnet::LEN],
+            rx: vec![0; HEADROOM + RX_MAX].into_boxed_slice(),
+            // Only used for software segmentation, which only happens with vnet.
+            seg: vec![0; if vnet { HEADROOM + RX_MAX } else { 0 }].into_boxed_slice(),
+            vnet,
+            limits,
+            io: IoCounters::default(),
+        }
+    }
+
+    /// True when packets carry a virtio-net header.
+    pub fn vnet(&self) -> bool {
+        self.vnet
+    }
+
+    /// The translator's counters.
+    pub fn counters(&self) -> &Counters {
+        self.translator.counters()
+    }
+
+    /// Where the next read goes: the virtio-net header (vnet mode only) and the
+    /// packet, which lands at [`HEADROOM`] in the receive buffer.
+    pub fn rx_buffers(&mut self) -> (&mut [u8; vnet::LEN], &mut [u8]) {
+        (&mut self.rx_hdr, &mut self.rx[HEADROOM..])
+    }
+
+    /// Handle a read of `n` bytes (header included in vnet mode) into
+    /// [`Pipeline::rx_buffers`]. `emit` writes one packet (with its header, in vnet
+    /// mode) and says whether that worked.
+    pub fn process(
+        &mut self,
+        n: usize,
+        now_ns: u64,
+        emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool,
+    ) {
+        let (hdr, len) = if self.vnet {
+            if n <= vnet::LEN {
+                self.io.rx_truncated += 1;
+                return;
+            }
+            (VnetHdr::decode(&self.rx_hdr), n - vnet::LEN)
+        } else {
+            (VnetHdr::PLAIN, n)
+        };
+        if len == 0 {
+            return;
+        }
+        if len >= RX_MAX {
+            self.io.rx_truncated += 1;
+            return;
+        }
+        self.io.rx_packets += 1;
+        self.io.rx_bytes += len as u64;
+
+        let action = {
+            let data = &mut self.rx[HEADROOM..HEADROOM + len];
+            match hdr.gso() {
+                Gso::None if !hdr.needs_csum() => Action::Whole(false, hdr),
+                Gso::None if !csum_fits(&hdr, len) => Action::Drop,
+                Gso::None if partial_ok(data, &hdr, &self.limits) => Action::Whole(true, hdr),
+                Gso::None => {
+                    vnet::complete_checksum(data, hdr.csum_start, hdr.csum_offset);
+                    self.io.csum_sw += 1;
+                    let plain = VnetHdr {
+                        flags: hdr.flags & !F_NEEDS_CSUM,
+                        ..hdr
+                    };
+                    Action::Whole(false, plain)
+                }
+                _ => {
+                    self.io.gso_in += 1;
+                    if one_shot_ok(data, &hdr, &self.limits) {
+                        self.io.gso_whole += 1;
+                        Action::Whole(true, hdr)
+                    } else {
+                        match gso::plan(data, &hdr) {
+                            Ok(plan) => {
+                                self.io.gso_split += 1;
+                                Action::Split(plan)
+                            }
+                            Err(_) => Action::Drop,
+                        }
+                    }
+                }
+            }
+        };
+
+        let mut out = Out {
+            t: &mut self.translator,
+            scratch: &mut self.scratch,
+            io: &mut self.io,
+            now_ns,
+            emit,
+        };
+        match action {
+            Action::Whole(partial, h) => out.translate(&mut self.rx, len, partial, &h),
+            Action::Split(plan) => {
+                for i in 0..plan.count {
+                    let data = &self.rx[HEADROOM..HEADROOM + len];
+                    let n = gso::segment(data, &plan, i, &mut self.seg[HEADROOM..]);
+                    out.translate(&mut self.seg, n, false, &VnetHdr::PLAIN);
+                }
+            }
+            Action::Drop => out.io.offload_dropped += 1,
+        }
+    }
+}
+
+/// What to do with one input packet.
+enum Action {
+    /// Translate it as it is: with the partial-checksum rule or not, and the
+    /// header to rewrite for the output.
+    Whole(bool, VnetHdr),
+    /// Segment it in software and translate each segment.
+    Split(gso::Plan),
+    /// Drop it (counted as `offload_dropped`).
+    Drop,
+}
+
+/// The translator and the way out, for one input packet.
+struct Out<'a, E> {
+    t: &'a mut Translator,
+    scratch: &'a mut Scratch,
+    io: &'a mut IoCounters,
+    now_ns: u64,
+    emit: &'a mut E,
+}
+
+impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
+    fn send(&mut self, h: &VnetHdr, p: &[u8]) {
+        if (self.emit)(h, p) {
+            self.io.tx_packets += 1;
+            self.io.tx_bytes += p.len() as u64;
+        } else {
+            self.io.tx_errors += 1;
+        }
+    }
+
+    /// Translate `buf[HEADROOM..HEADROOM + len]` and emit what comes out.
+    fn translate(&mut self, buf: &mut [u8], len: usize, partial: bool, hdr: &VnetHdr) {
+        let declared = ip_len(&buf[HEADROOM..HEADROOM + len]).unwrap_or(len);
+        let mut pkt = PacketBuf::new(buf, HEADROOM, len);
+        match self
+            .t
+            .translate_with(&mut pkt, self.scratch, self.now_ns, partial)
+        {
+            Verdict::Translated => {
+                let out = pkt.data();
+                let delta = out.len() as isize - declared as isize;
+                let h = hdr.translated(delta, out.len(), out[0] >> 4 == 6);
+                self.send(&h, out);
+            }
+            Verdict::Fragmented(_) if partial || hdr.gso() != Gso::None => {
+                // Excluded by partial_ok/one_shot_ok; never send fragments that
+                // carry a partial checksum or a GSO header.
+                self.io.offload_dropped += 1;
+            }
+            Verdict::Fragmented(_) | Verdict::Replied(_) => {
+                for p in self.scratch.packets() {
+                    if (self.emit)(&VnetHdr::PLAIN, p) {
+                        self.io.tx_packets += 1;
+                        self.io.tx_bytes += p.len() as u64;
+                    } else {
+                        self.io.tx_errors += 1;
+                    }
+                }
+            }
+            Verdict::Dropped(_) => {}
+        }
+    }
+}
+
+/// The length the IP header claims (IPv4 Total Length, IPv6 40 + Payload Length).
+fn ip_len(p: &[u8]) -> Option<usize> {
+    match p.first()? >> 4 {
+        4 if p.len() >= 20 => Some(usize::from(u16::from_be_bytes([p[2], p[3]]))),
+        6 if p.len() >= 40 => Some(40 + usize::from(u16::from_be_bytes([p[4], p[5]]))),
+        _ => None,
+    }
+}
+
+fn csum_fits(h: &VnetHdr, len: usize) -> bool {
+    usize::from(h.csum_start) + usize::from(h.csum_offset) + 2 <= len
+}
+
+/// The transport protocol right after a plain IP header (no IPv4 fragment, no
+/// IPv6 extension header), if the checksum offsets point at its checksum.
+fn transport_at_csum_start(p: &[u8], h: &VnetHdr) -> Option<u8> {
+    let (l4, proto) = match p.first()? >> 4 {
+        4 if p.len() >= 20 => {
+            // A fragment's checksum covers bytes that are not here.
+            if u16::from_be_bytes([p[6], p[7]]) & 0x3fff != 0 {
+                return None;
+            }
+            (usize::from(p[0] & 15) * 4, p[9])
+        }
+        6 if p.len() >= 40 => (40, p[6]),
+        _ => return None,
+    };
+    let offset = match proto {
+        TCP => TCP_CSUM_OFFSET,
+        UDP => UDP_CSUM_OFFSET,
+        _ => return None,
+    };
+    (usize::from(h.csum_start) == l4 && h.csum_offset == offset && csum_fits(h, p.len()))
+        .then_some(proto)
+}
+
+fn df(p: &[u8]) -> bool {
+    p[6] & 0x40 != 0
+}
+
+/// A single (non-GSO) packet whose partial checksum the core can carry across.
+fn partial_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
+    if transport_at_csum_start(p, h).is_none() {
+        return false;
+    }
+    // IPv4 DF=0 that the core will fragment for the IPv6 side: finish it first.
+    !(p[0] >> 4 == 4 && !df(p) && ip_len(p).unwrap_or(p.len()) + 20 > l.frag_limit)
+}
+
+/// A super-packet the core can translate as one.
+fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
+    if !h.needs_csum() {
+        return false;
+    }
+    let Some(proto) = transport_at_csum_start(p, h) else {
+        return false;
+    };
+    let v4 = p[0] >> 4 == 4;
+    let type_fits = match h.gso() {
+        Gso::TcpV4 => v4 && proto == TCP,
+        Gso::TcpV6 => !v4 && proto == TCP,
+        Gso::UdpL4 => proto == UDP,
+        Gso::None | Gso::Other(_) => false,
+    };
+    // IPv4→IPv6: DF=0 would be fragmented, and a set ipv6_mtu would be checked
+    // against the super-packet's length. IPv6→IPv4: the same for ipv4_mtu.
+    let mtu_free = if v4 {
+        df(p) && !l.ipv6_mtu_set
+    } else {
+        !l.ipv4_mtu_set
+    };
+    type_fits && mtu_free && h.gso_size > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vnet::{F_DATA_VALID, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4};
+    use sixgate_core::addr::{Eam, Rfc6052Prefix};
+    use sixgate_core::checksum;
+    use sixgate_testkit::{Family, Ip4, Ip6};
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    const CLIENT6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5);
+    const SERVER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xcb00, 0x7101);
+    const CLIENT4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 5);
+    const SERVER4: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 1);
+
+    fn config() -> Config {
+        let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
+        let mut cfg = Config::with_pool6(Some(pool6));
+        cfg.map
+            .eam
+            .insert(
+                Eam::new(
+                    Ipv4Addr::new(198, 18, 0, 0),
+                    24,
+                    "2001:db8:1::".parse().unwrap(),
+                    120,
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        cfg
+    }
+
+    /// Feed one packet (with header) through a fresh vnet pipeline.
+    fn run(cfg: Config, hdr: VnetHdr, pkt: &[u8]) -> (Vec<(VnetHdr, Vec<u8>)>, Pipeline) {
+        let mut p = Pipeline::new(Arc::new(cfg), true);
+        let (h, data) = p.rx_buffers();
+        *h = hdr.encode();
+        data[..pkt.len()].copy_from_slice(pkt);
+        let mut outs = Vec::new();
+        p.process(vnet::LEN + pkt.len(), 0, &mut |h: &VnetHdr, d: &[u8]| {
+            outs.push((*h, d.to_vec()));
+            true
+        });
+        (outs, p)
+    }
+
+    /// The partial-checksum form of a packet with a complete TCP/UDP checksum.
+    fn partial(mut p: Vec<u8>) -> (Vec<u8>, u16, u16) {
+        let (l4, proto) = if p[0] >> 4 == 4 {
+            (usize::from(p[0] & 15) * 4, p[9])
+        } else {
+            (40, p[6])
+        };
+        let at = if proto == TCP { 16 } else { 6 };
+        let len = p.len() - l4;
+        let pseudo = if p[0] >> 4 == 4 {
+            checksum::v4_pseudo(
+                &p[12..16].try_into().unwrap(),
+                &p[16..20].try_into().unwrap(),
+                len as u16,
+                proto,
+            )
+        } else {
+            checksum::v6_pseudo(
+                &p[8..24].try_into().unwrap(),
+                &p[24..40].try_into().unwrap(),
+                len as u32,
+                proto,
+            )
+        };
+        p[l4 + at..l4 + at + 2].copy_from_slice(&pseudo.to_be_bytes());
+        (p, l4 as u16, at as u16)
+    }
+
+    /// What the kernel does with a GSO packet we write: segment it (our own
+    /// segmenter, checked against the oracle in gso.rs) and finish checksums.
+    fn kernel_view(h: &VnetHdr, p: &[u8]) -> Vec<Vec<u8>> {
+        if h.gso() == Gso::None {
+            let mut p = p.to_vec();
+            if h.needs_csum() {
+                assert!(vnet::complete_checksum(&mut p, h.csum_start, h.csum_offset));
+            }
+            return vec![p];
+        }
+        let plan = gso::plan(p, h).unwrap();
+        assert_eq!(usize::from(h.csum_start), plan.l4_off);
+        let mut buf = vec![0u8; plan.hdrs + plan.mss];
+        (0..plan.count)
+            .map(|i| {
+                let n = gso::segment(p, &plan, i, &mut buf);
+                buf[..n].to_vec()
+            })
+            .collect()
+    }
+
+    fn gso_hdr(gso_type: u8, gso_size: u16, csum_start: u16, csum_offset: u16) -> VnetHdr {
+        VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type,
+            hdr_len: csum_start + if csum_offset == 16 { 20 } else { 8 },
+            gso_size,
+            csum_start,
+            csum_offset,
+        }
+    }
+
+    #[test]
+    fn tso_v6_to_v4_translated_once() {
+        let (pkt, l4, at) = partial(Ip6::new(CLIENT6, SERVER6).tcp(40000, 5001, 10 * 1428));
+        let (outs, p) = run(config(), gso_hdr(GSO_TCPV6, 1428, l4, at), &pkt);
+        assert_eq!(outs.len(), 1, "one super-packet out");
+        let (h, out) = &outs[0];
+        assert_eq!(h.gso_type, GSO_TCPV4);
+        assert_eq!((h.csum_start, h.csum_offset, h.gso_size), (20, 16, 1428));
+        assert_eq!(out.len(), pkt.len() - 20);
+        let segs = kernel_view(h, out);
+        assert_eq!(segs.len(), 10);
+        for s in &segs {
+            let v = sixgate_testkit::check(s).unwrap();
+            assert_eq!(v.family, Family::V4);
+            assert!(v.l4_verified);
+            assert_eq!(v.src, std::net::IpAddr::V4(CLIENT4));
+            assert!(s.len() <= 1500 - 20);
+        }
+        assert_eq!((p.io.gso_in, p.io.gso_whole, p.io.gso_split), (1, 1, 0));
+        assert_eq!(p.counters().translated_6to4, 1);
+    }
+
+    #[test]
+    fn tso_v4_to_v6_translated_once_segments_keep_their_wire_size() {
+        let (pkt, l4, at) = partial(Ip4::new(SERVER4, CLIENT4).tcp(5001, 40000, 7 * 1448 + 100));
+        let (outs, p) = run(config(), gso_hdr(GSO_TCPV4, 1448, l4, at), &pkt);
+        assert_eq!(outs.len(), 1);
+        let (h, out) = &outs[0];
+        assert_eq!(h.gso_type, GSO_TCPV6);
+        assert_eq!((h.csum_start, h.gso_size), (40, 1428));
+        let segs = kernel_view(h, out);
+        assert_eq!(segs.len(), 8, "10236 payload bytes in 1428-byte segments");
+        for s in &segs {
+            let v = sixgate_testkit::check(s).unwrap();
+            assert_eq!(v.family, Family::V6);
+            assert!(v.l4_verified);
+            assert!(s.len() <= 1500, "segment of {} bytes", s.len());
+        }
+        assert_eq!(p.counters().translated_4to6, 1);
+        assert_eq!(p.io.tx_packets, 1);
+    }
+
+    #[test]
+    fn uso_both_ways_keeps_datagram_boundaries() {
+        let (pkt, l4, at) = partial(Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 3 * 1200 + 7));
+        let (outs, _) = run(config(), gso_hdr(GSO_UDP_L4, 1200, l4, at), &pkt);
+        let (h, out) = &outs[0];
+        assert_eq!(
+            (h.gso_type, h.gso_size, h.csum_start),
+            (GSO_UDP_L4, 1200, 20)
+        );
+        let segs = kernel_view(h, out);
+        assert_eq!(segs.len(), 4);
+        for s in &segs {
+            assert!(sixgate_testkit::check(s).unwrap().l4_verified);
+        }
+        let (pkt, l4, at) = partial(Ip4::new(SERVER4, CLIENT4).udp(53, 5000, 2 * 1200));
+        let (outs, _) = run(config(), gso_hdr(GSO_UDP_L4, 1200, l4, at), &pkt);
+        let (h, out) = &outs[0];
+        assert_eq!(
+            (h.gso_type, h.gso_size, h.csum_start),
+            (GSO_UDP_L4, 1200, 40)
+        );
+        for s in kernel_view(h, out) {
+            let v = sixgate_testkit::check(&s).unwrap();
+            assert!(v.l4_verified);
+            assert_eq!(v.payload_len, 1200);
+        }
+    }
+
+    /// IPv4 DF=0 super-packet: translating it as one would make the core
+    /// fragment 64 KiB; it is segmented in software and each segment translated.
+    #[test]
+    fn tso_v4_df0_is_segmented_in_software() {
+        let (pkt, l4, at) = partial(Ip4::new(SERVER4, CLIENT4).df(false).tcp(5001, 40000, 5000));
+        let (outs, p) = run(config(), gso_hdr(GSO_TCPV4, 1000, l4, at), &pkt);
+        assert_eq!(outs.len(), 5);
+        for (h, s) in &outs {
+            assert_eq!(*h, VnetHdr::PLAIN);
+            let v = sixgate_testkit::check(s).unwrap();
+            assert_eq!(v.family, Family::V6);
+            assert!(v.l4_verified);
+        }
+        assert_eq!((p.io.gso_in, p.io.gso_whole, p.io.gso_split), (1, 0, 1));
+        assert_eq!(p.counters().translated_4to6, 5);
+    }
+
+    /// A set egress MTU key means the core checks lengths: segment first.
+    #[test]
+    fn tso_with_ipv4_mtu_set_is_segmented() {
+        let mut cfg = config();
+        cfg.ipv4_mtu = Some(1500);
+        let (pkt, l4, at) = partial(Ip6::new(CLIENT6, SERVER6).tcp(1, 2, 4000));
+        let (outs, p) = run(cfg, gso_hdr(GSO_TCPV6, 1428, l4, at), &pkt);
+        assert_eq!(outs.len(), 3);
+        for (_, s) in &outs {
+            assert!(sixgate_testkit::check(s).unwrap().l4_verified);
+        }
+        assert_eq!(p.io.gso_split, 1);
+    }
+
+    #[test]
+    fn partial_single_packet_keeps_needs_csum() {
+        let (pkt, l4, at) = partial(Ip6::new(CLIENT6, SERVER6).tcp(1, 2, 100));
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: 0,
+            hdr_len: 60,
+            gso_size: 0,
+            csum_start: l4,
+            csum_offset: at,
+        };
+        let (outs, p) = run(config(), h, &pkt);
+        let (oh, out) = &outs[0];
+        assert_eq!(
+            (oh.flags, oh.csum_start, oh.gso_type),
+            (F_NEEDS_CSUM, 20, 0)
+        );
+        let done = kernel_view(oh, out);
+        assert!(sixgate_testkit::check(&done[0]).unwrap().l4_verified);
+        assert_eq!(p.io.csum_sw, 0);
+    }
+
+    /// IPv4 DF=0 above the fragmentation limit: finished in software, fragmented
+    /// by the core, fragments sent plain.
+    #[test]
+    fn partial_df0_big_packet_is_finished_then_fragmented() {
+        let (pkt, l4, at) = partial(Ip4::new(SERVER4, CLIENT4).df(false).udp(53, 5000, 1400));
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            csum_start: l4,
+            csum_offset: at,
+            ..VnetHdr::PLAIN
+        };
+        let (outs, p) = run(config(), h, &pkt);
+        assert_eq!(outs.len(), 2);
+        assert!(outs.iter().all(|(h, _)| *h == VnetHdr::PLAIN));
+        assert_eq!(p.io.csum_sw, 1);
+        assert_eq!(p.counters().fragments_out, 2);
+    }
+
+    /// ICMP with NEEDS_CSUM (raw sockets can ask for it): finished in software.
+    #[test]
+    fn partial_icmp_is_finished_in_software() {
+        let mut pkt = Ip6::new(CLIENT6, SERVER6).echo_request(1, 1, 56);
+        // The ICMPv6 checksum replaced by its pseudo-header sum.
+        let pseudo = checksum::v6_pseudo(&CLIENT6.octets(), &SERVER6.octets(), 64, 58);
+        pkt[42..44].copy_from_slice(&pseudo.to_be_bytes());
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            csum_start: 40,
+            csum_offset: 2,
+            ..VnetHdr::PLAIN
+        };
+        let (outs, p) = run(config(), h, &pkt);
+        assert_eq!(outs.len(), 1);
+        assert_eq!(outs[0].0.flags, 0);
+        assert!(sixgate_testkit::check(&outs[0].1).unwrap().l4_verified);
+        assert_eq!(p.io.csum_sw, 1);
+    }
+
+    #[test]
+    fn data_valid_is_carried_over_and_plain_mode_has_no_header() {
+        let pkt = Ip4::new(SERVER4, CLIENT4).udp(53, 5000, 10);
+        let h = VnetHdr {
+            flags: F_DATA_VALID,
+            ..VnetHdr::PLAIN
+        };
+        let (outs, _) = run(config(), h, &pkt);
+        assert_eq!(outs[0].0.flags, F_DATA_VALID);
+
+        let mut p = Pipeline::new(Arc::new(config()), false);
+        let (_, data) = p.rx_buffers();
+        data[..pkt.len()].copy_from_slice(&pkt);
+        let mut n = 0;
+        p.process(pkt.len(), 0, &mut |_: &VnetHdr, d: &[u8]| {
+            n += 1;
+            sixgate_testkit::check(d).unwrap();
+            true
+        });
+        assert_eq!(n, 1);
+        assert_eq!(p.io.rx_bytes, pkt.len() as u64);
+    }
+
+    #[test]
+    fn bad_headers_are_counted_not_sent() {
+        let pkt = Ip4::new(SERVER4, CLIENT4).udp(53, 5000, 10);
+        // Checksum field past the end.
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            csum_start: 32,
+            csum_offset: 6,
+            ..VnetHdr::PLAIN
+        };
+        let (outs, p) = run(config(), h, &pkt);
+        assert!(outs.is_empty());
+        assert_eq!(p.io.offload_dropped, 1);
+        // UFO is never enabled; refuse it.
+        let h = VnetHdr {
+            gso_type: vnet::GSO_UDP,
+            gso_size: 8,
+            ..VnetHdr::PLAIN
+        };
+        let (outs, p) = run(config(), h, &pkt);
+        assert!(outs.is_empty());
+        assert_eq!(p.io.offload_dropped, 1);
+        // A read shorter than the header.
+        let mut p = Pipeline::new(Arc::new(config()), true);
+        p.process(4, 0, &mut |_: &VnetHdr, _: &[u8]| true);
+        assert_eq!(p.io.rx_truncated, 1);
+    }
+
+    #[test]
+    fn failed_writes_are_counted() {
+        let pkt = Ip4::new(SERVER4, CLIENT4).udp(53, 5000, 10);
+        let mut p = Pipeline::new(Arc::new(config()), false);
+        p.rx_buffers().1[..pkt.len()].copy_from_slice(&pkt);
+        p.process(pkt.len(), 0, &mut |_: &VnetHdr, _: &[u8]| false);
+        assert_eq!((p.io.tx_packets, p.io.tx_errors), (0, 1));
+    }
+}

@@ -1,0 +1,192 @@
+//! `[tun] manage_routes`: route pool6 and every EAM IPv4 prefix into the device,
+//! with `ip` (iproute2), and take exactly those routes away again.
+
+use std::net::Ipv4Addr;
+use std::process::Command;
+
+use sixgate_core::Config;
+
+/// One route into the device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// `ADDR/LEN`.
+    pub prefix: String,
+    /// IPv6 (`ip -6`).
+    pub v6: bool,
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.prefix)
+    }
+}
+
+/// The routes a configuration needs: pool6 (IPv6 destinations that are IPv4
+/// hosts) and each EAM IPv4 prefix (IPv4 destinations that are IPv6 hosts).
+pub fn wanted(cfg: &Config) -> Vec<Route> {
+    let mut out = Vec::new();
+    if let Some(p) = &cfg.map.pool6 {
+        out.push(Route {
+            prefix: format!("{}/{}", p.addr(), p.len()),
+            v6: true,
+        });
+    }
+    for e in cfg.map.eam.entries() {
+        let r = Route {
+            prefix: format!("{}/{}", Ipv4Addr::from(e.v4), e.v4_len),
+            v6: false,
+        };
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Routes this process added, to be removed on exit.
+#[derive(Debug)]
+pub struct Routes {
+    dev: String,
+    added: Vec<Route>,
+    present: Vec<Route>,
+}
+
+impl Routes {
+    /// Nothing installed.
+    pub fn none(dev: &str) -> Routes {
+        Routes {
+            dev: dev.to_owned(),
+            added: Vec::new(),
+            present: Vec::new(),
+        }
+    }
+
+    /// Add every route in `wanted` through `dev`. A route that already exists
+    /// through `dev` itself (left by an earlier `keep` run) is taken as it is and
+    /// not counted as added; one through anything else is an error naming it. On
+    /// any error the routes added so far are removed again.
+    pub fn install(dev: &str, wanted: &[Route]) -> Result<Routes, String> {
+        let mut r = Routes::none(dev);
+        for route in wanted {
+            match add(dev, route) {
+                Ok(true) => r.added.push(route.clone()),
+                Ok(false) => r.present.push(route.clone()),
+                Err(e) => {
+                    for problem in r.remove() {
+                        tracing::warn!("while undoing the set-up: {problem}");
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// Routes added by this process.
+    pub fn added(&self) -> &[Route] {
+        &self.added
+    }
+
+    /// Routes that were already there through the device.
+    pub fn present(&self) -> &[Route] {
+        &self.present
+    }
+
+    /// Remove the routes this process added; returns what could not be removed.
+    pub fn remove(&mut self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for route in self.added.drain(..).rev() {
+            let out = ip(route.v6, &["route", "del", &route.prefix, "dev", &self.dev]);
+            // A route through a device that is gone went with it.
+            if let Err(e) = out
+                && !e.contains("Cannot find device")
+            {
+                problems.push(format!("cannot remove route {route} dev {}: {e}", self.dev));
+            }
+        }
+        problems
+    }
+
+    /// Leave the routes in place: nothing will remove them.
+    pub fn forget(&mut self) -> Vec<Route> {
+        std::mem::take(&mut self.added)
+    }
+}
+
+/// Add one route; `Ok(false)` if it was already there through `dev`.
+fn add(dev: &str, route: &Route) -> Result<bool, String> {
+    let err = match ip(route.v6, &["route", "add", &route.prefix, "dev", dev]) {
+        Ok(_) => return Ok(true),
+        Err(e) => e,
+    };
+    if !err.contains("File exists") {
+        return Err(format!("cannot add route {route} dev {dev}: {err}"));
+    }
+    // Who has it?
+    let shown = ip(route.v6, &["-o", "route", "show", "exact", &route.prefix]).unwrap_or_default();
+    let line = shown.lines().next().unwrap_or("").trim();
+    let via = line.split_whitespace().skip_while(|w| *w != "dev").nth(1);
+    match via {
+        Some(d) if d == dev => Ok(false),
+        Some(d) => Err(format!(
+            "route {route} already exists via {d}; remove it (ip{} route del {route}) or set \
+             [tun] manage_routes = false and route it yourself",
+            if route.v6 { " -6" } else { "" }
+        )),
+        None if !line.is_empty() => Err(format!(
+            "route {route} already exists ({line}); remove it or set [tun] manage_routes = false"
+        )),
+        None => Err(format!("cannot add route {route} dev {dev}: {err}")),
+    }
+}
+
+/// Run `ip [-6] ARGS`; stdout on success, stderr (or why it could not run) on failure.
+fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
+    let mut cmd = Command::new("ip");
+    if v6 {
+        cmd.arg("-6");
+    }
+    let out = cmd
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run `ip` (iproute2): {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let msg = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        Err(if msg.is_empty() {
+            format!("ip exited with {}", out.status)
+        } else {
+            msg
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sixgate_core::addr::{Eam, Rfc6052Prefix};
+
+    #[test]
+    fn wanted_routes_are_pool6_and_eam_v4_prefixes() {
+        let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
+        let mut cfg = Config::with_pool6(Some(pool6));
+        for (v4, l4, v6, l6) in [
+            ([198, 18, 0, 0], 24, "2001:db8:1::", 120),
+            ([192, 0, 2, 10], 32, "2001:db8:2::10", 128),
+        ] {
+            cfg.map
+                .eam
+                .insert(Eam::new(Ipv4Addr::from(v4), l4, v6.parse().unwrap(), l6).unwrap())
+                .unwrap();
+        }
+        let w = wanted(&cfg);
+        let names: Vec<String> = w.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            names,
+            ["2001:db8:64::/96", "198.18.0.0/24", "192.0.2.10/32"]
+        );
+        assert_eq!(w.iter().filter(|r| r.v6).count(), 1);
+        assert!(wanted(&Config::with_pool6(None)).is_empty());
+    }
+}

@@ -1,0 +1,190 @@
+//! Per-worker counters the main thread can read without a lock on the packet path.
+//!
+//! A worker counts in plain integers (its translator's [`Counters`] and its
+//! [`IoCounters`]) and copies them into its [`WorkerStats`] with relaxed atomic
+//! stores after every batch of reads (at most [`crate::worker::BATCH`] packets, and
+//! whenever its queue runs dry). Readers see each counter exactly, at most one
+//! batch old; counters of one snapshot may come from two neighbouring batches.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use sixgate_core::{Counters, DropReason};
+
+use crate::pipeline::IoCounters;
+
+/// Every counter of one worker, as atomics.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    core: [AtomicU64; 6],
+    dropped: [AtomicU64; DropReason::COUNT],
+    io: [AtomicU64; 12],
+}
+
+/// A copy of the counters, one worker's or summed over all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The translators' counters.
+    pub core: Counters,
+    /// I/O and offload counters.
+    pub io: IoCounters,
+}
+
+impl Snapshot {
+    /// Add another snapshot into this one.
+    pub fn merge(&mut self, o: &Snapshot) {
+        self.core.merge(&o.core);
+        self.io.merge(&o.io);
+    }
+
+    /// One line for humans, e.g. at exit.
+    pub fn summary(&self) -> String {
+        let c = &self.core;
+        let io = &self.io;
+        let mut s = format!(
+            "rx {} pkts {} B, tx {} pkts {} B; translated 6to4 {} 4to6 {}, hairpinned {}, \
+             fragments {}, icmp errors sent {}; dropped {}",
+            io.rx_packets,
+            io.rx_bytes,
+            io.tx_packets,
+            io.tx_bytes,
+            c.translated_6to4,
+            c.translated_4to6,
+            c.hairpinned,
+            c.fragments_out,
+            c.icmp_generated,
+            c.total_drops() + io.offload_dropped + io.rx_truncated,
+        );
+        let reasons: Vec<String> = DropReason::ALL
+            .iter()
+            .filter(|r| c.drops(**r) > 0)
+            .map(|r| format!("{} {}", r.as_str(), c.drops(*r)))
+            .chain((io.offload_dropped > 0).then(|| format!("offload {}", io.offload_dropped)))
+            .chain((io.rx_truncated > 0).then(|| format!("truncated {}", io.rx_truncated)))
+            .collect();
+        if !reasons.is_empty() {
+            s.push_str(&format!(" ({})", reasons.join(", ")));
+        }
+        s.push_str(&format!(
+            "; gso in {} whole {} split {}, csum sw {}; errors rx {} tx {}",
+            io.gso_in, io.gso_whole, io.gso_split, io.csum_sw, io.rx_errors, io.tx_errors
+        ));
+        s
+    }
+}
+
+impl WorkerStats {
+    /// Publish the worker's current counters (worker thread only).
+    pub fn publish(&self, c: &Counters, io: &IoCounters) {
+        let core = [
+            c.translated_6to4,
+            c.translated_4to6,
+            c.hairpinned,
+            c.fragments_out,
+            c.icmp_generated,
+            c.icmp_rate_limited,
+        ];
+        for (a, v) in self.core.iter().zip(core) {
+            a.store(v, Relaxed);
+        }
+        for (a, v) in self.dropped.iter().zip(c.dropped) {
+            a.store(v, Relaxed);
+        }
+        let io = [
+            io.rx_packets,
+            io.rx_bytes,
+            io.tx_packets,
+            io.tx_bytes,
+            io.rx_errors,
+            io.tx_errors,
+            io.rx_truncated,
+            io.gso_in,
+            io.gso_whole,
+            io.gso_split,
+            io.csum_sw,
+            io.offload_dropped,
+        ];
+        for (a, v) in self.io.iter().zip(io) {
+            a.store(v, Relaxed);
+        }
+    }
+
+    /// Read the last published counters (any thread).
+    pub fn snapshot(&self) -> Snapshot {
+        let core: [u64; 6] = std::array::from_fn(|i| self.core[i].load(Relaxed));
+        let io: [u64; 12] = std::array::from_fn(|i| self.io[i].load(Relaxed));
+        Snapshot {
+            core: Counters {
+                translated_6to4: core[0],
+                translated_4to6: core[1],
+                hairpinned: core[2],
+                fragments_out: core[3],
+                icmp_generated: core[4],
+                icmp_rate_limited: core[5],
+                dropped: std::array::from_fn(|i| self.dropped[i].load(Relaxed)),
+            },
+            io: IoCounters {
+                rx_packets: io[0],
+                rx_bytes: io[1],
+                tx_packets: io[2],
+                tx_bytes: io[3],
+                rx_errors: io[4],
+                tx_errors: io[5],
+                rx_truncated: io[6],
+                gso_in: io[7],
+                gso_whole: io[8],
+                gso_split: io[9],
+                csum_sw: io[10],
+                offload_dropped: io[11],
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_then_snapshot_round_trips_every_counter() {
+        let mut c = Counters {
+            translated_6to4: 1,
+            translated_4to6: 2,
+            hairpinned: 3,
+            fragments_out: 4,
+            icmp_generated: 5,
+            icmp_rate_limited: 6,
+            ..Counters::default()
+        };
+        for (i, d) in c.dropped.iter_mut().enumerate() {
+            *d = 100 + i as u64;
+        }
+        let io = IoCounters {
+            rx_packets: 11,
+            rx_bytes: 12,
+            tx_packets: 13,
+            tx_bytes: 14,
+            rx_errors: 15,
+            tx_errors: 16,
+            rx_truncated: 17,
+            gso_in: 18,
+            gso_whole: 19,
+            gso_split: 20,
+            csum_sw: 21,
+            offload_dropped: 22,
+        };
+        let s = WorkerStats::default();
+        s.publish(&c, &io);
+        let snap = s.snapshot();
+        assert_eq!(snap.core, c);
+        assert_eq!(snap.io, io);
+        let mut sum = snap.clone();
+        sum.merge(&snap);
+        assert_eq!(sum.io.gso_split, 40);
+        assert_eq!(sum.core.hairpinned, 6);
+        let line = snap.summary();
+        assert!(line.contains("translated 6to4 1 4to6 2"), "{line}");
+        assert!(line.contains("malformed 100"), "{line}");
+        assert!(line.contains("offload 22"), "{line}");
+        assert!(!line.contains('\n'));
+    }
+}

@@ -1,0 +1,153 @@
+//! A worker thread: one TUN queue, one CPU, one [`Pipeline`]. Reads until the
+//! queue is empty (non-blocking), translating and writing back each packet as it
+//! comes, then publishes its counters and sleeps in `poll` on the queue and the
+//! stop pipe.
+
+use std::io::{self, IoSlice, IoSliceMut, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tun_rs::SyncDevice;
+
+use crate::pipeline::Pipeline;
+use crate::stats::WorkerStats;
+use crate::vnet::VnetHdr;
+
+/// Most packets handled between two counter publications and stop checks.
+pub const BATCH: usize = 64;
+
+/// Everything one worker owns or shares.
+pub(crate) struct Worker {
+    pub index: usize,
+    pub cpu: Option<usize>,
+    pub queue: SyncDevice,
+    pub pipeline: Pipeline,
+    pub stats: Arc<WorkerStats>,
+    /// Set by the main thread to stop.
+    pub stop: Arc<AtomicBool>,
+    /// Read end of the stop pipe: hangs up when the main thread closes the write end.
+    pub stop_fd: Arc<OwnedFd>,
+    /// Tells the main thread that this worker failed.
+    pub wake: UnixStream,
+    /// Why a worker failed (first failure wins).
+    pub failure: Arc<Mutex<Option<String>>>,
+}
+
+impl Worker {
+    /// The thread body.
+    pub fn run(mut self) -> Result<(), String> {
+        if let Some(cpu) = self.cpu
+            && let Err(e) = crate::system::pin_current_thread(cpu)
+        {
+            tracing::warn!(
+                worker = self.index,
+                cpu,
+                "cannot pin worker to its CPU: {e}"
+            );
+        }
+        let result = self.run_loop();
+        self.stats
+            .publish(self.pipeline.counters(), &self.pipeline.io);
+        if let Err(e) = &result {
+            let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+            f.get_or_insert_with(|| e.clone());
+            drop(f);
+            let _ = self.wake.write_all(&[1]);
+        }
+        result
+    }
+
+    fn run_loop(&mut self) -> Result<(), String> {
+        let start = Instant::now();
+        let vnet = self.pipeline.vnet();
+        let queue = &self.queue;
+        let mut emit = |h: &VnetHdr, p: &[u8]| {
+            let r = if vnet {
+                let hb = h.encode();
+                queue.send_vectored(&[IoSlice::new(&hb), IoSlice::new(p)])
+            } else {
+                queue.send(p)
+            };
+            r.is_ok()
+        };
+        loop {
+            let now_ns = start.elapsed().as_nanos() as u64;
+            let mut dry = false;
+            for _ in 0..BATCH {
+                let r = {
+                    let (hdr, data) = self.pipeline.rx_buffers();
+                    if vnet {
+                        queue.recv_vectored(&mut [IoSliceMut::new(hdr), IoSliceMut::new(data)])
+                    } else {
+                        queue.recv(data)
+                    }
+                };
+                match r {
+                    Ok(n) => self.pipeline.process(n, now_ns, &mut emit),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        dry = true;
+                        break;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.pipeline.io.rx_errors += 1;
+                        return Err(format!(
+                            "worker {}: cannot read from its TUN queue: {e}",
+                            self.index
+                        ));
+                    }
+                }
+            }
+            self.stats
+                .publish(self.pipeline.counters(), &self.pipeline.io);
+            if self.stop.load(Relaxed) {
+                return Ok(());
+            }
+            if dry && self.wait_readable()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Sleep until the queue has a packet (false) or the stop pipe hangs up (true).
+    fn wait_readable(&self) -> Result<bool, String> {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.queue.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.stop_fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        loop {
+            // SAFETY: fds is a valid array of two pollfd.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+            if r >= 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(format!("worker {}: poll failed: {e}", self.index));
+            }
+        }
+        if fds[1].revents != 0 {
+            return Ok(true);
+        }
+        if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
+            && fds[0].revents & libc::POLLIN == 0
+        {
+            return Err(format!(
+                "worker {}: its TUN queue reports an error (device removed?)",
+                self.index
+            ));
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,55 @@
+//! `sixgate run`: the gateway. Sets up the TUN device, its routes and one worker
+//! per queue (see `sixgate-tun` and docs/tun.md), runs in the foreground until
+//! SIGINT or SIGTERM, then takes everything down (unless `--keep`) and prints a
+//! one-line summary of the counters.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use tracing_subscriber::EnvFilter;
+
+use super::CmdResult;
+
+/// Arguments of `sixgate run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Configuration file (TOML, see docs/config.md): [translator], [daemon], [tun].
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// On exit leave the TUN device and its routes in place (as `[tun] keep = true`).
+    #[arg(long)]
+    pub keep: bool,
+}
+
+pub fn run(args: &Args) -> CmdResult {
+    // Logs go to standard error; RUST_LOG overrides the level (default info).
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+
+    let loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
+    tracing::info!(
+        config = %args.config.display(),
+        "sixgate {} starting: {}",
+        env!("CARGO_PKG_VERSION"),
+        loaded.describe()
+    );
+    let gw =
+        sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
+    let why = gw.wait();
+    tracing::info!(device = %gw.name(), "stopping: {why}");
+    let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
+    let report = gw.stop();
+    println!("sixgate: {}", report.totals.summary());
+    for e in &report.errors {
+        tracing::error!("{e}");
+    }
+    if failed {
+        return Err(format!("sixgate run: stopped: {why}"));
+    }
+    Ok(())
+}
