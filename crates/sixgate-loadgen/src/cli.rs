@@ -72,8 +72,12 @@ pub struct RecvArgs {
     #[arg(long)]
     pub expect: Option<u64>,
     /// Datagrams per recvmmsg call.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub batch: u16,
+    /// Poll instead of blocking: sleep this many microseconds whenever the queue
+    /// is drained (so that senders do not pay a wake-up per datagram); 0 blocks.
+    #[arg(long, default_value_t = 200)]
+    pub poll_us: u64,
     /// Socket receive buffer to ask for (bytes; privileged callers get it even
     /// above net.core.rmem_max).
     #[arg(long, default_value_t = 16 << 20)]
@@ -112,6 +116,7 @@ impl RecvArgs {
             idle_timeout: self.idle_timeout,
             expect: self.expect,
             batch: usize::from(self.batch),
+            poll: (self.poll_us > 0).then(|| Duration::from_micros(self.poll_us)),
             rcvbuf: self.rcvbuf,
             ready_file: self.ready_file.clone(),
         }
@@ -260,7 +265,8 @@ mod tests {
         assert_eq!(o.duration, Duration::from_secs(5));
         assert_eq!(o.idle_timeout, Some(Duration::from_millis(300)));
         assert_eq!(o.expect, Some(1000));
-        assert_eq!(o.batch, 64);
+        assert_eq!(o.batch, 256);
+        assert_eq!(o.poll, Some(Duration::from_micros(200)));
         assert!(!a.json);
         assert!(
             parse(&["recv", "--duration", "5"]).is_err(),

@@ -137,10 +137,11 @@ pub fn sendmmsg(fd: RawFd, msgs: &mut [libc::mmsghdr]) -> io::Result<usize> {
     }
 }
 
-/// `recvmmsg` with `MSG_WAITFORONE` (block for the first datagram, up to the
-/// socket's receive timeout, then take what is queued) and `MSG_TRUNC` (each
-/// `msg_len` is the datagram's real length even if the buffer was shorter).
-/// Returns `Ok(0)` on timeout; retries on EINTR.
+/// `recvmmsg` with `MSG_WAITFORONE` (on a blocking socket: block for the first
+/// datagram, up to the socket's receive timeout, then take what is queued; on
+/// a non-blocking one: take what is queued) and `MSG_TRUNC` (each `msg_len` is
+/// the datagram's real length even if the buffer was shorter). Returns `Ok(0)`
+/// on timeout or an empty queue; retries on EINTR.
 pub fn recvmmsg(fd: RawFd, msgs: &mut [libc::mmsghdr]) -> io::Result<usize> {
     loop {
         // SAFETY: every mmsghdr in `msgs` points at live, writable iovecs,

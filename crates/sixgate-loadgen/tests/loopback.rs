@@ -9,13 +9,14 @@ use std::time::Duration;
 use sixgate_loadgen::recv::{Receiver, RecvOptions};
 use sixgate_loadgen::send::{SendOptions, send};
 
-fn receiver(ip: IpAddr, expect: u64) -> Receiver {
+fn receiver(ip: IpAddr, expect: u64, poll: Option<Duration>) -> Receiver {
     Receiver::bind(RecvOptions {
         bind: SocketAddr::new(ip, 0),
         duration: Duration::from_secs(10),
         idle_timeout: Some(Duration::from_secs(2)),
         expect: Some(expect),
         batch: 64,
+        poll,
         rcvbuf: 4 << 20,
         ready_file: None,
     })
@@ -23,9 +24,13 @@ fn receiver(ip: IpAddr, expect: u64) -> Receiver {
 }
 
 fn round_trip(ip: IpAddr, src_ports: Option<&str>) {
+    round_trip_with(ip, src_ports, Some(Duration::from_micros(200)));
+}
+
+fn round_trip_with(ip: IpAddr, src_ports: Option<&str>, poll: Option<Duration>) {
     let (rate, duration) = (20_000u64, Duration::from_millis(500));
     let expect = 10_000;
-    let rx = receiver(ip, expect);
+    let rx = receiver(ip, expect, poll);
     let dst = rx.local_addr().unwrap();
     let counting = thread::spawn(move || rx.run().expect("receive"));
 
@@ -59,6 +64,11 @@ fn round_trip(ip: IpAddr, src_ports: Option<&str>) {
 #[test]
 fn udp_socket_ipv4() {
     round_trip(Ipv4Addr::LOCALHOST.into(), None);
+}
+
+#[test]
+fn udp_socket_ipv4_blocking_receiver() {
+    round_trip_with(Ipv4Addr::LOCALHOST.into(), None, None);
 }
 
 #[test]
