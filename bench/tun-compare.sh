@@ -95,6 +95,7 @@ SENDER_CPU=${SENDER_CPU:-0}
 RECEIVER_CPU=${RECEIVER_CPU:-$last_cpu}
 DUT_CPU=${DUT_CPU:-$last_cpu}
 RPS=${RPS:-0}
+SENDER=${SENDER:-packet}
 
 log() { printf 'tun-compare: %s\n' "$*" >&2; }
 die() {
@@ -240,6 +241,14 @@ rps() {
     nsx "$ns" sh -c "printf '%x' $((1 << cpu)) > /sys/class/net/$dev/queues/rx-0/rps_cpus"
 }
 
+# The sender writes whole frames to the v6 host's veth (packet socket), or
+# goes through its IP stack (raw IP socket) with SENDER=raw.
+case "$SENDER" in
+    packet) SENDER_ARGS=(--via v6h --dst-mac "$MAC_D6") ;;
+    raw) SENDER_ARGS=() ;;
+    *) die "SENDER must be packet or raw" ;;
+esac
+
 # --- measuring -------------------------------------------------------------------
 # One UDP trial: sets T_SENT T_RECV T_OFFERED T_DELIVERED T_LOSS T_BEHIND T_DROPS,
 # and raises R_PEAK to T_DELIVERED if that is higher.
@@ -261,8 +270,8 @@ trial() {
     done
     [[ -s $ready ]] || die "receiver did not start"
     nsx "$NS6" taskset -c "$SENDER_CPU" "$LOADGEN" send --dst "$dst" --rate "$rate" \
-        --duration "$secs" --size "$PAYLOAD" --src-port-range "$SRC_PORTS" --json >"$tmp/send.json" ||
-        die "sender failed"
+        --duration "$secs" --size "$PAYLOAD" --src-port-range "$SRC_PORTS" "${SENDER_ARGS[@]}" \
+        --json >"$tmp/send.json" || die "sender failed"
     wait "$rpid" || die "receiver failed"
     read -r T_SENT T_RECV T_OFFERED T_DELIVERED T_LOSS T_BEHIND T_DROPS < <(
         python3 - "$tmp/send.json" "$tmp/recv.json" <<'EOF'

@@ -50,6 +50,11 @@ pub fn partial(src: IpAddr, dst: IpAddr, udp: &[u8]) -> u64 {
     sum(acc, udp)
 }
 
+/// The IPv4 header checksum of `header` (its checksum field zero).
+pub fn ipv4_header(header: &[u8]) -> u16 {
+    !fold(sum(0, header))
+}
+
 /// Fold and complement a sum into the checksum field value.
 pub fn finish(acc: u64) -> u16 {
     match !fold(acc) {
@@ -94,6 +99,16 @@ mod tests {
             let base = partial(src.into(), dst.into(), &datagram(0, 9, &payload));
             assert_eq!(finish(base + u64::from(sport)), want);
         }
+    }
+
+    #[test]
+    fn ipv4_header_checksum() {
+        // RFC 1071 example header (checksum field zeroed): 0xb861.
+        let h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(ipv4_header(&h), 0xb861);
     }
 
     #[test]

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::frame::Mac;
 use crate::ports::PortRange;
 use crate::recv::RecvOptions;
-use crate::send::SendOptions;
+use crate::send::{SendOptions, Via};
 
 /// UDP packet generator and receiver for data-plane benchmarks (Linux,
 /// sendmmsg/recvmmsg in batches).
@@ -46,6 +47,19 @@ pub struct SendArgs {
     /// socket (needs CAP_NET_RAW). Without it, one UDP socket's port is used.
     #[arg(long, value_name = "A-B")]
     pub src_port_range: Option<PortRange>,
+    /// Send whole Ethernet frames out of this interface through a packet socket
+    /// (needs CAP_NET_RAW and --dst-mac): the sender's own IP stack is skipped,
+    /// so more load can be offered. The source address is the one the kernel
+    /// would use for --dst.
+    #[arg(long, value_name = "IFACE", requires = "dst_mac")]
+    pub via: Option<String>,
+    /// With --via: the next hop's Ethernet address (the gateway's, or the
+    /// destination's on the same link).
+    #[arg(long, value_name = "MAC", requires = "via")]
+    pub dst_mac: Option<Mac>,
+    /// With --via: the source Ethernet address (default: the interface's).
+    #[arg(long, value_name = "MAC", requires = "via")]
+    pub src_mac: Option<Mac>,
     /// Packets per sendmmsg call (the token bucket's depth).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub batch: u16,
@@ -98,6 +112,11 @@ impl SendArgs {
             duration: self.duration,
             size: usize::from(self.size),
             src_ports: self.src_port_range,
+            via: self.via.as_ref().map(|iface| Via {
+                iface: iface.clone(),
+                dst_mac: self.dst_mac.expect("clap requires --dst-mac with --via"),
+                src_mac: self.src_mac,
+            }),
             batch: usize::from(self.batch),
             seed: self.seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
@@ -213,7 +232,62 @@ mod tests {
         assert_eq!(o.size, 18, "default payload gives 64-byte IPv4 frames");
         assert_eq!(o.batch, 32);
         assert_eq!(o.src_ports, Some("1024-65535".parse().unwrap()));
+        assert!(o.via.is_none());
         assert!(a.json);
+    }
+
+    #[test]
+    fn send_via_a_packet_socket() {
+        let cli = parse(&[
+            "send",
+            "--dst",
+            "[2001:db8:64::c633:6407]:5001",
+            "--rate",
+            "0",
+            "--duration",
+            "1",
+            "--via",
+            "v6h",
+            "--dst-mac",
+            "02:00:5e:00:06:01",
+        ])
+        .unwrap();
+        let Command::Send(a) = cli.command else {
+            panic!("not send")
+        };
+        let via = a.options().via.unwrap();
+        assert_eq!(via.iface, "v6h");
+        assert_eq!(via.dst_mac, "02:00:5e:00:06:01".parse().unwrap());
+        assert_eq!(via.src_mac, None);
+        // --via and --dst-mac need each other; MACs must parse.
+        let base = [
+            "send",
+            "--dst",
+            "198.51.100.7:9",
+            "--rate",
+            "1",
+            "--duration",
+            "1",
+        ];
+        let with = |extra: &[&str]| {
+            let mut v: Vec<&str> = base.to_vec();
+            v.extend_from_slice(extra);
+            parse(&v)
+        };
+        assert!(with(&["--via", "eth0"]).is_err());
+        assert!(with(&["--dst-mac", "02:00:5e:00:06:01"]).is_err());
+        assert!(with(&["--via", "eth0", "--dst-mac", "nope"]).is_err());
+        assert!(
+            with(&[
+                "--via",
+                "eth0",
+                "--dst-mac",
+                "2:0:0:0:0:1",
+                "--src-mac",
+                "2:0:0:0:0:2"
+            ])
+            .is_ok()
+        );
     }
 
     #[test]

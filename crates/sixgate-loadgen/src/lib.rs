@@ -3,7 +3,8 @@
 //! on the offered rate is left to the calling script, `bench/tun-compare.sh`).
 //!
 //! - [`send`]: paced `sendmmsg` batches ([`pacing`]), optionally with RFC 4814
-//!   pseudorandom source ports ([`ports`]) through a raw socket;
+//!   pseudorandom source ports ([`ports`]) through a raw socket, or as whole
+//!   Ethernet frames ([`frame`]) through a packet socket;
 //! - [`recv`]: `recvmmsg` batches, counting datagrams, bytes and the socket's
 //!   own drops.
 //!
@@ -14,6 +15,7 @@ compile_error!("sixgate-loadgen uses Linux system calls (sendmmsg, recvmmsg, SO_
 
 pub mod checksum;
 pub mod cli;
+pub mod frame;
 pub mod pacing;
 pub mod ports;
 pub mod recv;

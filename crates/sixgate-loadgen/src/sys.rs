@@ -81,6 +81,43 @@ pub fn raw_udp_socket(src: IpAddr, dst: IpAddr) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A packet socket that sends whole Ethernet frames out of `iface`, past the
+/// queueing discipline (`PACKET_QDISC_BYPASS`). It is bound with protocol 0, so
+/// it receives nothing. Needs CAP_NET_RAW.
+pub fn packet_socket(iface: &str) -> io::Result<OwnedFd> {
+    let name = std::ffi::CString::new(iface)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
+    // SAFETY: name is a valid NUL-terminated string.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: plain socket(2) call; the result is checked before use.
+    let fd =
+        check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd is a fresh descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+    let mut sll: libc::sockaddr_ll = unsafe { mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as libc::c_ushort;
+    sll.sll_ifindex = index as libc::c_int;
+    // SAFETY: sll is a valid sockaddr_ll of the size passed.
+    check(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&raw const sll).cast(),
+            mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
+    set_int(
+        fd.as_raw_fd(),
+        libc::SOL_PACKET,
+        libc::PACKET_QDISC_BYPASS,
+        1,
+    )?;
+    Ok(fd)
+}
+
 /// `setsockopt` with an `int` value.
 pub fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: i32) -> io::Result<()> {
     // SAFETY: the option value is a live c_int of the size passed.
