@@ -17,8 +17,8 @@
 #  - zero-loss throughput of 64-byte UDP IPv6->IPv4 (RFC 8219 sizes: 18-byte
 #    payload, 66-byte IPv6 / 46-byte IPv4 packets, 84 / 64-byte frames; RFC 4814
 #    pseudorandom source ports, 3 s trials): an unpaced probe gives the most the
-#    sender can offer on that path, then a search on the offered rate (10 %
-#    steps, then bisection to 1 %). A trial passes when loss <= 0.1 % and the
+#    sender can offer on that path, then a search on the offered rate (steps
+#    of 10 %, 20 %, 40 %... until bracketed, then bisection to 1 %). A trial passes when loss <= 0.1 % and the
 #    sender left <= 0.1 % of its schedule unsent; a trial whose sender fell
 #    behind is invalid and is run once more. The figure is the highest rate any
 #    trial actually offered with loss <= 0.1 %.
@@ -334,21 +334,25 @@ trial_log() {
 }
 
 # Zero-loss throughput. An unpaced probe gives the most the sender can offer on
-# this path. The search starts at 95 % of what the probe delivered, steps up by
-# 10 % while trials pass and down by 10 % while they fail, and bisects once it
-# has a passing and a failing rate, until they are within 1 % (or STEPS trials).
+# this path. The search starts at 95 % of what the probe delivered, steps up
+# while trials pass or down while they fail, by 10 % and then twice the step each
+# time (a DUT that collapses under the probe delivers far below its zero-loss
+# rate), and bisects once it has a passing and a failing rate, until they are
+# within 1 % (or STEPS trials).
 # R_ZERO is the highest rate actually offered by any trial that lost <= LOSS_MAX
 # (see trial): when the sender cannot outrun the DUT (kernel forwarding runs in
 # the sender's softirq), that is the sender's ceiling on this path. Then one
-# trial at OVERLOAD x R_ZERO. Sets R_ZERO, R_PEAK, R_OVER_OFFERED,
-# R_OVER_DELIVERED, R_OVER_LOSS.
+# trial at OVERLOAD x R_ZERO. Sets R_ZERO, R_PEAK, R_MAX_OFFERED and
+# R_MAX_DELIVERED (the probe's), R_OVER_OFFERED, R_OVER_DELIVERED, R_OVER_LOSS.
 measure_udp() {
     local dst=$1 bind=$2
-    local lo=0 hi mid step passed=0 failed=0
+    local lo=0 hi mid step passed=0 failed=0 pct=10
     R_PEAK=0
     R_ZERO=0
     trial "$dst" "$bind" 0 "$TRIAL_S"
     hi=$T_OFFERED
+    R_MAX_OFFERED=$T_OFFERED
+    R_MAX_DELIVERED=$T_DELIVERED
     if loss_ok; then
         trial_log probe unpaced "no loss: sender-limited"
     else
@@ -366,10 +370,12 @@ measure_udp() {
             # Stop once the bracket is within 1 %.
             ((hi - lo > hi / 100)) || break
             if ((!failed)); then
-                mid=$((lo * 110 / 100))
+                mid=$((lo * (100 + pct) / 100))
                 ((mid < hi)) || mid=$(((lo + hi) / 2))
+                pct=$((pct * 2))
             elif ((!passed)); then
-                mid=$((hi * 90 / 100))
+                mid=$((hi * (100 - pct) / 100))
+                pct=$((pct * 2 > 90 ? 90 : pct * 2))
             else
                 mid=$(((lo + hi) / 2))
             fi
@@ -429,9 +435,11 @@ KERNEL_TCP=""
 R_PEAK=0
 R_ZERO=0
 
-# name, zero-loss, peak, offered at overload, delivered at overload, loss at overload, TCP
+# name, zero-loss, peak, offered at overload, delivered at overload, loss at
+# overload, TCP, probe offered, probe delivered
 add_row() {
-    ROWS+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"$'\t'"$5"$'\t'"$6"$'\t'"$7")
+    local IFS=$'\t'
+    ROWS+=("$*")
 }
 
 run_case() {
@@ -439,12 +447,13 @@ run_case() {
     log "== $name"
     if ! sanity "$dst" "$bind"; then
         log "  sanity check failed: $T_RECV of $T_SENT packets arrived"
-        add_row "$name" "failed: no traffic through ($T_RECV/$T_SENT)" - - - - -
+        add_row "$name" "failed: no traffic through ($T_RECV/$T_SENT)" - - - - - - -
         return
     fi
     measure_udp "$dst" "$bind"
     measure_tcp "$tcp_dst"
-    add_row "$name" "$R_ZERO" "$R_PEAK" "$R_OVER_OFFERED" "$R_OVER_DELIVERED" "$R_OVER_LOSS" "$R_TCP"
+    add_row "$name" "$R_ZERO" "$R_PEAK" "$R_OVER_OFFERED" "$R_OVER_DELIVERED" "$R_OVER_LOSS" "$R_TCP" \
+        "$R_MAX_OFFERED" "$R_MAX_DELIVERED"
 }
 
 case_kernel() {
@@ -494,7 +503,7 @@ EOF
     pid=$!
     if ! wait_for_link nat64; then
         log "  tayga did not create its TUN device: $(tail -n 3 "$tmp/tayga.log")"
-        add_row "TAYGA $version" "failed: did not start" - - - - -
+        add_row "TAYGA $version" "failed: did not start" - - - - - - -
         return
     fi
     ip -n "$NSD" link set nat64 up
@@ -508,7 +517,7 @@ EOF
 case_sixgate() {
     local workers=$1 label=$2 conf="$tmp/sixgate.toml" pid pin=()
     if ((!have_sixgate_run)); then
-        add_row "$label" "skipped: sixgate run not available" - - - - -
+        add_row "$label" "skipped: sixgate run not available" - - - - - - -
         log "== $label: skipped: sixgate run not available"
         return
     fi
@@ -534,7 +543,7 @@ EOF
     pid=$!
     if ! wait_for_link sixgate0; then
         log "  sixgate did not create its TUN device: $(tail -n 3 "$tmp/sixgate.log")"
-        add_row "$label" "failed: did not start" - - - - -
+        add_row "$label" "failed: did not start" - - - - - - -
         stop_dut "$pid"
         return
     fi
@@ -584,13 +593,13 @@ done
 # --- the table ---------------------------------------------------------------------
 fmt_k() { awk -v v="$1" 'BEGIN { printf "%.0f k", v / 1000 }'; }
 table() {
-    echo "| system | zero-loss pps | peak delivered | ${OVERLOAD}× overload: offered (× zero-loss) → delivered | delivered at ${OVERLOAD}× / peak | TCP Gb/s | vs kernel: pps / TCP |"
-    echo "|---|---:|---:|---:|---:|---:|---:|"
-    local row name zero peak off del oloss tcp ratio pct factor
+    echo "| system | zero-loss pps | peak delivered | ${OVERLOAD}× overload: offered (× zero-loss) → delivered | delivered at ${OVERLOAD}× / peak | sender's max offered → delivered | TCP Gb/s | vs kernel: pps / TCP |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    local row name zero peak off del oloss tcp moff mdel ratio pct factor
     for row in "${ROWS[@]}"; do
-        IFS=$'\t' read -r name zero peak off del oloss tcp <<<"$row"
+        IFS=$'\t' read -r name zero peak off del oloss tcp moff mdel <<<"$row"
         if [[ ! $zero =~ ^[0-9]+$ ]]; then
-            echo "| $name | $zero | | | | | |"
+            echo "| $name | $zero | | | | | | |"
             continue
         fi
         pct=$(awk -v d="$del" -v p="$peak" 'BEGIN { if (p > 0) printf "%.0f %%", 100 * d / p; else print "-" }')
@@ -600,7 +609,7 @@ table() {
                 'BEGIN { r = sprintf("%.2f", z / k); if (t + 0 > 0 && kt + 0 > 0) r = r sprintf(" / %.2f", t / kt); else r = r " / -"; print r }')
         fi
         factor=$(awk -v o="$off" -v z="$zero" 'BEGIN { printf "%.1f×", o / z }')
-        echo "| $name | $(fmt_k "$zero") | $(fmt_k "$peak") | $(fmt_k "$off") ($factor) → $(fmt_k "$del") ($(printf '%.0f' "$oloss") % lost) | $pct | $tcp | $ratio |"
+        echo "| $name | $(fmt_k "$zero") | $(fmt_k "$peak") | $(fmt_k "$off") ($factor) → $(fmt_k "$del") ($(printf '%.0f' "$oloss") % lost) | $pct | $(fmt_k "$moff") → $(fmt_k "$mdel") | $tcp | $ratio |"
     done
 }
 
@@ -609,7 +618,7 @@ elapsed=$((SECONDS - started))
     table
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $ncpu CPUs ($model); kernel $kernel; load average at start $load."
-    echo "Command: \`$cmdline\` (run took ${elapsed} s). Pinning: sender CPU $SENDER_CPU, receiver CPU $RECEIVER_CPU, DUT CPU $DUT_CPU."
+    echo "Command: \`$cmdline\` (run took ${elapsed} s). Pinning: sender CPU $SENDER_CPU, receiver CPU $RECEIVER_CPU, DUT CPU $DUT_CPU; RPS=$RPS; SENDER=$SENDER."
     echo "UDP: ${PAYLOAD}-byte payload (IPv6 66 B / IPv4 46 B packets), source ports pseudorandom in $SRC_PORTS;"
     echo "${TRIAL_S} s trials; pass = loss <= $LOSS_MAX % and sender behind schedule <= $BEHIND_MAX %."
 } >"$tmp/table.md"
