@@ -1,0 +1,644 @@
+#!/usr/bin/env bash
+# Gateway data-plane comparison on one machine: kernel IPv6 forwarding, TAYGA
+# and sixgate (TUN) side by side, in ONE run, on a three-namespace veth bed:
+#
+#   v6 host ns               DUT ns                                  v4 host ns
+#   2001:db8:1::5/64 --veth-- 2001:db8:1::1/64  198.51.100.1/24 --veth-- 198.51.100.7/24
+#   gw 2001:db8:1::1          pool6 2001:db8:64::/96                     gw 198.51.100.1
+#                             EAM 198.18.0.0/24 <-> 2001:db8:1::/120
+#
+# Static neighbours everywhere (no ND/ARP during the runs). For the kernel
+# case only, the DUT's and the v4 host's link also get 2001:db8:2::1/64 and
+# 2001:db8:2::7/64, and the traffic is plain IPv6 forwarding to 2001:db8:2::7.
+#
+# For each system, in this order: kernel, TAYGA, sixgate workers = 1, sixgate
+# workers = nproc (the sixgate rows need `sixgate run`; without it they say
+# "skipped: sixgate run not available"):
+#  - zero-loss throughput of 64-byte UDP IPv6->IPv4 (RFC 8219 sizes: 18-byte
+#    payload, 66-byte IPv6 / 46-byte IPv4 packets, 84 / 64-byte frames; RFC 4814
+#    pseudorandom source ports, 3 s trials): an unpaced probe gives the most the
+#    sender can offer on that path (twice if it saw no loss), then a search on
+#    the offered rate (steps of 10 %, 20 %, 40 %... until bracketed, then
+#    bisection to 1 %). A trial passes when loss <= 0.1 % and the
+#    sender left <= 0.1 % of its schedule unsent; a trial whose sender fell
+#    behind is invalid and is run once more. The figure is the highest rate a
+#    probe or search trial actually offered with loss <= 0.1 %.
+#  - the rate delivered when offered 3x the zero-loss rate (or as much as the
+#    sender can), and the most delivered in any trial ("peak").
+#  - single-stream TCP, v6 host -> v4 host, with iperf3.
+#
+# usage: bench/tun-compare.sh [--quick] [--out FILE] [--only LIST] [--no-build]
+#   --quick      1 s trials, <= 5 search steps, 3 s TCP (about a minute)
+#   --out FILE   also write the table (with the machine and command) to FILE
+#   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN
+#   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
+#
+# Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
+# and sixgate workers = 1 run on DUT_CPU; sixgate workers = nproc is not pinned.
+# A veth delivers on the CPU that sent, so the DUT namespace's kernel work on
+# the IPv6 leg (forwarding, TUN queueing) runs on the sender's CPU, and the IPv4
+# leg's on the CPU that writes the TUN. RPS=1 instead steers each veth's
+# receive work with RPS (DUT veths to DUT_CPU, hosts to their programs' CPUs).
+# Full run about 4 minutes on 2 CPUs. Needs root, iproute2, tayga, iperf3 and
+# python3 (scripts/setup.sh installs them). Cleans up on exit, Ctrl-C or error.
+set -euo pipefail
+export LC_ALL=C
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# --- parameters --------------------------------------------------------------
+TRIAL_S=3         # seconds per UDP trial
+STEPS=8           # binary-search trials after the probe
+TCP_S=10          # iperf3 seconds
+LOSS_MAX=0.1      # % loss a trial may show and still pass
+BEHIND_MAX=0.1    # % of its schedule the sender may leave unsent and still pass
+OVERLOAD=3        # overload factor
+PAYLOAD=18        # UDP payload: 46-byte IPv4 / 66-byte IPv6 packets (64 / 84-byte frames)
+SRC_PORTS=1024-65535 # RFC 4814 pseudorandom source ports
+UDP_PORT=5001
+TCP_PORT=5201
+out=""
+only="kernel,tayga,sixgate1,sixgateN"
+build=1
+quick=0
+cmdline="bench/tun-compare.sh $*"
+
+while (($# > 0)); do
+    case "$1" in
+        --quick) quick=1 ;;
+        --out)
+            out=${2:?--out needs a file}
+            shift
+            ;;
+        --only)
+            only=${2:?--only needs a list}
+            shift
+            ;;
+        --no-build) build=0 ;;
+        -h | --help)
+            awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+            exit 0
+            ;;
+        *)
+            echo "tun-compare: unknown argument: $1 (see --help)" >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
+if ((quick)); then
+    TRIAL_S=1
+    STEPS=5
+    TCP_S=3
+fi
+
+ncpu=$(nproc)
+last_cpu=$((ncpu - 1))
+SENDER_CPU=${SENDER_CPU:-0}
+RECEIVER_CPU=${RECEIVER_CPU:-$last_cpu}
+DUT_CPU=${DUT_CPU:-$last_cpu}
+RPS=${RPS:-0}
+SENDER=${SENDER:-packet}
+
+log() { printf 'tun-compare: %s\n' "$*" >&2; }
+die() {
+    log "error: $*"
+    exit 1
+}
+
+[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces)"
+for tool in ip taskset python3 iperf3 tayga; do
+    command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/setup.sh)"
+done
+
+# --- cleanup: every process we started lives in one of our namespaces -------
+id=$$
+NS6="sgb${id}-v6"
+NSD="sgb${id}-dut"
+NS4="sgb${id}-v4"
+tmp=$(mktemp -d "/tmp/tun-compare.XXXXXX")
+started=$SECONDS
+
+ns_exists() { [[ -e /run/netns/$1 ]]; }
+
+kill_ns_procs() {
+    local ns=$1 sig=$2 pids
+    ns_exists "$ns" || return 0
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    if [[ -n $pids ]]; then
+        # shellcheck disable=SC2086 # one pid per word
+        kill "-$sig" $pids 2>/dev/null || true
+    fi
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    set +e
+    local ns
+    for ns in "$NS6" "$NSD" "$NS4"; do kill_ns_procs "$ns" TERM; done
+    # Give sixgate/tayga a moment to remove their TUN devices and routes.
+    local i
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        local busy=0
+        for ns in "$NS6" "$NSD" "$NS4"; do
+            if ns_exists "$ns" && [[ -n $(ip netns pids "$ns" 2>/dev/null) ]]; then busy=1; fi
+        done
+        ((busy)) || break
+        sleep 0.2
+        if ((i == 10)); then
+            for ns in "$NS6" "$NSD" "$NS4"; do kill_ns_procs "$ns" KILL; done
+        fi
+    done
+    for ns in "$NS6" "$NSD" "$NS4"; do
+        if ns_exists "$ns"; then ip netns del "$ns"; fi
+    done
+    rm -rf "$tmp"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT
+trap 'log "terminated"; exit 143' TERM
+
+# --- binaries ------------------------------------------------------------------
+export PATH="$HOME/.cargo/bin:$PATH"
+LOADGEN=${LOADGEN:-$root/target/release/sixgate-loadgen}
+SIXGATE=${SIXGATE:-$root/target/release/sixgate}
+if ((build)); then
+    log "building sixgate-loadgen and sixgate (release)"
+    (cd "$root" && cargo build --release --quiet -p sixgate-loadgen -p sixgate) ||
+        die "cargo build failed"
+fi
+[[ -x $LOADGEN ]] || die "no loadgen at $LOADGEN (build it or set LOADGEN=)"
+have_sixgate_run=0
+if [[ -x $SIXGATE ]] && "$SIXGATE" run --help >/dev/null 2>&1; then
+    have_sixgate_run=1
+fi
+
+# --- the bed -------------------------------------------------------------------
+MAC_V6H=02:00:5e:00:06:05 # v6 host
+MAC_D6=02:00:5e:00:06:01  # DUT, IPv6 side
+MAC_D4=02:00:5e:00:04:01  # DUT, IPv4 side
+MAC_V4H=02:00:5e:00:04:07 # v4 host
+V6H=2001:db8:1::5
+D6=2001:db8:1::1
+D4=198.51.100.1
+V4H=198.51.100.7
+POOL6=2001:db8:64::/96
+V4H_VIA_POOL6=2001:db8:64::c633:6407 # 198.51.100.7 in pool6
+EAM4=198.18.0.0/24
+EAM6=2001:db8:1::/120
+# Kernel forwarding case only: the v4 host's side also gets IPv6.
+D4_6=2001:db8:2::1
+V4H_6=2001:db8:2::7
+
+nsx() {
+    local ns=$1
+    shift
+    ip netns exec "$ns" "$@"
+}
+
+build_bed() {
+    local ns
+    for ns in "$NS6" "$NSD" "$NS4"; do
+        ip netns add "$ns"
+        ip -n "$ns" link set lo up
+        nsx "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 \
+            net.ipv6.conf.all.accept_ra=0 net.ipv6.conf.default.accept_ra=0
+    done
+    nsx "$NSD" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv4.ip_forward=1 \
+        net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+
+    ip link add v6h netns "$NS6" address "$MAC_V6H" type veth peer name d6 netns "$NSD" address "$MAC_D6"
+    ip link add d4 netns "$NSD" address "$MAC_D4" type veth peer name v4h netns "$NS4" address "$MAC_V4H"
+
+    ip -n "$NS6" addr add "$V6H/64" dev v6h nodad
+    ip -n "$NSD" addr add "$D6/64" dev d6 nodad
+    ip -n "$NSD" addr add "$D4/24" dev d4
+    ip -n "$NS4" addr add "$V4H/24" dev v4h
+    ip -n "$NS6" link set v6h up
+    ip -n "$NSD" link set d6 up
+    ip -n "$NSD" link set d4 up
+    ip -n "$NS4" link set v4h up
+    ip -n "$NS6" -6 route add default via "$D6" dev v6h
+    ip -n "$NS4" route add default via "$D4" dev v4h
+
+    # Static neighbours: no ND/ARP in the measurements.
+    ip -n "$NS6" neigh replace "$D6" lladdr "$MAC_D6" dev v6h nud permanent
+    ip -n "$NSD" neigh replace "$V6H" lladdr "$MAC_V6H" dev d6 nud permanent
+    ip -n "$NSD" neigh replace "$V4H" lladdr "$MAC_V4H" dev d4 nud permanent
+    ip -n "$NS4" neigh replace "$D4" lladdr "$MAC_D4" dev v4h nud permanent
+
+    if ((RPS)); then
+        rps "$NSD" d6 "$DUT_CPU"
+        rps "$NSD" d4 "$DUT_CPU"
+        rps "$NS6" v6h "$SENDER_CPU"
+        rps "$NS4" v4h "$RECEIVER_CPU"
+    fi
+}
+
+# Receive packet steering: what arrives on DEV is processed on CPU. A veth
+# otherwise processes what it receives on the CPU that sent it.
+rps() {
+    local ns=$1 dev=$2 cpu=$3
+    nsx "$ns" sh -c "printf '%x' $((1 << cpu)) > /sys/class/net/$dev/queues/rx-0/rps_cpus"
+}
+
+# The sender writes whole frames to the v6 host's veth (packet socket), or
+# goes through its IP stack (raw IP socket) with SENDER=raw.
+case "$SENDER" in
+    packet) SENDER_ARGS=(--via v6h --dst-mac "$MAC_D6") ;;
+    raw) SENDER_ARGS=() ;;
+    *) die "SENDER must be packet or raw" ;;
+esac
+
+# --- measuring -------------------------------------------------------------------
+# One UDP trial: sets T_SENT T_RECV T_OFFERED T_DELIVERED T_LOSS T_BEHIND T_DROPS.
+# Raises R_PEAK to T_DELIVERED, and R_ZERO to T_OFFERED if the trial lost no
+# more than LOSS_MAX: the rate a sender actually offered without loss counts,
+# whether or not it kept to its schedule (a late sender bursts, which is harder
+# on the DUT, not easier).
+# The receiver stops 0.3 s after the last datagram (or at the trial's end + 5 s).
+trial() {
+    local dst=$1 bind=$2 rate=$3 secs=$4
+    local ready="$tmp/ready" rpid
+    rm -f "$ready" "$tmp/send.json" "$tmp/recv.json"
+    # Background jobs run `ip netns exec` directly (not through nsx) so that $!
+    # is the program itself: ip and taskset exec into it.
+    ip netns exec "$NS4" taskset -c "$RECEIVER_CPU" "$LOADGEN" recv --bind "$bind" \
+        --duration "$(awk -v s="$secs" 'BEGIN { print s + 5 }')" --idle-timeout 0.3 \
+        --json --ready-file "$ready" >"$tmp/recv.json" &
+    rpid=$!
+    local i
+    for i in $(seq 100); do
+        [[ -s $ready ]] && break
+        sleep 0.02
+    done
+    [[ -s $ready ]] || die "receiver did not start"
+    nsx "$NS6" taskset -c "$SENDER_CPU" "$LOADGEN" send --dst "$dst" --rate "$rate" \
+        --duration "$secs" --size "$PAYLOAD" --src-port-range "$SRC_PORTS" "${SENDER_ARGS[@]}" \
+        --json >"$tmp/send.json" || die "sender failed"
+    wait "$rpid" || die "receiver failed"
+    read -r T_SENT T_RECV T_OFFERED T_DELIVERED T_LOSS T_BEHIND T_DROPS < <(
+        python3 - "$tmp/send.json" "$tmp/recv.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+sent, recv = s["packets"], r["packets"]
+loss = 100.0 * (sent - recv) / sent if sent else 100.0
+delivered = recv / s["elapsed_s"] if s["elapsed_s"] > 0 else 0.0
+print(sent, recv, round(s["offered_pps"]), round(delivered), f"{loss:.4f}",
+      f"{s['behind_pct']:.4f}", r["socket_drops"])
+EOF
+    )
+    if ((T_DELIVERED > R_PEAK)); then R_PEAK=$T_DELIVERED; fi
+    if ((COUNT_ZERO)) && loss_ok && ((T_OFFERED > R_ZERO)); then R_ZERO=$T_OFFERED; fi
+    if ((T_DROPS > 0)); then
+        log "  warning: the receiver's socket dropped $T_DROPS (receiver too slow, not the DUT)"
+    fi
+}
+
+loss_ok() {
+    awk -v l="$T_LOSS" -v lm="$LOSS_MAX" 'BEGIN { exit !(l <= lm) }'
+}
+
+# pass: loss and sender shortfall both within bounds.
+passes() {
+    awk -v l="$T_LOSS" -v b="$T_BEHIND" -v lm="$LOSS_MAX" -v bm="$BEHIND_MAX" \
+        'BEGIN { exit !(l <= lm && b <= bm) }'
+}
+
+# A trial whose sender fell behind did not offer its rate: it is invalid, not a
+# failure (siitperf's rule). On this shared machine that is usually another
+# process taking the sender's CPU for a moment, so such a trial is run once
+# more; if the sender falls behind again, the rate is out of its reach and
+# counts as a failure. Sets the T_* of the last trial; returns like passes.
+search_trial() {
+    local dst=$1 bind=$2 rate=$3 label=$4
+    trial "$dst" "$bind" "$rate" "$TRIAL_S"
+    if ! passes && loss_ok; then
+        trial_log "$label" "$rate" "invalid (sender behind): again"
+        trial "$dst" "$bind" "$rate" "$TRIAL_S"
+    fi
+    if passes; then
+        trial_log "$label" "$rate" pass
+    else
+        trial_log "$label" "$rate" fail
+        return 1
+    fi
+}
+
+trial_log() {
+    local label=$1 rate=$2 verdict=$3
+    log "$(printf '  %-9s target %8s  offered %8d  delivered %8d  loss %7s %%  behind %6s %%  %s' \
+        "$label" "$rate" "$T_OFFERED" "$T_DELIVERED" "$T_LOSS" "$T_BEHIND" "$verdict")"
+}
+
+# Zero-loss throughput. An unpaced probe gives the most the sender can offer on
+# this path. The search starts at 95 % of what the probe delivered, steps up
+# while trials pass or down while they fail, by 10 % and then twice the step each
+# time up to 50 % (a DUT that collapses under the probe delivers far below its
+# zero-loss rate), and bisects once it has a passing and a failing rate, until they are
+# within 1 % (or STEPS trials).
+# R_ZERO is the highest rate actually offered by any probe or search trial that
+# lost <= LOSS_MAX (see trial): when the sender cannot outrun the DUT (kernel
+# forwarding runs in the sender's softirq), that is the sender's ceiling on this
+# path, and the probe is run twice. Then one trial at OVERLOAD x R_ZERO. Sets R_ZERO, R_PEAK, R_MAX_OFFERED and
+# R_MAX_DELIVERED (the probe's), R_OVER_OFFERED, R_OVER_DELIVERED, R_OVER_LOSS.
+measure_udp() {
+    local dst=$1 bind=$2
+    local lo=0 hi mid step passed=0 failed=0 pct=10
+    R_PEAK=0
+    R_ZERO=0
+    trial "$dst" "$bind" 0 "$TRIAL_S"
+    hi=$T_OFFERED
+    R_MAX_OFFERED=$T_OFFERED
+    R_MAX_DELIVERED=$T_DELIVERED
+    if loss_ok; then
+        # The sender is the limit; a second probe halves the odds that a
+        # moment of CPU theft sets the figure.
+        trial_log probe unpaced "no loss: sender-limited"
+        trial "$dst" "$bind" 0 "$TRIAL_S"
+        trial_log probe unpaced "again"
+        if ((T_OFFERED > R_MAX_OFFERED)); then
+            R_MAX_OFFERED=$T_OFFERED
+            R_MAX_DELIVERED=$T_DELIVERED
+        fi
+    else
+        trial_log probe unpaced loss
+        mid=$(awk -v d="$T_DELIVERED" -v h="$hi" 'BEGIN { m = int(d * 0.95); print (m < h ? m : int(h / 2)) }')
+        for ((step = 1; step <= STEPS; step++)); do
+            ((mid > 0)) || break
+            if search_trial "$dst" "$bind" "$mid" "step $step"; then
+                lo=$mid
+                passed=1
+            else
+                hi=$mid
+                failed=1
+            fi
+            # Stop once the bracket is within 1 %.
+            ((hi - lo > hi / 100)) || break
+            if ((!failed)); then
+                mid=$((lo * (100 + pct) / 100))
+                ((mid < hi)) || mid=$(((lo + hi) / 2))
+                pct=$((pct * 2))
+            elif ((!passed)); then
+                mid=$((hi * (100 - pct) / 100))
+                pct=$((pct * 2 > 50 ? 50 : pct * 2))
+            else
+                mid=$(((lo + hi) / 2))
+            fi
+        done
+    fi
+    if ((R_ZERO == 0)); then
+        R_OVER_OFFERED=0
+        R_OVER_DELIVERED=0
+        R_OVER_LOSS=100
+        return
+    fi
+    local over=$((R_ZERO * OVERLOAD))
+    COUNT_ZERO=0 # an overload trial is not a zero-loss candidate
+    trial "$dst" "$bind" "$over" "$TRIAL_S"
+    COUNT_ZERO=1
+    trial_log "${OVERLOAD}x" "$over" "overload"
+    R_OVER_OFFERED=$T_OFFERED
+    R_OVER_DELIVERED=$T_DELIVERED
+    R_OVER_LOSS=$T_LOSS
+}
+
+# Single-stream TCP, v6 host -> v4 host (or its IPv6 address). Sets R_TCP (Gb/s).
+measure_tcp() {
+    local dst=$1
+    ip netns exec "$NS4" taskset -c "$RECEIVER_CPU" iperf3 -s -1 -p "$TCP_PORT" >/dev/null 2>&1 &
+    local spid=$! i
+    for i in $(seq 100); do
+        nsx "$NS4" ss -Hltn "sport = :$TCP_PORT" | grep -q LISTEN && break
+        sleep 0.05
+    done
+    if nsx "$NS6" taskset -c "$SENDER_CPU" iperf3 -c "$dst" -p "$TCP_PORT" -t "$TCP_S" -J \
+        --connect-timeout 3000 >"$tmp/iperf.json" 2>/dev/null; then
+        R_TCP=$(
+            python3 - "$tmp/iperf.json" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("%.2f" % (j["end"]["sum_received"]["bits_per_second"] / 1e9))
+EOF
+        )
+    else
+        R_TCP=fail
+    fi
+    kill "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    log "  TCP ${TCP_S} s single stream: $R_TCP Gb/s"
+}
+
+# Does traffic get through at all? 2000 packets at 10 kpps, >= 99 % must arrive.
+sanity() {
+    local dst=$1 bind=$2
+    trial "$dst" "$bind" 10000 0.2
+    awk -v s="$T_SENT" -v r="$T_RECV" 'BEGIN { exit !(s > 0 && r >= 0.99 * s) }'
+}
+
+# --- the systems under test ------------------------------------------------------
+ROWS=()
+KERNEL_PPS=""
+KERNEL_TCP=""
+R_PEAK=0
+R_ZERO=0
+COUNT_ZERO=1
+
+# name, zero-loss, peak, offered at overload, delivered at overload, loss at
+# overload, TCP, probe offered, probe delivered
+add_row() {
+    local IFS=$'\t'
+    ROWS+=("$*")
+}
+
+run_case() {
+    local name=$1 dst=$2 bind=$3 tcp_dst=$4
+    log "== $name"
+    if ! sanity "$dst" "$bind"; then
+        log "  sanity check failed: $T_RECV of $T_SENT packets arrived"
+        add_row "$name" "failed: no traffic through ($T_RECV/$T_SENT)" - - - - - - -
+        return
+    fi
+    measure_udp "$dst" "$bind"
+    measure_tcp "$tcp_dst"
+    add_row "$name" "$R_ZERO" "$R_PEAK" "$R_OVER_OFFERED" "$R_OVER_DELIVERED" "$R_OVER_LOSS" "$R_TCP" \
+        "$R_MAX_OFFERED" "$R_MAX_DELIVERED"
+}
+
+case_kernel() {
+    ip -n "$NSD" addr add "$D4_6/64" dev d4 nodad
+    ip -n "$NS4" addr add "$V4H_6/64" dev v4h nodad
+    ip -n "$NS4" -6 route add default via "$D4_6" dev v4h
+    ip -n "$NSD" neigh replace "$V4H_6" lladdr "$MAC_V4H" dev d4 nud permanent
+    ip -n "$NS4" neigh replace "$D4_6" lladdr "$MAC_D4" dev v4h nud permanent
+    run_case "kernel IPv6 forwarding (no translation)" "[$V4H_6]:$UDP_PORT" "[::]:$UDP_PORT" "$V4H_6"
+    KERNEL_PPS=$R_ZERO
+    KERNEL_TCP=$R_TCP
+    ip -n "$NS4" -6 route del default via "$D4_6" dev v4h
+    ip -n "$NSD" addr del "$D4_6/64" dev d4
+    ip -n "$NS4" addr del "$V4H_6/64" dev v4h
+}
+
+wait_for_link() {
+    local dev=$1 i
+    for i in $(seq 100); do
+        ip -n "$NSD" link show "$dev" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+stop_dut() {
+    local pid=$1 i
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+case_tayga() {
+    local version conf="$tmp/tayga.conf" pid
+    version=$(dpkg-query -W -f='${Version}' tayga 2>/dev/null || echo "?")
+    cat >"$conf" <<EOF
+tun-device nat64
+ipv4-addr 192.0.2.1
+prefix $POOL6
+map $EAM4 $EAM6
+EOF
+    ip netns exec "$NSD" taskset -c "$DUT_CPU" tayga -c "$conf" --nodetach >"$tmp/tayga.log" 2>&1 &
+    pid=$!
+    if ! wait_for_link nat64; then
+        log "  tayga did not create its TUN device: $(tail -n 3 "$tmp/tayga.log")"
+        add_row "TAYGA $version" "failed: did not start" - - - - - - -
+        return
+    fi
+    ip -n "$NSD" link set nat64 up
+    ip -n "$NSD" route add "$POOL6" dev nat64
+    ip -n "$NSD" route add "$EAM4" dev nat64
+    run_case "TAYGA $version (Debian, TUN, 1 thread)" \
+        "[$V4H_VIA_POOL6]:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$V4H_VIA_POOL6"
+    stop_dut "$pid"
+}
+
+case_sixgate() {
+    local workers=$1 label=$2 conf="$tmp/sixgate.toml" pid pin=()
+    if ((!have_sixgate_run)); then
+        add_row "$label" "skipped: sixgate run not available" - - - - - - -
+        log "== $label: skipped: sixgate run not available"
+        return
+    fi
+    cat >"$conf" <<EOF
+[translator]
+mode = "siit"
+pool6 = "$POOL6"
+eam = [ { ipv4 = "$EAM4", ipv6 = "$EAM6" } ]
+
+[daemon]
+workers = $workers
+
+[tun]
+name = "sixgate0"
+offload = true
+manage_routes = true
+EOF
+    # One worker: pinned like TAYGA. All workers: the scheduler places them.
+    if ((workers == 1)); then
+        pin=(taskset -c "$DUT_CPU")
+    fi
+    ip netns exec "$NSD" "${pin[@]}" "$SIXGATE" run --config "$conf" >"$tmp/sixgate.log" 2>&1 &
+    pid=$!
+    if ! wait_for_link sixgate0; then
+        log "  sixgate did not create its TUN device: $(tail -n 3 "$tmp/sixgate.log")"
+        add_row "$label" "failed: did not start" - - - - - - -
+        stop_dut "$pid"
+        return
+    fi
+    # manage_routes installs the routes; give it a moment, then check.
+    local i
+    for i in $(seq 50); do
+        ip -n "$NSD" -6 route show "$POOL6" | grep -q sixgate0 &&
+            ip -n "$NSD" route show "$EAM4" | grep -q sixgate0 && break
+        sleep 0.1
+    done
+    if ! ip -n "$NSD" -6 route show "$POOL6" | grep -q sixgate0; then
+        log "  warning: sixgate installed no route for $POOL6; adding the routes here"
+        ip -n "$NSD" link set sixgate0 up
+        ip -n "$NSD" route replace "$POOL6" dev sixgate0
+        ip -n "$NSD" route replace "$EAM4" dev sixgate0
+    fi
+    run_case "$label" "[$V4H_VIA_POOL6]:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$V4H_VIA_POOL6"
+    stop_dut "$pid"
+    # sixgate run prints its counters on exit.
+    log "  sixgate at exit: $(tail -n 1 "$tmp/sixgate.log")"
+    if ip -n "$NSD" link show sixgate0 >/dev/null 2>&1; then
+        log "  warning: sixgate0 still exists after SIGTERM"
+    fi
+}
+
+# --- run -------------------------------------------------------------------------
+model=$(lscpu | awk -F: '/^Model name/ { gsub(/^[ \t]+/, "", $2); print $2; exit }')
+kernel=$(uname -r)
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+log "machine: $ncpu CPUs ($model), kernel $kernel, load average $load"
+log "pinning: sender CPU $SENDER_CPU, receiver CPU $RECEIVER_CPU, DUT CPU $DUT_CPU"
+log "trials: ${TRIAL_S} s, <= $STEPS search steps, pass = loss <= $LOSS_MAX % and sender behind <= $BEHIND_MAX %"
+if awk -v l="${load%% *}" -v n="$ncpu" 'BEGIN { exit !(l > n / 2) }'; then
+    log "warning: load average $load: other work is running, figures will be noisy"
+fi
+
+build_bed
+IFS=, read -r -a selected <<<"$only"
+for sel in "${selected[@]}"; do
+    case "$sel" in
+        kernel) case_kernel ;;
+        tayga) case_tayga ;;
+        sixgate1) case_sixgate 1 "sixgate, workers = 1" ;;
+        sixgateN) case_sixgate "$ncpu" "sixgate, workers = $ncpu (all CPUs)" ;;
+        *) die "unknown system in --only: $sel" ;;
+    esac
+done
+
+# --- the table ---------------------------------------------------------------------
+fmt_k() { awk -v v="$1" 'BEGIN { printf "%.0f k", v / 1000 }'; }
+table() {
+    echo "| system | zero-loss pps | peak delivered | ${OVERLOAD}× overload: offered (× zero-loss) → delivered | delivered at ${OVERLOAD}× / peak | sender's max offered → delivered | TCP Gb/s | vs kernel: pps / TCP |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    local row name zero peak off del oloss tcp moff mdel ratio pct factor
+    for row in "${ROWS[@]}"; do
+        IFS=$'\t' read -r name zero peak off del oloss tcp moff mdel <<<"$row"
+        if [[ ! $zero =~ ^[0-9]+$ ]]; then
+            echo "| $name | $zero | | | | | | |"
+            continue
+        fi
+        pct=$(awk -v d="$del" -v p="$peak" 'BEGIN { if (p > 0) printf "%.0f %%", 100 * d / p; else print "-" }')
+        ratio="-"
+        if [[ $KERNEL_PPS =~ ^[0-9]+$ ]] && ((KERNEL_PPS > 0)); then
+            ratio=$(awk -v z="$zero" -v k="$KERNEL_PPS" -v t="$tcp" -v kt="$KERNEL_TCP" \
+                'BEGIN { r = sprintf("%.2f", z / k); if (t + 0 > 0 && kt + 0 > 0) r = r sprintf(" / %.2f", t / kt); else r = r " / -"; print r }')
+        fi
+        factor=$(awk -v o="$off" -v z="$zero" 'BEGIN { printf "%.1f×", o / z }')
+        echo "| $name | $(fmt_k "$zero") | $(fmt_k "$peak") | $(fmt_k "$off") ($factor) → $(fmt_k "$del") ($(printf '%.0f' "$oloss") % lost) | $pct | $(fmt_k "$moff") → $(fmt_k "$mdel") | $tcp | $ratio |"
+    done
+}
+
+elapsed=$((SECONDS - started))
+{
+    table
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $ncpu CPUs ($model); kernel $kernel; load average at start $load."
+    echo "Command: \`$cmdline\` (run took ${elapsed} s). Pinning: sender CPU $SENDER_CPU, receiver CPU $RECEIVER_CPU, DUT CPU $DUT_CPU; RPS=$RPS; SENDER=$SENDER."
+    echo "UDP: ${PAYLOAD}-byte payload (IPv6 66 B / IPv4 46 B packets), source ports pseudorandom in $SRC_PORTS;"
+    echo "${TRIAL_S} s trials; pass = loss <= $LOSS_MAX % and sender behind schedule <= $BEHIND_MAX %."
+} >"$tmp/table.md"
+cat "$tmp/table.md"
+if [[ -n $out ]]; then
+    cp "$tmp/table.md" "$out"
+    log "table written to $out"
+fi
+log "done in ${elapsed} s"
