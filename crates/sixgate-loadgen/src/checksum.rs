@@ -1,26 +1,10 @@
 //! The UDP checksum for the raw-socket sender (RFC 768 / RFC 8200 §8.1): the
 //! kernel fills it in for UDP sockets, but a raw socket sends what it is given.
+//! The arithmetic is sixgate-core's (RFC 1071); this module only adds the
+//! pseudo-header for either family and the "zero is sent as 0xffff" rule.
 
+use sixgate_core::checksum::{fold, sum, v4_pseudo, v6_pseudo};
 use std::net::IpAddr;
-
-/// One's-complement sum of `data` as big-endian 16-bit words, added to `acc`.
-fn sum(mut acc: u64, data: &[u8]) -> u64 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u64::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        acc += u64::from(*last) << 8;
-    }
-    acc
-}
-
-fn fold(mut acc: u64) -> u16 {
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
-}
 
 /// The checksum of a UDP datagram (`udp`: header with a zero checksum field, then
 /// the payload) from `src` to `dst`. Both addresses must be of one family. A
@@ -34,25 +18,22 @@ pub fn udp(src: IpAddr, dst: IpAddr, udp: &[u8]) -> u16 {
 /// 16-bit field value to it and calling [`finish`] gives the checksum with that
 /// field set (the sender adds each packet's source port this way).
 pub fn partial(src: IpAddr, dst: IpAddr, udp: &[u8]) -> u64 {
-    let mut acc = 0u64;
-    match (src, dst) {
+    let udp_proto = libc::IPPROTO_UDP as u8;
+    let pseudo = match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            acc = sum(acc, &s.octets());
-            acc = sum(acc, &d.octets());
+            v4_pseudo(&s.octets(), &d.octets(), udp.len() as u16, udp_proto)
         }
         (IpAddr::V6(s), IpAddr::V6(d)) => {
-            acc = sum(acc, &s.octets());
-            acc = sum(acc, &d.octets());
+            v6_pseudo(&s.octets(), &d.octets(), udp.len() as u32, udp_proto)
         }
         _ => panic!("checksum::partial: mixed address families"),
-    }
-    acc += udp.len() as u64 + libc::IPPROTO_UDP as u64;
-    sum(acc, udp)
+    };
+    u64::from(pseudo) + u64::from(sum(udp))
 }
 
 /// The IPv4 header checksum of `header` (its checksum field zero).
 pub fn ipv4_header(header: &[u8]) -> u16 {
-    !fold(sum(0, header))
+    !sum(header)
 }
 
 /// Fold and complement a sum into the checksum field value.
