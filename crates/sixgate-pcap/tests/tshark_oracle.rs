@@ -8,8 +8,6 @@
 //! truncated quote over the bytes present, which can never match. Truncated
 //! quotes are covered by the etherparse oracle in sixgate-core's tests.
 
-use sixgate_core::Config;
-use sixgate_core::addr::{Eam, Rfc6052Prefix};
 use sixgate_testkit::{Ip4, Ip6, split_v4};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::Command;
@@ -86,21 +84,11 @@ fn tshark_finds_no_errors_in_translated_output() {
         eprintln!("skipped: tshark is not installed (scripts/setup.sh installs it)");
         return;
     }
-    let mut cfg = Config::with_pool6(Some(
-        Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap(),
-    ));
-    cfg.map
-        .eam
-        .insert(
-            Eam::new(
-                Ipv4Addr::new(198, 18, 0, 0),
-                24,
-                "2001:db8:1::".parse().unwrap(),
-                120,
-            )
-            .unwrap(),
-        )
-        .unwrap();
+    // The shipped sample configuration: the oracle checks what users run.
+    let sample = include_str!("../../../samples/siit.toml");
+    let cfg = sixgate_config::parse(sample, "samples/siit.toml")
+        .unwrap()
+        .config;
     let input = write_pcap(&inputs());
     let mut output = Vec::new();
     let summary = sixgate_pcap::translate_pcap(Arc::new(cfg), &input[..], &mut output).unwrap();

@@ -369,7 +369,6 @@ fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
 mod tests {
     use super::*;
     use crate::vnet::{F_DATA_VALID, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4};
-    use sixgate_core::addr::{Eam, Rfc6052Prefix};
     use sixgate_core::checksum;
     use sixgate_testkit::{Family, Ip4, Ip6};
     use std::net::{Ipv4Addr, Ipv6Addr};
@@ -379,22 +378,13 @@ mod tests {
     const CLIENT4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 5);
     const SERVER4: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 1);
 
+    /// The shipped sample configuration (pool6 2001:db8:64::/96, EAM
+    /// 198.18.0.0/24 ↔ 2001:db8:1::/120): the tests translate what users run.
     fn config() -> Config {
-        let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
-        let mut cfg = Config::with_pool6(Some(pool6));
-        cfg.map
-            .eam
-            .insert(
-                Eam::new(
-                    Ipv4Addr::new(198, 18, 0, 0),
-                    24,
-                    "2001:db8:1::".parse().unwrap(),
-                    120,
-                )
-                .unwrap(),
-            )
-            .unwrap();
-        cfg
+        let text = include_str!("../../../samples/siit.toml");
+        sixgate_config::parse(text, "samples/siit.toml")
+            .unwrap()
+            .config
     }
 
     /// Feed one packet (with header) through a fresh vnet pipeline.
