@@ -13,21 +13,27 @@
 //! documents every key; a test keeps it in step with the schema.
 
 use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ops::Range;
 use std::path::Path;
 
 use sixgate_core::Config;
+use sixgate_core::addr::Rfc6052Prefix;
+use sixgate_core::config::IPV4_DUMMY_ADDRESS;
 
 pub mod schema;
 mod validate;
 
-/// The translator mode a file selects. Only SIIT exists today; the others are
-/// recognised so that a file written for them gets a clear "not yet" error.
+/// The translator mode a file selects. The planned ones are recognised so that a
+/// file written for them gets a clear "not yet" error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Mode {
     /// Stateless IP/ICMP translation (RFC 7915) with RFC 6052 and RFC 7757 mapping.
     Siit,
+    /// RFC 6877 CLAT: the SIIT core with the customer-side IPv4 range as an EAM
+    /// entry and the PLAT prefix (static or RFC 7050) as pool6; see [`ClatSettings`].
+    Clat,
 }
 
 impl Mode {
@@ -35,6 +41,7 @@ impl Mode {
     pub const fn as_str(self) -> &'static str {
         match self {
             Mode::Siit => "siit",
+            Mode::Clat => "clat",
         }
     }
 }
@@ -48,7 +55,7 @@ impl fmt::Display for Mode {
 /// Modes the file format knows: the supported ones, then the planned ones.
 pub const KNOWN_MODES: &[&str] = &["siit", "nat64", "clat", "mapt-br", "mapt-ce"];
 /// Modes that parse but are not implemented yet.
-pub const PLANNED_MODES: &[&str] = &["nat64", "clat", "mapt-br", "mapt-ce"];
+pub const PLANNED_MODES: &[&str] = &["nat64", "mapt-br", "mapt-ce"];
 
 /// A loaded, validated configuration.
 #[derive(Clone, Debug)]
@@ -62,7 +69,41 @@ pub struct Loaded {
     pub daemon: DaemonSettings,
     /// `[tun]`, with defaults filled in.
     pub tun: TunSettings,
+    /// `[clat]`, for `mode = "clat"`; `None` in every other mode.
+    pub clat: Option<ClatSettings>,
 }
+
+/// `[clat]`: RFC 6877 customer-side translator settings. Their EAM entry is already
+/// in [`Loaded::config`]; the PLAT prefix is there too unless it is to be discovered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClatSettings {
+    /// The customer-side IPv4 prefix (RFC 7335 192.0.0.0/29 by default).
+    pub ipv4: (Ipv4Addr, u8),
+    /// The CLAT's IPv6 prefix (RFC 6877 §6.3 dedicated prefix) it maps to.
+    pub ipv6: (Ipv6Addr, u8),
+    /// Where the PLAT prefix (pool6) comes from.
+    pub plat_prefix: PlatPrefix,
+    /// `[translator] icmp_source_v6` was not given: it follows the PLAT prefix
+    /// (192.0.0.8 embedded, as in SIIT mode) once that is known.
+    pub icmp_source_v6_from_prefix: bool,
+}
+
+/// Where a CLAT's PLAT prefix comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlatPrefix {
+    /// `[translator] pool6`, already in the core config.
+    Static(Rfc6052Prefix),
+    /// RFC 7050: the AAAA records of `ipv4only.arpa`, asked at start-up.
+    Discover {
+        /// The DNS server to ask; `None`: the first `nameserver` of /etc/resolv.conf.
+        dns_server: Option<SocketAddr>,
+        /// `[translator] pool6`, used (with a warning) when discovery fails.
+        fallback: Option<Rfc6052Prefix>,
+    },
+}
+
+/// The DNS port, for `dns_server` given without one.
+pub const DNS_PORT: u16 = 53;
 
 /// `[daemon]`: how `sixgate run` runs. Only the live data plane reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -118,7 +159,38 @@ impl Loaded {
         };
         let n = self.config.map.eam.entries().len();
         let entries = if n == 1 { "entry" } else { "entries" };
-        format!("mode {}, pool6 {pool6}, {n} EAM {entries}", self.mode)
+        let mut out = format!("mode {}, pool6 {pool6}, {n} EAM {entries}", self.mode);
+        if let Some(c) = &self.clat {
+            out.push_str(&format!(
+                ", CLAT {}/{} <-> {}/{}, PLAT prefix ",
+                c.ipv4.0, c.ipv4.1, c.ipv6.0, c.ipv6.1
+            ));
+            match &c.plat_prefix {
+                PlatPrefix::Static(_) => out.push_str("static"),
+                PlatPrefix::Discover { dns_server, .. } => {
+                    out.push_str("discovered (RFC 7050) via ");
+                    match dns_server {
+                        Some(s) => out.push_str(&s.to_string()),
+                        None => out.push_str("/etc/resolv.conf"),
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Use `prefix` as the PLAT prefix (pool6): what a CLAT does once RFC 7050
+    /// discovery (or its fallback) has settled it. The ICMPv6 error source follows
+    /// it unless the file set `icmp_source_v6`.
+    pub fn set_plat_prefix(&mut self, prefix: Rfc6052Prefix) {
+        self.config.map.pool6 = Some(prefix);
+        if self
+            .clat
+            .as_ref()
+            .is_none_or(|c| c.icmp_source_v6_from_prefix)
+        {
+            self.config.icmp_source_v6 = prefix.embed(IPV4_DUMMY_ADDRESS);
+        }
     }
 }
 
@@ -241,6 +313,7 @@ fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> ConfigError {
         .replace("expected struct TranslatorSection", "expected a table")
         .replace("expected struct DaemonSection", "expected a table")
         .replace("expected struct TunSection", "expected a table")
+        .replace("expected struct ClatSection", "expected a table")
         .replace(
             "expected struct EamEntry",
             "expected a table { ipv4, ipv6 }",

@@ -5,7 +5,7 @@
 //! the file position of a bad one. Everything here is `deny_unknown_fields`: a
 //! misspelt key is an error, never silently ignored.
 //!
-//! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`DAEMON_KEYS`] and [`TUN_KEYS`] list the accepted keys. Tests check that
+//! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`CLAT_KEYS`], [`DAEMON_KEYS`] and [`TUN_KEYS`] list the accepted keys. Tests check that
 //! they match these structs and `docs/config.md`, so the three cannot drift.
 
 use serde::Deserialize;
@@ -21,10 +21,12 @@ pub struct File {
     pub daemon: Option<Spanned<DaemonSection>>,
     /// `[tun]`: the TUN device of the live data plane (`sixgate run`). Optional.
     pub tun: Option<Spanned<TunSection>>,
+    /// `[clat]`: the customer side of 464XLAT (RFC 6877); only with `mode = "clat"`.
+    pub clat: Option<Spanned<ClatSection>>,
 }
 
 /// Top-level sections a file may have.
-pub const SECTIONS: &[&str] = &["translator", "daemon", "tun"];
+pub const SECTIONS: &[&str] = &["translator", "daemon", "tun", "clat"];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
 pub const TRANSLATOR_KEYS: &[&str] = &[
@@ -140,4 +142,22 @@ pub struct TunSection {
     pub manage_routes: Option<bool>,
     /// Leave device and routes in place on exit.
     pub keep: Option<bool>,
+}
+
+/// Keys of `[clat]`, in the order of [`ClatSection`]'s fields.
+pub const CLAT_KEYS: &[&str] = &["ipv4", "ipv6", "plat_prefix", "dns_server"];
+
+/// `[clat]`: RFC 6877 CLAT, sugar over the SIIT core (one EAM entry plus the PLAT
+/// prefix as pool6).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClatSection {
+    /// The customer-side IPv4 hosts, `ADDR/LEN` or an address; default 192.0.0.0/29.
+    pub ipv4: Option<Spanned<String>>,
+    /// The CLAT's dedicated IPv6 prefix (RFC 6877 §6.3) they map to. Required.
+    pub ipv6: Option<Spanned<String>>,
+    /// "pool6" (the PLAT prefix is `[translator] pool6`) or "discover" (RFC 7050).
+    pub plat_prefix: Option<Spanned<String>>,
+    /// DNS server for the RFC 7050 query: an address or `ADDR:PORT` / `[ADDR]:PORT`.
+    pub dns_server: Option<Spanned<String>>,
 }

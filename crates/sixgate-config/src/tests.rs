@@ -4,11 +4,11 @@
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use sixgate_core::addr::Eam;
+use sixgate_core::addr::{Eam, Rfc6052Prefix};
 use sixgate_core::config::{DEFAULT_MTU_PLATEAUS, HairpinMode, UdpZeroChecksum};
 
 use super::*;
-use crate::schema::{DAEMON_KEYS, EAM_KEYS, SECTIONS, TRANSLATOR_KEYS, TUN_KEYS};
+use crate::schema::{CLAT_KEYS, DAEMON_KEYS, EAM_KEYS, SECTIONS, TRANSLATOR_KEYS, TUN_KEYS};
 
 const SAMPLE: &str = r#"[translator]
 mode = "siit"
@@ -122,7 +122,7 @@ fn eam_only_describe() {
 #[test]
 fn key_mode() {
     assert_eq!(ok(EAM_ONLY).mode, Mode::Siit);
-    for planned in ["nat64", "clat", "mapt-br", "mapt-ce"] {
+    for planned in ["nat64", "mapt-br", "mapt-ce"] {
         let text = EAM_ONLY.replace("\"siit\"", &format!("{planned:?}"));
         err_at(
             &text,
@@ -931,6 +931,10 @@ fn example_value(key: &str) -> &'static str {
         "tun.offload" => "false",
         "tun.manage_routes" => "false",
         "tun.keep" => "true",
+        "clat.ipv4" => r#""192.0.0.0/29""#,
+        "clat.ipv6" => r#""2001:db8:c1a7::/125""#,
+        "clat.plat_prefix" => r#""discover""#,
+        "clat.dns_server" => r#""[2001:db8::53]:53""#,
         other => panic!("a key list names {other:?}; give it an example value here"),
     }
 }
@@ -998,7 +1002,7 @@ fn key_list_matches_schema() {
         ("198.18.0.0/24", "2001:db8:1::/120")
     );
     assert_eq!(EAM_KEYS, ["ipv4", "ipv6"]);
-    assert_eq!(SECTIONS, ["translator", "daemon", "tun"]);
+    assert_eq!(SECTIONS, ["translator", "daemon", "tun", "clat"]);
 
     // [daemon] and [tun], the same way.
     let mut text = String::new();
@@ -1031,6 +1035,30 @@ fn key_list_matches_schema() {
         keep.is_some(),
     ];
     assert_eq!(set.len(), TUN_KEYS.len());
+    assert!(set.iter().all(|&s| s), "{set:?}");
+
+    // [clat], the same way.
+    let mut text = String::from("[clat]\n");
+    for key in CLAT_KEYS {
+        text.push_str(&format!(
+            "{key} = {}\n",
+            example_value(&format!("clat.{key}"))
+        ));
+    }
+    let file: schema::File = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let schema::ClatSection {
+        ipv4,
+        ipv6,
+        plat_prefix,
+        dns_server,
+    } = file.clat.unwrap().into_inner();
+    let set = [
+        ipv4.is_some(),
+        ipv6.is_some(),
+        plat_prefix.is_some(),
+        dns_server.is_some(),
+    ];
+    assert_eq!(set.len(), CLAT_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");
 }
 
@@ -1065,11 +1093,16 @@ fn docs_document_exactly_the_schema_keys() {
     accepted.extend(EAM_KEYS.iter().map(|k| format!("eam.{k}")));
     accepted.extend(DAEMON_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(TUN_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(CLAT_KEYS.iter().map(|k| k.to_string()));
     // Section keys are documented bare in their section's table, so no two
     // sections may share a key name (the check above could not tell them apart).
     assert_eq!(
         accepted.len(),
-        TRANSLATOR_KEYS.len() + EAM_KEYS.len() + DAEMON_KEYS.len() + TUN_KEYS.len(),
+        TRANSLATOR_KEYS.len()
+            + EAM_KEYS.len()
+            + DAEMON_KEYS.len()
+            + TUN_KEYS.len()
+            + CLAT_KEYS.len(),
         "a key name is shared between sections"
     );
     let missing: Vec<_> = accepted.difference(&documented).collect();
@@ -1110,6 +1143,17 @@ fn docs_toml_examples_are_valid() {
             "full example lacks {key}"
         );
     }
+    // [clat] (another mode) has its own example with every key.
+    let clat = blocks
+        .iter()
+        .find(|b| b.contains("\n[clat]\n") && b.contains("dns_server"))
+        .expect("docs/config.md should have a [clat] example with every key");
+    for key in CLAT_KEYS {
+        assert!(
+            clat.contains(&format!("\n{key} = ")),
+            "[clat] example lacks {key}"
+        );
+    }
 }
 
 #[test]
@@ -1122,4 +1166,253 @@ fn samples_siit_toml_is_the_sample() {
         .collect();
     assert_eq!(stripped, SAMPLE);
     assert_eq!(ok(text).config.map.eam.entries().len(), 1);
+}
+
+// --- [clat] (RFC 6877) ------------------------------------------------------------
+
+/// The smallest CLAT: default IPv4 range, static PLAT prefix. Line 6 is free.
+const CLAT: &str = r#"[translator]
+mode = "clat"
+pool6 = "64:ff9b::/96"
+[clat]
+ipv6 = "2001:db8:c1a7::/125"
+"#;
+
+fn clat_with(line: &str) -> String {
+    format!("{CLAT}{line}\n")
+}
+
+#[test]
+fn clat_rfc6877_defaults_make_one_eam_entry() {
+    let l = ok(CLAT);
+    assert_eq!(l.mode, Mode::Clat);
+    let c = l.clat.as_ref().expect("clat settings");
+    // RFC 7335 / RFC 6877 §6.1: 192.0.0.0/29 is the default customer-side range.
+    assert_eq!(c.ipv4, (Ipv4Addr::new(192, 0, 0, 0), 29));
+    assert_eq!(c.ipv6, ("2001:db8:c1a7::".parse().unwrap(), 125));
+    assert_eq!(
+        l.config.map.eam.entries(),
+        &[Eam::parse("192.0.0.0/29", "2001:db8:c1a7::/125").unwrap()]
+    );
+    let pool6 = l.config.map.pool6.unwrap();
+    assert_eq!(c.plat_prefix, PlatPrefix::Static(pool6));
+    // Customer hosts talk to each other on their own link: no hairpinning.
+    assert_eq!(l.config.hairpin, HairpinMode::Off);
+    // RFC 6052 §3.1 still applies to destinations in the Well-Known Prefix.
+    assert!(l.config.map.wkp_strict);
+    assert_eq!(
+        l.config.map.v4_to_v6(&[192, 0, 0, 2]),
+        Ok("2001:db8:c1a7::2".parse::<Ipv6Addr>().unwrap().octets())
+    );
+    // 203.0.113.7 is documentation space, not global: refused under 64:ff9b::/96.
+    assert_eq!(
+        l.config.map.v4_to_v6(&[203, 0, 113, 7]),
+        Err(sixgate_core::addr::MapError::WkpNonGlobal)
+    );
+    assert_eq!(
+        l.describe(),
+        "mode clat, pool6 64:ff9b::/96, 1 EAM entry, \
+         CLAT 192.0.0.0/29 <-> 2001:db8:c1a7::/125, PLAT prefix static"
+    );
+}
+
+#[test]
+fn clat_ipv4_single_host_and_dedicated_64() {
+    // RFC 6877 §6.3: a dedicated /64; the IPv4 side may be one host.
+    let l = ok(&CLAT.replace(
+        "ipv6 = \"2001:db8:c1a7::/125\"",
+        "ipv4 = \"192.0.0.2\"\nipv6 = \"2001:db8:c1a7:1::/64\"",
+    ));
+    let c = l.clat.unwrap();
+    assert_eq!(c.ipv4, (Ipv4Addr::new(192, 0, 0, 2), 32));
+    assert_eq!(c.ipv6.1, 64);
+}
+
+#[test]
+fn clat_explicit_translator_keys_win() {
+    let text = CLAT.replace(
+        "pool6 = \"64:ff9b::/96\"\n",
+        "pool6 = \"64:ff9b::/96\"\nhairpin = \"intrinsic\"\nicmp_source_v6 = \"2001:db8::8\"\n",
+    );
+    let mut l = ok(&text);
+    assert_eq!(l.config.hairpin, HairpinMode::Intrinsic);
+    l.set_plat_prefix("2001:db8:64::/96".parse().unwrap());
+    assert_eq!(
+        l.config.icmp_source_v6,
+        "2001:db8::8".parse::<Ipv6Addr>().unwrap()
+    );
+}
+
+#[test]
+fn clat_discover_with_and_without_fallback() {
+    let l = ok(&clat_with("plat_prefix = \"discover\""));
+    let fallback = Some("64:ff9b::/96".parse().unwrap());
+    assert_eq!(
+        l.clat.as_ref().unwrap().plat_prefix,
+        PlatPrefix::Discover {
+            dns_server: None,
+            fallback
+        }
+    );
+    assert!(
+        l.describe()
+            .ends_with("PLAT prefix discovered (RFC 7050) via /etc/resolv.conf")
+    );
+
+    // No pool6 at all: no fallback, and nothing for icmp_source_v6 until discovery.
+    let text = "[translator]\nmode = \"clat\"\n[clat]\nipv6 = \"2001:db8:c1a7::/125\"\n\
+                plat_prefix = \"discover\"\ndns_server = \"2001:db8::53\"\n";
+    let mut l = ok(text);
+    assert_eq!(
+        l.clat.as_ref().unwrap().plat_prefix,
+        PlatPrefix::Discover {
+            dns_server: Some("[2001:db8::53]:53".parse().unwrap()),
+            fallback: None
+        }
+    );
+    assert_eq!(l.config.map.pool6, None);
+    let found: Rfc6052Prefix = "2001:db8:64::/96".parse().unwrap();
+    l.set_plat_prefix(found);
+    assert_eq!(l.config.map.pool6, Some(found));
+    assert_eq!(
+        l.config.icmp_source_v6,
+        "2001:db8:64::c000:8".parse::<Ipv6Addr>().unwrap()
+    );
+
+    for (given, want) in [
+        ("192.0.2.53", "192.0.2.53:53"),
+        ("192.0.2.53:5353", "192.0.2.53:5353"),
+        ("[2001:db8::53]:5353", "[2001:db8::53]:5353"),
+    ] {
+        let l = ok(&clat_with(&format!(
+            "plat_prefix = \"discover\"\ndns_server = \"{given}\""
+        )));
+        let PlatPrefix::Discover { dns_server, .. } = l.clat.unwrap().plat_prefix else {
+            panic!("not discover");
+        };
+        assert_eq!(dns_server, Some(want.parse().unwrap()));
+    }
+}
+
+#[test]
+fn clat_errors() {
+    // mode clat without [clat]
+    err_at(
+        "[translator]\nmode = \"clat\"\npool6 = \"64:ff9b::/96\"\n",
+        2,
+        8,
+        &["needs a [clat] section", "RFC 6877 §6.3"],
+    );
+    // [clat] in another mode
+    let msg = err_at(
+        &format!("{SAMPLE}[clat]\nipv6 = \"2001:db8:c1a7::/125\"\n"),
+        5,
+        1,
+        &["[clat] is only read in mode \"clat\"", "\"siit\""],
+    );
+    assert!(msg.contains("expected mode = \"clat\""), "{msg}");
+    // no ipv6
+    err_at(
+        "[translator]\nmode = \"clat\"\npool6 = \"64:ff9b::/96\"\n[clat]\nipv4 = \"192.0.0.2\"\n",
+        4,
+        1,
+        &["[clat] has no `ipv6`", "RFC 6877 §6.3"],
+    );
+    // IPv6 suffix shorter than the IPv4 one
+    err_at(
+        &CLAT.replace("/125", "/126"),
+        5,
+        8,
+        &[
+            "ipv6 = \"2001:db8:c1a7::/126\"",
+            "2 host bits",
+            "/125 or shorter",
+            "RFC 7757 §3",
+        ],
+    );
+    err_at(
+        &CLAT.replace("/125", "/120").replace("c1a7::", "c1a7::1"),
+        5,
+        8,
+        &[
+            "ipv6",
+            "bits beyond /120 are set",
+            "\"2001:db8:c1a7::/120\"",
+        ],
+    );
+    err_at(
+        &clat_with("ipv4 = \"192.0.0.1/29\""),
+        6,
+        8,
+        &[
+            "ipv4 = \"192.0.0.1/29\"",
+            "bits beyond /29",
+            "\"192.0.0.0/29\"",
+        ],
+    );
+    err_at(
+        &clat_with("ipv4 = \"192.0.0.300\""),
+        6,
+        8,
+        &["ipv4", "is not an IPv4 address"],
+    );
+    // the same IPv4 prefix as a [translator] eam entry is ambiguous
+    let text = CLAT.replace(
+        "pool6 = \"64:ff9b::/96\"\n",
+        "pool6 = \"64:ff9b::/96\"\neam = [ { ipv4 = \"192.0.0.0/29\", ipv6 = \"2001:db8:1::/125\" } ]\n",
+    );
+    err_at(
+        &text,
+        6,
+        8,
+        &[
+            "conflicts with the [translator] eam entry 192.0.0.0/29",
+            "RFC 7757 §3",
+        ],
+    );
+    // static PLAT prefix without pool6
+    err_at(
+        "[translator]\nmode = \"clat\"\n[clat]\nipv6 = \"2001:db8:c1a7::/125\"\n",
+        3,
+        1,
+        &[
+            "[translator] pool6, which is not set",
+            "plat_prefix = \"discover\"",
+        ],
+    );
+    err_at(
+        &clat_with("plat_prefix = \"dhcp\""),
+        6,
+        15,
+        &["plat_prefix = \"dhcp\"", "unknown source", "\"discover\""],
+    );
+    err_at(
+        &clat_with("dns_server = \"192.0.2.53\""),
+        6,
+        14,
+        &[
+            "dns_server",
+            "only used to discover",
+            "plat_prefix = \"discover\"",
+        ],
+    );
+    err_at(
+        &clat_with("plat_prefix = \"discover\"\ndns_server = \"ns1\""),
+        7,
+        14,
+        &["dns_server = \"ns1\"", "not an address"],
+    );
+    err_at(
+        &clat_with("ipv4_prefix = \"192.0.0.0/29\""),
+        6,
+        1,
+        &["unknown key `ipv4_prefix`"],
+    );
+}
+
+#[test]
+fn samples_clat_toml_is_valid() {
+    let l = ok(include_str!("../../../samples/clat.toml"));
+    assert_eq!(l.mode, Mode::Clat);
+    assert!(l.clat.is_some());
 }

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 use std::fmt::Display;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ops::Range;
 
 use sixgate_core::Config;
@@ -13,8 +13,11 @@ use sixgate_core::addr::{Eam, EamError, PrefixError, Rfc6052Prefix};
 use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
 use toml::Spanned;
 
-use crate::schema::{DaemonSection, EamEntry, File, TranslatorSection, TunSection};
-use crate::{ConfigError, DaemonSettings, KNOWN_MODES, Loaded, Mode, PLANNED_MODES, TunSettings};
+use crate::schema::{ClatSection, DaemonSection, EamEntry, File, TranslatorSection, TunSection};
+use crate::{
+    ClatSettings, ConfigError, DNS_PORT, DaemonSettings, KNOWN_MODES, Loaded, Mode, PLANNED_MODES,
+    PlatPrefix, TunSettings,
+};
 
 /// Most worker threads (and TUN queues: the kernel's limit is 256).
 pub(crate) const MAX_WORKERS: i64 = 256;
@@ -59,7 +62,35 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         ));
     };
     let header = section.span();
-    let (config, mode) = translator(&cx, section.into_inner(), header)?;
+    let t = section.into_inner();
+    // [clat] gives different defaults to keys the file left out.
+    let explicit = Explicit {
+        hairpin: t.hairpin.is_some(),
+        icmp_source_v6: t.icmp_source_v6.is_some(),
+    };
+    let mode_span = t.mode.as_ref().map_or(header.clone(), |m| m.span());
+    let (mut config, mode) = translator(&cx, t, header)?;
+    let clat = match (mode, file.clat) {
+        (Mode::Clat, Some(c)) => Some(clat(&cx, &mut config, c, explicit)?),
+        (Mode::Clat, None) => {
+            return Err(cx.err(
+                mode_span,
+                "mode = \"clat\" needs a [clat] section; expected [clat] with at least \
+                 ipv6 = the CLAT's IPv6 prefix (RFC 6877 §6.3), e.g. \"2001:db8:c1a7::/125\"",
+            ));
+        }
+        (_, Some(c)) => {
+            return Err(cx.err(
+                c.span(),
+                format!(
+                    "[clat] is only read in mode \"clat\", but mode is {:?}; expected \
+                     mode = \"clat\" in [translator], or no [clat] section",
+                    mode.as_str()
+                ),
+            ));
+        }
+        (_, None) => None,
+    };
     let daemon = match file.daemon {
         Some(d) => daemon(&cx, d.into_inner())?,
         None => DaemonSettings::default(),
@@ -73,7 +104,192 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         mode,
         daemon,
         tun,
+        clat,
     })
+}
+
+/// Which `[translator]` keys the file set itself.
+#[derive(Clone, Copy)]
+struct Explicit {
+    hairpin: bool,
+    icmp_source_v6: bool,
+}
+
+/// RFC 7335: 192.0.0.0/29, the IPv4 Service Continuity Prefix, the default `[clat] ipv4`.
+pub(crate) const CLAT_DEFAULT_V4: (Ipv4Addr, u8) = (Ipv4Addr::new(192, 0, 0, 0), 29);
+
+/// `[clat]`: RFC 6877 as SIIT configuration. The customer-side IPv4 prefix becomes
+/// one more EAM entry towards the CLAT's IPv6 prefix; destinations use the PLAT
+/// prefix (pool6), static or discovered later (RFC 7050); hairpinning is off unless
+/// the file asks for it (customer hosts reach each other on their own link).
+fn clat(
+    cx: &Cx<'_>,
+    cfg: &mut Config,
+    c: Spanned<ClatSection>,
+    explicit: Explicit,
+) -> Result<ClatSettings, ConfigError> {
+    let span = c.span();
+    let c = c.into_inner();
+    let (v4, v4_len) = match &c.ipv4 {
+        Some(v) => clean_v4_prefix(cx, "ipv4", v)?,
+        None => CLAT_DEFAULT_V4,
+    };
+    let Some(v6_text) = &c.ipv6 else {
+        return Err(cx.err(
+            span,
+            "[clat] has no `ipv6`; expected ipv6 = the CLAT's IPv6 prefix (RFC 6877 §6.3), \
+             e.g. \"2001:db8:c1a7::/125\" for the default ipv4 = \"192.0.0.0/29\"",
+        ));
+    };
+    let (v6, v6_len) = clean_v6_prefix(cx, "ipv6", v6_text)?;
+    if 128 - u32::from(v6_len) < 32 - u32::from(v4_len) {
+        return Err(cx.bad(
+            "ipv6",
+            v6_text,
+            format_args!(
+                "it leaves {} host bits but ipv4 = \"{v4}/{v4_len}\" has {}",
+                128 - u32::from(v6_len),
+                32 - u32::from(v4_len)
+            ),
+            format_args!(
+                "an IPv6 prefix of length /{} or shorter (RFC 7757 §3)",
+                96 + v4_len
+            ),
+        ));
+    }
+    let entry = Eam {
+        v4: v4.octets(),
+        v4_len,
+        v6: v6.octets(),
+        v6_len,
+    };
+    if let Err(e) = cfg.map.eam.insert(entry) {
+        let other = match e {
+            EamError::Overlap(other) => format!(
+                " with the [translator] eam entry {}/{} <-> {}/{}",
+                Ipv4Addr::from(other.v4),
+                other.v4_len,
+                Ipv6Addr::from(other.v6),
+                other.v6_len
+            ),
+            _ => String::new(),
+        };
+        return Err(cx.bad(
+            "ipv6",
+            v6_text,
+            format_args!("the CLAT mapping {v4}/{v4_len} <-> {v6}/{v6_len} conflicts{other}"),
+            "[clat] prefixes that no eam entry has exactly, on either side (RFC 7757 §3)",
+        ));
+    }
+    if !explicit.hairpin {
+        cfg.hairpin = HairpinMode::Off;
+    }
+
+    let mode = c
+        .plat_prefix
+        .as_ref()
+        .map_or("pool6", |p| p.get_ref().as_str());
+    let plat_prefix = match mode {
+        "pool6" => match cfg.map.pool6 {
+            Some(p) => PlatPrefix::Static(p),
+            None => {
+                let at = c.plat_prefix.as_ref().map_or(span.clone(), |p| p.span());
+                return Err(cx.err(
+                    at,
+                    "[clat] takes the PLAT prefix from [translator] pool6, which is not set; \
+                     expected pool6 = the PLAT's RFC 6052 prefix (e.g. \"64:ff9b::/96\"), or \
+                     plat_prefix = \"discover\" (RFC 7050)",
+                ));
+            }
+        },
+        "discover" => PlatPrefix::Discover {
+            dns_server: c
+                .dns_server
+                .as_ref()
+                .map(|d| dns_server(cx, d))
+                .transpose()?,
+            fallback: cfg.map.pool6,
+        },
+        _ => {
+            let p = c
+                .plat_prefix
+                .as_ref()
+                .expect("only a given value can be unknown");
+            return Err(cx.bad(
+                "plat_prefix",
+                p,
+                "unknown source of the PLAT prefix",
+                "\"pool6\" ([translator] pool6) or \"discover\" (RFC 7050, ipv4only.arpa)",
+            ));
+        }
+    };
+    if let (PlatPrefix::Static(_), Some(d)) = (&plat_prefix, &c.dns_server) {
+        return Err(cx.bad(
+            "dns_server",
+            d,
+            "only used to discover the PLAT prefix",
+            "plat_prefix = \"discover\" with it, or no dns_server",
+        ));
+    }
+    Ok(ClatSettings {
+        ipv4: (v4, v4_len),
+        ipv6: (v6, v6_len),
+        plat_prefix,
+        icmp_source_v6_from_prefix: !explicit.icmp_source_v6,
+    })
+}
+
+/// `ADDR`, `ADDR:PORT` or `[ADDR]:PORT`; port 53 when left out.
+fn dns_server(cx: &Cx<'_>, d: &Spanned<String>) -> Result<SocketAddr, ConfigError> {
+    let text = d.get_ref().trim();
+    text.parse::<SocketAddr>()
+        .or_else(|_| text.parse::<IpAddr>().map(|a| SocketAddr::new(a, DNS_PORT)))
+        .map_err(|_| {
+            cx.bad(
+                "dns_server",
+                d,
+                "not an address or address:port",
+                "e.g. \"2001:db8::53\", \"192.0.2.53\" or \"[2001:db8::53]:5353\"",
+            )
+        })
+}
+
+/// An IPv4 prefix (or address, /32) with no bits set beyond its length.
+fn clean_v4_prefix(
+    cx: &Cx<'_>,
+    key: &str,
+    v: &Spanned<String>,
+) -> Result<(Ipv4Addr, u8), ConfigError> {
+    let (a, len) = parse_v4_prefix(v.get_ref(), true)
+        .map_err(|p| cx.bad(key, v, p, "an IPv4 prefix ADDR/LEN or an address"))?;
+    if mask_v4(a, len) != a {
+        return Err(cx.bad(
+            key,
+            v,
+            format_args!("bits beyond /{len} are set"),
+            format_args!("\"{}/{len}\"", mask_v4(a, len)),
+        ));
+    }
+    Ok((a, len))
+}
+
+/// An IPv6 prefix (or address, /128) with no bits set beyond its length.
+fn clean_v6_prefix(
+    cx: &Cx<'_>,
+    key: &str,
+    v: &Spanned<String>,
+) -> Result<(Ipv6Addr, u8), ConfigError> {
+    let (a, len) = parse_v6_prefix(v.get_ref(), true)
+        .map_err(|p| cx.bad(key, v, p, "an IPv6 prefix ADDR/LEN or an address"))?;
+    if mask_v6(a, len) != a {
+        return Err(cx.bad(
+            key,
+            v,
+            format_args!("bits beyond /{len} are set"),
+            format_args!("\"{}/{len}\"", mask_v6(a, len)),
+        ));
+    }
+    Ok((a, len))
 }
 
 fn daemon(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, ConfigError> {
@@ -166,7 +382,8 @@ fn translator(
 
     let pool6 = t.pool6.as_ref().map(|p| pool6(cx, p)).transpose()?;
     let eam_entries = t.eam.as_deref().unwrap_or(&[]);
-    if pool6.is_none() && eam_entries.is_empty() {
+    // A CLAT always maps its [clat] prefixes.
+    if pool6.is_none() && eam_entries.is_empty() && mode != Mode::Clat {
         return Err(cx.err(
             header,
             "[translator] maps no addresses; expected `pool6` (an RFC 6052 prefix), \
@@ -208,6 +425,8 @@ fn translator(
     match (&t.icmp_source_v6, pool6) {
         (Some(a), _) => cfg.icmp_source_v6 = v6_addr(cx, "icmp_source_v6", a)?,
         (None, Some(_)) => {} // with_pool6 embedded 192.0.0.8 in pool6.
+        // A CLAT discovering its PLAT prefix: Loaded::set_plat_prefix fills it in.
+        (None, None) if mode == Mode::Clat => {}
         (None, None) => {
             return Err(cx.err(
                 header,
@@ -275,10 +494,12 @@ fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
     let name = m.get_ref().as_str();
     match name {
         "siit" => Ok(Mode::Siit),
+        "clat" => Ok(Mode::Clat),
         _ if PLANNED_MODES.contains(&name) => Err(cx.err(
             m.span(),
             format!(
-                "mode = {name:?}: mode {name} is not supported yet (planned); expected \"siit\""
+                "mode = {name:?}: mode {name} is not supported yet (planned); expected {}",
+                quoted_list(SUPPORTED_MODES)
             ),
         )),
         _ => Err(cx.bad(
@@ -286,12 +507,16 @@ fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
             m,
             "unknown mode",
             format_args!(
-                "one of {} (only \"siit\" is supported yet)",
-                quoted_list(KNOWN_MODES)
+                "one of {} (supported: {})",
+                quoted_list(KNOWN_MODES),
+                quoted_list(SUPPORTED_MODES)
             ),
         )),
     }
 }
+
+/// Modes that work today.
+const SUPPORTED_MODES: &[&str] = &["siit", "clat"];
 
 fn quoted_list(names: &[&str]) -> String {
     names

@@ -102,6 +102,18 @@ fn config_check_sample() {
 }
 
 #[test]
+fn config_check_clat_sample() {
+    let o = sixgate(&["config", "check", "samples/clat.toml"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "samples/clat.toml: ok (mode clat, pool6 64:ff9b::/96, 1 EAM entry, \
+         CLAT 192.0.0.0/29 <-> 2001:db8:c1a7::/125, \
+         PLAT prefix discovered (RFC 7050) via /etc/resolv.conf)\n"
+    );
+}
+
+#[test]
 fn config_check_reports_file_line_column() {
     let d = scratch("check-bad");
     let cfg = write(
