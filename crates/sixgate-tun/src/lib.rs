@@ -149,7 +149,7 @@ impl Gateway {
                 warn!(device = %dev.name, "UDP segmentation offload refused by the kernel (needs Linux 6.2); TCP offloads only");
             }
             let wanted = if tun.manage_routes {
-                routes::wanted(&loaded.config)
+                routes::wanted_for(loaded)
             } else {
                 Vec::new()
             };

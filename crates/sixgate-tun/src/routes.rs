@@ -1,9 +1,11 @@
-//! `[tun] manage_routes`: route pool6 and every EAM IPv4 prefix into the device,
-//! with `ip` (iproute2), and take exactly those routes away again.
+//! `[tun] manage_routes`: route pool6 and every EAM IPv4 prefix into the device
+//! (a CLAT: the IPv4 default route and its IPv6 prefix), with `ip` (iproute2), and
+//! take exactly those routes away again.
 
 use std::net::Ipv4Addr;
 use std::process::Command;
 
+use sixgate_config::Loaded;
 use sixgate_core::Config;
 
 /// One route into the device.
@@ -41,6 +43,27 @@ pub fn wanted(cfg: &Config) -> Vec<Route> {
         }
     }
     out
+}
+
+/// The routes `loaded` needs. A CLAT (RFC 6877) translates every IPv4 packet
+/// its customer hosts send, so the IPv4 default route goes into the device, and
+/// IPv6 packets for its own prefix come back through it. The PLAT prefix and the
+/// customer IPv4 range stay where they are: towards the IPv6 network and on the
+/// customer LAN.
+pub fn wanted_for(loaded: &Loaded) -> Vec<Route> {
+    match &loaded.clat {
+        Some(c) => vec![
+            Route {
+                prefix: "0.0.0.0/0".to_owned(),
+                v6: false,
+            },
+            Route {
+                prefix: format!("{}/{}", c.ipv6.0, c.ipv6.1),
+                v6: true,
+            },
+        ],
+        None => wanted(&loaded.config),
+    }
 }
 
 /// Routes this process added, to be removed on exit.
@@ -166,6 +189,35 @@ fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
 mod tests {
     use super::*;
     use sixgate_core::addr::{Eam, Rfc6052Prefix};
+
+    /// RFC 6877: a CLAT takes the customer's IPv4 traffic (default route) and its
+    /// own IPv6 prefix, not the PLAT prefix or the customer range.
+    #[test]
+    fn clat_routes_are_ipv4_default_and_clat_prefix() {
+        let l = sixgate_config::parse(
+            "[translator]\nmode = \"clat\"\npool6 = \"64:ff9b::/96\"\n\
+             [clat]\nipv6 = \"2001:db8:c1a7::/125\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let r: Vec<(String, bool)> = wanted_for(&l)
+            .into_iter()
+            .map(|r| (r.prefix, r.v6))
+            .collect();
+        assert_eq!(
+            r,
+            [
+                ("0.0.0.0/0".to_owned(), false),
+                ("2001:db8:c1a7::/125".to_owned(), true)
+            ]
+        );
+        let siit = sixgate_config::parse(
+            "[translator]\nmode = \"siit\"\npool6 = \"64:ff9b::/96\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(wanted_for(&siit), wanted(&siit.config));
+    }
 
     #[test]
     fn wanted_routes_are_pool6_and_eam_v4_prefixes() {

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod dns_message;
+mod plat_discovery;
 
 /// sixgate: an IPv4/IPv6 translator (SIIT, RFC 7915).
 #[derive(Debug, Parser)]

@@ -31,13 +31,16 @@ pub fn run(args: &Args) -> CmdResult {
         .with_target(false)
         .try_init();
 
-    let loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
+    let mut loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
     tracing::info!(
         config = %args.config.display(),
         "sixgate {} starting: {}",
         env!("CARGO_PKG_VERSION"),
         loaded.describe()
     );
+    // A CLAT may have to ask the network for its PLAT prefix first (RFC 7050).
+    crate::plat_discovery::settle_plat_prefix(&mut loaded)
+        .map_err(|e| format!("sixgate run: {e}"))?;
     let gw =
         sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let why = gw.wait();
