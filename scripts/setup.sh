@@ -13,11 +13,12 @@ set -euo pipefail
 # libbpf-dev (eBPF programs), tshark (capture checks), dnsutils (DNS64 tests),
 # valgrind (gungraun instruction counts), and the usual network tools.
 # The namespace bed (crates/sixgate-netns, e2e tests, `sixgate demo`) uses
-# iproute2 (ip, ss), procps (sysctl), tayga, python3, curl, iperf3, iputils.
+# iproute2 (ip, ss), procps (sysctl), tayga, python3, curl, iperf3, iputils; the
+# 464XLAT chain test also dnsmasq-base (the DNS server for RFC 7050 discovery).
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
-    pkg-config procps
+    pkg-config procps dnsmasq-base
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2

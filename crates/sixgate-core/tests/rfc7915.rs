@@ -846,6 +846,40 @@ fn rfc7757_s4_hairpin_off_and_simple() {
     }
 }
 
+/// RFC 6877 §6.3 with RFC 7757 §4: in a CLAT the EAM entry maps the customer's
+/// IPv4 hosts to the CLAT's IPv6 prefix, so an IPv6 packet *to* that prefix is the
+/// ordinary 6→4 direction, whatever the hairpin mode; only a destination reached
+/// through pool6 hairpins.
+#[test]
+fn rfc6877_clat_return_traffic_is_no_hairpin() {
+    let customer6: Ipv6Addr = "2001:db8:c1a7::2".parse().unwrap();
+    for mode in [
+        HairpinMode::Off,
+        HairpinMode::Simple,
+        HairpinMode::Intrinsic,
+    ] {
+        let mut cfg = sample_config();
+        cfg.map
+            .eam
+            .insert(sixgate_core::addr::Eam::parse("192.0.0.0/29", "2001:db8:c1a7::/125").unwrap())
+            .unwrap();
+        cfg.hairpin = mode;
+        let mut h = Harness::new(cfg);
+        let out = h.one(&Ip6::new(SERVER6, customer6).udp(53, 1000, 20));
+        let s = view(&out);
+        assert_eq!(s.family, Family::V4, "{mode:?}");
+        assert_eq!(s.src, IpAddr::V4(SERVER4));
+        assert_eq!(s.dst, IpAddr::V4("192.0.0.2".parse().unwrap()));
+        assert_eq!(h.t.counters().hairpinned, 0);
+        // Another customer host reached through the PLAT prefix still hairpins.
+        let (v, _) =
+            h.run(&Ip6::new(customer6, "2001:db8:64::192.0.0.3".parse().unwrap()).udp(1, 2, 8));
+        if mode == HairpinMode::Off {
+            assert_eq!(v, Verdict::Dropped(DropReason::Hairpin));
+        }
+    }
+}
+
 // ---- RFC 6864 IPv4 ID ---------------------------------------------------------------------
 
 #[test]

@@ -14,6 +14,9 @@
 //! - [`Topology`]: the standard bed, IPv6-only host — gateway — IPv4 router —
 //!   IPv4-only host (addresses in [`addr`], drawing in [`topology`]).
 //! - [`Translator`] / [`RunningTranslator`]: the translator in the gateway.
+//! - [`chain::Chain`]: the 464XLAT chain, IPv4-only client — CLAT — IPv6-only
+//!   core — PLAT — IPv4-only server, with [`start_sixgate_with_config`] for its
+//!   two translators.
 //! - [`cleanup_stale`]: remove what crashed runs left (only this crate's names, and
 //!   only those of processes that are gone).
 //!
@@ -35,6 +38,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub mod chain;
 mod error;
 mod netns;
 mod process;
@@ -51,7 +55,7 @@ pub use process::{
 pub use topology::{TRANSLATOR_TOML, Topology, TopologyOptions, addr, ifname, v4_as_v6};
 pub use translator::{
     Dataplane, ENV_BINARY, ENV_DATAPLANE, ENV_EXTRA_TOML, ENV_TRANSLATOR, RunningTranslator,
-    SIXGATE_TUN, Stopped, TAYGA_TUN, Translator,
+    SIXGATE_TUN, Stopped, TAYGA_TUN, Translator, start_sixgate_with_config,
 };
 
 /// Every name this crate gives starts with this.

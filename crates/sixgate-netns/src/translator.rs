@@ -238,9 +238,14 @@ fn sixgate_config(dataplane: Dataplane, extra: &str) -> Result<SixgateConfig> {
         merge(&mut table, extra);
         toml::to_string(&table).map_err(|e| Error::new(format!("extra sixgate config: {e}")))?
     };
+    Ok(tun_settings(&table, text))
+}
+
+/// What the bed needs to know from a sixgate config: its `[tun]` settings.
+fn tun_settings(table: &toml::Table, text: String) -> SixgateConfig {
     let tun_table = table.get("tun").and_then(|t| t.as_table());
     let tun_key = |k: &str| tun_table.and_then(|t| t.get(k));
-    Ok(SixgateConfig {
+    SixgateConfig {
         text,
         tun: tun_key("name")
             .and_then(|v| v.as_str())
@@ -250,7 +255,7 @@ fn sixgate_config(dataplane: Dataplane, extra: &str) -> Result<SixgateConfig> {
             .and_then(|v| v.as_bool())
             .unwrap_or(true),
         keep: tun_key("keep").and_then(|v| v.as_bool()).unwrap_or(false),
-    })
+    }
 }
 
 /// Merge `extra` into `base`: tables key by key, anything else replaced.
@@ -282,6 +287,11 @@ fn tayga_config(data_dir: &Path) -> String {
     )
 }
 
+/// The routes the standard bed waits for: pool6 and the EAM IPv4 prefix.
+fn bed_routes() -> Vec<String> {
+    vec![addr::POOL6.to_owned(), addr::EAM_V4.to_owned()]
+}
+
 fn start_sixgate<'a>(
     gateway: &'a Netns,
     binary: &Path,
@@ -289,6 +299,34 @@ fn start_sixgate<'a>(
     extra: &str,
 ) -> Result<RunningTranslator<'a>> {
     let cfg = sixgate_config(dataplane, extra)?;
+    launch_sixgate(gateway, binary, cfg, bed_routes())
+}
+
+/// `binary run` in `ns` with a configuration of the caller's own, for beds other
+/// than the standard one (the 464XLAT chain runs a CLAT and a PLAT). Ready when
+/// its TUN device is up with carrier and each of `routes` points into it; with
+/// `manage_routes = false` the bed adds those routes itself.
+pub fn start_sixgate_with_config<'a>(
+    ns: &'a Netns,
+    binary: &Path,
+    config: &str,
+    routes: &[&str],
+) -> Result<RunningTranslator<'a>> {
+    crate::interrupt::check()?;
+    let table: toml::Table = config
+        .parse()
+        .map_err(|e| Error::new(format!("sixgate config: {e}")))?;
+    let cfg = tun_settings(&table, config.to_owned());
+    let routes = routes.iter().map(|r| (*r).to_owned()).collect();
+    launch_sixgate(ns, binary, cfg, routes).context(format!("starting sixgate in {}", ns.name()))
+}
+
+fn launch_sixgate<'a>(
+    gateway: &'a Netns,
+    binary: &Path,
+    cfg: SixgateConfig,
+    ready_routes: Vec<String>,
+) -> Result<RunningTranslator<'a>> {
     let dir = ScratchDir::new("sixgate")?;
     let path = dir.write("sixgate.toml", &cfg.text)?;
     let mut cmd = gateway.command(binary);
@@ -307,6 +345,7 @@ fn start_sixgate<'a>(
         ready_after: Duration::ZERO,
         delete_tun_on_stop: false,
         translator_removes_tun: !cfg.keep,
+        ready_routes,
         _dir: dir,
     };
     t.wait_ready(!cfg.manage_routes)?;
@@ -332,10 +371,11 @@ fn start_tayga(gateway: &Netns) -> Result<RunningTranslator<'_>> {
         ready_after: Duration::ZERO,
         delete_tun_on_stop: true,
         translator_removes_tun: false,
+        ready_routes: bed_routes(),
         _dir: dir,
     };
     gateway.link_up(TAYGA_TUN)?;
-    add_routes(gateway, TAYGA_TUN)?;
+    add_routes(gateway, TAYGA_TUN, &t.ready_routes)?;
     gateway.add_route_dev(&addr::TAYGA_V4.to_string(), TAYGA_TUN)?;
     // -d: debug messages on standard error, and stay in the foreground.
     let mut cmd = gateway.command("tayga");
@@ -350,10 +390,12 @@ fn start_tayga(gateway: &Netns) -> Result<RunningTranslator<'_>> {
     Ok(t)
 }
 
-/// Routes for pool6 and the EAM IPv4 prefix into the TUN device.
-fn add_routes(gateway: &Netns, tun: &str) -> Result<()> {
-    gateway.add_route_dev(addr::POOL6, tun)?;
-    gateway.add_route_dev(addr::EAM_V4, tun)
+/// Routes for `prefixes` into the TUN device.
+fn add_routes(gateway: &Netns, tun: &str, prefixes: &[String]) -> Result<()> {
+    for p in prefixes {
+        gateway.add_route_dev(p, tun)?;
+    }
+    Ok(())
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -377,6 +419,8 @@ pub struct RunningTranslator<'a> {
     delete_tun_on_stop: bool,
     /// The translator is expected to remove its TUN device when it exits.
     translator_removes_tun: bool,
+    /// Prefixes whose routes must point into the TUN device before it is ready.
+    ready_routes: Vec<String>,
     _dir: ScratchDir,
 }
 
@@ -505,7 +549,7 @@ impl RunningTranslator<'_> {
                 && s.lower_up
             {
                 if add_routes_itself && !routes_added {
-                    add_routes(self.gateway, &self.tun)?;
+                    add_routes(self.gateway, &self.tun, &self.ready_routes)?;
                     routes_added = true;
                 }
                 if self.routes_ready()? {
@@ -521,9 +565,8 @@ impl RunningTranslator<'_> {
                         s.flags.join(",")
                     ),
                     Some(_) => format!(
-                        "the routes for {} and {} do not point into {}",
-                        addr::POOL6,
-                        addr::EAM_V4,
+                        "the routes for {} do not point into {}",
+                        self.ready_routes.join(" and "),
                         self.tun
                     ),
                 };
@@ -540,7 +583,7 @@ impl RunningTranslator<'_> {
 
     fn routes_ready(&self) -> Result<bool> {
         let dev = format!("dev {} ", self.tun);
-        for prefix in [addr::POOL6, addr::EAM_V4] {
+        for prefix in &self.ready_routes {
             if !format!("{} ", self.gateway.routes_to(prefix)?).contains(&dev) {
                 return Ok(false);
             }

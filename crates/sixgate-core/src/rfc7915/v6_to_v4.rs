@@ -117,8 +117,11 @@ pub fn translate(
         return Verdict::Dropped(DropReason::BadDestination);
     }
 
-    // RFC 7757 §4: the IPv4 destination is an EAM'd address on our own IPv6 side.
-    let hairpin = t.cfg.map.eam.lookup_v4(dst4_int).is_some();
+    // RFC 7757 §4: the IPv4 destination, reached through pool6, is an EAM'd address
+    // on our own IPv6 side. A destination that is itself an EAM entry's IPv6 side is
+    // no hairpin: its host lives on the IPv4 side (a CLAT's customer, RFC 6877 §6.3).
+    let hairpin =
+        t.cfg.map.eam.lookup_v4(dst4_int).is_some() && t.cfg.map.eam.lookup_v6(dst6).is_none();
     if hairpin {
         let allowed = match t.cfg.hairpin {
             HairpinMode::Off => false,

@@ -1,0 +1,384 @@
+//! The 464XLAT chain (RFC 6877; the set-up of Lencse & Nagy 2022): an IPv4-only
+//! client behind a CLAT, an IPv6-only core network, a PLAT and an IPv4-only
+//! server, each in its own namespace, all on documentation prefixes.
+//!
+//! ```text
+//!  client           clat                        core                        plat                          server
+//!  eth0 ──────── eth4     eth6 ──────────── eth0    eth1 ──────────── eth6     eth4 ───────────── eth0
+//!  192.0.0.2/29  192.0.0.1/29                2001:db8:a::1/64             2001:db8:b::2/64              203.0.113.7/24
+//!                2001:db8:a::2/64            2001:db8:b::1/64             203.0.113.1/24
+//!  default via   CLAT (TUN):                 c1a7::/125 via clat          PLAT (TUN):                   default via
+//!  192.0.0.1     0.0.0.0/0 and               64::/96 via plat             2001:db8:64::/96 and          203.0.113.1
+//!                2001:db8:c1a7::/125 in it   DNS: ipv4only.arpa AAAA      the IPv4 pool in it
+//! ```
+//!
+//! The CLAT maps the client range 192.0.0.0/29 to its IPv6 prefix
+//! 2001:db8:c1a7::/125 (RFC 6877 §6.3) and embeds IPv4 destinations in the PLAT
+//! prefix 2001:db8:64::/96, which it learns from the core's DNS server (RFC 7050:
+//! `ipv4only.arpa` AAAA `2001:db8:64::192.0.0.170` and `…171`, served by dnsmasq).
+//! The PLAT is sixgate in `nat64` mode (pool4 [`addr::PLAT_POOL4`]), or, as a
+//! stand-in, sixgate in `siit` mode with one EAM entry mapping the CLAT prefix to
+//! [`addr::PLAT_EAM_V4`]; either way the server sees the client as an address of
+//! 198.18.0.0/24, which the server's default route sends back to the PLAT.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::{Context, Result};
+use crate::netns::{Netns, Proto, veth};
+use crate::process::Background;
+use crate::translator::{RunningTranslator, SIXGATE_TUN, start_sixgate_with_config};
+
+/// Addresses and prefixes of the chain.
+pub mod addr {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    /// The IPv4-only client, inside the CLAT's IPv4 range.
+    pub const CLIENT: Ipv4Addr = Ipv4Addr::new(192, 0, 0, 2);
+    /// The CLAT gateway on the client's link (the client's default router).
+    pub const CLAT_LAN: Ipv4Addr = Ipv4Addr::new(192, 0, 0, 1);
+    /// The customer-side IPv4 range (RFC 7335), `[clat] ipv4`.
+    pub const CLAT_V4: &str = "192.0.0.0/29";
+    /// Prefix length of the client's link.
+    pub const CLAT_LAN_LEN: u8 = 29;
+    /// The CLAT's dedicated IPv6 prefix (RFC 6877 §6.3), `[clat] ipv6`.
+    pub const CLAT_V6: &str = "2001:db8:c1a7::/125";
+    /// The client as the IPv6 network sees it.
+    pub const CLIENT_AS_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc1a7, 0, 0, 0, 0, 2);
+
+    /// The CLAT gateway on the core link.
+    pub const CLAT_UPLINK: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xa, 0, 0, 0, 0, 2);
+    /// The core router on the CLAT's link; also the DNS server.
+    pub const CORE_CLAT_SIDE: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xa, 0, 0, 0, 0, 1);
+    /// The core router on the PLAT's link.
+    pub const CORE_PLAT_SIDE: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xb, 0, 0, 0, 0, 1);
+    /// The PLAT gateway on the core link.
+    pub const PLAT_UPLINK: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xb, 0, 0, 0, 0, 2);
+    /// Prefix length of the IPv6 links.
+    pub const V6_LINK_LEN: u8 = 64;
+    /// The DNS server the CLAT asks for `ipv4only.arpa` (RFC 7050).
+    pub const DNS_SERVER: Ipv6Addr = CORE_CLAT_SIDE;
+
+    /// The PLAT prefix (RFC 6052), what discovery must find.
+    pub const PLAT_PREFIX: &str = "2001:db8:64::/96";
+    /// A different prefix, the CLAT's fallback: traffic only gets through if
+    /// discovery found [`PLAT_PREFIX`].
+    pub const FALLBACK_PREFIX: &str = "64:ff9b::/96";
+
+    /// The PLAT gateway on the server's link (the server's default router).
+    pub const PLAT_LAN: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 1);
+    /// The IPv4-only server.
+    pub const SERVER: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
+    /// Prefix length of the server's link.
+    pub const SERVER_LINK_LEN: u8 = 24;
+    /// The server as the IPv6 core sees it: embedded in the PLAT prefix.
+    pub const SERVER_AS_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xcb00, 0x7107);
+
+    /// pool4 of the NAT64 PLAT.
+    pub const PLAT_POOL4: &str = "198.18.0.0/24";
+    /// The IPv4 side of the stand-in PLAT's EAM entry (for [`CLAT_V6`]).
+    pub const PLAT_EAM_V4: &str = "198.18.0.0/29";
+    /// The client as the server sees it through the stand-in PLAT.
+    pub const CLIENT_AS_V4_SIIT: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+}
+
+/// Interface names of the chain.
+pub mod ifname {
+    /// The client's interface.
+    pub const CLIENT: &str = "eth0";
+    /// The CLAT's interface to the client (IPv4).
+    pub const CLAT_LAN: &str = "eth4";
+    /// The CLAT's interface to the core (IPv6).
+    pub const CLAT_UPLINK: &str = "eth6";
+    /// The core's interface to the CLAT.
+    pub const CORE_CLAT: &str = "eth0";
+    /// The core's interface to the PLAT.
+    pub const CORE_PLAT: &str = "eth1";
+    /// The PLAT's interface to the core (IPv6).
+    pub const PLAT_UPLINK: &str = "eth6";
+    /// The PLAT's interface to the server (IPv4).
+    pub const PLAT_LAN: &str = "eth4";
+    /// The server's interface.
+    pub const SERVER: &str = "eth0";
+}
+
+/// The CLAT's configuration: discovery from the core's DNS server, with a
+/// fallback that does not work on this chain (so only discovery makes it work).
+pub const CLAT_TOML: &str = r#"[translator]
+mode = "clat"
+pool6 = "64:ff9b::/96"
+
+[clat]
+ipv4 = "192.0.0.0/29"
+ipv6 = "2001:db8:c1a7::/125"
+plat_prefix = "discover"
+dns_server = "2001:db8:a::1"
+
+[tun]
+name = "sixgate0"
+"#;
+
+/// The stand-in PLAT: SIIT with the CLAT prefix as an EAM entry.
+pub const PLAT_SIIT_TOML: &str = r#"[translator]
+mode = "siit"
+pool6 = "2001:db8:64::/96"
+eam = [ { ipv4 = "198.18.0.0/29", ipv6 = "2001:db8:c1a7::/125" } ]
+
+[tun]
+name = "sixgate0"
+"#;
+
+/// The PLAT proper: stateful NAT64 (RFC 6146).
+pub const PLAT_NAT64_TOML: &str = r#"[translator]
+mode = "nat64"
+pool6 = "2001:db8:64::/96"
+
+[nat64]
+pool4 = ["198.18.0.0/24"]
+
+[tun]
+name = "sixgate0"
+"#;
+
+/// Which translator the PLAT gateway runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plat {
+    /// sixgate `mode = "nat64"` ([`PLAT_NAT64_TOML`]): the real 464XLAT PLAT.
+    Nat64,
+    /// sixgate `mode = "siit"` with an EAM entry for the CLAT prefix
+    /// ([`PLAT_SIIT_TOML`]): stateless, enough to carry the chain.
+    SiitStandIn,
+}
+
+impl Plat {
+    /// Its configuration file.
+    pub fn toml(self) -> &'static str {
+        match self {
+            Plat::Nat64 => PLAT_NAT64_TOML,
+            Plat::SiitStandIn => PLAT_SIIT_TOML,
+        }
+    }
+
+    /// The routes into its TUN device that say it is ready.
+    pub fn routes(self) -> [&'static str; 2] {
+        match self {
+            Plat::Nat64 => [addr::PLAT_PREFIX, addr::PLAT_POOL4],
+            Plat::SiitStandIn => [addr::PLAT_PREFIX, addr::PLAT_EAM_V4],
+        }
+    }
+
+    /// For people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Plat::Nat64 => "sixgate nat64 (RFC 6146)",
+            Plat::SiitStandIn => "sixgate siit stand-in (EAM for the CLAT prefix)",
+        }
+    }
+}
+
+/// The five namespaces of the chain, configured and routed, without translators.
+/// Everything is removed on drop.
+#[derive(Debug)]
+pub struct Chain {
+    /// The IPv4-only client.
+    pub client: Netns,
+    /// The CLAT gateway (forwarding on).
+    pub clat: Netns,
+    /// The IPv6-only core router, with the DNS server.
+    pub core: Netns,
+    /// The PLAT gateway (forwarding on).
+    pub plat: Netns,
+    /// The IPv4-only server.
+    pub server: Netns,
+}
+
+impl Chain {
+    /// Create and wire the namespaces. On error, whatever was made is removed.
+    pub fn build() -> Result<Chain> {
+        let n = crate::next_index();
+        let c = Chain {
+            client: Netns::with_index("client", n)?,
+            clat: Netns::with_index("clat", n)?,
+            core: Netns::with_index("core", n)?,
+            plat: Netns::with_index("plat", n)?,
+            server: Netns::with_index("server", n)?,
+        };
+        c.wire().context("building the 464XLAT chain")?;
+        Ok(c)
+    }
+
+    fn wire(&self) -> Result<()> {
+        use addr::*;
+        veth(&self.client, ifname::CLIENT, &self.clat, ifname::CLAT_LAN)?;
+        veth(
+            &self.clat,
+            ifname::CLAT_UPLINK,
+            &self.core,
+            ifname::CORE_CLAT,
+        )?;
+        veth(
+            &self.core,
+            ifname::CORE_PLAT,
+            &self.plat,
+            ifname::PLAT_UPLINK,
+        )?;
+        veth(&self.plat, ifname::PLAT_LAN, &self.server, ifname::SERVER)?;
+
+        let v6 = |a: std::net::Ipv6Addr| format!("{a}/{V6_LINK_LEN}");
+        self.client
+            .add_address(ifname::CLIENT, &format!("{CLIENT}/{CLAT_LAN_LEN}"))?;
+        self.client
+            .add_route_via("default", &CLAT_LAN.to_string())?;
+
+        for gw in [&self.clat, &self.plat] {
+            gw.enable_forwarding()?;
+            // Errors of the gateways themselves are not rate limited: tests must
+            // not depend on timing.
+            gw.sysctl(&[
+                ("net.ipv6.icmp.ratelimit", "0"),
+                ("net.ipv4.icmp_ratelimit", "0"),
+            ])?;
+        }
+        self.clat
+            .add_address(ifname::CLAT_LAN, &format!("{CLAT_LAN}/{CLAT_LAN_LEN}"))?;
+        self.clat
+            .add_address(ifname::CLAT_UPLINK, &v6(CLAT_UPLINK))?;
+        self.clat
+            .add_route_via("default", &CORE_CLAT_SIDE.to_string())?;
+
+        self.core.enable_forwarding()?;
+        self.core
+            .add_address(ifname::CORE_CLAT, &v6(CORE_CLAT_SIDE))?;
+        self.core
+            .add_address(ifname::CORE_PLAT, &v6(CORE_PLAT_SIDE))?;
+        self.core.add_route_via(CLAT_V6, &CLAT_UPLINK.to_string())?;
+        self.core
+            .add_route_via(PLAT_PREFIX, &PLAT_UPLINK.to_string())?;
+
+        self.plat
+            .add_address(ifname::PLAT_UPLINK, &v6(PLAT_UPLINK))?;
+        self.plat
+            .add_route_via("default", &CORE_PLAT_SIDE.to_string())?;
+        self.plat
+            .add_address(ifname::PLAT_LAN, &format!("{PLAT_LAN}/{SERVER_LINK_LEN}"))?;
+
+        self.server
+            .add_address(ifname::SERVER, &format!("{SERVER}/{SERVER_LINK_LEN}"))?;
+        self.server.add_route_via("default", &PLAT_LAN.to_string())
+    }
+
+    /// The five namespaces, from the client to the server.
+    pub fn namespaces(&self) -> [&Netns; 5] {
+        [
+            &self.client,
+            &self.clat,
+            &self.core,
+            &self.plat,
+            &self.server,
+        ]
+    }
+
+    /// The DNS server of the core: dnsmasq answering `ipv4only.arpa` AAAA with
+    /// the two Well-Known IPv4 Addresses in the PLAT prefix, as a DNS64 would
+    /// (RFC 7050 §2), and nothing else. Ready when it listens on port 53.
+    pub fn start_dns(&self) -> Result<Background> {
+        let server = addr::DNS_SERVER.to_string();
+        let dns = self.core.spawn(
+            "dnsmasq",
+            [
+                "--keep-in-foreground",
+                "--conf-file=/dev/null",
+                "--no-resolv",
+                "--no-hosts",
+                "--bind-interfaces",
+                &format!("--listen-address={server}"),
+                "--user=root",
+                "--pid-file",
+                "--log-facility=-",
+                "--log-queries",
+                "--host-record=ipv4only.arpa,2001:db8:64::c000:aa",
+                "--host-record=ipv4only.arpa,2001:db8:64::c000:ab",
+            ],
+        )?;
+        self.core
+            .wait_listening(Proto::Udp, 53, Duration::from_secs(10))
+            .context("waiting for dnsmasq")?;
+        Ok(dns)
+    }
+
+    /// Start the CLAT ([`CLAT_TOML`]) and wait until its routes point into it
+    /// (after discovery: sixgate asks the DNS server before it sets anything up).
+    pub fn start_clat<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+        start_sixgate_with_config(&self.clat, binary, CLAT_TOML, &["0.0.0.0/0", addr::CLAT_V6])
+    }
+
+    /// Start the PLAT.
+    pub fn start_plat<'a>(&'a self, binary: &Path, plat: Plat) -> Result<RunningTranslator<'a>> {
+        start_sixgate_with_config(&self.plat, binary, plat.toml(), &plat.routes())
+    }
+
+    /// A table of the chain for people: role, namespace, addresses.
+    pub fn describe(&self) -> String {
+        use addr::*;
+        let rows = [
+            (
+                "IPv4-only client",
+                &self.client,
+                format!("{CLIENT}/{CLAT_LAN_LEN}"),
+            ),
+            (
+                "CLAT",
+                &self.clat,
+                format!(
+                    "{CLAT_LAN}/{CLAT_LAN_LEN} | {CLAT_UPLINK}/{V6_LINK_LEN}, {CLAT_V4} <-> {CLAT_V6}"
+                ),
+            ),
+            (
+                "IPv6-only core",
+                &self.core,
+                format!("{CORE_CLAT_SIDE}/{V6_LINK_LEN} | {CORE_PLAT_SIDE}/{V6_LINK_LEN}"),
+            ),
+            (
+                "PLAT",
+                &self.plat,
+                format!(
+                    "{PLAT_UPLINK}/{V6_LINK_LEN} | {PLAT_LAN}/{SERVER_LINK_LEN}, pool6 {PLAT_PREFIX}"
+                ),
+            ),
+            (
+                "IPv4-only server",
+                &self.server,
+                format!("{SERVER}/{SERVER_LINK_LEN}"),
+            ),
+        ];
+        let w = rows.iter().map(|r| r.1.name().len()).max().unwrap_or(0);
+        rows.iter()
+            .map(|(role, ns, a)| format!("  {role:<16} {:<w$}  {a}\n", ns.name()))
+            .collect()
+    }
+}
+
+/// The TUN device both translators of the chain use (one per namespace).
+pub const CHAIN_TUN: &str = SIXGATE_TUN;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_match_the_addresses() {
+        for t in [CLAT_TOML, PLAT_SIIT_TOML, PLAT_NAT64_TOML] {
+            assert!(t.contains(addr::PLAT_PREFIX) || t.contains(addr::FALLBACK_PREFIX));
+            assert!(t.contains(&format!("name = \"{CHAIN_TUN}\"")));
+        }
+        assert!(CLAT_TOML.contains(addr::CLAT_V4) && CLAT_TOML.contains(addr::CLAT_V6));
+        assert!(CLAT_TOML.contains(&format!("dns_server = \"{}\"", addr::DNS_SERVER)));
+        assert!(CLAT_TOML.contains(addr::FALLBACK_PREFIX));
+        assert!(
+            PLAT_SIIT_TOML.contains(addr::PLAT_EAM_V4) && PLAT_SIIT_TOML.contains(addr::CLAT_V6)
+        );
+        assert!(PLAT_NAT64_TOML.contains(addr::PLAT_POOL4));
+        assert_eq!(addr::CLIENT_AS_V6.to_string(), "2001:db8:c1a7::2");
+        assert_eq!(addr::SERVER_AS_V6.to_string(), "2001:db8:64::cb00:7107");
+    }
+}
