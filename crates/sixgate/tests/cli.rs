@@ -107,7 +107,7 @@ fn config_check_clat_sample() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stdout),
-        "samples/clat.toml: ok (mode clat, pool6 64:ff9b::/96, 1 EAM entry, \
+        "samples/clat.toml: ok (mode clat, pool6 2001:db8:64::/96, 1 EAM entry, \
          CLAT 192.0.0.0/29 <-> 2001:db8:c1a7::/125, \
          PLAT prefix discovered (RFC 7050) via /etc/resolv.conf)\n"
     );
