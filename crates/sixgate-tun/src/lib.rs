@@ -31,6 +31,7 @@ pub mod gso;
 pub mod pipeline;
 pub mod routes;
 pub mod stats;
+pub mod steering;
 pub mod system;
 pub mod vnet;
 mod worker;
