@@ -15,6 +15,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use aya::maps::HashMap;
 use aya::programs::SocketFilter;
 use aya::{Ebpf, EbpfLoader};
+use sixgate_core::nat64::{Nat64Config, Proto, steering};
 
 /// The compiled program (empty when clang was missing at build time).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/steer.o"));
@@ -35,6 +36,32 @@ pub struct Params {
     pub port_group: u16,
     /// Static BIB entries: their IPv4 side and the worker of their IPv6 side.
     pub static_bib: Vec<StaticEntry>,
+}
+
+impl Params {
+    /// The program's view of `cfg` with `workers` workers.
+    pub fn new(cfg: &Nat64Config, workers: u16) -> Params {
+        let len = cfg.subscriber_prefix_len;
+        Params {
+            workers,
+            subscriber_prefix_len: len,
+            port_group: steering::port_group(cfg.port_block_size),
+            static_bib: cfg
+                .static_bib
+                .iter()
+                .map(|b| StaticEntry {
+                    proto: match b.proto {
+                        Proto::Tcp => 6,
+                        Proto::Udp => 17,
+                        Proto::Icmp => 1,
+                    },
+                    addr: b.v4,
+                    port: b.port4,
+                    worker: steering::subscriber_worker(u128::from(b.v6), len, workers),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One static BIB entry as the program sees it.

@@ -8,22 +8,10 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use aya::programs::{TestRun, TestRunOptions};
-// TEMP until nat64-core lands: the formulas of docs/architecture.md.
-fn port_owner(p: u16, group: u16, workers: u16) -> u16 {
-    (p / group) % workers
-}
-fn subscriber_worker(a: Ipv6Addr, len: u8, workers: u16) -> u16 {
-    let x = u128::from(a)
-        & if len == 0 {
-            0
-        } else {
-            u128::MAX << (128 - u32::from(len))
-        };
-    let f = ((x >> 64) as u64) ^ (x as u64);
-    ((f.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % u64::from(workers)) as u16
-}
+use sixgate_core::nat64::steering::{port_owner, subscriber_worker};
+use sixgate_core::nat64::{Nat64Config, Proto, StaticBib};
 use sixgate_testkit::{Ip4, Ip6, L4, Summary};
-use sixgate_tun::steering::{Params, StaticEntry, Steering};
+use sixgate_tun::steering::{Params, Steering};
 
 /// splitmix64: reproducible random numbers without a dependency.
 struct Rng(u64);
@@ -67,7 +55,7 @@ fn subscriber(r: &mut Rng) -> Ipv6Addr {
 }
 
 /// A random packet as the kernel would route it into the TUN device.
-fn packet(r: &mut Rng, statics: &[StaticEntry]) -> Vec<u8> {
+fn packet(r: &mut Rng, statics: &[StaticBib]) -> Vec<u8> {
     let sub = subscriber(r);
     let p4 = r.pick(&POOL4);
     match r.below(13) {
@@ -107,28 +95,34 @@ fn packet(r: &mut Rng, statics: &[StaticEntry]) -> Vec<u8> {
         _ => {
             // A static BIB entry, directly or quoted in an error.
             let s = r.pick(statics);
-            let to = Ip4::new(SERVER4, s.addr);
-            match (s.proto, r.below(2)) {
-                (6, 0) => to.tcp(r.u16(), s.port, 0),
-                (17, 0) => to.udp(r.u16(), s.port, 8),
-                (1, 0) => to.echo_request(s.port, 1, 8),
-                (6, _) => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), s.addr).icmp_error(
+            let proto = match s.proto {
+                Proto::Tcp => 6,
+                Proto::Udp => 17,
+                Proto::Icmp => 1,
+            };
+            let (addr, port) = (s.v4, s.port4);
+            let to = Ip4::new(SERVER4, addr);
+            match (proto, r.below(2)) {
+                (6, 0) => to.tcp(r.u16(), port, 0),
+                (17, 0) => to.udp(r.u16(), port, 8),
+                (1, 0) => to.echo_request(port, 1, 8),
+                (6, _) => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), addr).icmp_error(
                     3,
                     1,
                     [0; 4],
-                    &Ip4::new(s.addr, SERVER4).tcp(s.port, 443, 0),
+                    &Ip4::new(addr, SERVER4).tcp(port, 443, 0),
                 ),
-                (17, _) => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), s.addr).icmp_error(
+                (17, _) => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), addr).icmp_error(
                     3,
                     1,
                     [0; 4],
-                    &Ip4::new(s.addr, SERVER4).udp(s.port, 53, 8),
+                    &Ip4::new(addr, SERVER4).udp(port, 53, 8),
                 ),
-                _ => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), s.addr).icmp_error(
+                _ => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), addr).icmp_error(
                     11,
                     0,
                     [0; 4],
-                    &Ip4::new(s.addr, SERVER4).echo_request(s.port, 1, 8),
+                    &Ip4::new(addr, SERVER4).echo_request(port, 1, 8),
                 ),
             }
         }
@@ -150,13 +144,21 @@ fn v6(a: IpAddr) -> Ipv6Addr {
 }
 
 /// The worker the architecture says a packet belongs to, from the Rust functions.
-fn expected(s: &Summary, p: &Params) -> u16 {
-    let (w, len, g) = (p.workers, p.subscriber_prefix_len, p.port_group);
+fn expected(s: &Summary, cfg: &Nat64Config, w: u16) -> u16 {
+    let (len, block) = (cfg.subscriber_prefix_len, cfg.port_block_size);
     let owner = |proto: u8, addr: Ipv4Addr, port: u16| {
-        p.static_bib
+        let proto = match proto {
+            6 => Proto::Tcp,
+            17 => Proto::Udp,
+            _ => Proto::Icmp,
+        };
+        cfg.static_bib
             .iter()
-            .find(|e| e.proto == proto && e.addr == addr && e.port == port)
-            .map_or_else(|| port_owner(port, g, w), |e| e.worker)
+            .find(|e| e.proto == proto && e.v4 == addr && e.port4 == port)
+            .map_or_else(
+                || port_owner(port, block, w),
+                |e| subscriber_worker(u128::from(e.v6), len, w),
+            )
     };
     match s.family {
         sixgate_testkit::Family::V6 => {
@@ -164,7 +166,7 @@ fn expected(s: &Summary, p: &Params) -> u16 {
                 (L4::Icmp { ty, .. }, Some(inner)) if *ty < 128 => v6(inner.dst),
                 _ => v6(s.src),
             };
-            subscriber_worker(who, len, w)
+            subscriber_worker(u128::from(who), len, w)
         }
         sixgate_testkit::Family::V4 => {
             if let Some(f) = s.fragment
@@ -211,36 +213,44 @@ fn load_or_skip(p: &Params) -> Option<Steering> {
 fn bpf_program_and_rust_functions_pick_the_same_worker() {
     let mut r = Rng(0x5158_6a7e);
     let mut checked = 0;
-    for (workers, len, group) in [
-        (2u16, 128u8, 2u16),
-        (3, 64, 2),
+    // Workers, subscriber prefix length, port-block size (0: port pairs).
+    for (workers, len, block) in [
+        (2u16, 128u8, 0u16),
+        (3, 64, 0),
         (4, 56, 64),
         (7, 48, 128),
-        (16, 60, 2),
+        (16, 60, 0),
     ] {
-        let statics: Vec<StaticEntry> = [(6u8, 8080u16), (17, 5353), (1, 77), (6, 2)]
-            .iter()
-            .map(|&(proto, port)| StaticEntry {
-                proto,
-                addr: POOL4[0],
-                port,
-                worker: subscriber_worker(subscriber(&mut r), len, workers),
-            })
-            .collect();
-        let p = Params {
-            workers,
+        let static_bib: Vec<StaticBib> = [
+            (Proto::Tcp, 8080u16),
+            (Proto::Udp, 5353),
+            (Proto::Icmp, 77),
+            (Proto::Tcp, 2),
+        ]
+        .iter()
+        .map(|&(proto, port)| StaticBib {
+            proto,
+            v6: subscriber(&mut r),
+            port6: port,
+            v4: POOL4[0],
+            port4: port,
+        })
+        .collect();
+        let cfg = Nat64Config {
             subscriber_prefix_len: len,
-            port_group: group,
-            static_bib: statics.clone(),
+            port_block_size: block,
+            static_bib,
+            ..Nat64Config::default()
         };
+        let p = Params::new(&cfg, workers);
         let Some(steering) = load_or_skip(&p) else {
             return;
         };
         for _ in 0..120 {
-            let pkt = packet(&mut r, &statics);
+            let pkt = packet(&mut r, &cfg.static_bib);
             let summary = sixgate_testkit::check(&pkt)
                 .unwrap_or_else(|e| panic!("testkit built a bad packet: {e}"));
-            let want = expected(&summary, &p);
+            let want = expected(&summary, &cfg, workers);
             // BPF_PROG_TEST_RUN takes an Ethernet frame and hands a socket filter
             // the data after the Ethernet header, as a TUN device does.
             let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
@@ -261,7 +271,7 @@ fn bpf_program_and_rust_functions_pick_the_same_worker() {
             assert_eq!(
                 got,
                 u32::from(want),
-                "workers {workers}, /{len}, group {group}: {summary:?}"
+                "workers {workers}, /{len}, block {block}: {summary:?}"
             );
             checked += 1;
         }
