@@ -296,12 +296,7 @@ impl Gateway {
                     index: i,
                     cpu: (!cpus.is_empty()).then(|| cpus[i % cpus.len()]),
                     queue,
-                    pipeline: pipeline::Pipeline::for_worker(
-                        cfg.clone(),
-                        vnet,
-                        i as u16,
-                        n as u16,
-                    ),
+                    pipeline: pipeline::Pipeline::for_worker(cfg.clone(), vnet, i as u16, n as u16),
                     stats: s.clone(),
                     stop: gw.stop_flag.clone(),
                     stop_fd: stop_rd.clone(),
@@ -452,11 +447,13 @@ impl Gateway {
 /// (docs/tun.md, "Stateful NAT64"). Say so, with an example.
 fn check_pool4(nat: &sixgate_core::nat64::Nat64Config) -> Result<(), String> {
     if nat.pool4.is_empty() {
-        return Err("[nat64] pool4 is empty: on the TUN data plane sixgate needs IPv4 \
+        return Err(
+            "[nat64] pool4 is empty: on the TUN data plane sixgate needs IPv4 \
                     addresses of its own, routed to this gateway, to map IPv6 hosts to \
                     (the gateway's own address cannot be shared with the host's stack); \
                     set for example\n  [nat64]\n  pool4 = [\"192.0.2.0/28\"]"
-            .to_owned());
+                .to_owned(),
+        );
     }
     Ok(())
 }
