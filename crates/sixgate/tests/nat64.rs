@@ -281,7 +281,7 @@ const SHORT_UDP_TIMEOUT: u32 = 2;
 #[test]
 fn nat64_udp_session_expires() {
     let test = "nat64_udp_session_expires";
-    let keys = format!("timeouts = {{ udp = {SHORT_UDP_TIMEOUT} }}\n");
+    let keys = format!("udp_timeout = {SHORT_UDP_TIMEOUT}\n");
     let Some(translator) = nat64_or_skip(test, 1, &keys) else {
         return;
     };
