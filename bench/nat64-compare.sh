@@ -9,7 +9,8 @@
 #
 # usage: bench/nat64-compare.sh [--quick] [--out FILE] [--no-build]
 #   (any tun-compare.sh option; --only picks from nat44,tayga44,nat64-1,nat64-N)
-# Needs root, iproute2, nftables, tayga, iperf3, python3 (scripts/setup.sh).
+# Needs root, iproute2, nftables, conntrack, tayga, iperf3, python3
+# (scripts/setup.sh installs them).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then

@@ -118,7 +118,7 @@ die() {
 }
 
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces)"
-for tool in ip taskset python3 iperf3 tayga nft; do
+for tool in ip taskset python3 iperf3 tayga nft conntrack; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/setup.sh)"
 done
 
@@ -519,8 +519,12 @@ masquerade_on() {
     nsx "$NSD" nft -f "$tmp/nat44.nft"
 }
 
+# Also forget the connections: a masquerade run leaves ~64k conntrack entries
+# (one per RFC 4814 source port) that would hold every port of the DUT's address
+# for the next masquerade run.
 masquerade_off() {
     nsx "$NSD" nft delete table ip sgbench 2>/dev/null || true
+    nsx "$NSD" conntrack -F >/dev/null 2>&1 || true
 }
 
 case_nat44() {
