@@ -27,10 +27,21 @@
 #    sender can), and the most delivered in any trial ("peak").
 #  - single-stream TCP, v6 host -> v4 host, with iperf3.
 #
+# Stateful systems (bench/nat64-compare.sh selects them), same traffic:
+#  - nat44: kernel NAT44, IPv4 on both sides (the v6 host ns also gets
+#    192.0.2.5/24, the DUT 192.0.2.1/24), nft masquerade out of the DUT;
+#  - tayga44: TAYGA with a dynamic pool (198.18.0.0/24) and nft masquerade of
+#    that pool out of the DUT: the classic stateful set-up around a SIIT;
+#  - nat64-1, nat64-N: sixgate mode = "nat64", pool4 198.18.0.0/24 (routed back
+#    to the DUT by the v4 host's default route), workers = 1 and = nproc.
+# The first stateful row run is the reference of the "vs" column when the
+# kernel forwarding row is not in the run.
+#
 # usage: bench/tun-compare.sh [--quick] [--out FILE] [--only LIST] [--no-build]
 #   --quick      1 s trials, <= 5 search steps, 3 s TCP (about a minute)
 #   --out FILE   also write the table (with the machine and command) to FILE
-#   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN
+#   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN,
+#                nat44,tayga44,nat64-1,nat64-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
 #
 # Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
@@ -107,7 +118,7 @@ die() {
 }
 
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces)"
-for tool in ip taskset python3 iperf3 tayga; do
+for tool in ip taskset python3 iperf3 tayga nft conntrack; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/setup.sh)"
 done
 
@@ -191,6 +202,11 @@ EAM6=2001:db8:1::/120
 # Kernel forwarding case only: the v4 host's side also gets IPv6.
 D4_6=2001:db8:2::1
 V4H_6=2001:db8:2::7
+# Stateful cases: IPv4 between the v6 host and the DUT (NAT44 only), and the
+# IPv4 addresses the stateful translators map to.
+V6H_4=192.0.2.5
+D6_4=192.0.2.1
+POOL4=198.18.0.0/24
 
 nsx() {
     local ns=$1
@@ -443,6 +459,7 @@ sanity() {
 ROWS=()
 KERNEL_PPS=""
 KERNEL_TCP=""
+REF_NAME="kernel"
 R_PEAK=0
 R_ZERO=0
 COUNT_ZERO=1
@@ -477,9 +494,74 @@ case_kernel() {
     run_case "kernel IPv6 forwarding (no translation)" "[$V4H_6]:$UDP_PORT" "[::]:$UDP_PORT" "$V4H_6"
     KERNEL_PPS=$R_ZERO
     KERNEL_TCP=$R_TCP
+    REF_NAME="kernel forwarding"
     ip -n "$NS4" -6 route del default via "$D4_6" dev v4h
     ip -n "$NSD" addr del "$D4_6/64" dev d4
     ip -n "$NS4" addr del "$V4H_6/64" dev v4h
+}
+
+# The reference for stateful rows when the kernel forwarding row is not run.
+stateful_reference() {
+    if [[ -z $KERNEL_PPS ]] && [[ $R_ZERO =~ ^[0-9]+$ ]]; then
+        KERNEL_PPS=$R_ZERO
+        KERNEL_TCP=$R_TCP
+        REF_NAME=$1
+    fi
+}
+
+# nft masquerade of what leaves the DUT towards the v4 host (from the prefix $1,
+# or anything): conntrack keeps the state.
+masquerade_on() {
+    local match=""
+    if [[ -n ${1:-} ]]; then match="ip saddr $1"; fi
+    printf 'table ip sgbench {\n chain post {\n  type nat hook postrouting priority srcnat; policy accept;\n  oifname "d4" %s masquerade\n }\n}\n' \
+        "$match" >"$tmp/nat44.nft"
+    nsx "$NSD" nft -f "$tmp/nat44.nft"
+}
+
+# Also forget the connections: a masquerade run leaves ~64k conntrack entries
+# (one per RFC 4814 source port) that would hold every port of the DUT's address
+# for the next masquerade run.
+masquerade_off() {
+    nsx "$NSD" nft delete table ip sgbench 2>/dev/null || true
+    nsx "$NSD" conntrack -F >/dev/null 2>&1 || true
+}
+
+case_nat44() {
+    ip -n "$NS6" addr add "$V6H_4/24" dev v6h
+    ip -n "$NSD" addr add "$D6_4/24" dev d6
+    ip -n "$NS6" route add default via "$D6_4" dev v6h
+    ip -n "$NS6" neigh replace "$D6_4" lladdr "$MAC_D6" dev v6h nud permanent
+    ip -n "$NSD" neigh replace "$V6H_4" lladdr "$MAC_V6H" dev d6 nud permanent
+    masquerade_on
+    run_case "kernel NAT44 (nft masquerade, IPv4 both sides)" "$V4H:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$V4H"
+    stateful_reference "kernel NAT44"
+    masquerade_off
+    ip -n "$NS6" route del default via "$D6_4" dev v6h
+    ip -n "$NS6" addr del "$V6H_4/24" dev v6h
+    ip -n "$NSD" addr del "$D6_4/24" dev d6
+}
+
+case_tayga44() {
+    local version conf="$tmp/tayga44.conf" pid
+    version=$(dpkg-query -W -f='${Version}' tayga 2>/dev/null || echo "?")
+    printf 'tun-device nat64\nipv4-addr 192.0.2.1\nprefix %s\ndynamic-pool %s\n' "$POOL6" "$POOL4" >"$conf"
+    ip netns exec "$NSD" taskset -c "$DUT_CPU" tayga -c "$conf" --nodetach >"$tmp/tayga44.log" 2>&1 &
+    pid=$!
+    if ! wait_for_link nat64; then
+        log "  tayga did not create its TUN device: $(tail -n 3 "$tmp/tayga44.log")"
+        add_row "TAYGA $version + NAT44" "failed: did not start" - - - - - - -
+        return
+    fi
+    ip -n "$NSD" link set nat64 up
+    ip -n "$NSD" route add "$POOL6" dev nat64
+    ip -n "$NSD" route add "$POOL4" dev nat64
+    masquerade_on "$POOL4"
+    run_case "TAYGA $version + NAT44 (dynamic pool, nft masquerade)" \
+        "[$V4H_VIA_POOL6]:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$V4H_VIA_POOL6"
+    stateful_reference "TAYGA + NAT44"
+    masquerade_off
+    stop_dut "$pid"
 }
 
 wait_for_link() {
@@ -527,17 +609,22 @@ EOF
 }
 
 case_sixgate() {
-    local workers=$1 label=$2 conf="$tmp/sixgate.toml" pid pin=()
+    local workers=$1 label=$2 mode=${3:-siit} conf="$tmp/sixgate.toml" pid pin=() section
     if ((!have_sixgate_run)); then
         add_row "$label" "skipped: sixgate run not available" - - - - - - -
         log "== $label: skipped: sixgate run not available"
         return
     fi
+    if [[ $mode == nat64 ]]; then
+        # pool4 is the EAM prefix of the SIIT rows: the same route check below.
+        section=$(printf '[translator]\nmode = "nat64"\npool6 = "%s"\n\n[nat64]\npool4 = ["%s"]\n' \
+            "$POOL6" "$POOL4")
+    else
+        section=$(printf '[translator]\nmode = "siit"\npool6 = "%s"\neam = [ { ipv4 = "%s", ipv6 = "%s" } ]\n' \
+            "$POOL6" "$EAM4" "$EAM6")
+    fi
     cat >"$conf" <<EOF
-[translator]
-mode = "siit"
-pool6 = "$POOL6"
-eam = [ { ipv4 = "$EAM4", ipv6 = "$EAM6" } ]
+$section
 
 [daemon]
 workers = $workers
@@ -575,10 +662,11 @@ EOF
     run_case "$label" "[$V4H_VIA_POOL6]:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$V4H_VIA_POOL6"
     stop_dut "$pid"
     # sixgate run prints its counters on exit.
-    log "  sixgate at exit: $(tail -n 1 "$tmp/sixgate.log")"
+    log "  sixgate at exit: $(grep '^sixgate: ' "$tmp/sixgate.log" | tr '\n' ' ')"
     if ip -n "$NSD" link show sixgate0 >/dev/null 2>&1; then
         log "  warning: sixgate0 still exists after SIGTERM"
     fi
+    if [[ $mode == nat64 ]]; then stateful_reference "sixgate nat64"; fi
 }
 
 # --- run -------------------------------------------------------------------------
@@ -600,6 +688,10 @@ for sel in "${selected[@]}"; do
         tayga) case_tayga ;;
         sixgate1) case_sixgate 1 "sixgate, workers = 1" ;;
         sixgateN) case_sixgate "$ncpu" "sixgate, workers = $ncpu (all CPUs)" ;;
+        nat44) case_nat44 ;;
+        tayga44) case_tayga44 ;;
+        nat64-1) case_sixgate 1 "sixgate nat64, workers = 1" nat64 ;;
+        nat64-N) case_sixgate "$ncpu" "sixgate nat64, workers = $ncpu (all CPUs)" nat64 ;;
         *) die "unknown system in --only: $sel" ;;
     esac
 done
@@ -607,7 +699,7 @@ done
 # --- the table ---------------------------------------------------------------------
 fmt_k() { awk -v v="$1" 'BEGIN { printf "%.0f k", v / 1000 }'; }
 table() {
-    echo "| system | zero-loss pps | peak delivered | ${OVERLOAD}× overload: offered (× zero-loss) → delivered | delivered at ${OVERLOAD}× / peak | sender's max offered → delivered | TCP Gb/s | vs kernel: pps / TCP |"
+    echo "| system | zero-loss pps | peak delivered | ${OVERLOAD}× overload: offered (× zero-loss) → delivered | delivered at ${OVERLOAD}× / peak | sender's max offered → delivered | TCP Gb/s | vs $REF_NAME: pps / TCP |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|"
     local row name zero peak off del oloss tcp moff mdel ratio pct factor
     for row in "${ROWS[@]}"; do

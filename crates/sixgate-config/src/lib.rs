@@ -21,10 +21,11 @@ use sixgate_core::Config;
 use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::config::IPV4_DUMMY_ADDRESS;
 
+mod nat64;
 pub mod schema;
 mod validate;
 
-/// The translator mode a file selects. The planned ones are recognised so that a
+/// The translator mode a file selects. Planned modes are recognised so that a
 /// file written for them gets a clear "not yet" error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -34,6 +35,9 @@ pub enum Mode {
     /// RFC 6877 CLAT: the SIIT core with the customer-side IPv4 range as an EAM
     /// entry and the PLAT prefix (static or RFC 7050) as pool6; see [`ClatSettings`].
     Clat,
+    /// Stateful NAT64 (RFC 6146): RFC 7915 headers, addresses and ports from the
+    /// BIB and session tables; settings in `[nat64]`.
+    Nat64,
 }
 
 impl Mode {
@@ -42,6 +46,7 @@ impl Mode {
         match self {
             Mode::Siit => "siit",
             Mode::Clat => "clat",
+            Mode::Nat64 => "nat64",
         }
     }
 }
@@ -55,7 +60,7 @@ impl fmt::Display for Mode {
 /// Modes the file format knows: the supported ones, then the planned ones.
 pub const KNOWN_MODES: &[&str] = &["siit", "nat64", "clat", "mapt-br", "mapt-ce"];
 /// Modes that parse but are not implemented yet.
-pub const PLANNED_MODES: &[&str] = &["nat64", "mapt-br", "mapt-ce"];
+pub const PLANNED_MODES: &[&str] = &["mapt-br", "mapt-ce"];
 
 /// A loaded, validated configuration.
 #[derive(Clone, Debug)]
@@ -71,6 +76,9 @@ pub struct Loaded {
     pub tun: TunSettings,
     /// `[clat]`, for `mode = "clat"`; `None` in every other mode.
     pub clat: Option<ClatSettings>,
+    /// Values that load but go against an RFC (timeouts below RFC 6146's minimums,
+    /// for instance). `sixgate config check` and the daemon print them.
+    pub warnings: Vec<ConfigWarning>,
 }
 
 /// `[clat]`: RFC 6877 customer-side translator settings. Their EAM entry is already
@@ -157,9 +165,33 @@ impl Loaded {
             Some(p) => format!("{}/{}", p.addr(), p.len()),
             None => "none".to_owned(),
         };
-        let n = self.config.map.eam.entries().len();
-        let entries = if n == 1 { "entry" } else { "entries" };
-        let mut out = format!("mode {}, pool6 {pool6}, {n} EAM {entries}", self.mode);
+        let plural = |n: usize, one: &'static str, many: &'static str| {
+            format!("{n} {}", if n == 1 { one } else { many })
+        };
+        let mut out = match &self.config.nat64 {
+            None => {
+                let n = self.config.map.eam.entries().len();
+                format!(
+                    "mode {}, pool6 {pool6}, {}",
+                    self.mode,
+                    plural(n, "EAM entry", "EAM entries")
+                )
+            }
+            Some(n) => {
+                let addresses: u64 = n
+                    .pool4
+                    .iter()
+                    .map(|e| 1u64 << (32 - u32::from(e.prefix_len)))
+                    .sum();
+                format!(
+                    "mode {}, pool6 {pool6}, pool4 {} ({}), {}",
+                    self.mode,
+                    plural(n.pool4.len(), "entry", "entries"),
+                    plural(addresses as usize, "address", "addresses"),
+                    plural(n.static_bib.len(), "static BIB entry", "static BIB entries"),
+                )
+            }
+        };
         if let Some(c) = &self.clat {
             out.push_str(&format!(
                 ", CLAT {}/{} <-> {}/{}, PLAT prefix ",
@@ -191,6 +223,47 @@ impl Loaded {
         {
             self.config.icmp_source_v6 = prefix.embed(IPV4_DUMMY_ADDRESS);
         }
+    }
+}
+
+/// A value that loads but goes against a standard, with where it is in the file.
+/// Printed as `FILE:LINE:COLUMN: warning: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigWarning {
+    origin: String,
+    position: Position,
+    message: String,
+}
+
+impl ConfigWarning {
+    /// A warning at byte range `span` of `text`.
+    pub(crate) fn at(origin: &str, text: &str, span: Range<usize>, message: String) -> Self {
+        ConfigWarning {
+            origin: origin.to_owned(),
+            position: Position::of_offset(text, span.start),
+            message,
+        }
+    }
+
+    /// Where in the file.
+    pub fn position(&self) -> Position {
+        self.position
+    }
+
+    /// The message without the `FILE:LINE:COLUMN: warning: ` prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.position;
+        write!(
+            f,
+            "{}:{}:{}: warning: {}",
+            self.origin, p.line, p.column, self.message
+        )
     }
 }
 
@@ -314,6 +387,15 @@ fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> ConfigError {
         .replace("expected struct DaemonSection", "expected a table")
         .replace("expected struct TunSection", "expected a table")
         .replace("expected struct ClatSection", "expected a table")
+        .replace("expected struct Nat64Section", "expected a table")
+        .replace(
+            "expected struct StaticBibEntry",
+            "expected a table { proto, ipv6, port6, ipv4, port4 }",
+        )
+        .replace(
+            "expected struct Pool4Table",
+            "expected a table { prefix, tcp, udp, icmp }",
+        )
         .replace(
             "expected struct EamEntry",
             "expected a table { ipv4, ipv6 }",

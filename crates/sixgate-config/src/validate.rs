@@ -3,6 +3,7 @@
 //!
 //! Messages follow one shape: `KEY = VALUE: what is wrong; expected WHAT`.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt::Display;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -15,8 +16,8 @@ use toml::Spanned;
 
 use crate::schema::{ClatSection, DaemonSection, EamEntry, File, TranslatorSection, TunSection};
 use crate::{
-    ClatSettings, ConfigError, DNS_PORT, DaemonSettings, KNOWN_MODES, Loaded, Mode, PLANNED_MODES,
-    PlatPrefix, TunSettings,
+    ClatSettings, ConfigError, ConfigWarning, DNS_PORT, DaemonSettings, KNOWN_MODES, Loaded, Mode,
+    PLANNED_MODES, PlatPrefix, TunSettings,
 };
 
 /// Most worker threads (and TUN queues: the kernel's limit is 256).
@@ -25,19 +26,29 @@ pub(crate) const MAX_WORKERS: i64 = 256;
 /// Most addresses `rfc6791_v4` may expand to.
 pub(crate) const RFC6791_V4_MAX: u64 = 65_536;
 
-/// Where errors point: the text (for positions) and its name.
-struct Cx<'a> {
+/// The RFC 6052 Well-Known Prefix, pool6's default in mode nat64 (RFC 6146 §2).
+const WELL_KNOWN_PREFIX: &str = "64:ff9b::/96";
+
+/// Where errors point: the text (for positions) and its name; and the warnings so far.
+pub(crate) struct Cx<'a> {
     text: &'a str,
     origin: &'a str,
+    warnings: RefCell<Vec<ConfigWarning>>,
 }
 
 impl Cx<'_> {
-    fn err(&self, span: Range<usize>, msg: impl Into<String>) -> ConfigError {
+    pub(crate) fn err(&self, span: Range<usize>, msg: impl Into<String>) -> ConfigError {
         ConfigError::at(self.origin, self.text, span, msg)
     }
 
+    /// Record a warning at `span`; loading goes on.
+    pub(crate) fn warn(&self, span: Range<usize>, msg: String) {
+        let w = ConfigWarning::at(self.origin, self.text, span, msg);
+        self.warnings.borrow_mut().push(w);
+    }
+
     /// `KEY = VALUE: problem; expected EXPECTED`, at the value.
-    fn bad<T: std::fmt::Debug>(
+    pub(crate) fn bad<T: std::fmt::Debug>(
         &self,
         key: &str,
         v: &Spanned<T>,
@@ -53,7 +64,11 @@ impl Cx<'_> {
 
 /// Build the validated configuration.
 pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, ConfigError> {
-    let cx = Cx { text, origin };
+    let cx = Cx {
+        text,
+        origin,
+        warnings: RefCell::new(Vec::new()),
+    };
     let Some(section) = file.translator else {
         return Err(cx.err(
             0..0,
@@ -68,8 +83,31 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         hairpin: t.hairpin.is_some(),
         icmp_source_v6: t.icmp_source_v6.is_some(),
     };
-    let mode_span = t.mode.as_ref().map_or(header.clone(), |m| m.span());
-    let (mut config, mode) = translator(&cx, t, header)?;
+    let (mut config, mode, mode_span) = translator(&cx, t, header)?;
+    config.nat64 = match (mode, file.nat64) {
+        (Mode::Nat64, Some(n)) => {
+            let span = n.span();
+            Some(crate::nat64::section(&cx, &config, n.into_inner(), span)?)
+        }
+        (Mode::Nat64, None) => {
+            return Err(cx.err(
+                mode_span,
+                "mode = \"nat64\" but no [nat64] section; expected a [nat64] table with at \
+                 least `pool4`, the IPv4 addresses the translator owns (RFC 6146 §2)",
+            ));
+        }
+        (_, Some(n)) => {
+            return Err(cx.err(
+                n.span(),
+                format!(
+                    "[nat64]: the section is for mode = \"nat64\" but this file has mode = \
+                     {:?}; expected no [nat64] section, or mode = \"nat64\"",
+                    mode.as_str()
+                ),
+            ));
+        }
+        (_, None) => None,
+    };
     let clat = match (mode, file.clat) {
         (Mode::Clat, Some(c)) => Some(clat(&cx, &mut config, c, explicit)?),
         (Mode::Clat, None) => {
@@ -105,6 +143,7 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         daemon,
         tun,
         clat,
+        warnings: cx.warnings.into_inner(),
     })
 }
 
@@ -369,19 +408,26 @@ fn translator(
     cx: &Cx<'_>,
     t: TranslatorSection,
     header: Range<usize>,
-) -> Result<(Config, Mode), ConfigError> {
-    let mode = match &t.mode {
-        Some(m) => mode(cx, m)?,
+) -> Result<(Config, Mode, Range<usize>), ConfigError> {
+    let (mode, mode_span) = match &t.mode {
+        Some(m) => (mode(cx, m)?, m.span()),
         None => {
             return Err(cx.err(
                 header,
-                "[translator] has no `mode`; expected mode = \"siit\"",
+                "[translator] has no `mode`; expected mode = \"siit\" or mode = \"nat64\"",
             ));
         }
     };
 
-    let pool6 = t.pool6.as_ref().map(|p| pool6(cx, p)).transpose()?;
+    let mut pool6 = t.pool6.as_ref().map(|p| pool6(cx, p)).transpose()?;
     let eam_entries = t.eam.as_deref().unwrap_or(&[]);
+    if mode == Mode::Nat64 {
+        not_in_nat64(cx, &t)?;
+        if pool6.is_none() {
+            let wkp = toml::Spanned::new(0..0, WELL_KNOWN_PREFIX.to_owned());
+            pool6 = Some(self::pool6(cx, &wkp)?);
+        }
+    }
     // A CLAT always maps its [clat] prefixes.
     if pool6.is_none() && eam_entries.is_empty() && mode != Mode::Clat {
         return Err(cx.err(
@@ -487,13 +533,39 @@ fn translator(
             ));
         }
     }
-    Ok((cfg, mode))
+    Ok((cfg, mode, mode_span))
+}
+
+/// Keys of `[translator]` that have no meaning in mode nat64, refused with why.
+fn not_in_nat64(cx: &Cx<'_>, t: &TranslatorSection) -> Result<(), ConfigError> {
+    if let Some(first) = t.eam.as_ref().and_then(|e| e.first()) {
+        return Err(cx.err(
+            first.span(),
+            "eam: Explicit Address Mappings (RFC 7757) are for mode \"siit\"; in mode \
+             \"nat64\" IPv6 hosts share pool4 through the BIB and session tables (RFC 6146), \
+             so an EAM entry would bypass them; expected no `eam` (a fixed mapping is a \
+             `static_bib` entry in [nat64])",
+        ));
+    }
+    if let Some(h) = &t.hairpin {
+        return Err(cx.err(
+            h.span(),
+            format!(
+                "hairpin = {:?}: RFC 7757 hairpinning is about EAM entries, which mode \
+                 \"nat64\" has none of; NAT64 always hairpins traffic to pool4 (RFC 6146 §3.8); \
+                 expected no `hairpin`",
+                h.get_ref()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
     let name = m.get_ref().as_str();
     match name {
         "siit" => Ok(Mode::Siit),
+        "nat64" => Ok(Mode::Nat64),
         "clat" => Ok(Mode::Clat),
         _ if PLANNED_MODES.contains(&name) => Err(cx.err(
             m.span(),
@@ -516,9 +588,9 @@ fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
 }
 
 /// Modes that work today.
-const SUPPORTED_MODES: &[&str] = &["siit", "clat"];
+const SUPPORTED_MODES: &[&str] = &["siit", "nat64", "clat"];
 
-fn quoted_list(names: &[&str]) -> String {
+pub(crate) fn quoted_list(names: &[&str]) -> String {
     names
         .iter()
         .map(|n| format!("{n:?}"))
@@ -689,7 +761,13 @@ fn mtu_plateaus(cx: &Cx<'_>, list: &Spanned<Vec<Spanned<i64>>>) -> Result<Vec<u1
     Ok(out)
 }
 
-fn int_in(cx: &Cx<'_>, key: &str, v: &Spanned<i64>, lo: i64, hi: i64) -> Result<i64, ConfigError> {
+pub(crate) fn int_in(
+    cx: &Cx<'_>,
+    key: &str,
+    v: &Spanned<i64>,
+    lo: i64,
+    hi: i64,
+) -> Result<i64, ConfigError> {
     let n = *v.get_ref();
     if (lo..=hi).contains(&n) {
         Ok(n)
@@ -701,7 +779,11 @@ fn int_in(cx: &Cx<'_>, key: &str, v: &Spanned<i64>, lo: i64, hi: i64) -> Result<
     }
 }
 
-fn v4_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv4Addr, ConfigError> {
+pub(crate) fn v4_addr(
+    cx: &Cx<'_>,
+    key: &str,
+    v: &Spanned<String>,
+) -> Result<Ipv4Addr, ConfigError> {
     v.get_ref().parse().map_err(|_| {
         cx.bad(
             key,
@@ -712,7 +794,11 @@ fn v4_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv4Addr, Conf
     })
 }
 
-fn v6_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv6Addr, ConfigError> {
+pub(crate) fn v6_addr(
+    cx: &Cx<'_>,
+    key: &str,
+    v: &Spanned<String>,
+) -> Result<Ipv6Addr, ConfigError> {
     v.get_ref().parse().map_err(|_| {
         cx.bad(
             key,
@@ -724,7 +810,7 @@ fn v6_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv6Addr, Conf
 }
 
 /// `ADDR/LEN`, or (if `bare_ok`) `ADDR` meaning /32. Host bits are checked by the caller.
-fn parse_v4_prefix(s: &str, bare_ok: bool) -> Result<(Ipv4Addr, u8), String> {
+pub(crate) fn parse_v4_prefix(s: &str, bare_ok: bool) -> Result<(Ipv4Addr, u8), String> {
     parse_prefix(s, bare_ok, 32)
 }
 
@@ -753,7 +839,7 @@ fn parse_prefix<A: std::str::FromStr>(s: &str, bare_ok: bool, max: u8) -> Result
     Ok((addr, len))
 }
 
-fn mask_v4(a: Ipv4Addr, len: u8) -> Ipv4Addr {
+pub(crate) fn mask_v4(a: Ipv4Addr, len: u8) -> Ipv4Addr {
     let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
     Ipv4Addr::from(u32::from(a) & mask)
 }

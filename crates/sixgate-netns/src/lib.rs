@@ -52,7 +52,9 @@ pub use netns::{
 pub use process::{
     Background, DEFAULT_TIMEOUT, Finished, ScratchDir, capture, describe, interrupt, run_checked,
 };
-pub use topology::{TRANSLATOR_TOML, Topology, TopologyOptions, addr, ifname, v4_as_v6};
+pub use topology::{
+    NAT64_TOML, TRANSLATOR_TOML, Topology, TopologyOptions, addr, ifname, v4_as_v6,
+};
 pub use translator::{
     Dataplane, ENV_BINARY, ENV_DATAPLANE, ENV_EXTRA_TOML, ENV_TRANSLATOR, RunningTranslator,
     SIXGATE_TUN, Stopped, TAYGA_TUN, Translator, start_sixgate_with_config,

@@ -52,6 +52,10 @@ pub mod addr {
     /// The IPv6 side of the EAM entry.
     pub const EAM_V6: &str = "2001:db8:1::/120";
 
+    /// Stateful NAT64's pool4: the same prefix as [`EAM_V4`], so the router's
+    /// route to the gateway and the gateway's route into the TUN device serve both.
+    pub const POOL4: &str = EAM_V4;
+
     /// The v6 host as IPv4 sees it (EAM).
     pub const V6_HOST_AS_V4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 5);
     /// The v4 host as IPv6 sees it (pool6).
@@ -100,6 +104,18 @@ pub const TRANSLATOR_TOML: &str = r#"[translator]
 mode = "siit"
 pool6 = "2001:db8:64::/96"
 eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
+"#;
+
+/// The `[translator]` and `[nat64]` sections of a stateful NAT64 (RFC 6146) on the
+/// same bed: pool6 as for SIIT, pool4 [`addr::POOL4`] (the prefix the router
+/// already sends to the gateway). Give it to [`crate::Translator::Sixgate`] as
+/// extra TOML: its `mode` replaces the generated `[translator]`.
+pub const NAT64_TOML: &str = r#"[translator]
+mode = "nat64"
+pool6 = "2001:db8:64::/96"
+
+[nat64]
+pool4 = ["198.18.0.0/24"]
 "#;
 
 /// Knobs of [`Topology::build`]. `Default` is the plain bed, every link at 1500.
@@ -308,5 +324,7 @@ mod tests {
         assert!(TRANSLATOR_TOML.contains(addr::POOL6));
         assert!(TRANSLATOR_TOML.contains(addr::EAM_V4));
         assert!(TRANSLATOR_TOML.contains(addr::EAM_V6));
+        assert!(NAT64_TOML.contains(addr::POOL6));
+        assert!(NAT64_TOML.contains(addr::POOL4));
     }
 }

@@ -82,7 +82,9 @@ impl Dataplane {
 pub enum Translator {
     /// `BINARY run --config FILE`, with a generated config: [`TRANSLATOR_TOML`], the
     /// data plane's section, then `extra_toml` merged over both (tables merge key by
-    /// key, so `[tun]` / `mtu = 9000` adds to the generated `[tun]`).
+    /// key, so `[tun]` / `mtu = 9000` adds to the generated `[tun]`). An
+    /// `extra_toml` whose `[translator]` names another `mode` (e.g. `nat64`, see
+    /// [`crate::NAT64_TOML`]) replaces the generated `[translator]` instead.
     Sixgate {
         /// The sixgate executable.
         binary: PathBuf,
@@ -235,6 +237,16 @@ fn sixgate_config(dataplane: Dataplane, extra: &str) -> Result<SixgateConfig> {
         let extra: toml::Table = extra
             .parse()
             .map_err(|e| Error::new(format!("extra sixgate config: {e}")))?;
+        let mode = |t: &toml::Table| {
+            t.get("translator")
+                .and_then(|t| t.get("mode"))
+                .and_then(|m| m.as_str())
+                .map(str::to_owned)
+        };
+        if mode(&extra).is_some_and(|m| Some(m) != mode(&table)) {
+            // Another mode: its own [translator], nothing of SIIT's EAM.
+            table.remove("translator");
+        }
         merge(&mut table, extra);
         toml::to_string(&table).map_err(|e| Error::new(format!("extra sixgate config: {e}")))?
     };
@@ -658,6 +670,13 @@ mod tests {
         assert!(!c.manage_routes);
 
         assert!(sixgate_config(Dataplane::Tun, "[tun\n").is_err());
+
+        // Another mode replaces [translator]; [tun] still merges.
+        let c = sixgate_config(Dataplane::Tun, crate::NAT64_TOML).unwrap();
+        let t: toml::Table = c.text.parse().unwrap();
+        assert_eq!(t["translator"]["mode"].as_str(), Some("nat64"));
+        assert!(t["translator"].get("eam").is_none(), "{}", c.text);
+        assert_eq!(t["tun"]["name"].as_str(), Some(SIXGATE_TUN));
     }
 
     #[test]

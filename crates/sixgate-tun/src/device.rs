@@ -117,6 +117,18 @@ impl Device {
         })
     }
 
+    /// Attach the NAT64 steering program: from now on the kernel picks each
+    /// packet's queue with it.
+    pub fn attach_steering(&self, s: &crate::steering::Steering) -> Result<(), String> {
+        s.attach(self.control.as_fd())
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+
+    /// Take any steering program off the device (before leaving it behind).
+    pub fn detach_steering(&self) -> Result<(), String> {
+        crate::steering::detach(self.control.as_fd()).map_err(|e| format!("{}: {e}", self.name))
+    }
+
     /// Make the device outlive this process (`keep`), or not.
     pub fn set_persist(&self, persist: bool) -> Result<(), String> {
         let fd = self.control.as_raw_fd();

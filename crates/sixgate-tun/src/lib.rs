@@ -27,10 +27,12 @@ use sixgate_config::Loaded;
 use tracing::{info, warn};
 
 pub mod device;
+mod events;
 pub mod gso;
 pub mod pipeline;
 pub mod routes;
 pub mod stats;
+pub mod steering;
 pub mod system;
 pub mod vnet;
 mod worker;
@@ -74,6 +76,8 @@ impl fmt::Display for Stop {
 pub struct Report {
     /// All workers' counters, summed.
     pub totals: Snapshot,
+    /// Each worker's counters, by worker index.
+    pub workers: Vec<Snapshot>,
     /// Worker failures, and problems taking routes down; empty on a clean stop.
     pub errors: Vec<String>,
 }
@@ -85,6 +89,7 @@ pub struct Gateway {
     queues: usize,
     keep: bool,
     privileged: bool,
+    steered: bool,
     device: Option<device::Device>,
     routes: routes::Routes,
     workers: Vec<JoinHandle<Result<(), String>>>,
@@ -134,15 +139,53 @@ impl Gateway {
                 None => None,
             };
             let cpus = system::allowed_cpus();
-            let n = match loaded.daemon.workers {
+            let mut n = match loaded.daemon.workers {
                 0 => cpus.len().max(1),
                 w => usize::from(w),
+            };
+            if let Some(nat) = &loaded.config.nat64 {
+                check_pool4(nat).map_err(err)?;
+            }
+            // Stateful NAT64 on several workers: the kernel must hand every packet
+            // to the worker that owns its state, or it is one worker.
+            let steering = match &loaded.config.nat64 {
+                Some(nat) if n > 1 => {
+                    let workers = u16::try_from(n).unwrap_or(u16::MAX);
+                    match steering::Steering::load(&steering::Params::new(nat, workers)) {
+                        Ok(s) => Some(s),
+                        Err(why) => {
+                            warn!(
+                                "nat64: cannot steer packets to {n} workers ({why}); running ONE \
+                                 worker (steering needs root or CAP_BPF + CAP_NET_ADMIN)"
+                            );
+                            n = 1;
+                            None
+                        }
+                    }
+                }
+                _ => None,
             };
             for (sysctl, what) in system::forwarding_off() {
                 warn!("{sysctl} = 0: {what}; enable it with `sysctl -w {sysctl}=1`");
             }
 
-            let dev = device::Device::open(tun, n).map_err(err)?;
+            let mut dev = device::Device::open(tun, n).map_err(err)?;
+            let mut steered = false;
+            if let Some(s) = &steering {
+                match dev.attach_steering(s) {
+                    Ok(()) => steered = true,
+                    Err(why) => {
+                        warn!("nat64: {why}; running ONE worker");
+                        // Closing the other queues detaches them: the kernel
+                        // then hands everything to the one left.
+                        dev.queues.truncate(1);
+                        n = 1;
+                    }
+                }
+            } else if dev.reused {
+                // A program left on a kept device by an earlier nat64 run.
+                let _ = dev.detach_steering();
+            }
             if let Offload::Refused(why) = &dev.offload {
                 warn!(device = %dev.name, "offloads refused by the kernel ({why}); running without them");
             } else if dev.offload == Offload::Tcp {
@@ -178,9 +221,9 @@ impl Gateway {
                 privileged = false;
                 info!(user = %name, uid = u.uid, gid = u.gid, "dropped privileges");
             }
-            Ok((dev, routes, n, cpus, privileged))
+            Ok((dev, routes, n, cpus, privileged, steered))
         })();
-        let (mut dev, routes, n, cpus, privileged) = match result {
+        let (mut dev, routes, n, cpus, privileged, steered) = match result {
             Ok(v) => v,
             Err(e) => {
                 undo_signals(&sig_ids);
@@ -196,6 +239,13 @@ impl Gateway {
             "TUN device up"
         );
         info!(device = %dev.name, "offload: {}", dev.offload);
+        if steered {
+            info!(
+                device = %dev.name,
+                workers = n,
+                "nat64: steering program attached (queue by subscriber for IPv6, by pool4 port for IPv4)"
+            );
+        }
         for r in routes.added() {
             info!(device = %dev.name, "route {r} added");
         }
@@ -209,6 +259,13 @@ impl Gateway {
         // Workers.
         let mut cfg = loaded.config.clone();
         cfg.ipv4_id_key = system::random_u64();
+        if let Some(nat) = &mut cfg.nat64 {
+            nat.hash_key = system::random_u64();
+        }
+        let event_log = cfg
+            .nat64
+            .as_ref()
+            .is_some_and(|n| n.event_log != sixgate_core::nat64::EventLog::Off);
         let cfg = Arc::new(cfg);
         let vnet = dev.offload.vnet();
         let queues: Vec<_> = dev.queues.drain(..).collect();
@@ -220,6 +277,7 @@ impl Gateway {
             queues: n,
             keep,
             privileged,
+            steered,
             device: Some(dev),
             routes,
             workers: Vec::with_capacity(n),
@@ -238,12 +296,13 @@ impl Gateway {
                     index: i,
                     cpu: (!cpus.is_empty()).then(|| cpus[i % cpus.len()]),
                     queue,
-                    pipeline: pipeline::Pipeline::new(cfg.clone(), vnet),
+                    pipeline: pipeline::Pipeline::for_worker(cfg.clone(), vnet, i as u16, n as u16),
                     stats: s.clone(),
                     stop: gw.stop_flag.clone(),
                     stop_fd: stop_rd.clone(),
                     wake,
                     failure: gw.failure.clone(),
+                    event_log,
                 };
                 std::thread::Builder::new()
                     .name(format!("sixgate-w{i}"))
@@ -288,6 +347,11 @@ impl Gateway {
     /// The offload state.
     pub fn offload(&self) -> &Offload {
         &self.offload
+    }
+
+    /// True when the nat64 steering program picks the queues.
+    pub fn steered(&self) -> bool {
+        self.steered
     }
 
     /// All workers' counters, summed, as last published.
@@ -356,6 +420,14 @@ impl Gateway {
                 Err(_) => errors.push(format!("worker {i} panicked")),
             }
         }
+        if self.keep
+            && self.steered
+            && self.privileged
+            && let Some(d) = &self.device
+            && let Err(e) = d.detach_steering()
+        {
+            errors.push(e);
+        }
         drop(self.device.take());
         if !self.keep {
             info!(device = %self.name, "device removed");
@@ -363,9 +435,27 @@ impl Gateway {
         unregister(&self.sig_ids);
         Report {
             totals: self.snapshot(),
+            workers: self.stats.iter().map(|s| s.snapshot()).collect(),
             errors,
         }
     }
+}
+
+/// The default pool4 (none configured) would be the gateway's own IPv4 address
+/// with ports 61001-65535, as in Jool; on a TUN device that needs those ports
+/// diverted from the host's stack into the device, which sixgate does not do
+/// (docs/tun.md, "Stateful NAT64"). Say so, with an example.
+fn check_pool4(nat: &sixgate_core::nat64::Nat64Config) -> Result<(), String> {
+    if nat.pool4.is_empty() {
+        return Err(
+            "[nat64] pool4 is empty: on the TUN data plane sixgate needs IPv4 \
+                    addresses of its own, routed to this gateway, to map IPv6 hosts to \
+                    (the gateway's own address cannot be shared with the host's stack); \
+                    set for example\n  [nat64]\n  pool4 = [\"192.0.2.0/28\"]"
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 fn unregister(ids: &[SigId]) {

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict, nat64};
 
 use crate::gso;
 use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, VnetHdr};
@@ -28,6 +28,12 @@ use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, Vne
 /// device's `gso_max_size`), with room to spare. A read that fills the buffer
 /// is taken as truncated and dropped.
 pub const RX_MAX: usize = 65_536 + 1024;
+
+/// Longest time between two calls of [`Translator::tick`] (docs/architecture.md:
+/// at least every 100 ms).
+pub const TICK_NS: u64 = 100_000_000;
+/// Most `tick` calls in one [`Pipeline::tick`].
+const TICK_ROUNDS: usize = 4096;
 
 const TCP: u8 = 6;
 const UDP: u8 = 17;
@@ -100,14 +106,22 @@ pub struct Pipeline {
     rx: Box<[u8]>,
     seg: Box<[u8]>,
     vnet: bool,
+    nat64: bool,
     limits: Limits,
     /// I/O and offload counters.
     pub io: IoCounters,
 }
 
 impl Pipeline {
-    /// A pipeline for packets with (`vnet`) or without a virtio-net header.
+    /// A pipeline for packets with (`vnet`) or without a virtio-net header; the
+    /// only worker.
     pub fn new(cfg: Arc<Config>, vnet: bool) -> Self {
+        Self::for_worker(cfg, vnet, 0, 1)
+    }
+
+    /// The pipeline of worker `worker` of `workers`: in nat64 mode its
+    /// translator owns that worker's share of pool4 ports and subscribers.
+    pub fn for_worker(cfg: Arc<Config>, vnet: bool, worker: u16, workers: u16) -> Self {
         let limits = Limits {
             frag_limit: usize::from(
                 cfg.ipv6_mtu
@@ -116,8 +130,10 @@ impl Pipeline {
             ipv6_mtu_set: cfg.ipv6_mtu.is_some(),
             ipv4_mtu_set: cfg.ipv4_mtu.is_some(),
         };
+        let nat64 = cfg.nat64.is_some();
         Pipeline {
-            translator: Translator::new(cfg),
+            nat64,
+            translator: Translator::for_worker(cfg, worker, workers),
             scratch: Scratch::new(),
             rx_hdr: [0; vnet::LEN],
             rx: vec![0; HEADROOM + RX_MAX].into_boxed_slice(),
@@ -137,6 +153,46 @@ impl Pipeline {
     /// The translator's counters.
     pub fn counters(&self) -> &Counters {
         self.translator.counters()
+    }
+
+    /// The translator's timers (stateful NAT64: session expiry, held SYNs), due at
+    /// least every [`TICK_NS`]: runs them until they are done and emits the packets
+    /// they leave (an ICMPv4 Port Unreachable for a held SYN, RFC 6146
+    /// §3.5.2.2).
+    pub fn tick(&mut self, now_ns: u64, emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool) {
+        // Bounded, in case the core kept answering: the next tick goes on.
+        for _ in 0..TICK_ROUNDS {
+            match self.translator.tick(now_ns, &mut self.scratch) {
+                None => break,
+                Some(Verdict::Replied(_)) => {
+                    for p in self.scratch.packets() {
+                        if emit(&VnetHdr::PLAIN, p) {
+                            self.io.tx_packets += 1;
+                            self.io.tx_bytes += p.len() as u64;
+                        } else {
+                            self.io.tx_errors += 1;
+                        }
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Hand every logged NAT64 event (RFC 6888 §4, BIB/session and port-block
+    /// creation and expiry) to `f`.
+    pub fn drain_events(&mut self, f: impl FnMut(&nat64::Event)) {
+        self.translator.drain_events(f);
+    }
+
+    /// NAT64 table sizes and pool4 port use (`None` outside nat64 mode).
+    pub fn nat64_stats(&self) -> Option<nat64::Stats> {
+        self.nat64.then(|| self.translator.nat64_stats())
+    }
+
+    /// True in stateful NAT64 mode: [`Pipeline::tick`] is due every [`TICK_NS`].
+    pub fn nat64(&self) -> bool {
+        self.nat64
     }
 
     /// Where the next read goes: the virtio-net header (vnet mode only) and the

@@ -1,6 +1,6 @@
-//! `[tun] manage_routes`: route pool6 and every EAM IPv4 prefix into the device
-//! (a CLAT: the IPv4 default route and its IPv6 prefix), with `ip` (iproute2), and
-//! take exactly those routes away again.
+//! `[tun] manage_routes`: route pool6, every EAM IPv4 prefix and (stateful NAT64)
+//! every pool4 prefix into the device (a CLAT: the IPv4 default route and its IPv6
+//! prefix), with `ip` (iproute2), and take exactly those routes away again.
 
 use std::net::Ipv4Addr;
 use std::process::Command;
@@ -24,7 +24,8 @@ impl std::fmt::Display for Route {
 }
 
 /// The routes a configuration needs: pool6 (IPv6 destinations that are IPv4
-/// hosts) and each EAM IPv4 prefix (IPv4 destinations that are IPv6 hosts).
+/// hosts), each EAM IPv4 prefix and each pool4 prefix (IPv4 destinations that
+/// are IPv6 hosts).
 pub fn wanted(cfg: &Config) -> Vec<Route> {
     let mut out = Vec::new();
     if let Some(p) = &cfg.map.pool6 {
@@ -36,6 +37,15 @@ pub fn wanted(cfg: &Config) -> Vec<Route> {
     for e in cfg.map.eam.entries() {
         let r = Route {
             prefix: format!("{}/{}", Ipv4Addr::from(e.v4), e.v4_len),
+            v6: false,
+        };
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    for p in cfg.nat64.iter().flat_map(|n| &n.pool4) {
+        let r = Route {
+            prefix: format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len),
             v6: false,
         };
         if !out.contains(&r) {
@@ -189,6 +199,7 @@ fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
 mod tests {
     use super::*;
     use sixgate_core::addr::{Eam, Rfc6052Prefix};
+    use sixgate_core::nat64::{Nat64Config, Pool4Entry};
 
     /// RFC 6877: a CLAT takes the customer's IPv4 traffic (default route) and its
     /// own IPv6 prefix, not the PLAT prefix or the customer range.
@@ -240,5 +251,19 @@ mod tests {
         );
         assert_eq!(w.iter().filter(|r| r.v6).count(), 1);
         assert!(wanted(&Config::with_pool6(None)).is_empty());
+
+        // Stateful NAT64: pool4 prefixes, by their network address.
+        let mut cfg = Config::with_pool6(Some(pool6));
+        let mut p4 = Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 7));
+        p4.prefix_len = 28;
+        cfg.nat64 = Some(Nat64Config {
+            pool4: vec![p4, Pool4Entry::single(Ipv4Addr::new(198, 51, 100, 9))],
+            ..Nat64Config::default()
+        });
+        let names: Vec<String> = wanted(&cfg).iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            names,
+            ["2001:db8:64::/96", "192.0.2.0/28", "198.51.100.9/32"]
+        );
     }
 }

@@ -6,9 +6,10 @@
 //! whenever its queue runs dry). Readers see each counter exactly, at most one
 //! batch old; counters of one snapshot may come from two neighbouring batches.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use sixgate_core::{Counters, DropReason};
+use sixgate_core::{Counters, DropReason, nat64};
 
 use crate::pipeline::IoCounters;
 
@@ -18,6 +19,9 @@ pub struct WorkerStats {
     core: [AtomicU64; 6],
     dropped: [AtomicU64; DropReason::COUNT],
     io: [AtomicU64; 12],
+    /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
+    /// batch: they change slowly and are bigger than a few counters.
+    nat64: Mutex<Option<nat64::Stats>>,
 }
 
 /// A copy of the counters, one worker's or summed over all.
@@ -27,6 +31,8 @@ pub struct Snapshot {
     pub core: Counters,
     /// I/O and offload counters.
     pub io: IoCounters,
+    /// NAT64 table sizes (nat64 mode only).
+    pub nat64: Option<nat64::Stats>,
 }
 
 impl Snapshot {
@@ -34,6 +40,29 @@ impl Snapshot {
     pub fn merge(&mut self, o: &Snapshot) {
         self.core.merge(&o.core);
         self.io.merge(&o.io);
+        match (&mut self.nat64, &o.nat64) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, Some(b)) => *a = Some(*b),
+            (_, None) => {}
+        }
+    }
+
+    /// The NAT64 tables in one line (nat64 mode only).
+    pub fn nat64_summary(&self) -> Option<String> {
+        let n = self.nat64.as_ref()?;
+        let pp = |p: &nat64::PerProto| format!("tcp {} udp {} icmp {}", p.tcp, p.udp, p.icmp);
+        Some(format!(
+            "nat64: sessions {}; bib {}; pool4 ports in use {} of {}; subscribers {}, \
+             port blocks {}, held SYNs {}, events lost {}",
+            pp(&n.sessions),
+            pp(&n.bib),
+            n.ports_in_use.total(),
+            n.ports_owned.total(),
+            n.subscribers,
+            n.port_blocks,
+            n.held_syns,
+            n.events_lost
+        ))
     }
 
     /// One line for humans, e.g. at exit.
@@ -108,6 +137,11 @@ impl WorkerStats {
         }
     }
 
+    /// Publish the worker's NAT64 table sizes (worker thread only).
+    pub fn publish_nat64(&self, s: nat64::Stats) {
+        *self.nat64.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
+    }
+
     /// Read the last published counters (any thread).
     pub fn snapshot(&self) -> Snapshot {
         let core: [u64; 6] = std::array::from_fn(|i| self.core[i].load(Relaxed));
@@ -136,6 +170,7 @@ impl WorkerStats {
                 csum_sw: io[10],
                 offload_dropped: io[11],
             },
+            nat64: *self.nat64.lock().unwrap_or_else(|p| p.into_inner()),
         }
     }
 }

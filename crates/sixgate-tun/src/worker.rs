@@ -1,7 +1,10 @@
 //! A worker thread: one TUN queue, one CPU, one [`Pipeline`]. Reads until the
 //! queue is empty (non-blocking), translating and writing back each packet as it
 //! comes, then publishes its counters and sleeps in `poll` on the queue and the
-//! stop pipe.
+//! stop pipe. In stateful NAT64 mode the sleep is at most 100 ms and the
+//! translator's timers run at least that often, busy or idle
+//! ([`Pipeline::tick`]); what they log goes to `tracing` (target
+//! `sixgate::nat64`) when `event_log` is on.
 
 use std::io::{self, IoSlice, IoSliceMut, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -12,12 +15,15 @@ use std::time::Instant;
 
 use tun_rs::SyncDevice;
 
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, TICK_NS};
 use crate::stats::WorkerStats;
 use crate::vnet::VnetHdr;
 
 /// Most packets handled between two counter publications and stop checks.
 pub const BATCH: usize = 64;
+
+/// Longest sleep in nat64 mode: the timers' period.
+const TICK_MS: i32 = (TICK_NS / 1_000_000) as i32;
 
 /// Everything one worker owns or shares.
 pub(crate) struct Worker {
@@ -34,6 +40,8 @@ pub(crate) struct Worker {
     pub wake: UnixStream,
     /// Why a worker failed (first failure wins).
     pub failure: Arc<Mutex<Option<String>>>,
+    /// Log NAT64 events (`[nat64] event_log`).
+    pub event_log: bool,
 }
 
 impl Worker {
@@ -73,8 +81,24 @@ impl Worker {
             };
             r.is_ok()
         };
+        let nat64 = self.pipeline.nat64();
+        let mut next_tick = 0u64;
         loop {
             let now_ns = start.elapsed().as_nanos() as u64;
+            if nat64 && now_ns >= next_tick {
+                self.pipeline.tick(now_ns, &mut emit);
+                let index = self.index;
+                let log = self.event_log;
+                self.pipeline.drain_events(|e| {
+                    if log {
+                        crate::events::log(index, e);
+                    }
+                });
+                if let Some(s) = self.pipeline.nat64_stats() {
+                    self.stats.publish_nat64(s);
+                }
+                next_tick = now_ns + TICK_NS;
+            }
             let mut dry = false;
             for _ in 0..BATCH {
                 let r = {
@@ -106,14 +130,15 @@ impl Worker {
             if self.stop.load(Relaxed) {
                 return Ok(());
             }
-            if dry && self.wait_readable()? {
+            if dry && self.wait_readable(if nat64 { TICK_MS } else { -1 })? {
                 return Ok(());
             }
         }
     }
 
-    /// Sleep until the queue has a packet (false) or the stop pipe hangs up (true).
-    fn wait_readable(&self) -> Result<bool, String> {
+    /// Sleep until the queue has a packet or `timeout_ms` ran out (false), or the
+    /// stop pipe hangs up (true).
+    fn wait_readable(&self, timeout_ms: i32) -> Result<bool, String> {
         let mut fds = [
             libc::pollfd {
                 fd: self.queue.as_raw_fd(),
@@ -128,7 +153,7 @@ impl Worker {
         ];
         loop {
             // SAFETY: fds is a valid array of two pollfd.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
             if r >= 0 {
                 break;
             }

@@ -114,6 +114,41 @@ fn config_check_clat_sample() {
 }
 
 #[test]
+fn config_check_nat64_sample() {
+    let o = sixgate(&["config", "check", "samples/nat64.toml"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "samples/nat64.toml: ok (mode nat64, pool6 2001:db8:64::/96, pool4 1 entry \
+         (1 address), 1 static BIB entry)\n"
+    );
+    assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+}
+
+/// RFC 6146 §3.5.1: a UDP timeout under 2 minutes loads (tests need short
+/// timers) but the check warns, citing the section, and still succeeds.
+#[test]
+fn config_check_warns_below_rfc_6146_minimums() {
+    let d = scratch("check-warn");
+    let cfg = write(
+        &d,
+        "short.toml",
+        b"[translator]\nmode = \"nat64\"\n[nat64]\npool4 = [\"203.0.113.1\"]\nudp_timeout = 3\n",
+    );
+    let o = sixgate(&["config", "check", &cfg]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).starts_with(&format!("{cfg}: ok (mode nat64")));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{cfg}:5:15: warning: udp_timeout = 3: below 120 s; RFC 6146 §3.5.1"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
 fn config_check_reports_file_line_column() {
     let d = scratch("check-bad");
     let cfg = write(

@@ -28,18 +28,19 @@
 //! would mean nothing, and the whole file still runs in well under a minute.
 
 use std::net::IpAddr;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
     Background, Netns, Proto, RunningTranslator, ScratchDir, Topology, TopologyOptions, Translator,
-    addr, check_host, cleanup_stale, list_namespaces,
+    addr, check_host, list_namespaces,
+};
+
+mod common;
+use common::{
+    SERIAL, fetch_and_compare, http_client_seen, http_server, pattern, ping, run_bed, text,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The translator to test, or `None` (after printing why) if the test must skip.
 fn translator_or_skip(test: &str) -> Option<Translator> {
@@ -58,9 +59,7 @@ fn translator_or_skip(test: &str) -> Option<Translator> {
     }
 }
 
-/// Build a bed, start the translator, run `body`, stop the translator (it must
-/// stop cleanly) and check that the bed's namespaces are gone. If `body` panics,
-/// the translator's log is printed and everything is still torn down.
+/// [`run_bed`] with the translator the environment selects, or a skip.
 fn with_bed(
     test: &str,
     options: TopologyOptions,
@@ -69,78 +68,18 @@ fn with_bed(
     let Some(translator) = translator_or_skip(test) else {
         return;
     };
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    static CLEANUP: Once = Once::new();
-    CLEANUP.call_once(|| {
-        for what in cleanup_stale().unwrap_or_default() {
-            println!("removed stale {what}");
-        }
-    });
-    let t0 = Instant::now();
-    let bed = Topology::build(options).unwrap_or_else(|e| panic!("{test}: {e}"));
-    let names: Vec<String> = bed
-        .namespaces()
-        .iter()
-        .map(|n| n.name().to_owned())
-        .collect();
-    let running = bed
-        .start(&translator)
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
-    println!(
-        "{test}: {} ready in {} ms",
-        translator.describe(),
-        running.ready_after().as_millis()
-    );
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&bed, &running))) {
-        eprintln!("{test}: translator output:\n{}", running.log());
-        drop(running);
-        drop(bed);
-        resume_unwind(panic);
-    }
-    running
-        .check_running()
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
-    let stopped = running.stop().unwrap_or_else(|e| panic!("{test}: {e}"));
-    stopped
-        .check_clean()
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
-    if let Some(s) = stopped.tun_stats {
-        println!(
-            "{test}: TUN {} packets into the translator, {} out",
-            s.tx_packets, s.rx_packets
-        );
-    }
-    drop(bed);
-    let listed = list_namespaces().unwrap_or_else(|e| panic!("{e}"));
-    let left: Vec<&String> = names.iter().filter(|n| listed.contains(n)).collect();
-    assert!(left.is_empty(), "{test}: namespaces left behind: {left:?}");
-    println!("{test}: passed in {:.1} s", t0.elapsed().as_secs_f32());
+    run_bed(test, options, &translator, body);
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// `ping -c COUNT DEST` from `ns`; every reply must arrive. Returns the RTTs in ms.
-fn ping(ns: &Netns, dest: &str, count: u32) -> Vec<f64> {
-    let out = ns
-        .run_timeout(
-            "ping",
-            ["-n", "-c", &count.to_string(), "-i", "0.2", "-W", "2", dest],
-            Duration::from_secs(20),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let rtts: Vec<f64> = out
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("time="))
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    assert_eq!(rtts.len(), count as usize, "{out}");
-    assert!(
-        out.contains(&format!("{count} received")),
-        "every echo must come back:\n{out}"
-    );
-    rtts
+/// [`common::iperf3`] from the v6 host to the v4 host.
+fn iperf3(bed: &Topology, args: &[&str]) -> common::Iperf {
+    common::iperf3(
+        &bed.v6host,
+        &bed.v4host,
+        addr::V4_HOST.into(),
+        addr::V4_HOST_AS_V6.into(),
+        args,
+    )
 }
 
 #[test]
@@ -274,93 +213,6 @@ fn udp_echo_both_directions() {
     );
 }
 
-/// Deterministic pseudo-random bytes (xorshift), so a corrupted transfer cannot
-/// look right by accident.
-fn pattern(len: usize) -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-/// FNV-1a, to print a checksum next to the byte comparison.
-fn fnv1a(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-const HTTP_PORT: u16 = 8080;
-
-/// `python3 -m http.server` in `ns`, bound to `bind`, serving `dir`.
-fn http_server(ns: &Netns, bind: IpAddr, dir: &ScratchDir) -> Background {
-    let server = ns
-        .spawn(
-            "python3",
-            [
-                "-m",
-                "http.server",
-                "--bind",
-                &bind.to_string(),
-                "--directory",
-                &dir.path().to_string_lossy(),
-                &HTTP_PORT.to_string(),
-            ],
-        )
-        .unwrap();
-    ns.wait_listening(Proto::Tcp, HTTP_PORT, Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("{e}"));
-    server
-}
-
-/// Fetch `file` (of `content`) with curl from `client`, at `url_host`, and compare.
-fn fetch_and_compare(client: &Netns, url_host: &str, dir: &ScratchDir, file: &str, content: &[u8]) {
-    let out_path = dir.path().join(format!("{file}.fetched"));
-    let url = format!("http://{url_host}:{HTTP_PORT}/{file}");
-    let t0 = Instant::now();
-    client
-        .run_timeout(
-            "curl",
-            [
-                "-g",
-                "-sS",
-                "--fail",
-                "--max-time",
-                "60",
-                "-o",
-                &out_path.to_string_lossy(),
-                &url,
-            ],
-            Duration::from_secs(90),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let secs = t0.elapsed().as_secs_f64();
-    let got = std::fs::read(&out_path).unwrap();
-    assert_eq!(got.len(), content.len(), "length of {url}");
-    assert!(got == content, "{url}: the bytes differ");
-    println!(
-        "curl {url}: {} bytes in {:.0} ms, FNV-1a {:016x} matches",
-        got.len(),
-        secs * 1e3,
-        fnv1a(&got)
-    );
-}
-
-/// The address in the first access-log line of `python3 -m http.server`.
-fn http_client_seen(server: &Background) -> String {
-    let log = server.stderr();
-    log.lines()
-        .find(|l| l.contains("\"GET "))
-        .and_then(|l| l.split_whitespace().next())
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("no request in the server log:\n{log}"))
-}
-
 #[test]
 fn http_v6_client_v4_server() {
     with_bed(
@@ -403,76 +255,6 @@ fn http_v4_client_v6_server() {
             assert_eq!(http_client_seen(&server), addr::V4_HOST_AS_V6.to_string());
         },
     );
-}
-
-/// What iperf3 measured.
-struct Iperf {
-    mbit_s: f64,
-    detail: String,
-}
-
-/// iperf3 for 3 s from the v6 host to a server on the v4 host, with `args` (`-R`,
-/// `-u -b …`); returns the throughput the receiver saw.
-fn iperf3(bed: &Topology, args: &[&str]) -> Iperf {
-    const PORT: u16 = 5201;
-    let _server = bed
-        .v4host
-        .spawn(
-            "iperf3",
-            [
-                "-s",
-                "-B",
-                &addr::V4_HOST.to_string(),
-                "-p",
-                &PORT.to_string(),
-            ],
-        )
-        .unwrap();
-    bed.v4host
-        .wait_listening(Proto::Tcp, PORT, Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let target = addr::V4_HOST_AS_V6.to_string();
-    let port = PORT.to_string();
-    let mut all = vec!["-c", &target, "-p", &port, "-t", "3", "-J"];
-    all.extend_from_slice(args);
-    let out = bed
-        .v6host
-        .output_timeout("iperf3", &all, Duration::from_secs(30))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "iperf3 output is not JSON ({e}):\n{}{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        )
-    });
-    if let Some(err) = json.get("error") {
-        panic!("iperf3 {args:?}: {err}");
-    }
-    assert!(out.status.success(), "iperf3 {args:?}: {}", out.status);
-    let end = &json["end"];
-    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-    if args.contains(&"-u") {
-        // The client's summary of a UDP test carries the server's loss counts.
-        let sum = &end["sum"];
-        let sent = num(&sum["bits_per_second"]);
-        let lost = num(&sum["lost_percent"]);
-        Iperf {
-            mbit_s: sent * (1.0 - lost / 100.0) / 1e6,
-            detail: format!(
-                "sent {:.0} Mbit/s, {} of {} datagrams lost ({lost:.1} %), jitter {:.3} ms",
-                sent / 1e6,
-                num(&sum["lost_packets"]),
-                num(&sum["packets"]),
-                num(&sum["jitter_ms"])
-            ),
-        }
-    } else {
-        Iperf {
-            mbit_s: num(&end["sum_received"]["bits_per_second"]) / 1e6,
-            detail: format!("{} retransmits", num(&end["sum_sent"]["retransmits"])),
-        }
-    }
 }
 
 fn iperf3_test(test: &str, what: &str, args: &'static [&'static str]) {

@@ -38,6 +38,9 @@ pub fn run(args: &Args) -> CmdResult {
         env!("CARGO_PKG_VERSION"),
         loaded.describe()
     );
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
     // A CLAT may have to ask the network for its PLAT prefix first (RFC 7050).
     crate::plat_discovery::settle_plat_prefix(&mut loaded)
         .map_err(|e| format!("sixgate run: {e}"))?;
@@ -48,6 +51,18 @@ pub fn run(args: &Args) -> CmdResult {
     let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
+    if let Some(n) = report.totals.nat64_summary() {
+        println!("sixgate: {n}");
+    }
+    if report.workers.len() > 1 {
+        let per: Vec<String> = report
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| format!("w{i} rx {} tx {}", w.io.rx_packets, w.io.tx_packets))
+            .collect();
+        println!("sixgate: per worker: {}", per.join(", "));
+    }
     for e in &report.errors {
         tracing::error!("{e}");
     }

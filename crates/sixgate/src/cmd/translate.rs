@@ -32,6 +32,9 @@ pub struct Args {
 
 pub fn run(args: &Args) -> CmdResult {
     let loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
+    for w in &loaded.warnings {
+        eprintln!("{w}");
+    }
     let input = File::open(&args.input)
         .map_err(|e| format!("{}: cannot open input capture: {e}", args.input.display()))?;
     if same_file(&args.input, &args.output) {

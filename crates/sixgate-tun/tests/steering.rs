@@ -1,0 +1,309 @@
+//! The steering program (bpf/steer.c) and the Rust definitions in
+//! `sixgate_core::nat64::steering` pick the same worker (docs/architecture.md,
+//! "Multi-core without a shared table"): random packets of every kind the
+//! program parses run through the loaded program with `BPF_PROG_TEST_RUN`, and
+//! the queue it returns is compared with what the Rust functions say, the packet
+//! parsed independently by the testkit oracle.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use aya::programs::{TestRun, TestRunOptions};
+use sixgate_core::nat64::steering::{port_owner, subscriber_worker};
+use sixgate_core::nat64::{Nat64Config, Proto, StaticBib};
+use sixgate_testkit::{Ip4, Ip6, L4, Summary};
+use sixgate_tun::steering::{Params, Steering};
+
+/// splitmix64: reproducible random numbers without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn u16(&mut self) -> u16 {
+        self.next() as u16
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+const POOL4: [Ipv4Addr; 2] = [Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(192, 0, 2, 2)];
+const SERVER4: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
+const SERVER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xcb00, 0x7107);
+
+/// A subscriber address: a few /48s, random below.
+fn subscriber(r: &mut Rng) -> Ipv6Addr {
+    let net = r.pick(&[1u16, 2, 0xabcd]);
+    Ipv6Addr::new(
+        0x2001,
+        0xdb8,
+        net,
+        r.u16() & 0x00ff,
+        r.u16(),
+        r.u16(),
+        r.u16(),
+        r.u16(),
+    )
+}
+
+/// A random packet as the kernel would route it into the TUN device.
+fn packet(r: &mut Rng, statics: &[StaticBib]) -> Vec<u8> {
+    let sub = subscriber(r);
+    let p4 = r.pick(&POOL4);
+    match r.below(13) {
+        0 => Ip6::new(sub, SERVER6).udp(r.u16(), r.u16(), 8),
+        1 => Ip6::new(sub, SERVER6).tcp(r.u16(), 80, 0),
+        2 => Ip6::new(sub, SERVER6).echo_request(r.u16(), 1, 16),
+        3 => Ip6::new(sub, SERVER6).hop_by_hop().udp(r.u16(), 53, 8),
+        4 => {
+            // An error from a router about a packet we sent to a subscriber.
+            let inner = Ip6::new(SERVER6, sub).udp(53, r.u16(), 8);
+            let router = Ipv6Addr::new(0x2001, 0xdb8, 9, 0, 0, 0, 0, r.u16());
+            let ty = r.pick(&[1u8, 3]);
+            Ip6::new(router, SERVER6).icmp_error(ty, 0, [0; 4], &inner)
+        }
+        5 => Ip6::new(sub, SERVER6).fragment(17, 8 * (r.u16() % 100 + 1), false, 7, &[0; 16]),
+        6 => Ip4::new(SERVER4, p4).udp(r.u16(), r.u16(), 8),
+        7 => Ip4::new(SERVER4, p4).tcp(443, r.u16(), 0),
+        8 => Ip4::new(SERVER4, p4).echo_reply(r.u16(), 1, 16),
+        9 => {
+            let inner = if r.below(2) == 0 {
+                Ip4::new(p4, SERVER4).udp(r.u16(), 53, 8)
+            } else {
+                Ip4::new(p4, SERVER4).echo_request(r.u16(), 1, 8)
+            };
+            Ip4::new(Ipv4Addr::new(198, 51, 100, 1), p4).icmp_error(
+                r.pick(&[3u8, 11]),
+                0,
+                [0; 4],
+                &inner,
+            )
+        }
+        10 => {
+            Ip4::new(SERVER4, p4)
+                .id(r.u16())
+                .fragment(17, 8 * (r.u16() % 100 + 1), false, &[0; 16])
+        }
+        _ => {
+            // A static BIB entry, directly or quoted in an error.
+            let s = r.pick(statics);
+            let proto = match s.proto {
+                Proto::Tcp => 6,
+                Proto::Udp => 17,
+                Proto::Icmp => 1,
+            };
+            let (addr, port) = (s.v4, s.port4);
+            let to = Ip4::new(SERVER4, addr);
+            match (proto, r.below(2)) {
+                (6, 0) => to.tcp(r.u16(), port, 0),
+                (17, 0) => to.udp(r.u16(), port, 8),
+                (1, 0) => to.echo_request(port, 1, 8),
+                (6, _) => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), addr).icmp_error(
+                    3,
+                    1,
+                    [0; 4],
+                    &Ip4::new(addr, SERVER4).tcp(port, 443, 0),
+                ),
+                (17, _) => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), addr).icmp_error(
+                    3,
+                    1,
+                    [0; 4],
+                    &Ip4::new(addr, SERVER4).udp(port, 53, 8),
+                ),
+                _ => Ip4::new(Ipv4Addr::new(198, 51, 100, 1), addr).icmp_error(
+                    11,
+                    0,
+                    [0; 4],
+                    &Ip4::new(addr, SERVER4).echo_request(port, 1, 8),
+                ),
+            }
+        }
+    }
+}
+
+fn v4(a: IpAddr) -> Ipv4Addr {
+    match a {
+        IpAddr::V4(a) => a,
+        IpAddr::V6(_) => panic!("expected IPv4"),
+    }
+}
+
+fn v6(a: IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V6(a) => a,
+        IpAddr::V4(_) => panic!("expected IPv6"),
+    }
+}
+
+/// The worker the architecture says a packet belongs to, from the Rust functions.
+fn expected(s: &Summary, cfg: &Nat64Config, w: u16) -> u16 {
+    let (len, block) = (cfg.subscriber_prefix_len, cfg.port_block_size);
+    let owner = |proto: u8, addr: Ipv4Addr, port: u16| {
+        let proto = match proto {
+            6 => Proto::Tcp,
+            17 => Proto::Udp,
+            _ => Proto::Icmp,
+        };
+        cfg.static_bib
+            .iter()
+            .find(|e| e.proto == proto && e.v4 == addr && e.port4 == port)
+            .map_or_else(
+                || port_owner(port, block, w),
+                |e| subscriber_worker(u128::from(e.v6), len, w),
+            )
+    };
+    match s.family {
+        sixgate_testkit::Family::V6 => {
+            let who = match (&s.l4, &s.inner) {
+                (L4::Icmp { ty, .. }, Some(inner)) if *ty < 128 => v6(inner.dst),
+                _ => v6(s.src),
+            };
+            subscriber_worker(u128::from(who), len, w)
+        }
+        sixgate_testkit::Family::V4 => {
+            if let Some(f) = s.fragment
+                && f.offset != 0
+            {
+                return (f.id % u32::from(w)) as u16;
+            }
+            let dst = v4(s.dst);
+            match (&s.l4, &s.inner) {
+                (L4::Udp { dst_port, .. }, _) => owner(17, dst, *dst_port),
+                (L4::Tcp { dst_port, .. }, _) => owner(6, dst, *dst_port),
+                (
+                    L4::Icmp {
+                        ty: 0 | 8, rest, ..
+                    },
+                    _,
+                ) => owner(1, dst, u16::from_be_bytes([rest[0], rest[1]])),
+                (L4::Icmp { .. }, Some(inner)) => match inner.l4 {
+                    L4::Udp { src_port, .. } => owner(17, v4(inner.src), src_port),
+                    L4::Tcp { src_port, .. } => owner(6, v4(inner.src), src_port),
+                    L4::Icmp { rest, .. } => {
+                        owner(1, v4(inner.src), u16::from_be_bytes([rest[0], rest[1]]))
+                    }
+                    L4::Other => 0,
+                },
+                _ => 0,
+            }
+        }
+    }
+}
+
+fn load_or_skip(p: &Params) -> Option<Steering> {
+    match Steering::load(p) {
+        Ok(s) => Some(s),
+        Err(e) if unsafe { libc::geteuid() } != 0 => {
+            println!("skipped: not root, cannot load BPF programs ({e})");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn bpf_program_and_rust_functions_pick_the_same_worker() {
+    let mut r = Rng(0x5158_6a7e);
+    let mut checked = 0;
+    // Workers, subscriber prefix length, port-block size (0: port pairs).
+    for (workers, len, block) in [
+        (2u16, 128u8, 0u16),
+        (3, 64, 0),
+        (4, 56, 64),
+        (7, 48, 128),
+        (16, 60, 0),
+    ] {
+        let static_bib: Vec<StaticBib> = [
+            (Proto::Tcp, 8080u16),
+            (Proto::Udp, 5353),
+            (Proto::Icmp, 77),
+            (Proto::Tcp, 2),
+        ]
+        .iter()
+        .map(|&(proto, port)| StaticBib {
+            proto,
+            v6: subscriber(&mut r),
+            port6: port,
+            v4: POOL4[0],
+            port4: port,
+        })
+        .collect();
+        let cfg = Nat64Config {
+            subscriber_prefix_len: len,
+            port_block_size: block,
+            static_bib,
+            ..Nat64Config::default()
+        };
+        let p = Params::new(&cfg, workers);
+        let Some(steering) = load_or_skip(&p) else {
+            return;
+        };
+        for _ in 0..120 {
+            let pkt = packet(&mut r, &cfg.static_bib);
+            let summary = sixgate_testkit::check(&pkt)
+                .unwrap_or_else(|e| panic!("testkit built a bad packet: {e}"));
+            let want = expected(&summary, &cfg, workers);
+            // BPF_PROG_TEST_RUN takes an Ethernet frame and hands a socket filter
+            // the data after the Ethernet header, as a TUN device does.
+            let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+            frame.extend_from_slice(if pkt[0] >> 4 == 4 {
+                &[0x08, 0x00]
+            } else {
+                &[0x86, 0xdd]
+            });
+            frame.extend_from_slice(&pkt);
+            let got = steering
+                .program()
+                .test_run(TestRunOptions {
+                    data_in: Some(&frame),
+                    ..TestRunOptions::default()
+                })
+                .expect("BPF_PROG_TEST_RUN")
+                .return_value;
+            assert_eq!(
+                got,
+                u32::from(want),
+                "workers {workers}, /{len}, block {block}: {summary:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 600);
+}
+
+#[test]
+fn truncated_and_unknown_packets_go_to_queue_zero() {
+    let p = Params {
+        workers: 4,
+        subscriber_prefix_len: 64,
+        port_group: 2,
+        static_bib: Vec::new(),
+    };
+    let Some(steering) = load_or_skip(&p) else {
+        return;
+    };
+    // A port cut off, an unknown IP version, an ICMP error quoting too little.
+    let udp = Ip4::new(SERVER4, POOL4[0]).udp(1, 7, 8);
+    let err = Ip4::new(SERVER4, POOL4[0]).icmp_error(3, 1, [0; 4], &udp);
+    for pkt in [&udp[..22], &[0x50u8; 40][..], &err[..20 + 8 + 12]] {
+        let mut frame = vec![0u8; 12];
+        frame.extend_from_slice(&[0x08, 0x00]);
+        frame.extend_from_slice(pkt);
+        let got = steering
+            .program()
+            .test_run(TestRunOptions {
+                data_in: Some(&frame),
+                ..TestRunOptions::default()
+            })
+            .map(|r| r.return_value);
+        assert!(matches!(got, Ok(0)), "{pkt:02x?}: {got:?}");
+    }
+}

@@ -1,0 +1,268 @@
+//! Helpers the end-to-end test files share (`e2e.rs`, `nat64.rs`): the bed's
+//! life cycle around a test body, and the real clients and servers (ping, curl and
+//! `python3 -m http.server`, iperf3) with their checks.
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::net::IpAddr;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+use sixgate_netns::{
+    Background, Netns, Proto, RunningTranslator, ScratchDir, Stopped, Topology, TopologyOptions,
+    Translator, cleanup_stale, list_namespaces,
+};
+
+/// Tests of one process take turns: on a 2-core machine parallel beds would
+/// share the CPU and throughput figures would mean nothing.
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Build a bed, start `translator`, run `body`, stop the translator (it must
+/// stop cleanly) and check that the bed's namespaces are gone; how it stopped
+/// (its output, its summary). If `body` panics, the translator's log is printed
+/// and everything is still torn down.
+pub fn run_bed(
+    test: &str,
+    options: TopologyOptions,
+    translator: &Translator,
+    body: impl FnOnce(&Topology, &RunningTranslator),
+) -> Stopped {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    static CLEANUP: Once = Once::new();
+    CLEANUP.call_once(|| {
+        for what in cleanup_stale().unwrap_or_default() {
+            println!("removed stale {what}");
+        }
+    });
+    let t0 = Instant::now();
+    let bed = Topology::build(options).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let names: Vec<String> = bed
+        .namespaces()
+        .iter()
+        .map(|n| n.name().to_owned())
+        .collect();
+    let running = bed
+        .start(&translator)
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    println!(
+        "{test}: {} ready in {} ms",
+        translator.describe(),
+        running.ready_after().as_millis()
+    );
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&bed, &running))) {
+        eprintln!("{test}: translator output:\n{}", running.log());
+        drop(running);
+        drop(bed);
+        resume_unwind(panic);
+    }
+    running
+        .check_running()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let stopped = running.stop().unwrap_or_else(|e| panic!("{test}: {e}"));
+    stopped
+        .check_clean()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    if let Some(s) = &stopped.tun_stats {
+        println!(
+            "{test}: TUN {} packets into the translator, {} out",
+            s.tx_packets, s.rx_packets
+        );
+    }
+    drop(bed);
+    let listed = list_namespaces().unwrap_or_else(|e| panic!("{e}"));
+    let left: Vec<&String> = names.iter().filter(|n| listed.contains(n)).collect();
+    assert!(left.is_empty(), "{test}: namespaces left behind: {left:?}");
+    println!("{test}: passed in {:.1} s", t0.elapsed().as_secs_f32());
+    stopped
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `ping -c COUNT DEST` from `ns`; every reply must arrive. Returns the RTTs in ms.
+pub fn ping(ns: &Netns, dest: &str, count: u32) -> Vec<f64> {
+    let out = ns
+        .run_timeout(
+            "ping",
+            ["-n", "-c", &count.to_string(), "-i", "0.2", "-W", "2", dest],
+            Duration::from_secs(20),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rtts: Vec<f64> = out
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("time="))
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    assert_eq!(rtts.len(), count as usize, "{out}");
+    assert!(
+        out.contains(&format!("{count} received")),
+        "every echo must come back:\n{out}"
+    );
+    rtts
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so a corrupted transfer cannot
+/// look right by accident.
+pub fn pattern(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// FNV-1a, to print a checksum next to the byte comparison.
+pub fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+pub const HTTP_PORT: u16 = 8080;
+
+/// `python3 -m http.server` in `ns`, bound to `bind`, serving `dir`.
+pub fn http_server(ns: &Netns, bind: IpAddr, dir: &ScratchDir) -> Background {
+    let server = ns
+        .spawn(
+            "python3",
+            [
+                "-m",
+                "http.server",
+                "--bind",
+                &bind.to_string(),
+                "--directory",
+                &dir.path().to_string_lossy(),
+                &HTTP_PORT.to_string(),
+            ],
+        )
+        .unwrap();
+    ns.wait_listening(Proto::Tcp, HTTP_PORT, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    server
+}
+
+/// Fetch `file` (of `content`) with curl from `client`, at `url_host`, and compare.
+pub fn fetch_and_compare(
+    client: &Netns,
+    url_host: &str,
+    dir: &ScratchDir,
+    file: &str,
+    content: &[u8],
+) {
+    let out_path = dir.path().join(format!("{file}.fetched"));
+    let url = format!("http://{url_host}:{HTTP_PORT}/{file}");
+    let t0 = Instant::now();
+    client
+        .run_timeout(
+            "curl",
+            [
+                "-g",
+                "-sS",
+                "--fail",
+                "--max-time",
+                "60",
+                "-o",
+                &out_path.to_string_lossy(),
+                &url,
+            ],
+            Duration::from_secs(90),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let secs = t0.elapsed().as_secs_f64();
+    let got = std::fs::read(&out_path).unwrap();
+    assert_eq!(got.len(), content.len(), "length of {url}");
+    assert!(got == content, "{url}: the bytes differ");
+    println!(
+        "curl {url}: {} bytes in {:.0} ms, FNV-1a {:016x} matches",
+        got.len(),
+        secs * 1e3,
+        fnv1a(&got)
+    );
+}
+
+/// The address in the first access-log line of `python3 -m http.server`.
+pub fn http_client_seen(server: &Background) -> String {
+    let log = server.stderr();
+    log.lines()
+        .find(|l| l.contains("\"GET "))
+        .and_then(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no request in the server log:\n{log}"))
+}
+
+/// What iperf3 measured.
+pub struct Iperf {
+    /// Throughput the receiver saw.
+    pub mbit_s: f64,
+    /// Retransmits, or UDP loss and jitter.
+    pub detail: String,
+}
+
+/// iperf3 for 3 s from `client` to a server in `server` bound to `bind`, reached
+/// as `target`, with `args` (`-R`, `-u -b …`); returns the throughput the
+/// receiver saw.
+pub fn iperf3(
+    client: &Netns,
+    server: &Netns,
+    bind: IpAddr,
+    target: IpAddr,
+    args: &[&str],
+) -> Iperf {
+    const PORT: u16 = 5201;
+    let _server = server
+        .spawn(
+            "iperf3",
+            ["-s", "-B", &bind.to_string(), "-p", &PORT.to_string()],
+        )
+        .unwrap();
+    server
+        .wait_listening(Proto::Tcp, PORT, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let target = target.to_string();
+    let port = PORT.to_string();
+    let mut all = vec!["-c", &target, "-p", &port, "-t", "3", "-J"];
+    all.extend_from_slice(args);
+    let out = client
+        .output_timeout("iperf3", &all, Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "iperf3 output is not JSON ({e}):\n{}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        )
+    });
+    if let Some(err) = json.get("error") {
+        panic!("iperf3 {args:?}: {err}");
+    }
+    assert!(out.status.success(), "iperf3 {args:?}: {}", out.status);
+    let end = &json["end"];
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    if args.contains(&"-u") {
+        // The client's summary of a UDP test carries the server's loss counts.
+        let sum = &end["sum"];
+        let sent = num(&sum["bits_per_second"]);
+        let lost = num(&sum["lost_percent"]);
+        Iperf {
+            mbit_s: sent * (1.0 - lost / 100.0) / 1e6,
+            detail: format!(
+                "sent {:.0} Mbit/s, {} of {} datagrams lost ({lost:.1} %), jitter {:.3} ms",
+                sent / 1e6,
+                num(&sum["lost_packets"]),
+                num(&sum["packets"]),
+                num(&sum["jitter_ms"])
+            ),
+        }
+    } else {
+        Iperf {
+            mbit_s: num(&end["sum_received"]["bits_per_second"]) / 1e6,
+            detail: format!("{} retransmits", num(&end["sum_sent"]["retransmits"])),
+        }
+    }
+}

@@ -1,0 +1,427 @@
+//! End to end, stateful NAT64 (RFC 6146) on the TUN data plane: `sixgate run` in
+//! `mode = "nat64"` in the standard namespace bed (IPv6-only host — gateway —
+//! IPv4 router — IPv4-only host), with pool6 `2001:db8:64::/96` and pool4
+//! `198.18.0.0/24` ([`NAT64_TOML`]), and real clients and servers on both sides.
+//!
+//! - `nat64_one_worker` / `nat64_two_workers`: the same core checks (curl to
+//!   `python3 -m http.server` on the IPv4 host, ping from the IPv6 host, iperf3
+//!   TCP both ways and UDP, an IPv4 client reaching an IPv6 web server through a
+//!   static BIB entry) with one worker and with two; with two, a second
+//!   subscriber whose /64 belongs to the other worker does the same, and both
+//!   workers must have seen packets (the steering program at work).
+//! - `nat64_udp_session_expires`: after the (shortened) UDP timeout the IPv4
+//!   side can no longer reach the old mapping.
+//! - `nat64_subscriber_limit_leaves_others_alone`: a subscriber at
+//!   `max_sessions_per_subscriber` gets no more sessions; another one still
+//!   connects.
+//!
+//! Ping from the IPv4 side is not tested: an IPv4 host cannot address an IPv6
+//! host without a static BIB entry, and for ICMP that entry would fix the Echo
+//! identifier, which ping chooses itself.
+//!
+//! They need root and `ip netns` (else they print `skipped:` and pass), and the
+//! tools `scripts/setup.sh` installs.
+
+use std::net::Ipv6Addr;
+use std::time::Duration;
+
+use sixgate_core::nat64::steering::subscriber_worker;
+use sixgate_netns::{
+    Dataplane, NAT64_TOML, Netns, Proto, RunningTranslator, ScratchDir, Stopped, Topology,
+    TopologyOptions, Translator, addr, check_host, veth,
+};
+
+mod common;
+use common::{
+    HTTP_PORT, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping, run_bed,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+
+/// The pool4 address and port of the static BIB entry for the v6 host's web
+/// server (its IPv6 port is [`HTTP_PORT`] too).
+const STATIC_V4: &str = "198.18.0.200";
+
+/// sixgate in nat64 mode with `workers` workers and `nat64_keys` added to the
+/// `[nat64]` section, or `None` (after printing why) if this machine cannot
+/// run the bed.
+fn nat64_or_skip(test: &str, workers: u16, nat64_keys: &str) -> Option<Translator> {
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return None;
+    }
+    Some(Translator::Sixgate {
+        binary: BIN.into(),
+        dataplane: Dataplane::Tun,
+        // NAT64_TOML ends inside [nat64]: the keys land there.
+        extra_toml: format!("{NAT64_TOML}{nat64_keys}\n[daemon]\nworkers = {workers}\n"),
+    })
+}
+
+/// A pool4 address as the IPv4 host sees a client of the NAT64.
+fn in_pool4(a: &str) -> bool {
+    a.starts_with("198.18.0.")
+}
+
+/// A second IPv6-only host (another subscriber), on its own link to the gateway
+/// with its own /64. With `other_worker_than` set (the worker count and a
+/// subscriber), the /64 is chosen so that `subscriber_worker` puts it on another
+/// worker. Removed with the returned namespace.
+fn second_subscriber(
+    bed: &Topology,
+    other_worker_than: Option<(u16, Ipv6Addr)>,
+) -> (Netns, Ipv6Addr) {
+    let net = (2u16..200)
+        .find(|&n| match other_worker_than {
+            None => true,
+            Some((workers, first)) => {
+                let a = Ipv6Addr::new(0x2001, 0xdb8, n, 0, 0, 0, 0, 5);
+                subscriber_worker(u128::from(a), 64, workers)
+                    != subscriber_worker(u128::from(first), 64, workers)
+            }
+        })
+        .expect("a /64 on another worker");
+    let host = Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, 5);
+    let gw = Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, 1);
+    let ns = Netns::new("v6sub").unwrap_or_else(|e| panic!("{e}"));
+    let setup = || -> sixgate_netns::Result<()> {
+        veth(&ns, "eth0", &bed.gateway, "eth6b")?;
+        bed.gateway.add_address("eth6b", &format!("{gw}/64"))?;
+        ns.add_address("eth0", &format!("{host}/64"))?;
+        ns.add_route_via("default", &gw.to_string())
+    };
+    setup().unwrap_or_else(|e| panic!("second subscriber: {e}"));
+    (ns, host)
+}
+
+/// curl through the NAT64 from `client` (an IPv6 host) to the IPv4 host's web
+/// server; the server must see a pool4 address.
+fn http_through_nat64(client: &Netns, bed: &Topology) {
+    let dir = ScratchDir::new("www").unwrap();
+    let content = pattern(256 * 1024);
+    dir.write("file.bin", &content).unwrap();
+    let server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+    fetch_and_compare(
+        client,
+        &format!("[{}]", addr::V4_HOST_AS_V6),
+        &dir,
+        "file.bin",
+        &content,
+    );
+    let seen = http_client_seen(&server);
+    assert!(
+        in_pool4(&seen),
+        "the v4 server saw {seen}, not a pool4 address"
+    );
+    println!("the IPv4 web server saw the IPv6 client as {seen} (pool4)");
+}
+
+/// iperf3 TCP both ways and UDP from `client` to the IPv4 host.
+fn iperf3_through_nat64(client: &Netns, bed: &Topology, tr: &RunningTranslator) {
+    for (what, args) in [
+        ("TCP v6 -> v4", &[][..]),
+        ("TCP v4 -> v6 (-R)", &["-R"][..]),
+        (
+            "UDP v6 -> v4, 1200-byte datagrams at 200 Mbit/s",
+            &["-u", "-b", "200M", "-l", "1200"][..],
+        ),
+    ] {
+        let r = iperf3(
+            client,
+            &bed.v4host,
+            addr::V4_HOST.into(),
+            addr::V4_HOST_AS_V6.into(),
+            args,
+        );
+        assert!(r.mbit_s > 0.0, "{what}: no throughput ({})", r.detail);
+        println!(
+            "THROUGHPUT {} nat64 iperf3 {what}: {:.0} Mbit/s received ({})",
+            tr.name(),
+            r.mbit_s,
+            r.detail
+        );
+    }
+}
+
+/// An IPv4 client reaches the v6 host's web server through the static BIB entry
+/// `STATIC_V4:HTTP_PORT` ↔ `[V6_HOST]:HTTP_PORT`; the server sees the client at
+/// its pool6 address.
+fn static_bib_http(bed: &Topology) {
+    let dir = ScratchDir::new("www6").unwrap();
+    let content = pattern(64 * 1024);
+    dir.write("inside.bin", &content).unwrap();
+    let server = http_server(&bed.v6host, addr::V6_HOST.into(), &dir);
+    fetch_and_compare(&bed.v4host, STATIC_V4, &dir, "inside.bin", &content);
+    assert_eq!(http_client_seen(&server), addr::V4_HOST_AS_V6.to_string());
+}
+
+/// The static BIB entry of [`static_bib_http`] and the event log, as `[nat64]` keys.
+fn core_keys() -> String {
+    format!(
+        "event_log = \"sessions\"\n\
+         static_bib = [ {{ proto = \"tcp\", ipv6 = \"{}\", port6 = {HTTP_PORT}, \
+         ipv4 = \"{STATIC_V4}\", port4 = {HTTP_PORT} }} ]\n",
+        addr::V6_HOST
+    )
+}
+
+/// Packets each worker read, from the exit summary's `per worker:` line.
+fn per_worker_rx(stopped: &Stopped) -> Vec<u64> {
+    let line = stopped
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("sixgate: per worker: "))
+        .unwrap_or_else(|| panic!("no per-worker line in:\n{}", stopped.stdout));
+    line.split(", ")
+        .map(|w| {
+            let words: Vec<&str> = w.split_whitespace().collect();
+            words[2].parse().unwrap_or_else(|_| panic!("{line}"))
+        })
+        .collect()
+}
+
+fn core_tests(test: &str, workers: u16) {
+    let Some(translator) = nat64_or_skip(test, workers, &core_keys()) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &translator, |bed, tr| {
+        if workers > 1 {
+            let log = tr.log();
+            assert!(
+                log.contains("steering program attached"),
+                "no steering with {workers} workers:\n{log}"
+            );
+        }
+        let rtts = ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3);
+        println!(
+            "ping {} through NAT64: RTT ms {rtts:?}",
+            addr::V4_HOST_AS_V6
+        );
+        http_through_nat64(&bed.v6host, bed);
+        iperf3_through_nat64(&bed.v6host, bed, tr);
+        static_bib_http(bed);
+        if workers > 1 {
+            let (sub, a) = second_subscriber(bed, Some((workers, addr::V6_HOST)));
+            println!("second subscriber {a} (another worker)");
+            ping(&sub, &addr::V4_HOST_AS_V6.to_string(), 3);
+            http_through_nat64(&sub, bed);
+            iperf3_through_nat64(&sub, bed, tr);
+        }
+        // Sessions were logged (event_log = "sessions"), as structured records.
+        let log = tr.log();
+        assert!(
+            log.contains("session_created"),
+            "no session event in the log:\n{log}"
+        );
+    });
+    println!("{}", stopped.stdout.trim());
+    assert!(
+        stopped.stdout.contains("sixgate: nat64: sessions"),
+        "no nat64 figures in the summary:\n{}",
+        stopped.stdout
+    );
+    if workers > 1 {
+        let rx = per_worker_rx(&stopped);
+        assert_eq!(rx.len(), usize::from(workers));
+        assert!(
+            rx.iter().all(|&n| n > 0),
+            "every worker must have seen packets: {rx:?}"
+        );
+    }
+}
+
+#[test]
+fn nat64_one_worker() {
+    core_tests("nat64_one_worker", 1);
+}
+
+#[test]
+fn nat64_two_workers() {
+    core_tests("nat64_two_workers", 2);
+}
+
+/// IPv4 side of the expiry test: takes one datagram, answers at once
+/// (`early`), and again after `later` seconds (`late`) to the same address and
+/// port; prints the peer.
+const UDP_LATE_REPLY_SERVER: &str = r#"
+import socket, sys, time
+port, later = int(sys.argv[1]), float(sys.argv[2])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", port))
+data, peer = s.recvfrom(100)
+print(peer[0], peer[1], flush=True)
+s.sendto(b"early", peer)
+time.sleep(later)
+s.sendto(b"late", peer)
+print("sent late", flush=True)
+time.sleep(30)
+"#;
+
+/// IPv6 side: sends one datagram, then prints every answer for `wait` seconds.
+const UDP_LISTEN_CLIENT: &str = r#"
+import socket, sys, time
+host, port, wait = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.sendto(b"hello", (host, port))
+s.settimeout(0.2)
+got = []
+end = time.time() + wait
+while time.time() < end:
+    try:
+        data, _ = s.recvfrom(100)
+        got.append(data.decode())
+    except socket.timeout:
+        pass
+print(" ".join(got))
+"#;
+
+/// The UDP timeout of the expiry test, seconds.
+const SHORT_UDP_TIMEOUT: u32 = 2;
+
+#[test]
+fn nat64_udp_session_expires() {
+    let test = "nat64_udp_session_expires";
+    let keys = format!("udp_timeout = {SHORT_UDP_TIMEOUT}\n");
+    let Some(translator) = nat64_or_skip(test, 1, &keys) else {
+        return;
+    };
+    run_bed(test, TopologyOptions::default(), &translator, |bed, _| {
+        const PORT: u16 = 7010;
+        // The late answer comes well after the session's timeout and the sweep.
+        let later = f64::from(SHORT_UDP_TIMEOUT) + 2.5;
+        let server = bed
+            .v4host
+            .spawn(
+                "python3",
+                [
+                    "-c",
+                    UDP_LATE_REPLY_SERVER,
+                    &PORT.to_string(),
+                    &later.to_string(),
+                ],
+            )
+            .unwrap();
+        bed.v4host
+            .wait_listening(Proto::Udp, PORT, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let got = bed
+            .v6host
+            .run_timeout(
+                "python3",
+                [
+                    "-c",
+                    UDP_LISTEN_CLIENT,
+                    &addr::V4_HOST_AS_V6.to_string(),
+                    &PORT.to_string(),
+                    &(later + 1.5).to_string(),
+                ],
+                Duration::from_secs(30),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let server_out = server.stdout();
+        assert!(
+            server_out.contains("sent late"),
+            "the server did not send its late answer: {server_out}"
+        );
+        let peer = server_out.lines().next().unwrap_or_default().to_owned();
+        println!("mapping seen by the v4 host: {peer}; v6 host received: {got:?}");
+        assert!(
+            in_pool4(&peer),
+            "the v4 server saw {peer}, not a pool4 address"
+        );
+        assert_eq!(
+            got.trim(),
+            "early",
+            "the answer within the session must arrive, the one after its \
+             {SHORT_UDP_TIMEOUT} s timeout must not"
+        );
+    });
+}
+
+/// IPv4 side of the limit test: answers every datagram, prints each new peer.
+const UDP_ANSWER_SERVER: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+seen = set()
+while True:
+    data, peer = s.recvfrom(100)
+    if peer not in seen:
+        seen.add(peer)
+        print(peer[0], peer[1], flush=True)
+    s.sendto(b"ok", peer)
+"#;
+
+/// IPv6 side: `n` sockets (flows), each sends until answered (3 tries); prints
+/// how many were answered.
+const UDP_MANY_FLOWS_CLIENT: &str = r#"
+import socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+answered = 0
+for i in range(n):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.settimeout(0.5)
+    for attempt in range(3):
+        s.sendto(b"x", (host, port))
+        try:
+            s.recvfrom(100)
+            answered += 1
+            break
+        except socket.timeout:
+            pass
+print(answered)
+"#;
+
+/// Sessions one subscriber may hold in the limit test.
+const LIMIT: u32 = 4;
+
+#[test]
+fn nat64_subscriber_limit_leaves_others_alone() {
+    let test = "nat64_subscriber_limit_leaves_others_alone";
+    let keys = format!("max_sessions_per_subscriber = {LIMIT}\n");
+    let Some(translator) = nat64_or_skip(test, 1, &keys) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &translator, |bed, _| {
+        const PORT: u16 = 7011;
+        let server = bed
+            .v4host
+            .spawn("python3", ["-c", UDP_ANSWER_SERVER, &PORT.to_string()])
+            .unwrap();
+        bed.v4host
+            .wait_listening(Proto::Udp, PORT, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let flows = 2 * LIMIT;
+        let answered = bed
+            .v6host
+            .run_timeout(
+                "python3",
+                [
+                    "-c",
+                    UDP_MANY_FLOWS_CLIENT,
+                    &addr::V4_HOST_AS_V6.to_string(),
+                    &PORT.to_string(),
+                    &flows.to_string(),
+                ],
+                Duration::from_secs(60),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        println!(
+            "{flows} UDP flows from {}: {} answered; the v4 server saw:\n{}",
+            addr::V6_HOST,
+            answered.trim(),
+            server.stdout()
+        );
+        assert_eq!(
+            answered.trim(),
+            LIMIT.to_string(),
+            "a subscriber gets max_sessions_per_subscriber sessions, no more"
+        );
+        // Another subscriber is not affected.
+        let (sub, a) = second_subscriber(bed, None);
+        println!("second subscriber {a}:");
+        http_through_nat64(&sub, bed);
+        ping(&sub, &addr::V4_HOST_AS_V6.to_string(), 2);
+    });
+    println!("{}", stopped.stdout.trim());
+}
