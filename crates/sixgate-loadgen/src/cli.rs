@@ -57,6 +57,12 @@ pub struct SendArgs {
     /// destination's on the same link).
     #[arg(long, value_name = "MAC", requires = "via")]
     pub dst_mac: Option<Mac>,
+    /// With --via: spread the source address over N hosts: each packet's source
+    /// is the address the kernel would use plus a pseudorandom 0..N-1 in its last
+    /// 16 bits (RFC 4814's spread applied to addresses: several subscribers).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "via",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub src_hosts: u16,
     /// With --via: the source Ethernet address (default: the interface's).
     #[arg(long, value_name = "MAC", requires = "via")]
     pub src_mac: Option<Mac>,
@@ -117,6 +123,7 @@ impl SendArgs {
                 dst_mac: self.dst_mac.expect("clap requires --dst-mac with --via"),
                 src_mac: self.src_mac,
             }),
+            src_hosts: self.src_hosts,
             batch: usize::from(self.batch),
             seed: self.seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()

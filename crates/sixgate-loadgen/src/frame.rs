@@ -1,13 +1,17 @@
 //! Packet templates for the senders that write their own headers: a UDP
 //! datagram (raw IP socket: the kernel adds the IP header) or a whole Ethernet
 //! frame (packet socket: nothing is added). Per packet only the source port and
-//! the UDP checksum change; [`Template::stamp`] writes both.
+//! the UDP checksum change; [`Template::stamp`] writes both. Frames can also vary
+//! the last 16 bits of the source address over several hosts
+//! ([`Template::with_hosts`], [`Template::stamp_host`]), then the IPv4 header
+//! checksum changes too.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
 use crate::checksum;
+use sixgate_core::checksum::{fold, sum};
 
 pub const ETHERNET_HEADER: usize = 14;
 pub const IPV4_HEADER: usize = 20;
@@ -62,13 +66,86 @@ pub struct Template {
     pub udp_offset: usize,
     /// Unfolded checksum sum with a zero source port.
     base: u64,
+    /// Set by [`Template::with_hosts`].
+    hosts: Option<Hosts>,
 }
+
+/// Where the source address's last 16 bits are, and the sums without them.
+#[derive(Debug, Clone)]
+struct Hosts {
+    /// Offset of the source address's last 16 bits in the frame.
+    src_word: usize,
+    /// Their value in the template (host 0).
+    first: u16,
+    /// The UDP checksum sum with a zero source port and those bits zero.
+    base: u64,
+    /// IPv4: offset of the header checksum, and the header's sum with the
+    /// checksum field and those bits zero.
+    ip: Option<(usize, u64)>,
+}
+
+/// What [`Template::stamp_host`] writes: `(offset, value)` pairs.
+pub type Stamp = [(usize, [u8; 2]); 4];
 
 impl Template {
     /// Source port and checksum field values for a packet from `port`.
     pub fn stamp(&self, port: u16) -> ([u8; 2], [u8; 2]) {
         let csum = checksum::finish(self.base + u64::from(port));
         (port.to_be_bytes(), csum.to_be_bytes())
+    }
+
+    /// A frame template whose source address varies over hosts (RFC 4814's
+    /// spread, applied to addresses): host `h` has `h` added to the last 16 bits
+    /// of the source address. Only for [`ethernet`] templates.
+    pub fn with_hosts(mut self) -> Result<Template, String> {
+        let ip = ETHERNET_HEADER;
+        let (src_word, v4) = match self.bytes.get(12..14) {
+            Some([0x08, 0x00]) => (ip + 14, true),
+            Some([0x86, 0xdd]) => (ip + 22, false),
+            _ => return Err("several source hosts need a whole frame (--via)".into()),
+        };
+        let first = u16::from_be_bytes([self.bytes[src_word], self.bytes[src_word + 1]]);
+        let mut b = self.bytes.clone();
+        b[src_word..src_word + 2].fill(0);
+        let u = self.udp_offset;
+        b[u + 6..u + 8].fill(0);
+        // The pseudo-header's source word is gone from the UDP sum too.
+        // One's complement: subtracting `first` is adding its complement.
+        let base = self.base + u64::from(!first);
+        let hdr = v4.then(|| {
+            b[ip + 10..ip + 12].fill(0);
+            (ip + 10, u64::from(sum(&b[ip..ip + IPV4_HEADER])))
+        });
+        self.hosts = Some(Hosts {
+            src_word,
+            first,
+            base,
+            ip: hdr,
+        });
+        Ok(self)
+    }
+
+    /// The fields of a frame from `port` of host `host` (see
+    /// [`Template::with_hosts`]): source port, UDP checksum, the source address's
+    /// last 16 bits and (IPv4) the header checksum, as `(offset, bytes)`.
+    pub fn stamp_host(&self, port: u16, host: u16) -> Stamp {
+        let u = self.udp_offset;
+        let Some(h) = &self.hosts else {
+            let (p, c) = self.stamp(port);
+            return [(u, p), (u + 6, c), (u, p), (u + 6, c)];
+        };
+        let word = h.first.wrapping_add(host);
+        let csum = checksum::finish(h.base + u64::from(port) + u64::from(word));
+        let ip = match h.ip {
+            Some((at, sum)) => (at, (!fold(sum + u64::from(word))).to_be_bytes()),
+            None => (u + 6, csum.to_be_bytes()),
+        };
+        [
+            (u, port.to_be_bytes()),
+            (u + 6, csum.to_be_bytes()),
+            (h.src_word, word.to_be_bytes()),
+            ip,
+        ]
     }
 
     /// Writes `port` and its checksum into `packet` (a copy of the template).
@@ -110,6 +187,7 @@ pub fn udp(src: IpAddr, dst: SocketAddr, payload: &[u8]) -> Result<Template, Str
         bytes,
         udp_offset: 0,
         base,
+        hosts: None,
     })
 }
 
@@ -162,6 +240,7 @@ pub fn ethernet(
         bytes: f,
         udp_offset,
         base,
+        hosts: None,
     })
 }
 
@@ -194,7 +273,12 @@ mod tests {
     fn check_frame(t: &Template, port: u16, src: IpAddr, dst: SocketAddr, payload_len: usize) {
         let mut frame = t.bytes.clone();
         t.stamp_into(&mut frame, port);
-        let p = SlicedPacket::from_ethernet(&frame).expect("parses");
+        check_stamped(&frame, port, src, dst, payload_len);
+    }
+
+    /// Parses a stamped frame with etherparse and checks every header and checksum.
+    fn check_stamped(frame: &[u8], port: u16, src: IpAddr, dst: SocketAddr, payload_len: usize) {
+        let p = SlicedPacket::from_ethernet(frame).expect("parses");
         let Some(TransportSlice::Udp(udp)) = &p.transport else {
             panic!("no UDP")
         };
@@ -244,6 +328,52 @@ mod tests {
         for port in [1024, 40000, 65535] {
             check_frame(&t, port, src, dst, 18);
         }
+    }
+
+    /// Every host's frame parses, with its own source address and valid checksums.
+    #[test]
+    fn frames_from_several_hosts_have_valid_checksums() {
+        for (src, dst) in [
+            ("2001:db8:1::fffe", "[2001:db8:64::c633:6407]:5001"),
+            ("192.0.2.5", "198.51.100.7:5001"),
+        ] {
+            let src: IpAddr = src.parse().unwrap();
+            let dst: SocketAddr = dst.parse().unwrap();
+            let t = ethernet(
+                mac("02:00:5e:00:06:05"),
+                mac("02:00:5e:00:06:01"),
+                src,
+                dst,
+                &[3; 18],
+            )
+            .unwrap()
+            .with_hosts()
+            .unwrap();
+            for (port, host) in [(1024u16, 0u16), (40000, 1), (65535, 7), (2000, 300)] {
+                let mut frame = t.bytes.clone();
+                for (at, v) in t.stamp_host(port, host) {
+                    frame[at..at + 2].copy_from_slice(&v);
+                }
+                let bump = |x: u128| (x & !0xffff) | u128::from((x as u16).wrapping_add(host));
+                let want = match src {
+                    IpAddr::V4(a) => IpAddr::from(std::net::Ipv4Addr::from(bump(u128::from(
+                        u32::from(a),
+                    ))
+                        as u32)),
+                    IpAddr::V6(a) => IpAddr::from(std::net::Ipv6Addr::from(bump(u128::from(a)))),
+                };
+                check_stamped(&frame, port, want, dst, 18);
+            }
+        }
+        let udp = udp(
+            "192.0.2.5".parse().unwrap(),
+            "198.51.100.7:9".parse().unwrap(),
+            &[0; 4],
+        );
+        assert!(
+            udp.unwrap().with_hosts().is_err(),
+            "raw datagrams have no address"
+        );
     }
 
     #[test]

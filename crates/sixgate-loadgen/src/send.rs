@@ -36,6 +36,9 @@ pub struct SendOptions {
     pub src_ports: Option<PortRange>,
     /// Send whole Ethernet frames through this interface (packet socket).
     pub via: Option<Via>,
+    /// With `via`: spread the source address over this many hosts (the last 16
+    /// bits of the address plus 0..hosts), pseudorandomly per packet; 1 = one.
+    pub src_hosts: u16,
     /// Packets per `sendmmsg`.
     pub batch: usize,
     /// Seed for the source ports.
@@ -58,6 +61,8 @@ pub struct SendReport {
     pub mode: &'static str,
     pub dst: String,
     pub src_ports: Option<String>,
+    /// Source hosts the packets are spread over.
+    pub src_hosts: u16,
     /// Requested rate (0 = unpaced).
     pub target_pps: u64,
     pub duration_s: f64,
@@ -91,6 +96,12 @@ pub fn send(opts: &SendOptions) -> io::Result<SendReport> {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "batch must be 1..=1024",
+        ));
+    }
+    if opts.src_hosts > 1 && opts.via.is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "several source hosts need --via (whole frames)",
         ));
     }
     let mut path = match (&opts.via, opts.src_ports) {
@@ -155,6 +166,7 @@ pub fn send(opts: &SendOptions) -> io::Result<SendReport> {
         mode: "send",
         dst: opts.dst.to_string(),
         src_ports: opts.src_ports.map(|r| r.to_string()),
+        src_hosts: opts.src_hosts.max(1),
         target_pps: opts.rate,
         duration_s: opts.duration.as_secs_f64(),
         payload_bytes: opts.size,
@@ -191,6 +203,8 @@ struct Path {
     _bufs: Vec<u8>,
     /// Raw IP and packet-socket paths: the per-packet port and checksum.
     stamp: Option<(Template, PortGen)>,
+    /// Packet-socket path with several source hosts: draws host + 1.
+    hosts: Option<PortGen>,
 }
 
 impl Path {
@@ -215,6 +229,7 @@ impl Path {
             iovecs,
             _bufs: bufs,
             stamp: None,
+            hosts: None,
         })
     }
 
@@ -256,14 +271,20 @@ impl Path {
             )
         })?;
         let _ = sys::set_buffer(fd.as_raw_fd(), false, 4 << 20);
-        let t = frame::ethernet(src_mac, via.dst_mac, src, opts.dst, &payload(opts.size))
+        let mut t = frame::ethernet(src_mac, via.dst_mac, src, opts.dst, &payload(opts.size))
             .map_err(invalid)?;
-        Ok(Path::templated(
-            fd,
-            t,
-            PortGen::new(range, opts.seed),
-            opts.batch,
-        ))
+        if opts.src_hosts > 1 {
+            t = t.with_hosts().map_err(invalid)?;
+        }
+        let mut path = Path::templated(fd, t, PortGen::new(range, opts.seed), opts.batch);
+        if opts.src_hosts > 1 {
+            let hosts = PortRange {
+                first: 1,
+                last: opts.src_hosts,
+            };
+            path.hosts = Some(PortGen::new(hosts, opts.seed ^ 0x686f_7374));
+        }
+        Ok(path)
     }
 
     fn templated(fd: OwnedFd, t: Template, ports: PortGen, batch: usize) -> Path {
@@ -285,12 +306,22 @@ impl Path {
             iovecs,
             _bufs: bufs,
             stamp: Some((t, ports)),
+            hosts: None,
         }
     }
 
     /// Sends the first `n` messages of the batch; returns how many went.
     fn send(&mut self, n: usize) -> io::Result<usize> {
-        if let Some((t, ports)) = &mut self.stamp {
+        if let (Some((t, ports)), Some(hosts)) = (&mut self.stamp, &mut self.hosts) {
+            for iov in &self.iovecs[..n] {
+                let fields = t.stamp_host(ports.next_port(), hosts.next_port() - 1);
+                let h = iov.iov_base.cast::<u8>();
+                for (at, v) in fields {
+                    // SAFETY: as below; every offset is inside the frame.
+                    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), h.add(at), 2) };
+                }
+            }
+        } else if let Some((t, ports)) = &mut self.stamp {
             let u = t.udp_offset;
             for iov in &self.iovecs[..n] {
                 let (port, csum) = t.stamp(ports.next_port());

@@ -47,6 +47,7 @@ fn round_trip_with(ip: IpAddr, src_ports: Option<&str>, via: Option<&str>, poll:
             dst_mac: "00:00:00:00:00:00".parse().unwrap(),
             src_mac: None,
         }),
+        src_hosts: 1,
         batch: 32,
         seed: 1,
     })
@@ -157,6 +158,7 @@ fn ports_really_vary() {
         size: 4,
         src_ports: Some("40000-40009".parse().unwrap()),
         via: None,
+        src_hosts: 1,
         batch: 8,
         seed: 3,
     })

@@ -474,3 +474,23 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     // SAFETY: both are fresh descriptors we own.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sixgate_core::nat64::{Nat64Config, Pool4Entry};
+
+    #[test]
+    fn an_empty_pool4_is_refused_with_an_example() {
+        let e = check_pool4(&Nat64Config::default()).unwrap_err();
+        assert!(
+            e.contains("[nat64] pool4") && e.contains("pool4 = [\""),
+            "{e}"
+        );
+        let ok = Nat64Config {
+            pool4: vec![Pool4Entry::single(std::net::Ipv4Addr::new(192, 0, 2, 1))],
+            ..Nat64Config::default()
+        };
+        assert!(check_pool4(&ok).is_ok());
+    }
+}

@@ -729,6 +729,46 @@ mod tests {
         assert_eq!(p.io.rx_truncated, 1);
     }
 
+    /// Stateful NAT64 (RFC 6146 §3.5.1): a UDP flow from an IPv6 host gets a
+    /// session; `tick` keeps the timers running, the session expires after
+    /// `udp_timeout` even with no traffic, and the events of both ends are drained.
+    #[test]
+    fn rfc6146_3_5_1_tick_expires_idle_sessions_and_events_drain() {
+        let text = "[translator]\nmode = \"nat64\"\npool6 = \"2001:db8:64::/96\"\n\
+                    [nat64]\npool4 = [\"192.0.2.1\"]\nudp_timeout = 1\nevent_log = \"sessions\"\n";
+        let cfg = sixgate_config::parse(text, "test.toml").unwrap().config;
+        let mut p = Pipeline::for_worker(Arc::new(cfg), false, 0, 1);
+        assert!(p.nat64());
+        let pkt = Ip6::new(CLIENT6, SERVER6).udp(40000, 53, 8);
+        p.rx_buffers().1[..pkt.len()].copy_from_slice(&pkt);
+        let mut out = Vec::new();
+        p.process(pkt.len(), 0, &mut |_: &VnetHdr, d: &[u8]| {
+            out.push(d.to_vec());
+            true
+        });
+        assert_eq!(out.len(), 1, "translated");
+        let s = sixgate_testkit::check(&out[0]).unwrap();
+        assert_eq!(s.family, Family::V4);
+        assert_eq!(s.src, std::net::IpAddr::from(Ipv4Addr::new(192, 0, 2, 1)));
+        assert_eq!(p.nat64_stats().unwrap().sessions.udp, 1);
+
+        let mut none = |_: &VnetHdr, _: &[u8]| -> bool { panic!("nothing to send") };
+        p.tick(500_000_000, &mut none);
+        assert_eq!(p.nat64_stats().unwrap().sessions.udp, 1, "not yet");
+        p.tick(2_000_000_000, &mut none);
+        assert_eq!(p.nat64_stats().unwrap().sessions.udp, 0, "expired");
+        let mut kinds = Vec::new();
+        p.drain_events(|e| kinds.push(e.kind.as_str()));
+        assert_eq!(kinds, ["session_created", "session_expired"]);
+    }
+
+    #[test]
+    fn siit_has_no_nat64_state() {
+        let p = Pipeline::new(Arc::new(config()), false);
+        assert!(!p.nat64());
+        assert!(p.nat64_stats().is_none());
+    }
+
     #[test]
     fn failed_writes_are_counted() {
         let pkt = Ip4::new(SERVER4, CLIENT4).udp(53, 5000, 10);

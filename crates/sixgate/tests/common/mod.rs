@@ -43,7 +43,7 @@ pub fn run_bed(
         .map(|n| n.name().to_owned())
         .collect();
     let running = bed
-        .start(&translator)
+        .start(translator)
         .unwrap_or_else(|e| panic!("{test}: {e}"));
     println!(
         "{test}: {} ready in {} ms",
