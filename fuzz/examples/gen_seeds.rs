@@ -374,6 +374,9 @@ fn learn(t: &mut sixgate_core::Translator, pkt: &[u8]) -> (Ipv4Addr, u16) {
     }
 }
 
+/// One packet of a `translate_nat64` sequence: (IPv6?, seconds before, bytes).
+type Step = (bool, u8, Vec<u8>);
+
 /// Packet sequences for `translate_nat64`: flows out and back, a TCP handshake
 /// and close, a held SYN and its timeout, ICMP errors both ways, hairpinning,
 /// fragments, under a few knob settings.
@@ -404,7 +407,7 @@ fn seeds_nat64() -> Vec<(String, Vec<u8>)> {
         let (_, id) = learn(&mut t, &echo);
         let back = Ip4::new(V4_HOST, a);
         let sent = Ip4::new(a, V4_HOST).udp(pu, 53, 20);
-        let seqs: Vec<(&str, Vec<(bool, u8, Vec<u8>)>)> = vec![
+        let seqs: Vec<(&str, Vec<Step>)> = vec![
             (
                 "udp",
                 vec![
