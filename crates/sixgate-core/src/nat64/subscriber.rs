@@ -50,6 +50,13 @@ impl Slot for Block {
     }
 }
 
+/// Subscribers one worker tracks for `cap` sessions: a quarter (a subscriber
+/// averages at least 4 sessions), at least 1024 or `cap`. When the table is full, a
+/// new subscriber's flows are refused (`session_table_full`).
+pub(crate) fn subscriber_capacity(cap: u32) -> u32 {
+    (cap / 4).max(cap.min(1024))
+}
+
 pub(crate) struct Subscribers {
     on: bool,
     prefix_len: u8,
@@ -72,8 +79,16 @@ impl Subscribers {
         };
         let on =
             cfg.max_sessions_per_subscriber > 0 || cfg.max_ports_per_subscriber > 0 || block > 0;
-        let cap = if on { cap } else { 0 };
-        let block_cap = if block > 0 { cap } else { 0 };
+        let subs_cap = if on { subscriber_capacity(cap) } else { 0 };
+        // A subscriber adds a block only when its blocks for that protocol are
+        // full, so blocks never exceed BIB entries / K plus one per protocol and
+        // subscriber.
+        let block_cap = if block > 0 {
+            (cap / u32::from(block)).saturating_add(subs_cap.saturating_mul(3))
+        } else {
+            0
+        };
+        let cap = subs_cap;
         Subscribers {
             on,
             prefix_len: cfg.subscriber_prefix_len,
@@ -162,6 +177,11 @@ impl Subscribers {
             }
             self.subs.free(i);
         }
+    }
+
+    /// Is there a record for `v6`, or room for one (always, when tracking is off)?
+    pub fn has_room_for(&self, v6: u128) -> bool {
+        !self.on || !self.subs.is_full() || self.find(v6).is_some()
     }
 
     /// RFC 6888 REQ-4: may `v6` open one more session?
