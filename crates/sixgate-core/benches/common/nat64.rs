@@ -143,3 +143,35 @@ pub fn set_flow(pkt: &mut [u8], i: u64) {
     pkt[8..16].copy_from_slice(&hi.to_be_bytes());
     pkt[16..24].copy_from_slice(&1u64.to_be_bytes());
 }
+
+/// A gungraun case: a worker with one established flow and the packet to send.
+pub struct NatCase {
+    pub bench: NatBench,
+    pub packet: Vec<u8>,
+}
+
+/// Established-flow cases by name: `nat64_{udp,tcp}_{6to4,4to6}`; and
+/// `nat64_new_udp_6to4`, a packet that creates a mapping and session.
+pub fn nat_case(name: &str) -> NatCase {
+    let mut bench = NatBench::new(config(1 << 16), 0, 1);
+    let packet = match name {
+        "nat64_new_udp_6to4" => {
+            // Warm the tables with other flows first, like a running gateway.
+            let mut p = new_flow_packet(0);
+            for i in 1..1000 {
+                set_flow(&mut p, i);
+                assert_eq!(bench.translate(&p), Verdict::Translated);
+            }
+            new_flow_packet(5000)
+        }
+        _ => {
+            let flow = bench.establish(name.contains("udp"), 0);
+            if name.ends_with("6to4") {
+                flow.out
+            } else {
+                flow.back
+            }
+        }
+    };
+    NatCase { bench, packet }
+}

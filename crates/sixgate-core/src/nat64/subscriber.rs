@@ -57,6 +57,11 @@ pub(crate) fn subscriber_capacity(cap: u32) -> u32 {
     (cap / 4).max(cap.min(1024))
 }
 
+#[inline]
+fn block_key(proto: u8, v4: u32, first: u16) -> u64 {
+    u64::from(v4) << 32 | u64::from(first) << 8 | u64::from(proto)
+}
+
 pub(crate) struct Subscribers {
     on: bool,
     prefix_len: u8,
@@ -230,7 +235,7 @@ impl Subscribers {
         let first = port & !(self.block - 1);
         let items = &self.blocks.items;
         self.block_idx
-            .find(self.hasher.hash_one((proto, v4, first)), |&i| {
+            .find(self.hasher.hash_one(block_key(proto, v4, first)), |&i| {
                 let b = &items[i as usize];
                 b.first == first && b.v4 == v4 && b.proto == proto
             })
@@ -262,9 +267,9 @@ impl Subscribers {
         let hasher = self.hasher.clone();
         let items = &self.blocks.items;
         self.block_idx
-            .insert_unique(hasher.hash_one((proto, v4, first)), i, |&j| {
+            .insert_unique(hasher.hash_one(block_key(proto, v4, first)), i, |&j| {
                 let b = &items[j as usize];
-                hasher.hash_one((b.proto, b.v4, b.first))
+                hasher.hash_one(block_key(b.proto, b.v4, b.first))
             });
         let s = self.subs.get_mut(sub);
         s.blocks = i;
@@ -308,7 +313,9 @@ impl Subscribers {
             self.log_block(EventKind::BlockReleased, bi, now_ns, events);
         }
         let blk = *self.blocks.get(bi);
-        let h = self.hasher.hash_one((blk.proto, blk.v4, blk.first));
+        let h = self
+            .hasher
+            .hash_one(block_key(blk.proto, blk.v4, blk.first));
         if let Ok(e) = self.block_idx.find_entry(h, |&j| j == bi) {
             e.remove();
         }
