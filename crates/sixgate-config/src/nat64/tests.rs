@@ -722,3 +722,20 @@ fn static_bib_errors() {
         &["unknown key `port`"],
     );
 }
+
+#[test]
+fn unknown_nat64_key_is_an_error() {
+    err_at(
+        &with("udp_timout = 3"),
+        5,
+        1,
+        &["nat64: unknown key `udp_timout`", "`udp_timeout`"],
+    );
+    err_at(&with("pool4 = 3"), 5, 1, &["duplicate key `pool4`"]);
+    err_at(
+        "nat64 = 3\n[translator]\nmode = \"nat64\"\n",
+        1,
+        9,
+        &["nat64", "expected a table"],
+    );
+}
