@@ -3,12 +3,16 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::icmp_error::{self, Owed};
 use crate::ipv4_id::Ipv4IdGenerator;
 use crate::nat64::{self, Nat64};
 use crate::packet::{PacketBuf, Scratch};
 use crate::rate_limit::TokenBucket;
-use crate::rfc7915;
+use crate::rfc7915::{self, icmp_map};
 use crate::verdict::{Counters, DropReason, Verdict};
+
+/// ICMPv4 Destination Unreachable code 3.
+const PORT_UNREACHABLE: u8 = 3;
 
 /// One worker's translator: shared read-only configuration plus the worker's own
 /// mutable state (counters, IPv4 ID table, ICMP token bucket). Never shared between
@@ -58,14 +62,34 @@ impl Translator {
     /// Timers (RFC 6146 §3.5.2.2 held SYNs, session and BIB expiry). Call at least
     /// every 100 ms and repeat while it returns `Some`: a
     /// `Some(Verdict::Replied(_))` leaves one packet to send in `scratch` (an
-    /// ICMPv4 Port Unreachable for a held SYN whose time ran out); `Some` of
-    /// anything else means more work is pending. Each call does bounded work.
+    /// ICMPv4 Port Unreachable for a held SYN whose time ran out);
+    /// `Some(Verdict::Translated)` means nothing to send but more expired state is
+    /// waiting. Each call does bounded work ([`nat64::SWEEP_BUDGET`] records).
     /// Without NAT64 it returns `None` at once.
     pub fn tick(&mut self, now_ns: u64, scratch: &mut Scratch) -> Option<Verdict> {
         scratch.clear();
-        let n = self.nat64.as_mut()?;
-        let _ = (n, now_ns);
-        None
+        let mut held = [0u8; nat64::HELD_SYN_BYTES];
+        loop {
+            match self.nat64.as_mut()?.tick(now_ns, &mut held) {
+                Ok(len) => {
+                    // RFC 6146 §3.5.2.2: nobody on the IPv6 side opened it.
+                    let owed = Owed {
+                        ty: icmp_map::v4::DEST_UNREACH,
+                        code: PORT_UNREACHABLE,
+                        rest: [0; 4],
+                        reason: DropReason::SynHeld,
+                    };
+                    let v = icmp_error::reply_v4(self, &held[..len], scratch, now_ns, owed, false);
+                    if let Verdict::Replied(_) = v {
+                        self.counters.icmp_generated += 1;
+                        return Some(v);
+                    }
+                    // Rate-limited (counted): on to the next one.
+                }
+                Err(true) => return Some(Verdict::Translated),
+                Err(false) => return None,
+            }
+        }
     }
 
     /// Hand every pending RFC 6888 event to `f`, oldest first. Events that did not
