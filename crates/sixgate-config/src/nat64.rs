@@ -43,7 +43,7 @@ pub(crate) const MAX_HELD_SYNS: i64 = 1 << 20;
 
 /// Longest timeout, seconds (about 11.5 days): the core keeps deadlines as 32-bit
 /// millisecond timestamps compared with wrapping arithmetic.
-pub(crate) const MAX_TIMEOUT_S: i64 = 1_000_000;
+pub(crate) const MAX_TIMEOUT_S: i64 = sixgate_core::nat64::MAX_TIMEOUT_S as i64;
 
 /// Most sessions for the whole gateway (64 Mi): the tables are allocated for
 /// `max_sessions` at start, so an absurd value would fail there, not here.

@@ -264,7 +264,7 @@ impl fmt::Display for PacketTrace {
             Outcome::SkippedOversize(n) => {
                 write!(f, "skipped: {n}-byte packet exceeds {MAX_PACKET}")
             }
-            Outcome::Timer(r) => write!(f, "sent by a timer: {}", r.as_str()),
+            Outcome::Timer(r) => write!(f, "sent by a timer ({})", r.as_str()),
         }
     }
 }
