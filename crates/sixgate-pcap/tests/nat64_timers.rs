@@ -358,3 +358,28 @@ fn rfc6888_req8_port_reuse_delay_120_s() {
     let s = check(r.output_of(4)).unwrap();
     assert_eq!(s.ports(), Some((5000, 5001)));
 }
+
+/// Across a long silence the offline clock takes bigger steps (at most
+/// `MAX_TICKS_PER_GAP` per gap), so a timer that falls due in it fires within one
+/// step of its time: here a held SYN's 6 s inside a day-long gap.
+#[test]
+fn rfc6146_3_5_2_2_held_syn_in_a_day_long_gap_fires_within_one_step() {
+    let cfg = config("[\"203.0.113.1\"]", "");
+    let day = 86_400.0;
+    let r = run(
+        &cfg,
+        &[
+            (at(0.0), down().tcp_flags(5001, 4000, tcp_flag::SYN, 0)),
+            (at(day), up().udp(40000, 5001, 8)),
+        ],
+    );
+    let sent = r.timer_packets();
+    assert_eq!(sent.len(), 1);
+    let step = (86_400_000_000_000u64).div_ceil(sixgate_pcap::MAX_TICKS_PER_GAP);
+    assert!(
+        (at(6.0)..at(6.0) + step).contains(&sent[0].0),
+        "sent {} ms in",
+        (sent[0].0 - T0) / 1_000_000
+    );
+    assert!(r.passed(2));
+}
