@@ -134,6 +134,20 @@ fn config_check_warns_below_rfc_6146_minimums() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
+
+    // `sixgate translate` says the same before it starts.
+    let out = d.join("out.pcap");
+    let o = sixgate(&[
+        "translate",
+        "--config",
+        &cfg,
+        "--input",
+        "samples/nat64-demo.pcap",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stderr), err);
 }
 
 #[test]
