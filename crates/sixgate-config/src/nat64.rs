@@ -355,8 +355,31 @@ fn pool4_prefix(
             format_args!("\"{}/{len}\"", mask_v4(addr, len)),
         ));
     }
+    if let Some(block) = NOT_UNICAST_V4
+        .iter()
+        .find(|&&(net, l)| mask_v4(addr, len.min(l)) == mask_v4(net, len.min(l)))
+    {
+        return Err(cx.bad(
+            key,
+            v,
+            format_args!(
+                "the prefix reaches into {}/{}, which is not unicast",
+                block.0, block.1
+            ),
+            "unicast IPv4 addresses the translator owns, e.g. \"203.0.113.0/28\"",
+        ));
+    }
     Ok((addr, len))
 }
+
+/// IPv4 ranges no host can be mapped to: "this network" and loopback
+/// (RFC 1122 §3.2.1.3), multicast and reserved/broadcast (RFC 5771, RFC 1112).
+const NOT_UNICAST_V4: [(Ipv4Addr, u8); 4] = [
+    (Ipv4Addr::new(0, 0, 0, 0), 8),
+    (Ipv4Addr::new(127, 0, 0, 0), 8),
+    (Ipv4Addr::new(224, 0, 0, 0), 4),
+    (Ipv4Addr::new(240, 0, 0, 0), 4),
+];
 
 /// `"FIRST-LAST"` or `"N"`, each from `lo` to 65535, FIRST ≤ LAST.
 fn port_range(
@@ -406,6 +429,14 @@ fn static_bib(
         };
         let lo = if proto == Proto::Icmp { 0 } else { 1 };
         let v6: Ipv6Addr = v6_addr(cx, &format!("static_bib[{i}].ipv6"), &s.ipv6)?;
+        if v6.is_unspecified() || v6.is_loopback() || v6.is_multicast() {
+            return Err(cx.bad(
+                &format!("static_bib[{i}].ipv6"),
+                &s.ipv6,
+                "not a unicast address",
+                "the address of an IPv6 host",
+            ));
+        }
         if let Some(p) = cfg.map.pool6.filter(|p| p.contains_octets(&v6.octets())) {
             return Err(cx.bad(
                 &format!("static_bib[{i}].ipv6"),
