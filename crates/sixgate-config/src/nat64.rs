@@ -237,16 +237,6 @@ fn proto_name(p: Proto) -> &'static str {
     }
 }
 
-fn range_of(e: &Pool4Entry, p: Proto) -> PortRange {
-    match p {
-        Proto::Tcp => e.tcp,
-        Proto::Udp => e.udp,
-        Proto::Icmp => e.icmp,
-    }
-}
-
-const PROTOS: [Proto; 3] = [Proto::Tcp, Proto::Udp, Proto::Icmp];
-
 fn pool4(
     cx: &Cx<'_>,
     list: &Spanned<Vec<Spanned<Pool4Item>>>,
@@ -298,7 +288,7 @@ fn pool4(
             let p = overlap(o, &entry)?;
             Some((j, p))
         }) {
-            let (a, b) = (range_of(&out[j], p), range_of(&entry, p));
+            let (a, b) = (out[j].range(p), entry.range(p));
             return Err(cx.err(
                 item.span(),
                 format!(
@@ -328,8 +318,8 @@ fn overlap(a: &Pool4Entry, b: &Pool4Entry) -> Option<Proto> {
     if mask_v4(a.addr, len) != mask_v4(b.addr, len) {
         return None;
     }
-    PROTOS.into_iter().find(|&p| {
-        let (x, y) = (range_of(a, p), range_of(b, p));
+    Proto::ALL.into_iter().find(|&p| {
+        let (x, y) = (a.range(p), b.range(p));
         x.first <= y.last && y.first <= x.last
     })
 }
@@ -453,15 +443,15 @@ fn static_bib(
         let v4: Ipv4Addr = v4_addr(cx, &format!("static_bib[{i}].ipv4"), &s.ipv4)?;
         let port4 = int_in(cx, &format!("static_bib[{i}].port4"), &s.port4, lo, 65535)? as u16;
         let owner = pool4.iter().find(|p| {
-            let r = range_of(p, proto);
-            mask_v4(v4, p.prefix_len) == p.addr && (r.first..=r.last).contains(&port4)
+            let r = p.range(proto);
+            mask_v4(v4, p.prefix_len) == p.addr && r.contains(port4)
         });
         if owner.is_none() {
             let held: Vec<String> = pool4
                 .iter()
                 .filter(|p| mask_v4(v4, p.prefix_len) == p.addr)
                 .map(|p| {
-                    let r = range_of(p, proto);
+                    let r = p.range(proto);
                     format!("{}-{}", r.first, r.last)
                 })
                 .collect();
