@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
-use sixgate_testkit::{Ip4, Ip6, L4, tcp_flag};
+use sixgate_testkit::{Ip4, Ip6, tcp_flag};
 
 /// The IPv6-only client.
 const CLIENT6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 0x10);
@@ -82,10 +82,9 @@ fn mapped_ports() -> [u16; 3] {
             .next_packet()
             .expect("every outgoing packet is translated");
         let s = sixgate_testkit::check(&p.expect("record").data).expect("valid packet");
-        *port = match s.l4 {
-            L4::Icmp { rest, .. } => u16::from_be_bytes([rest[0], rest[1]]),
-            _ => s.ports().expect("ports").0,
-        };
+        *port =
+            s.l4.source_port_or_echo_id()
+                .expect("port or echo identifier");
     }
     ports
 }

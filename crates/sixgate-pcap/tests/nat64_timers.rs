@@ -157,10 +157,8 @@ fn mapped(cfg: &Arc<Config>, packets: &[(u64, Vec<u8>)]) -> Vec<u16> {
             assert!(r.passed(i), "packet {i}: {:?}", r.verdict(i));
             let s = check(r.output_of(i)).unwrap();
             assert_eq!(s.src, IpAddr::V4(POOL4));
-            match s.l4 {
-                L4::Icmp { rest, .. } => u16::from_be_bytes([rest[0], rest[1]]),
-                _ => s.ports().expect("ports").0,
-            }
+            s.l4.source_port_or_echo_id()
+                .expect("a port or an echo identifier")
         })
         .collect()
 }

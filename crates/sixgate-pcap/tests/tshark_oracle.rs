@@ -142,10 +142,7 @@ fn tshark_finds_no_errors_in_nat64_output() {
     assert_eq!(sent.len(), 3, "every flow went out");
     let port_of = |p: &[u8]| {
         let s = sixgate_testkit::check(p).unwrap();
-        match s.l4 {
-            sixgate_testkit::L4::Icmp { rest, .. } => u16::from_be_bytes([rest[0], rest[1]]),
-            _ => s.ports().unwrap().0,
-        }
+        s.l4.source_port_or_echo_id().unwrap()
     };
     let (pu, pt, pi) = (port_of(&sent[0]), port_of(&sent[1]), port_of(&sent[2]));
 
