@@ -3,45 +3,46 @@
 //! the CLAT (`mode = "clat"`, PLAT prefix discovered with RFC 7050 from dnsmasq in
 //! the core) and sixgate as the PLAT. The chain is `sixgate_netns::chain`.
 //!
-//! The PLAT is picked by `SIXGATE_XLAT_PLAT`: `siit` (the default for now), a
-//! stateless stand-in with an EAM entry for the CLAT's prefix, or `nat64`,
-//! stateful NAT64 (RFC 6146). Both show the client to the server as an address in
-//! 198.18.0.0/24.
+//! The PLAT is picked by `SIXGATE_XLAT_PLAT`: `nat64` (the default), stateful
+//! NAT64 (RFC 6146) as 464XLAT has it, or `siit`, a stateless stand-in with an EAM
+//! entry for the CLAT's prefix. Both show the client to the server as an address
+//! in 198.18.0.0/24.
 //!
 //! ```text
 //! cargo test -p sixgate --test xlat464 -- --nocapture
-//! SIXGATE_XLAT_PLAT=nat64 cargo test -p sixgate --test xlat464 -- --nocapture
+//! SIXGATE_XLAT_PLAT=siit cargo test -p sixgate --test xlat464 -- --nocapture
 //! ```
 //!
 //! Skips (printing `skipped: <test>: <reason>` and passing) only when the machine
 //! cannot make namespaces. Missing tools (dnsmasq, ping, curl, python3, iperf3)
-//! are failures: `scripts/setup.sh` installs them. Tests take turns, as in
-//! `e2e.rs`.
+//! are failures: `scripts/setup.sh` installs them. Tests take turns (the shared
+//! `SERIAL` lock), as in `e2e.rs`; clients and servers are the shared ones of
+//! `common/`.
+
+mod common;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::Path;
-use std::sync::{Mutex, Once};
-use std::time::{Duration, Instant};
+use std::sync::Once;
+use std::time::Instant;
 
+use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
 use sixgate_netns::chain::{Chain, Plat, addr};
 use sixgate_netns::{
-    Background, Netns, Proto, RunningTranslator, ScratchDir, check_host, cleanup_stale,
-    list_namespaces,
+    Background, RunningTranslator, ScratchDir, check_host, cleanup_stale, list_namespaces,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
-/// Environment variable that picks the PLAT: `siit` (default) or `nat64`.
+/// Environment variable that picks the PLAT: `nat64` (default) or `siit`.
 const ENV_PLAT: &str = "SIXGATE_XLAT_PLAT";
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn plat() -> Plat {
     match std::env::var(ENV_PLAT).as_deref().map(str::trim) {
-        Ok("nat64") => Plat::Nat64,
-        Ok("siit") | Ok("") | Err(_) => Plat::SiitStandIn,
-        Ok(other) => panic!("{ENV_PLAT}={other:?}: expected \"siit\" or \"nat64\""),
+        Ok("nat64") | Ok("") | Err(_) => Plat::Nat64,
+        Ok("siit") => Plat::SiitStandIn,
+        Ok(other) => panic!("{ENV_PLAT}={other:?}: expected \"nat64\" or \"siit\""),
     }
 }
 
@@ -181,24 +182,6 @@ fn clat_discovers_the_plat_prefix() {
     });
 }
 
-/// `ping -c COUNT DEST` from `ns`; every reply must arrive. Returns the RTTs in ms.
-fn ping(ns: &Netns, dest: &str, count: u32) -> Vec<f64> {
-    let out = ns
-        .run_timeout(
-            "ping",
-            ["-n", "-c", &count.to_string(), "-i", "0.2", "-W", "2", dest],
-            Duration::from_secs(20),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let rtts: Vec<f64> = out
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("time="))
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    assert_eq!(rtts.len(), count as usize, "{out}");
-    rtts
-}
-
 /// ICMP Echo through both translators: ICMPv4 → ICMPv6 (CLAT) → ICMPv4 (PLAT)
 /// and back (RFC 7915 §4.2, §5.2).
 #[test]
@@ -209,22 +192,6 @@ fn ping_client_to_server() {
     });
 }
 
-/// Deterministic pseudo-random bytes (xorshift), so a corrupted transfer cannot
-/// look right by accident.
-fn pattern(len: usize) -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-const HTTP_PORT: u16 = 8080;
-
 /// `python3 -m http.server` on the server, curl on the client: a 1 MiB file
 /// fetched across the chain, bytes compared; the server's access log shows the
 /// client as the PLAT's IPv4 address for it.
@@ -234,130 +201,28 @@ fn http_client_to_server() {
         let dir = ScratchDir::new("xlathttp").unwrap();
         let content = pattern(1 << 20);
         dir.write("file.bin", &content).unwrap();
-        let server = r
-            .chain
-            .server
-            .spawn(
-                "python3",
-                [
-                    "-m",
-                    "http.server",
-                    "--bind",
-                    &addr::SERVER.to_string(),
-                    "--directory",
-                    &dir.path().to_string_lossy(),
-                    &HTTP_PORT.to_string(),
-                ],
-            )
-            .unwrap();
-        r.chain
-            .server
-            .wait_listening(Proto::Tcp, HTTP_PORT, Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let out = dir.path().join("fetched");
-        let url = format!("http://{}:{HTTP_PORT}/file.bin", addr::SERVER);
-        let t0 = Instant::now();
-        r.chain
-            .client
-            .run_timeout(
-                "curl",
-                [
-                    "-sS",
-                    "--fail",
-                    "--max-time",
-                    "60",
-                    "-o",
-                    &out.to_string_lossy(),
-                    &url,
-                ],
-                Duration::from_secs(90),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        let got = std::fs::read(&out).unwrap();
-        assert_eq!(got.len(), content.len(), "length of {url}");
-        assert!(got == content, "{url}: the bytes differ");
-        println!(
-            "curl {url}: {} bytes in {:.0} ms, identical",
-            got.len(),
-            t0.elapsed().as_secs_f64() * 1e3
+        let server = http_server(&r.chain.server, addr::SERVER.into(), &dir);
+        fetch_and_compare(
+            &r.chain.client,
+            &addr::SERVER.to_string(),
+            &dir,
+            "file.bin",
+            &content,
         );
-        let log = server.stderr();
-        let seen = log
-            .lines()
-            .find(|l| l.contains("\"GET "))
-            .and_then(|l| l.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no request in the server log:\n{log}"));
+        let seen = http_client_seen(&server);
         assert!(
-            r.client_seen_by_server_ok(seen),
+            r.client_seen_by_server_ok(&seen),
             "the server saw the client as {seen}"
         );
         println!("the server saw the client as {seen}");
     });
 }
 
-/// iperf3 for 3 s from the client to the server (`-R`: the server sends), with
-/// `args`; returns the receiver's Mbit/s and a detail line.
-fn iperf3(r: &Running, args: &[&str]) -> (f64, String) {
-    const PORT: u16 = 5201;
-    let server: IpAddr = addr::SERVER.into();
-    let _server = r
-        .chain
-        .server
-        .spawn(
-            "iperf3",
-            ["-s", "-B", &server.to_string(), "-p", &PORT.to_string()],
-        )
-        .unwrap();
-    r.chain
-        .server
-        .wait_listening(Proto::Tcp, PORT, Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let target = server.to_string();
-    let port = PORT.to_string();
-    let mut all = vec!["-c", &target, "-p", &port, "-t", "3", "-J"];
-    all.extend_from_slice(args);
-    let out = r
-        .chain
-        .client
-        .output_timeout("iperf3", &all, Duration::from_secs(30))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "iperf3 output is not JSON ({e}):\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    if let Some(err) = json.get("error") {
-        panic!("iperf3 {args:?}: {err}");
-    }
-    assert!(out.status.success(), "iperf3 {args:?}: {}", out.status);
-    let end = &json["end"];
-    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-    if args.contains(&"-u") {
-        let sum = &end["sum"];
-        let sent = num(&sum["bits_per_second"]);
-        let lost = num(&sum["lost_percent"]);
-        (
-            sent * (1.0 - lost / 100.0) / 1e6,
-            format!(
-                "sent {:.0} Mbit/s, {} of {} datagrams lost ({lost:.1} %)",
-                sent / 1e6,
-                num(&sum["lost_packets"]),
-                num(&sum["packets"])
-            ),
-        )
-    } else {
-        (
-            num(&end["sum_received"]["bits_per_second"]) / 1e6,
-            format!("{} retransmits", num(&end["sum_sent"]["retransmits"])),
-        )
-    }
-}
-
 fn iperf3_test(test: &str, what: &str, args: &'static [&'static str]) {
     with_chain(test, |r| {
-        let (mbit_s, detail) = iperf3(r, args);
+        let server: IpAddr = addr::SERVER.into();
+        let m = iperf3(&r.chain.client, &r.chain.server, server, server, args);
+        let (mbit_s, detail) = (m.mbit_s, m.detail);
         assert!(mbit_s > 0.0, "{what}: nothing arrived");
         println!(
             "THROUGHPUT {what} ({}): {mbit_s:.0} Mbit/s, {detail}",
