@@ -280,7 +280,7 @@ impl Chain {
 
     /// The DNS server of the core: dnsmasq answering `ipv4only.arpa` AAAA with
     /// the two Well-Known IPv4 Addresses in the PLAT prefix, as a DNS64 would
-    /// (RFC 7050 §2), and nothing else. Ready when it listens on port 53.
+    /// (RFC 7050 §2), TTL 300 s, and nothing else. Ready when it listens on port 53.
     pub fn start_dns(&self) -> Result<Background> {
         let server = addr::DNS_SERVER.to_string();
         let dns = self.core.spawn(
@@ -296,6 +296,7 @@ impl Chain {
                 "--pid-file",
                 "--log-facility=-",
                 "--log-queries",
+                "--local-ttl=300",
                 "--host-record=ipv4only.arpa,2001:db8:64::c000:aa",
                 "--host-record=ipv4only.arpa,2001:db8:64::c000:ab",
             ],

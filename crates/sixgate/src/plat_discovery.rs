@@ -51,16 +51,18 @@ fn settle_with(loaded: &mut Loaded, timeout: Duration, attempts: u32) -> Result<
         Some(s) => Ok(s),
         None => system_nameserver(),
     };
-    let found = server.and_then(|s| discover(s, timeout, attempts).map(|p| (s, p)));
+    let found = server.and_then(|s| discover(s, timeout, attempts).map(|d| (s, d)));
     match (found, fallback) {
-        (Ok((server, prefixes)), _) => {
-            let list: Vec<String> = prefixes.iter().map(|p| p.to_string()).collect();
+        (Ok((server, d)), _) => {
+            let list: Vec<String> = d.prefixes.iter().map(|p| p.to_string()).collect();
             info!(
-                "CLAT: RFC 7050: {WELL_KNOWN_NAME} via {server} reveals PLAT prefix {}; using {}",
+                ttl_s = d.ttl,
+                "CLAT: RFC 7050: {WELL_KNOWN_NAME} via {server} reveals PLAT prefix {}; using {} \
+                 (kept while running: not looked up again when the TTL runs out)",
                 list.join(", "),
-                prefixes[0]
+                d.prefixes[0]
             );
-            loaded.set_plat_prefix(prefixes[0]);
+            loaded.set_plat_prefix(d.prefixes[0]);
             Ok(())
         }
         (Err(why), Some(fb)) => {
@@ -78,13 +80,18 @@ fn settle_with(loaded: &mut Loaded, timeout: Duration, attempts: u32) -> Result<
     }
 }
 
+/// What discovery found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Discovery {
+    /// Every Pref64::/n of the answer, in its order; at least one.
+    pub prefixes: Vec<Rfc6052Prefix>,
+    /// The smallest TTL of the AAAA records, seconds: how long the answer holds.
+    pub ttl: Option<u32>,
+}
+
 /// RFC 7050 §3: the prefixes the AAAA records of `ipv4only.arpa` reveal, at least
 /// one, asked of `server`.
-pub fn discover(
-    server: SocketAddr,
-    timeout: Duration,
-    attempts: u32,
-) -> Result<Vec<Rfc6052Prefix>, String> {
+pub fn discover(server: SocketAddr, timeout: Duration, attempts: u32) -> Result<Discovery, String> {
     let answer = query_aaaa(server, WELL_KNOWN_NAME, timeout, attempts)?;
     let prefixes = rfc7050::discover(&answer.aaaa);
     if prefixes.is_empty() {
@@ -97,7 +104,10 @@ pub fn discover(
         };
         return Err(format!("{WELL_KNOWN_NAME} AAAA via {server}: {what}"));
     }
-    Ok(prefixes)
+    Ok(Discovery {
+        prefixes,
+        ttl: answer.min_ttl,
+    })
 }
 
 /// One AAAA question to `server`: `attempts` tries of `timeout` each over UDP,
@@ -306,7 +316,7 @@ mod tests {
     fn rfc7050_s3_prefix_from_a_dns_server_over_udp() {
         for v6 in [true, false] {
             let server = responder(v6, vec![Reply::Records(0, wka("2001:db8:64::/96"))], vec![]);
-            let found = discover(server, SHORT, 1).unwrap();
+            let found = discover(server, SHORT, 1).unwrap().prefixes;
             assert_eq!(found, vec!["2001:db8:64::/96".parse().unwrap()]);
         }
     }
@@ -315,7 +325,7 @@ mod tests {
     fn answer_with_another_id_is_ignored() {
         let server = responder(true, vec![Reply::WrongIdFirst(wka("64:ff9b::/96"))], vec![]);
         assert_eq!(
-            discover(server, SHORT, 1).unwrap(),
+            discover(server, SHORT, 1).unwrap().prefixes,
             vec!["64:ff9b::/96".parse().unwrap()]
         );
     }
@@ -328,7 +338,7 @@ mod tests {
             vec![],
         );
         assert_eq!(
-            discover(server, SHORT, 2).unwrap(),
+            discover(server, SHORT, 2).unwrap().prefixes,
             vec!["2001:db8:64::/64".parse().unwrap()]
         );
         let server = responder(true, vec![Reply::Drop, Reply::Drop], vec![]);
@@ -347,7 +357,7 @@ mod tests {
             wka("2001:db8:122:344::/64"),
         );
         assert_eq!(
-            discover(server, SHORT, 1).unwrap(),
+            discover(server, SHORT, 1).unwrap().prefixes,
             vec!["2001:db8:122:344::/64".parse().unwrap()]
         );
     }

@@ -173,6 +173,10 @@ fn clat_discovers_the_plat_prefix() {
             p = addr::PLAT_PREFIX
         );
         assert!(log.contains(&want), "CLAT log lacks {want:?}:\n{log}");
+        let line = log.lines().find(|l| l.contains(&want)).unwrap_or_default();
+        println!("CLAT: {line}");
+        // RFC 7050 §3 / RFC 8880: the answer's lifetime is logged (dnsmasq: 300 s).
+        assert!(line.contains("ttl_s=300"), "{line}");
         assert!(!log.contains("fallback"), "{log}");
         let dns = r.dns.stderr();
         assert!(
