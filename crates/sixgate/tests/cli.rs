@@ -162,6 +162,28 @@ fn config_check_warns_below_rfc_6146_minimums() {
     assert_eq!(text(&o.stderr), err);
 }
 
+/// RFC 7050 at `sixgate run`: nobody answers (port unreachable) and there is no
+/// fallback, so it stops before setting anything up, saying why and what to do.
+#[test]
+fn run_clat_discovery_failure_without_fallback_is_a_clear_error() {
+    let d = scratch("clat-nofallback");
+    let cfg = write(
+        &d,
+        "clat.toml",
+        b"[translator]\nmode = \"clat\"\n[clat]\nipv6 = \"2001:db8:c1a7::/125\"\n\
+          plat_prefix = \"discover\"\ndns_server = \"127.0.0.1:1\"\n[tun]\nname = \"sg-nofb0\"\n",
+    );
+    let o = sixgate(&["run", "--config", &cfg]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("sixgate run: CLAT: RFC 7050 discovery of the PLAT prefix failed: ipv4only.arpa AAAA via 127.0.0.1:1"),
+        "{err}"
+    );
+    assert!(err.contains("no fallback: set [translator] pool6"), "{err}");
+    assert!(!err.contains("TUN device up"), "{err}");
+}
+
 #[test]
 fn config_check_reports_file_line_column() {
     let d = scratch("check-bad");
