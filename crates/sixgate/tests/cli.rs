@@ -184,6 +184,34 @@ fn run_clat_discovery_failure_without_fallback_is_a_clear_error() {
     assert!(!err.contains("TUN device up"), "{err}");
 }
 
+/// Offline, a CLAT uses pool6; without one (discovery only) it says so.
+#[test]
+fn translate_clat_needs_pool6_offline() {
+    let d = scratch("clat-offline");
+    let cfg = write(
+        &d,
+        "clat.toml",
+        b"[translator]\nmode = \"clat\"\n[clat]\nipv6 = \"2001:db8:c1a7::/125\"\n\
+          plat_prefix = \"discover\"\n",
+    );
+    let out = d.join("out.pcap");
+    let o = sixgate(&[
+        "translate",
+        "--config",
+        &cfg,
+        "--input",
+        "samples/siit-demo.pcap",
+        "--output",
+        &out.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!("{cfg}: the CLAT discovers its PLAT prefix")),
+        "{err}"
+    );
+}
+
 #[test]
 fn config_check_reports_file_line_column() {
     let d = scratch("check-bad");

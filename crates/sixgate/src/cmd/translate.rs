@@ -35,6 +35,14 @@ pub fn run(args: &Args) -> CmdResult {
     for w in &loaded.warnings {
         eprintln!("{w}");
     }
+    // Offline there is no network to discover a CLAT's PLAT prefix (RFC 7050) from.
+    if loaded.clat.is_some() && loaded.config.map.pool6.is_none() {
+        return Err(format!(
+            "{}: the CLAT discovers its PLAT prefix at run time, which the offline mode \
+             cannot; expected [translator] pool6 (the fallback) to translate with",
+            args.config.display()
+        ));
+    }
     let input = File::open(&args.input)
         .map_err(|e| format!("{}: cannot open input capture: {e}", args.input.display()))?;
     if same_file(&args.input, &args.output) {
