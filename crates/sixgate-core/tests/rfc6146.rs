@@ -741,3 +741,37 @@ fn nat64_off_tick_is_none() {
     assert_eq!(h.t.tick(0, &mut h.scratch), None);
     assert_eq!(h.t.nat64_stats(), nat64::Stats::default());
 }
+
+#[test]
+fn rfc6888_subscriber_table_full_refuses_new_subscribers_only() {
+    // 8 sessions: room for 8 tracked subscribers (at least min(cap, 1024)).
+    let mut h = nat(|n| {
+        n.max_sessions = 8;
+        n.max_sessions_per_subscriber = 100;
+    });
+    for i in 0..8u16 {
+        udp_out(
+            &mut h,
+            Ipv6Addr::new(0x2001, 0xdb8, 0x100 + i, 0, 0, 0, 0, 1),
+            5000,
+        );
+    }
+    assert_eq!(stats(&h).subscribers, 8);
+    let p = out6(Ipv6Addr::new(0x2001, 0xdb8, 0x200, 0, 0, 0, 0, 1), SERVER6).udp(5000, 53, 10);
+    assert_eq!(dropped(&mut h, &p), DropReason::SessionTableFull);
+}
+
+#[test]
+fn nat64_reload_keeps_state_and_applies_new_timeouts() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    let cfg = nat_config(|n| n.timeouts.udp = 1000);
+    h.t.set_config(Arc::new(cfg));
+    // The existing mapping still answers, and its refresh now uses 1000 s.
+    h.one(&in4(SERVER4).udp(53, port4, 10));
+    at(&mut h, 900);
+    assert_eq!(stats(&h).sessions.udp, 1);
+    // Turning NAT64 off drops the state; on again starts empty.
+    h.t.set_config(Arc::new(Config::with_pool6(Some(pool6()))));
+    assert_eq!(stats(&h), nat64::Stats::default());
+}
