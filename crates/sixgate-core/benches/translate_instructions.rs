@@ -38,5 +38,22 @@ fn translate(mut b: Bench) -> (Verdict, Bench) {
     (verdict, b)
 }
 
-library_benchmark_group!(name = translate_group, benchmarks = [translate]);
+fn nat_setup(name: &str) -> common::nat64::NatCase {
+    common::nat64::nat_case(name)
+}
+
+// Stateful NAT64 (RFC 6146): one packet of an established flow (table look-ups,
+// state update, port rewrite and RFC 7915), or one that creates a mapping.
+#[library_benchmark]
+#[bench::udp_6to4(nat_setup("nat64_udp_6to4"))]
+#[bench::udp_4to6(nat_setup("nat64_udp_4to6"))]
+#[bench::tcp_6to4(nat_setup("nat64_tcp_6to4"))]
+#[bench::tcp_4to6(nat_setup("nat64_tcp_4to6"))]
+#[bench::new_udp_6to4(nat_setup("nat64_new_udp_6to4"))]
+fn nat64_flow(mut c: common::nat64::NatCase) -> (Verdict, common::nat64::NatCase) {
+    let verdict = black_box(c.bench.translate_loaded(c.packet.len()));
+    (verdict, c)
+}
+
+library_benchmark_group!(name = translate_group, benchmarks = [translate, nat64_flow]);
 main!(library_benchmark_groups = translate_group);

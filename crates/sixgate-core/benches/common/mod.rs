@@ -138,3 +138,5 @@ pub fn warn_unless_translated(name: &str, verdict: Verdict) {
         eprintln!("WARNING: {name} is not translated ({verdict:?}); its numbers measure that path");
     }
 }
+
+pub mod nat64;

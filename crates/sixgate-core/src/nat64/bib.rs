@@ -49,6 +49,19 @@ pub(crate) fn proto_of(b: u8) -> Proto {
     }
 }
 
+/// The IPv6 transport address folded into one word to hash (one multiply in
+/// foldhash instead of one per field; equality is checked on the record).
+#[inline]
+fn key6(proto: u8, v6: u128, port: u16) -> u128 {
+    v6 ^ (u128::from(port) << 8 | u128::from(proto)) << 64
+}
+
+/// The IPv4 transport address as one word to hash.
+#[inline]
+fn key4(proto: u8, v4: u32, port: u16) -> u64 {
+    u64::from(v4) << 32 | u64::from(port) << 8 | u64::from(proto)
+}
+
 impl Bib {
     pub fn v6_int(&self) -> u128 {
         u128::from_be_bytes(self.v6)
@@ -58,12 +71,12 @@ impl Bib {
 impl Nat64 {
     #[inline]
     pub(crate) fn hash6(&self, proto: u8, v6: u128, port: u16) -> u64 {
-        self.hasher.hash_one((proto, v6, port))
+        self.hasher.hash_one(key6(proto, v6, port))
     }
 
     #[inline]
     pub(crate) fn hash4(&self, proto: u8, v4: u32, port: u16) -> u64 {
-        self.hasher.hash_one((proto, v4, port))
+        self.hasher.hash_one(key4(proto, v4, port))
     }
 
     /// §3.5.1.1: the BIB entry of IPv6 transport address (`v6`, `port`).
@@ -109,11 +122,11 @@ impl Nat64 {
         let items = &self.bibs.items;
         self.bib6.insert_unique(h6, i, |&j| {
             let b = &items[j as usize];
-            hasher.hash_one((b.proto, b.v6_int(), b.port6))
+            hasher.hash_one(key6(b.proto, b.v6_int(), b.port6))
         });
         self.bib4.insert_unique(h4, i, |&j| {
             let b = &items[j as usize];
-            hasher.hash_one((b.proto, b.v4, b.port4))
+            hasher.hash_one(key4(b.proto, b.v4, b.port4))
         });
         *self.bib_count.get_mut(proto_of(b.proto)) += 1;
         if b.flags & STATIC == 0 && self.cfg.event_log == EventLog::Bib && !self.subs.blocks_on() {

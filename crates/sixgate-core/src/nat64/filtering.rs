@@ -57,6 +57,9 @@ impl Nat64 {
         if !self.session_room() {
             return Err(DropReason::SessionTableFull);
         }
+        if !self.subs.has_room_for(src6) {
+            return Err(DropReason::SessionTableFull);
+        }
         if !self.subs.may_add_session(src6) {
             return Err(DropReason::SubscriberLimit);
         }
@@ -171,6 +174,9 @@ impl Nat64 {
             };
         }
         if !self.session_room() {
+            return Err(DropReason::SessionTableFull);
+        }
+        if !self.subs.has_room_for(entry.v6_int()) {
             return Err(DropReason::SessionTableFull);
         }
         if !self.subs.may_add_session(entry.v6_int()) {

@@ -64,12 +64,18 @@ impl Slot for Session {
     }
 }
 
+/// A session's key as one word to hash.
+#[inline]
+fn session_key(bib: u32, remote4: u32, rport: u16) -> u128 {
+    u128::from(bib) << 64 | u128::from(remote4) << 16 | u128::from(rport)
+}
+
 const TIMER: LinkOf<Session> = |s| &mut s.timer;
 
 impl Nat64 {
     #[inline]
     fn session_hash(&self, bib: u32, remote4: u32, rport: u16) -> u64 {
-        self.hasher.hash_one((bib, remote4, rport))
+        self.hasher.hash_one(session_key(bib, remote4, rport))
     }
 
     /// §3.5.1.1 / §3.5.2.1: the session of BIB entry `bib` with remote
@@ -134,7 +140,7 @@ impl Nat64 {
         let items = &self.sessions.items;
         self.session_idx.insert_unique(h, i, |&j| {
             let s = &items[j as usize];
-            hasher.hash_one((s.bib, s.remote4, s.rport))
+            hasher.hash_one(session_key(s.bib, s.remote4, s.rport))
         });
         self.timers[class as usize].push_back(&mut self.sessions.items, i, TIMER);
         // Front of the BIB entry's list.

@@ -50,6 +50,18 @@ impl Slot for Block {
     }
 }
 
+/// Subscribers one worker tracks for `cap` sessions: a quarter (a subscriber
+/// averages at least 4 sessions), at least 1024 or `cap`. When the table is full, a
+/// new subscriber's flows are refused (`session_table_full`).
+pub(crate) fn subscriber_capacity(cap: u32) -> u32 {
+    (cap / 4).max(cap.min(1024))
+}
+
+#[inline]
+fn block_key(proto: u8, v4: u32, first: u16) -> u64 {
+    u64::from(v4) << 32 | u64::from(first) << 8 | u64::from(proto)
+}
+
 pub(crate) struct Subscribers {
     on: bool,
     prefix_len: u8,
@@ -72,8 +84,16 @@ impl Subscribers {
         };
         let on =
             cfg.max_sessions_per_subscriber > 0 || cfg.max_ports_per_subscriber > 0 || block > 0;
-        let cap = if on { cap } else { 0 };
-        let block_cap = if block > 0 { cap } else { 0 };
+        let subs_cap = if on { subscriber_capacity(cap) } else { 0 };
+        // A subscriber adds a block only when its blocks for that protocol are
+        // full, so blocks never exceed BIB entries / K plus one per protocol and
+        // subscriber.
+        let block_cap = if block > 0 {
+            (cap / u32::from(block)).saturating_add(subs_cap.saturating_mul(3))
+        } else {
+            0
+        };
+        let cap = subs_cap;
         Subscribers {
             on,
             prefix_len: cfg.subscriber_prefix_len,
@@ -164,6 +184,11 @@ impl Subscribers {
         }
     }
 
+    /// Is there a record for `v6`, or room for one (always, when tracking is off)?
+    pub fn has_room_for(&self, v6: u128) -> bool {
+        !self.on || !self.subs.is_full() || self.find(v6).is_some()
+    }
+
     /// RFC 6888 REQ-4: may `v6` open one more session?
     pub fn may_add_session(&self, v6: u128) -> bool {
         if self.max_sessions == 0 {
@@ -210,7 +235,7 @@ impl Subscribers {
         let first = port & !(self.block - 1);
         let items = &self.blocks.items;
         self.block_idx
-            .find(self.hasher.hash_one((proto, v4, first)), |&i| {
+            .find(self.hasher.hash_one(block_key(proto, v4, first)), |&i| {
                 let b = &items[i as usize];
                 b.first == first && b.v4 == v4 && b.proto == proto
             })
@@ -242,9 +267,9 @@ impl Subscribers {
         let hasher = self.hasher.clone();
         let items = &self.blocks.items;
         self.block_idx
-            .insert_unique(hasher.hash_one((proto, v4, first)), i, |&j| {
+            .insert_unique(hasher.hash_one(block_key(proto, v4, first)), i, |&j| {
                 let b = &items[j as usize];
-                hasher.hash_one((b.proto, b.v4, b.first))
+                hasher.hash_one(block_key(b.proto, b.v4, b.first))
             });
         let s = self.subs.get_mut(sub);
         s.blocks = i;
@@ -288,7 +313,9 @@ impl Subscribers {
             self.log_block(EventKind::BlockReleased, bi, now_ns, events);
         }
         let blk = *self.blocks.get(bi);
-        let h = self.hasher.hash_one((blk.proto, blk.v4, blk.first));
+        let h = self
+            .hasher
+            .hash_one(block_key(blk.proto, blk.v4, blk.first));
         if let Ok(e) = self.block_idx.find_entry(h, |&j| j == bi) {
             e.remove();
         }
