@@ -10,7 +10,8 @@ set -euo pipefail
 
 # Debian packages the tests and the planned network tests use:
 # iproute2 (netns/veth test beds), iperf3 and tayga (comparisons), nftables and
-# conntrack (the NAT44 rows of bench/nat64-compare.sh), clang/llvm/
+# conntrack (the NAT44 rows of bench/nat64-compare.sh), libcap2-bin (capsh, for
+# the steering fallback test), clang/llvm/
 # libbpf-dev (eBPF programs), tshark (capture checks), dnsutils (DNS64 tests),
 # valgrind (gungraun instruction counts), and the usual network tools.
 # The namespace bed (crates/sixgate-netns, e2e tests, `sixgate demo`) uses
@@ -19,7 +20,7 @@ set -euo pipefail
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
-    pkg-config procps dnsmasq-base nftables conntrack
+    pkg-config procps dnsmasq-base nftables conntrack libcap2-bin
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2

@@ -741,3 +741,68 @@ fn nat64_off_tick_is_none() {
     assert_eq!(h.t.tick(0, &mut h.scratch), None);
     assert_eq!(h.t.nat64_stats(), nat64::Stats::default());
 }
+
+#[test]
+fn rfc6888_subscriber_table_full_refuses_new_subscribers_only() {
+    // 8 sessions: room for 8 tracked subscribers (at least min(cap, 1024)).
+    let mut h = nat(|n| {
+        n.max_sessions = 8;
+        n.max_sessions_per_subscriber = 100;
+    });
+    for i in 0..8u16 {
+        udp_out(
+            &mut h,
+            Ipv6Addr::new(0x2001, 0xdb8, 0x100 + i, 0, 0, 0, 0, 1),
+            5000,
+        );
+    }
+    assert_eq!(stats(&h).subscribers, 8);
+    let p = out6(Ipv6Addr::new(0x2001, 0xdb8, 0x200, 0, 0, 0, 0, 1), SERVER6).udp(5000, 53, 10);
+    assert_eq!(dropped(&mut h, &p), DropReason::SessionTableFull);
+}
+
+#[test]
+fn nat64_reload_keeps_state_and_applies_new_timeouts() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    let cfg = nat_config(|n| n.timeouts.udp = 1000);
+    h.t.set_config(Arc::new(cfg));
+    // The existing mapping still answers, and its refresh now uses 1000 s.
+    h.one(&in4(SERVER4).udp(53, port4, 10));
+    at(&mut h, 900);
+    assert_eq!(stats(&h).sessions.udp, 1);
+    // Turning NAT64 off drops the state; on again starts empty.
+    h.t.set_config(Arc::new(Config::with_pool6(Some(pool6()))));
+    assert_eq!(stats(&h), nat64::Stats::default());
+}
+
+#[test]
+fn rfc6146_s3_8_hairpin_to_another_workers_port_goes_through_ipv4() {
+    let cfg = Arc::new(nat_config(|_| {}));
+    let worker = |w| Harness {
+        t: Translator::for_worker(cfg.clone(), w, 2),
+        scratch: sixgate_core::Scratch::new(),
+        now_ns: 0,
+    };
+    let mut w = [worker(0), worker(1)];
+    let client_of = |wk: u16| {
+        (0..100u16)
+            .map(|i| Ipv6Addr::new(0x2001, 0xdb8, 0x300 + i, 0, 0, 0, 0, 1))
+            .find(|&a| steering::subscriber_worker(u128::from(a), 64, 2) == wk)
+            .unwrap()
+    };
+    let (a, b) = (client_of(1), client_of(0));
+    // A's mapping lives in worker 1, on a port worker 1 owns.
+    let pa = src4(&w[1].one(&out6(a, SERVER6).udp(5000, 53, 10))).1;
+    assert_eq!(steering::port_owner(pa, 0, 2), 1);
+    // B (worker 0) sends to it: worker 0 does not own pa, so the packet leaves as
+    // IPv4 for the kernel to route back in...
+    let v4 = w[0].one(&out6(b, POOL4_6).udp(6000, pa, 10));
+    let s = view(&v4);
+    assert_eq!((s.family, s.dst), (Family::V4, IpAddr::V4(POOL4)));
+    assert_eq!(w[0].t.counters().hairpinned, 0);
+    // ...and steering brings it to worker 1, which delivers it to A.
+    let r = w[1].one(&v4);
+    assert_eq!(dst6(&r), (IpAddr::V6(a), 5000));
+    assert_eq!(view(&r).src, IpAddr::V6(POOL4_6));
+}

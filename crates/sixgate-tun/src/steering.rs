@@ -204,8 +204,11 @@ fn chain(e: &dyn std::error::Error) -> String {
         } else {
             m
         };
-        s.push_str(": ");
-        s.push_str(&m);
+        // aya repeats its cause in its own message: say it once.
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
         src = c.source();
     }
     s

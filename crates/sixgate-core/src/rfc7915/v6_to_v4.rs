@@ -116,12 +116,14 @@ pub fn translate(
     } else {
         None
     };
-    let src4 = match (&nat, t.cfg.map.map_v6(src6)) {
-        (Some(o), _) => o.src4,
-        (None, Ok(a)) => a,
-        // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
-        (None, Err(_)) if icmp_error => rfc6791_source(t, &h.src),
-        (None, Err(e)) => return Verdict::Dropped(e.drop_reason(true)),
+    let src4 = match &nat {
+        Some(o) => o.src4,
+        None => match t.cfg.map.map_v6(src6) {
+            Ok(a) => a,
+            // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
+            Err(_) if icmp_error => rfc6791_source(t, &h.src),
+            Err(e) => return Verdict::Dropped(e.drop_reason(true)),
+        },
     };
     let (src4_int, dst4_int) = (src4, dst4);
     let (src4, dst4) = (src4.to_be_bytes(), dst4.to_be_bytes());
