@@ -806,3 +806,35 @@ fn rfc6146_s3_8_hairpin_to_another_workers_port_goes_through_ipv4() {
     assert_eq!(dst6(&r), (IpAddr::V6(a), 5000));
     assert_eq!(view(&r).src, IpAddr::V6(POOL4_6));
 }
+
+#[test]
+fn rfc6146_s3_5_3_icmp_identifier_changed_one_session() {
+    let mut h = nat(|_| {});
+    let a = h.one(&out6(CLIENT6, SERVER6).echo_request(7, 1, 16));
+    assert_eq!(src4(&a).1, 7);
+    // Another subscriber with the same identifier gets another one.
+    let b = h.one(&out6(CLIENT_B, SERVER6).echo_request(7, 1, 16));
+    let id_b = src4(&b).1;
+    assert_ne!(id_b, 7);
+    let r = h.one(&in4(SERVER4).echo_reply(id_b, 1, 16));
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT_B), 7));
+    h.one(&out6(CLIENT_B, SERVER6).echo_request(7, 2, 16));
+    assert_eq!(
+        stats(&h).sessions.icmp,
+        2,
+        "one session per mapping and remote"
+    );
+    // An error about B's request finds B.
+    let err = Ip4::new(ROUTER4, POOL4).icmp_error(11, 0, [0; 4], &b);
+    let e = h.one(&err);
+    let s = view(&e);
+    assert_eq!(s.dst, IpAddr::V6(CLIENT_B));
+    let inner = s.inner.unwrap();
+    assert_eq!(inner.src, IpAddr::V6(CLIENT_B));
+    assert_eq!(inner.l4.icmp(), Some((128, 0)));
+    match inner.l4 {
+        L4::Icmp { rest, .. } => assert_eq!(u16::from_be_bytes([rest[0], rest[1]]), 7),
+        l4 => panic!("{l4:?}"),
+    }
+    assert_eq!(inner.l4_checksum_ok, Some(true));
+}
