@@ -167,9 +167,12 @@ fn rfc6146_s3_5_1_2_endpoint_independent_filtering() {
 fn rfc6146_s3_5_1_2_address_dependent_filtering() {
     let mut h = nat(|n| n.filtering = Filtering::AddressDependent);
     let port4 = udp_out(&mut h, CLIENT6, 5000);
+    let (v, out) = h.run(&in4(OTHER4).udp(4444, port4, 10));
+    assert_eq!(v, Verdict::Replied(DropReason::Filtered));
     assert_eq!(
-        dropped(&mut h, &in4(OTHER4).udp(4444, port4, 10)),
-        DropReason::Filtered
+        view(&out[0]).icmp(),
+        Some((3, 13)),
+        "administratively prohibited"
     );
     // The same host from another port is allowed (address-dependent, not port).
     let r = h.one(&in4(SERVER4).udp(4444, port4, 10));
@@ -180,10 +183,10 @@ fn rfc6146_s3_5_1_2_address_dependent_filtering() {
 #[test]
 fn rfc6146_s3_5_1_2_no_bib_entry() {
     let mut h = nat(|_| {});
-    assert_eq!(
-        dropped(&mut h, &in4(SERVER4).udp(53, 61500, 10)),
-        DropReason::NoBibEntry
-    );
+    let (v, out) = h.run(&in4(SERVER4).udp(53, 61500, 10));
+    assert_eq!(v, Verdict::Replied(DropReason::NoBibEntry));
+    let s = view(&out[0]);
+    assert_eq!((s.dst, s.icmp()), (IpAddr::V4(SERVER4), Some((3, 1))));
     assert_eq!(
         stats(&h).bib.total(),
         0,
