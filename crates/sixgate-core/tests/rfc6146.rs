@@ -841,3 +841,14 @@ fn rfc6146_s3_5_3_icmp_identifier_changed_one_session() {
     }
     assert_eq!(inner.l4_checksum_ok, Some(true));
 }
+
+#[test]
+fn rfc6146_s3_8_hairpin_refused_quietly() {
+    let mut h = nat(|n| n.filtering = Filtering::AddressDependent);
+    let port_a = udp_out(&mut h, CLIENT6, 5000);
+    // B is not a remote A has talked to: filtered, and no ICMPv4 error to our
+    // own pool4 address.
+    let (v, out) = h.run(&out6(CLIENT_B, POOL4_6).udp(6000, port_a, 10));
+    assert_eq!(v, Verdict::Dropped(DropReason::Filtered));
+    assert!(out.is_empty());
+}

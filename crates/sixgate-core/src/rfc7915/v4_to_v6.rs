@@ -134,6 +134,8 @@ fn run(
                     rest: [0; 4],
                     reason: r,
                 };
+                // A hairpinned packet's source is our own pool4: nobody to tell.
+                let quiet = quiet || hairpin;
                 return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
             }
             Err(r) => return Verdict::Dropped(r),
