@@ -354,8 +354,168 @@ fn write(dir: &Path, seeds: &[(String, Knobs, Vec<u8>)]) {
     println!("{}: {} seeds", dir.display(), seeds.len());
 }
 
+/// The pool4 transport address a NAT64 translator gives an IPv6 packet (so the
+/// seeds' IPv4 answers hit real mappings).
+fn learn(t: &mut sixgate_core::Translator, pkt: &[u8]) -> (Ipv4Addr, u16) {
+    let mut buf = vec![0u8; sixgate_core::HEADROOM + pkt.len()];
+    buf[sixgate_core::HEADROOM..].copy_from_slice(pkt);
+    let mut p = sixgate_core::PacketBuf::new(&mut buf, sixgate_core::HEADROOM, pkt.len());
+    let mut scratch = sixgate_core::Scratch::new();
+    let v = t.translate(&mut p, &mut scratch, 0);
+    assert_eq!(v, sixgate_core::Verdict::Translated, "seed set-up");
+    let s = sixgate_testkit::check(p.data()).unwrap();
+    let port = match s.l4 {
+        sixgate_testkit::L4::Icmp { rest, .. } => u16::from_be_bytes([rest[0], rest[1]]),
+        l4 => l4.ports().unwrap().0,
+    };
+    match s.src {
+        std::net::IpAddr::V4(a) => (a, port),
+        _ => unreachable!(),
+    }
+}
+
+/// One packet of a `translate_nat64` sequence: (IPv6?, seconds before, bytes).
+type Step = (bool, u8, Vec<u8>);
+
+/// Packet sequences for `translate_nat64`: flows out and back, a TCP handshake
+/// and close, a held SYN and its timeout, ICMP errors both ways, hairpinning,
+/// fragments, under a few knob settings.
+fn seeds_nat64() -> Vec<(String, Vec<u8>)> {
+    use sixgate_testkit::tcp_flag::{ACK, FIN, RST, SYN};
+    let pool = v6("2001:db8:64::");
+    let me = v6("2001:db8:1::5");
+    let other = v6("2001:db8:2::7");
+    let server6 = embed(pool, 96, V4_HOST);
+    let mut out = Vec::new();
+    for knobs in [0u8, 1, 4, 8 | 16, 32 | 64, 2] {
+        let (cfg, workers) = sixgate_fuzz::nat64_config(knobs);
+        let mut t = sixgate_core::Translator::for_worker(std::sync::Arc::new(cfg), 0, workers);
+        let ip = Ip6::new(me, server6);
+        let udp = ip.udp(61010, 53, 20);
+        let syn = ip.tcp_flags(61020, 80, SYN, 0);
+        let echo = ip.echo_request(7, 1, 16);
+        if knobs & 8 != 0 {
+            // Worker 0 of 2 may not serve this subscriber: just send the packets.
+            out.push((
+                format!("k{knobs}-out"),
+                sixgate_fuzz::nat64_input(knobs, &[(true, 0, udp), (true, 1, syn)]),
+            ));
+            continue;
+        }
+        let (a, pu) = learn(&mut t, &udp);
+        let (_, pt) = learn(&mut t, &syn);
+        let (_, id) = learn(&mut t, &echo);
+        let back = Ip4::new(V4_HOST, a);
+        let sent = Ip4::new(a, V4_HOST).udp(pu, 53, 20);
+        let seqs: Vec<(&str, Vec<Step>)> = vec![
+            (
+                "udp",
+                vec![
+                    (true, 0, udp.clone()),
+                    (false, 1, back.udp(53, pu, 20)),
+                    (false, 100, back.udp(53, pu, 20)),
+                ],
+            ),
+            (
+                "tcp",
+                vec![
+                    (true, 0, syn.clone()),
+                    (false, 0, back.tcp_flags(80, pt, SYN | ACK, 0)),
+                    (true, 0, ip.tcp_flags(61020, 80, ACK, 100)),
+                    (true, 1, ip.tcp_flags(61020, 80, FIN | ACK, 0)),
+                    (false, 0, back.tcp_flags(80, pt, FIN | ACK, 0)),
+                    (false, 0, back.tcp_flags(80, pt, RST, 0)),
+                ],
+            ),
+            (
+                "held-syn",
+                vec![
+                    (false, 0, back.tcp_flags(80, 61100, SYN, 0)),
+                    (false, 7, back.udp(1, 2, 3)),
+                ],
+            ),
+            (
+                "simultaneous-open",
+                vec![
+                    (false, 0, back.tcp_flags(80, 61030, SYN, 0)),
+                    (true, 1, ip.tcp_flags(61030, 80, SYN, 0)),
+                ],
+            ),
+            (
+                "echo",
+                vec![
+                    (true, 0, echo.clone()),
+                    (false, 0, back.echo_reply(id, 1, 16)),
+                ],
+            ),
+            (
+                "icmp4-error",
+                vec![
+                    (true, 0, udp.clone()),
+                    (
+                        false,
+                        0,
+                        Ip4::new(Ipv4Addr::new(203, 0, 113, 1), a).icmp_error(3, 3, [0; 4], &sent),
+                    ),
+                ],
+            ),
+            (
+                "icmp6-error",
+                vec![
+                    (true, 0, udp.clone()),
+                    (false, 0, back.udp(53, pu, 20)),
+                    (
+                        true,
+                        0,
+                        ip.icmp_error(1, 4, [0; 4], &Ip6::new(server6, me).udp(53, 61010, 20)),
+                    ),
+                ],
+            ),
+            (
+                "hairpin",
+                vec![
+                    (true, 0, udp.clone()),
+                    (
+                        true,
+                        0,
+                        Ip6::new(other, embed(pool, 96, a)).udp(4000, pu, 20),
+                    ),
+                ],
+            ),
+            ("fragments", {
+                let mut v = vec![(true, 0, udp.clone())];
+                for f in split_v4(&back.clone().df(false).id(9).udp(53, pu, 600), 256) {
+                    v.push((false, 0, f));
+                }
+                for f in split_v6(&ip.udp(61010, 53, 600), 256, 3) {
+                    v.push((true, 0, f));
+                }
+                v
+            }),
+        ];
+        for (name, seq) in seqs {
+            out.push((
+                format!("k{knobs}-{name}"),
+                sixgate_fuzz::nat64_input(knobs, &seq),
+            ));
+        }
+    }
+    out
+}
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
     write(&root.join("translate_v6"), &seeds_v6());
     write(&root.join("translate_v4"), &seeds_v4());
+    let dir = root.join("translate_nat64");
+    if dir.exists() {
+        fs::remove_dir_all(&dir).unwrap();
+    }
+    fs::create_dir_all(&dir).unwrap();
+    let seeds = seeds_nat64();
+    for (name, data) in &seeds {
+        sixgate_fuzz::run_nat64(data);
+        fs::write(dir.join(name), data).unwrap();
+    }
+    println!("{}: {} seeds", dir.display(), seeds.len());
 }

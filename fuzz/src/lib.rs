@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use sixgate_core::addr::{Eam, EamTable, Rfc6052Prefix};
 use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
+use sixgate_core::nat64::{EventLog, Filtering, Nat64Config, Pool4Entry, PortRange};
 use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_testkit::{Checks, Family, Summary, check_structure, check_with};
 
@@ -213,10 +214,23 @@ pub fn run(data: &[u8], version: u8) {
         (Family::V4, _) => Family::V6,
     };
 
+    check_outcome(verdict, pkt.data(), &scratch, &input, in_family, want);
+}
+
+/// The invariants (module docs) for one verdict: `output` is the packet buffer's
+/// contents after the call, `want` the family a translated packet must have.
+fn check_outcome(
+    verdict: Verdict,
+    output: &[u8],
+    scratch: &Scratch,
+    input: &[u8],
+    in_family: Family,
+    want: Family,
+) {
     match verdict {
         Verdict::Translated => {
-            let out = pkt.data();
-            let s = expect_ok(check_structure(out), "translated packet", &input, out);
+            let out = output;
+            let s = expect_ok(check_structure(out), "translated packet", input, out);
             assert_eq!(s.family, want, "translated packet has the wrong family");
             assert!(
                 scratch.is_empty(),
@@ -232,7 +246,7 @@ pub fn run(data: &[u8], version: u8) {
             );
             let frags: Vec<Summary> = scratch
                 .packets()
-                .map(|p| expect_ok(check_structure(p), "fragment", &input, p))
+                .map(|p| expect_ok(check_structure(p), "fragment", input, p))
                 .collect();
             check_fragments(&frags, want);
         }
@@ -248,12 +262,12 @@ pub fn run(data: &[u8], version: u8) {
                 l4: true,
                 inner: false,
             };
-            let s = expect_ok(check_with(reply, checks), "ICMP error", &input, reply);
+            let s = expect_ok(check_with(reply, checks), "ICMP error", input, reply);
             assert_eq!(s.family, in_family, "ICMP error of the wrong family");
             assert!(s.icmp().is_some(), "Replied with a non-ICMP packet");
             assert_eq!(
                 Some(s.dst),
-                source_of(&input),
+                source_of(input),
                 "ICMP error not sent to the source"
             );
         }
@@ -308,6 +322,122 @@ fn check_fragments(frags: &[Summary], want: Family) {
             );
         }
     }
+}
+
+/// The `translate_nat64` target's configuration choices (one byte): bit 0
+/// address-dependent filtering, bit 1 drop external TCP, bit 2 port blocks of 16,
+/// bit 3 worker 0 of 2, bit 4 per-subscriber limits (8 sessions, 8 ports), bit 5
+/// session log with destinations, bit 6 no port-reuse delay.
+pub fn nat64_config(knobs: u8) -> (Config, u16) {
+    let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().expect("pool6"), 96).expect("pool6");
+    let mut cfg = Config::with_pool6(Some(pool6));
+    let mut entry = Pool4Entry::single(NAT64_POOL4);
+    entry.prefix_len = 31;
+    entry.tcp = PortRange::new(61000, 61127);
+    entry.udp = PortRange::new(61000, 61127);
+    entry.icmp = PortRange::new(0, 127);
+    let mut n = Nat64Config {
+        pool4: vec![entry],
+        max_sessions: 64,
+        max_held_syns: 4,
+        ..Nat64Config::default()
+    };
+    if knobs & 1 != 0 {
+        n.filtering = Filtering::AddressDependent;
+    }
+    n.drop_external_tcp = knobs & 2 != 0;
+    if knobs & 4 != 0 {
+        n.port_block_size = 16;
+    }
+    if knobs & 16 != 0 {
+        n.max_sessions_per_subscriber = 8;
+        n.max_ports_per_subscriber = 8;
+    }
+    if knobs & 32 != 0 {
+        n.event_log = EventLog::Sessions;
+        n.log_destinations = true;
+    }
+    if knobs & 64 != 0 {
+        n.timeouts.port_reuse = 0;
+    }
+    cfg.nat64 = Some(n);
+    (cfg, if knobs & 8 != 0 { 2 } else { 1 })
+}
+
+/// pool4 of the `translate_nat64` target (a /31).
+pub const NAT64_POOL4: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 64);
+
+/// Most packets one `translate_nat64` input drives.
+pub const NAT64_MAX_PACKETS: usize = 16;
+
+/// One `translate_nat64` input: the knob byte, then per packet a header byte
+/// (bit 7: IPv6, bits 0-6: seconds to advance the clock, with timers, before
+/// it), a big-endian length and the packet.
+pub fn nat64_input(knobs: u8, packets: &[(bool, u8, Vec<u8>)]) -> Vec<u8> {
+    let mut v = vec![knobs];
+    for (v6, dt, p) in packets {
+        v.push(u8::from(*v6) << 7 | (dt & 0x7f));
+        v.extend_from_slice(&(p.len() as u16).to_be_bytes());
+        v.extend_from_slice(p);
+    }
+    v
+}
+
+/// The NAT64 harness: a sequence of packets through one stateful translator,
+/// with the clock advancing and `tick` run between them. Every verdict meets the
+/// invariants of [`run`]; every packet `tick` leaves is an ICMPv4 error that
+/// passes the structure check.
+pub fn run_nat64(data: &[u8]) {
+    let Some((&knobs, mut rest)) = data.split_first() else {
+        return;
+    };
+    let (cfg, workers) = nat64_config(knobs);
+    let mut t = Translator::for_worker(Arc::new(cfg), 0, workers);
+    let mut scratch = Scratch::new();
+    let mut now = 0u64;
+    for _ in 0..NAT64_MAX_PACKETS {
+        let Some((&[h, l0, l1], tail)) = rest.split_first_chunk::<3>() else {
+            break;
+        };
+        let len = usize::from(u16::from_be_bytes([l0, l1])).min(tail.len());
+        let (packet, tail) = tail.split_at(len);
+        rest = tail;
+        if h & 0x7f != 0 {
+            now += u64::from(h & 0x7f) * 1_000_000_000;
+            while let Some(v) = t.tick(now, &mut scratch) {
+                if let Verdict::Replied(_) = v {
+                    for p in scratch.packets() {
+                        let s = expect_ok(check_structure(p), "tick output", packet, p);
+                        assert_eq!(s.family, Family::V4, "tick answers IPv4 SYNs");
+                    }
+                }
+            }
+        }
+        let version = if h & 0x80 != 0 { 6 } else { 4 };
+        let mut buf = vec![0u8; HEADROOM + packet.len()];
+        buf[HEADROOM..].copy_from_slice(packet);
+        if let Some(b) = buf.get_mut(HEADROOM) {
+            *b = (*b & 0x0f) | (version << 4);
+        }
+        let input = buf[HEADROOM..].to_vec();
+        let in_family = if version == 6 { Family::V6 } else { Family::V4 };
+        let hairpinned_before = t.counters().hairpinned;
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, packet.len());
+        let verdict = t.translate(&mut pkt, &mut scratch, now);
+        let hairpinned = t.counters().hairpinned > hairpinned_before;
+        let want = match (in_family, hairpinned) {
+            (Family::V6, true) => Family::V6,
+            (Family::V6, false) => Family::V4,
+            (Family::V4, _) => Family::V6,
+        };
+        check_outcome(verdict, pkt.data(), &scratch, &input, in_family, want);
+    }
+    let stats = t.nat64_stats();
+    assert!(
+        stats.sessions.total() <= stats.session_capacity,
+        "session bound"
+    );
+    t.drain_events(|_| {});
 }
 
 #[cfg(test)]

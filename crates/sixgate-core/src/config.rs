@@ -78,6 +78,8 @@ pub struct Config {
     /// Key for the per-flow IPv4 ID start values (RFC 6864). Data planes seed it from
     /// the OS at start; the offline mode keeps it fixed so output is reproducible.
     pub ipv4_id_key: u64,
+    /// Stateful NAT64 (RFC 6146). `None`: SIIT only.
+    pub nat64: Option<crate::nat64::Nat64Config>,
 }
 
 /// Jool's default plateaus (RFC 1191 §7 table).
@@ -117,6 +119,7 @@ impl Config {
             icmp_errors_per_sec: 100,
             icmp_error_burst: 50,
             ipv4_id_key: 0x5157_6761_7465_0001,
+            nat64: None,
         }
     }
 }

@@ -3,11 +3,16 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::icmp_error::{self, Owed};
 use crate::ipv4_id::Ipv4IdGenerator;
+use crate::nat64::{self, Nat64};
 use crate::packet::{PacketBuf, Scratch};
 use crate::rate_limit::TokenBucket;
-use crate::rfc7915;
+use crate::rfc7915::{self, icmp_map};
 use crate::verdict::{Counters, DropReason, Verdict};
+
+/// ICMPv4 Destination Unreachable code 3.
+const PORT_UNREACHABLE: u8 = 3;
 
 /// One worker's translator: shared read-only configuration plus the worker's own
 /// mutable state (counters, IPv4 ID table, ICMP token bucket). Never shared between
@@ -20,18 +25,84 @@ pub struct Translator {
     /// Set for the duration of one [`Translator::translate_with`] call: the TCP/UDP
     /// checksum field holds a partial (pseudo-header) sum, not a final checksum.
     pub(crate) partial_csum: bool,
+    /// Stateful NAT64 state (RFC 6146), when `cfg.nat64` is set.
+    pub(crate) nat64: Option<Box<Nat64>>,
+    /// This worker's number and the number of workers.
+    pub(crate) worker: (u16, u16),
 }
 
 impl Translator {
-    /// A translator for one worker.
+    /// The translator of a single worker (worker 0 of 1: offline mode, tests).
     pub fn new(cfg: Arc<Config>) -> Self {
+        Self::for_worker(cfg, 0, 1)
+    }
+
+    /// The translator of worker `worker` of `workers` (docs/architecture.md): with
+    /// NAT64 on it allocates only the pool4 ports
+    /// [`nat64::steering::port_owner`] gives it, and serves the subscribers
+    /// [`nat64::steering::subscriber_worker`] gives it. NAT64 tables are allocated
+    /// here, at their full bounded size.
+    pub fn for_worker(cfg: Arc<Config>, worker: u16, workers: u16) -> Self {
+        let workers = workers.max(1);
+        let worker = worker.min(workers - 1);
         Translator {
             ids: Ipv4IdGenerator::new(cfg.ipv4_id_key),
             icmp_bucket: TokenBucket::new(cfg.icmp_errors_per_sec, cfg.icmp_error_burst),
             counters: Counters::default(),
             partial_csum: false,
+            worker: (worker, workers),
+            nat64: cfg
+                .nat64
+                .as_ref()
+                .map(|n| Box::new(Nat64::new(n, worker, workers))),
             cfg,
         }
+    }
+
+    /// Timers (RFC 6146 §3.5.2.2 held SYNs, session and BIB expiry). Call at least
+    /// every 100 ms and repeat while it returns `Some`: a
+    /// `Some(Verdict::Replied(_))` leaves one packet to send in `scratch` (an
+    /// ICMPv4 Port Unreachable for a held SYN whose time ran out);
+    /// `Some(Verdict::Translated)` means nothing to send but more expired state is
+    /// waiting. Each call does bounded work ([`nat64::SWEEP_BUDGET`] records).
+    /// Without NAT64 it returns `None` at once.
+    pub fn tick(&mut self, now_ns: u64, scratch: &mut Scratch) -> Option<Verdict> {
+        scratch.clear();
+        let mut held = [0u8; nat64::HELD_SYN_BYTES];
+        loop {
+            match self.nat64.as_mut()?.tick(now_ns, &mut held) {
+                Ok(len) => {
+                    // RFC 6146 §3.5.2.2: nobody on the IPv6 side opened it.
+                    let owed = Owed {
+                        ty: icmp_map::v4::DEST_UNREACH,
+                        code: PORT_UNREACHABLE,
+                        rest: [0; 4],
+                        reason: DropReason::SynHeld,
+                    };
+                    let v = icmp_error::reply_v4(self, &held[..len], scratch, now_ns, owed, false);
+                    if let Verdict::Replied(_) = v {
+                        self.counters.icmp_generated += 1;
+                        return Some(v);
+                    }
+                    // Rate-limited (counted): on to the next one.
+                }
+                Err(true) => return Some(Verdict::Translated),
+                Err(false) => return None,
+            }
+        }
+    }
+
+    /// Hand every pending RFC 6888 event to `f`, oldest first. Events that did not
+    /// fit in the bounded ring are counted in [`nat64::Stats::events_lost`].
+    pub fn drain_events(&mut self, f: impl FnMut(&nat64::Event)) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.events.drain(f);
+        }
+    }
+
+    /// NAT64 table sizes and pool4 use of this worker (all zero without NAT64).
+    pub fn nat64_stats(&self) -> nat64::Stats {
+        self.nat64.as_ref().map(|n| n.stats()).unwrap_or_default()
     }
 
     /// The configuration in force.
@@ -40,7 +111,18 @@ impl Translator {
     }
 
     /// Swap in a new configuration (a reload); counters and ID state are kept.
+    /// NAT64 state is kept when the new configuration still has NAT64 (its new
+    /// limits and timeouts apply from now on; tables keep their size), created
+    /// when it gains it, and dropped when it loses it.
     pub fn set_config(&mut self, cfg: Arc<Config>) {
+        match (&mut self.nat64, &cfg.nat64) {
+            (Some(n), Some(c)) => n.reconfigure(c),
+            (None, Some(c)) => {
+                let (w, n) = self.worker;
+                self.nat64 = Some(Box::new(Nat64::new(c, w, n)));
+            }
+            (_, None) => self.nat64 = None,
+        }
         self.icmp_bucket = TokenBucket::new(cfg.icmp_errors_per_sec, cfg.icmp_error_burst);
         self.cfg = cfg;
     }

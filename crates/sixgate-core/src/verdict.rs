@@ -84,6 +84,35 @@ drop_reasons! {
     BadSource => "bad_source",
     /// Destination is multicast/broadcast/reserved and cannot be translated.
     BadDestination => "bad_destination",
+    /// NAT64 (RFC 6146 §3.5.1.1, §3.5.2.1): an IPv4 packet for a pool4 transport
+    /// address with no BIB entry (or an ICMP error about no known session).
+    NoBibEntry => "no_bib_entry",
+    /// NAT64 §3.5.1 / RFC 4787: address-dependent filtering refused an IPv4 packet.
+    Filtered => "filtered",
+    /// NAT64: the worker's share of `max_sessions` is used up; existing sessions
+    /// are never evicted for new ones.
+    SessionTableFull => "session_table_full",
+    /// NAT64, RFC 6888 REQ-4: the subscriber is at its session or port limit.
+    SubscriberLimit => "subscriber_limit",
+    /// NAT64: no free pool4 port (or identifier) this worker owns, or no pool4.
+    Pool4Exhausted => "pool4_exhausted",
+    /// NAT64 §3.5.2.2: an unsolicited IPv4 SYN is held for a simultaneous open
+    /// (up to `syn_hold` seconds; a later IPv6 SYN releases it, else `tick` answers
+    /// it with Port Unreachable).
+    SynHeld => "syn_held",
+    /// NAT64 §3.5.2.2: the store of held IPv4 SYNs is full.
+    HeldSynStoreFull => "held_syn_store_full",
+    /// NAT64 §3.5.2.2: unsolicited IPv4 SYN dropped by policy (`drop_external_tcp`),
+    /// or a held one whose time ran out.
+    ExternalTcp => "external_tcp",
+    /// NAT64: an IPv4 non-first fragment whose first fragment was not seen here.
+    FragmentUntracked => "fragment_untracked",
+    /// NAT64: the packet belongs to another worker (steering missed; see
+    /// docs/architecture.md).
+    WrongWorker => "wrong_worker",
+    /// NAT64: a protocol with no BIB (neither TCP, UDP nor ICMP query), or an ICMP
+    /// message that is neither a query nor an error.
+    Nat64Unsupported => "nat64_unsupported",
 }
 
 /// Per-worker packet counters. Plain integers: one owner, summed at read time.

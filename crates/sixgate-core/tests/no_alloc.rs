@@ -1,6 +1,8 @@
 //! The core allocates nothing per packet: a counting global allocator watches
 //! `translate` over every kind of packet the other tests use (translations, ICMP
-//! errors with inner packets, fragmentation, generated errors, drops).
+//! errors with inner packets, fragmentation, generated errors, drops), and the
+//! stateful NAT64 paths (established flows both ways, new sessions, expiry).
+//! Allocations are counted per thread, so tests may run side by side.
 
 mod common;
 
@@ -8,14 +10,21 @@ use common::*;
 use sixgate_core::{HEADROOM, PacketBuf};
 use sixgate_testkit::{Ip4, Ip6, split_v6};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn allocs() -> usize {
+    ALLOCS.with(Cell::get)
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -58,7 +67,7 @@ fn translate_allocates_nothing_per_packet() {
 
     let mut h = Harness::sample();
     let mut buf = vec![0u8; HEADROOM + 2048];
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = allocs();
     for _ in 0..3 {
         for input in &inputs {
             buf[HEADROOM..HEADROOM + input.len()].copy_from_slice(input);
@@ -66,9 +75,91 @@ fn translate_allocates_nothing_per_packet() {
             std::hint::black_box(h.t.translate(&mut pkt, &mut h.scratch, 0));
         }
     }
-    assert_eq!(
-        ALLOCS.load(Ordering::Relaxed) - before,
+    assert_eq!(allocs() - before, 0, "allocations on the packet path");
+}
+
+#[test]
+fn nat64_allocates_nothing_per_packet() {
+    use sixgate_core::Config;
+    use sixgate_core::nat64::{Nat64Config, Pool4Entry};
+    use sixgate_testkit::tcp_flag::{ACK, FIN, SYN};
+    use std::net::Ipv4Addr;
+
+    let pool4 = Ipv4Addr::new(192, 0, 2, 1);
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry::single(pool4)],
+        max_sessions: 4096,
+        max_sessions_per_subscriber: 1000,
+        ..Nat64Config::default()
+    });
+    let mut h = Harness::new(cfg);
+    let out = |sport| Ip6::new(CLIENT6, SERVER6).udp(sport, 53, 20);
+    let mut buf = vec![0u8; HEADROOM + 2048];
+    // Writes the output's first 32 bytes to `head` (no allocation).
+    let mut head = [0u8; 32];
+    let mut run = |h: &mut Harness, input: &[u8], now: u64| -> [u8; 32] {
+        buf[HEADROOM..HEADROOM + input.len()].copy_from_slice(input);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, input.len());
+        std::hint::black_box(h.t.translate(&mut pkt, &mut h.scratch, now));
+        let n = pkt.len().min(32);
+        head[..n].copy_from_slice(&pkt.data()[..n]);
+        head
+    };
+    // Set up: a UDP flow, a TCP connection, an ICMP query; learn their ports.
+    let port_of = |p: &[u8]| u16::from_be_bytes([p[20], p[21]]);
+    let udp4 = port_of(&run(&mut h, &out(5000), 0));
+    let tcp4 = port_of(&run(
+        &mut h,
+        &Ip6::new(CLIENT6, SERVER6).tcp_flags(6000, 80, SYN, 0),
         0,
-        "allocations on the packet path"
+    ));
+    run(
+        &mut h,
+        &Ip4::new(SERVER4, pool4).tcp_flags(80, tcp4, SYN | ACK, 0),
+        0,
     );
+    let echo = run(
+        &mut h,
+        &Ip6::new(CLIENT6, SERVER6).echo_request(9, 1, 56),
+        0,
+    );
+    let id4 = u16::from_be_bytes([echo[24], echo[25]]);
+    let inputs = [
+        out(5000),
+        Ip4::new(SERVER4, pool4).udp(53, udp4, 20),
+        Ip6::new(CLIENT6, SERVER6).tcp_flags(6000, 80, ACK, 200),
+        Ip4::new(SERVER4, pool4).tcp_flags(80, tcp4, ACK, 200),
+        Ip6::new(CLIENT6, SERVER6).echo_request(9, 2, 56),
+        Ip4::new(SERVER4, pool4).echo_reply(id4, 2, 56),
+        Ip4::new(ROUTER4, pool4).icmp_error(
+            3,
+            1,
+            [0; 4],
+            &Ip4::new(pool4, SERVER4).udp(udp4, 53, 8),
+        ),
+        Ip4::new(SERVER4, pool4).udp(53, 1, 20),
+        Ip4::new(SERVER4, pool4).tcp_flags(80, 2, SYN, 0),
+    ];
+    let fresh: Vec<Vec<u8>> = (0..150).map(|i| out(10_000 + i)).collect();
+    let fin = Ip6::new(CLIENT6, SERVER6).tcp_flags(6000, 80, FIN, 0);
+    let mut scratch = std::mem::take(&mut h.scratch);
+    let before = allocs();
+    for round in 0..3u16 {
+        for input in &inputs {
+            run(&mut h, input, 1);
+        }
+        // New flows, a close, and timers.
+        for p in &fresh[usize::from(round) * 50..][..50] {
+            run(&mut h, p, 1);
+        }
+        run(&mut h, &fin, 1);
+        while h
+            .t
+            .tick(u64::from(round) * 400_000_000_000, &mut scratch)
+            .is_some()
+        {}
+    }
+    assert_eq!(allocs() - before, 0, "allocations on the NAT64 packet path");
+    assert!(h.t.nat64_stats().sessions.total() > 0);
 }

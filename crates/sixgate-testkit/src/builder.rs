@@ -49,10 +49,28 @@ fn udp_message(p: Pseudo, sport: u16, dport: u16, payload: &[u8], zero_csum: boo
     out
 }
 
-fn tcp_message(p: Pseudo, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+/// TCP flag bits for the `tcp_flags` builders (RFC 9293 §3.1).
+pub mod tcp_flag {
+    /// FIN.
+    pub const FIN: u8 = 0x01;
+    /// SYN.
+    pub const SYN: u8 = 0x02;
+    /// RST.
+    pub const RST: u8 = 0x04;
+    /// ACK.
+    pub const ACK: u8 = 0x10;
+}
+
+/// Default flags: ACK.
+const TCP_DEFAULT_FLAGS: u8 = tcp_flag::ACK;
+
+fn tcp_message(p: Pseudo, sport: u16, dport: u16, payload: &[u8], flags: u8) -> Vec<u8> {
     let mut h = TcpHeader::new(sport, dport, 0x0102_0304, 64240);
     h.acknowledgment_number = 0x0a0b_0c0d;
-    h.ack = true;
+    h.ack = flags & tcp_flag::ACK != 0;
+    h.syn = flags & tcp_flag::SYN != 0;
+    h.fin = flags & tcp_flag::FIN != 0;
+    h.rst = flags & tcp_flag::RST != 0;
     h.psh = !payload.is_empty();
     h.checksum = match p {
         Pseudo::V4(s, d) => h.calc_checksum_ipv4_raw(s, d, payload),
@@ -216,9 +234,14 @@ impl Ip4 {
 
     /// TCP (ACK, and PSH when there is payload) with a [`pattern`] payload.
     pub fn tcp(&self, sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
+        self.tcp_flags(sport, dport, TCP_DEFAULT_FLAGS, payload_len)
+    }
+
+    /// TCP with the given [`tcp_flag`] bits (PSH added when there is payload).
+    pub fn tcp_flags(&self, sport: u16, dport: u16, flags: u8, payload_len: usize) -> Vec<u8> {
         self.raw(
             proto::TCP,
-            &tcp_message(self.pseudo(), sport, dport, &pattern(payload_len)),
+            &tcp_message(self.pseudo(), sport, dport, &pattern(payload_len), flags),
         )
     }
 
@@ -446,9 +469,14 @@ impl Ip6 {
 
     /// TCP (ACK, and PSH when there is payload) with a [`pattern`] payload.
     pub fn tcp(&self, sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
+        self.tcp_flags(sport, dport, TCP_DEFAULT_FLAGS, payload_len)
+    }
+
+    /// TCP with the given [`tcp_flag`] bits (PSH added when there is payload).
+    pub fn tcp_flags(&self, sport: u16, dport: u16, flags: u8, payload_len: usize) -> Vec<u8> {
         self.raw(
             proto::TCP,
-            &tcp_message(self.pseudo(), sport, dport, &pattern(payload_len)),
+            &tcp_message(self.pseudo(), sport, dport, &pattern(payload_len), flags),
         )
     }
 

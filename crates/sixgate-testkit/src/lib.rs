@@ -19,7 +19,7 @@ pub mod builder;
 pub mod csum;
 pub mod oracle;
 
-pub use builder::{Ext6, Ip4, Ip6, pattern, split_v4, split_v6, truncate};
+pub use builder::{Ext6, Ip4, Ip6, pattern, split_v4, split_v6, tcp_flag, truncate};
 pub use oracle::{
     Checks, Family, Fragment, Inner, L4, Summary, check, check_structure, check_with,
 };

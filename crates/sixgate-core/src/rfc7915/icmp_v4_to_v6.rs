@@ -12,6 +12,8 @@ use super::transport;
 use super::v4_to_v6::Outer6;
 use crate::checksum;
 use crate::icmp_error::ICMPV6_ERROR_MAX;
+use crate::nat64::packet::{Which, rewrite_port};
+use crate::nat64::xlate::InnerTo6;
 use crate::packet::PacketBuf;
 use crate::packet::ipv4::{self, Ipv4Packet};
 use crate::packet::ipv6::{self, nh};
@@ -27,6 +29,7 @@ pub(crate) fn translate_error(
     pkt: &mut PacketBuf<'_>,
     p: &Ipv4Packet,
     out: &Outer6,
+    nat: Option<&InnerTo6>,
 ) -> Verdict {
     use DropReason::IcmpInnerUntranslatable as Inner;
     if p.hdr.is_fragment() {
@@ -52,8 +55,13 @@ pub(crate) fn translate_error(
         Err(_) => return Verdict::Dropped(Inner),
     };
     let qh = q.hdr;
-    let (Ok(qsrc), Ok(qdst)) = (t.cfg.map.v4_to_v6(&qh.src), t.cfg.map.v4_to_v6(&qh.dst)) else {
-        return Verdict::Dropped(Inner);
+    let (qsrc, qdst) = match nat {
+        // RFC 6146: the quoted packet went out through a session.
+        Some(n) => (n.src, n.dst),
+        None => match (t.cfg.map.v4_to_v6(&qh.src), t.cfg.map.v4_to_v6(&qh.dst)) {
+            (Ok(s), Ok(d)) => (s, d),
+            _ => return Verdict::Dropped(Inner),
+        },
     };
     let q_l4_at = inner_at + q.ihl;
     let q_l4_len = q.total_len - q.ihl;
@@ -81,6 +89,9 @@ pub(crate) fn translate_error(
             if let Err(r) = transport::update_pseudo_header(ql4, qh.proto, old, new, true) {
                 return Verdict::Dropped(r);
             }
+        }
+        if let Some(n) = nat {
+            rewrite_port(ql4, n.proto, Which::Source, n.sport, false);
         }
     }
 

@@ -12,6 +12,8 @@ use super::transport;
 use super::v6_to_v4::Outer;
 use crate::checksum;
 use crate::icmp_error::ICMPV4_ERROR_MAX;
+use crate::nat64::packet::{Which, rewrite_port};
+use crate::nat64::xlate::InnerTo4;
 use crate::packet::ipv4::{self, DF, MF};
 use crate::packet::ipv6::{self, nh};
 use crate::packet::l4::ICMP_HEADER_LEN;
@@ -27,6 +29,7 @@ pub(crate) fn translate_error(
     pkt: &mut PacketBuf<'_>,
     p: &Ipv6Packet,
     out: &Outer,
+    nat: Option<&InnerTo4>,
 ) -> Verdict {
     use DropReason::IcmpInnerUntranslatable as Inner;
     // §5.3: an ICMP error's checksum covers the whole message; fragments can't be fixed.
@@ -53,8 +56,13 @@ pub(crate) fn translate_error(
         Err(_) => return Verdict::Dropped(Inner),
     };
     let qh = q.hdr;
-    let (Ok(qsrc), Ok(qdst)) = (t.cfg.map.v6_to_v4(&qh.src), t.cfg.map.v6_to_v4(&qh.dst)) else {
-        return Verdict::Dropped(Inner);
+    let (qsrc, qdst) = match nat {
+        // RFC 6146: the quoted packet came in through a session.
+        Some(n) => (n.src, n.dst),
+        None => match (t.cfg.map.v6_to_v4(&qh.src), t.cfg.map.v6_to_v4(&qh.dst)) {
+            (Ok(s), Ok(d)) => (s, d),
+            _ => return Verdict::Dropped(Inner),
+        },
     };
     let q_l4_at = inner_at + q.l4_off;
     // The original datagram's upper-layer length, from its header (not what survived).
@@ -86,6 +94,9 @@ pub(crate) fn translate_error(
             if let Err(r) = transport::update_pseudo_header(ql4, q.proto, old, new, true) {
                 return Verdict::Dropped(r);
             }
+        }
+        if let Some(n) = nat {
+            rewrite_port(ql4, n.proto, Which::Destination, n.dport, false);
         }
     }
 

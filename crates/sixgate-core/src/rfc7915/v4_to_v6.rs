@@ -6,6 +6,7 @@ use super::{fragment, icmp_v4_to_v6, transport};
 use crate::checksum;
 use crate::config::UdpZeroChecksum;
 use crate::icmp_error::{self, Owed};
+use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, Ipv4Error};
 use crate::packet::ipv6::{self, nh};
 use crate::packet::{PacketBuf, Scratch};
@@ -114,7 +115,20 @@ fn run(
     // §4.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
     // Each address becomes an integer once; mapping and checksum sums work on those.
     let (src4, dst4) = (u32::from_be_bytes(h.src), u32::from_be_bytes(h.dst));
-    let dst6 = match t.cfg.map.map_v4(dst4) {
+    // RFC 6146: a packet to pool4 finds its IPv6 destination in the BIB and
+    // session tables.
+    let nat = if t.nat64.as_ref().is_some_and(|n| n.in_pool4(dst4)) {
+        match nat64::xlate::v4_to_v6(t, pkt.data(), &p, icmp_error, now_ns) {
+            Ok(i) => Some(i),
+            Err(r) => return Verdict::Dropped(r),
+        }
+    } else {
+        None
+    };
+    let dst6 = match nat
+        .as_ref()
+        .map_or_else(|| t.cfg.map.map_v4(dst4), |i| Ok(i.dst6))
+    {
         Ok(a) => a,
         Err(e) => {
             // §4.4: tell the sender, as a router with no route would.
@@ -146,7 +160,8 @@ fn run(
             src: src6,
             dst: dst6,
         };
-        return icmp_v4_to_v6::translate_error(t, pkt, &p, &out);
+        let inner = nat.as_ref().and_then(|i| i.inner.as_ref());
+        return icmp_v4_to_v6::translate_error(t, pkt, &p, &out, inner);
     }
 
     let frag_len = if fragmented {
@@ -177,6 +192,11 @@ fn run(
     // §4.5 / §4.2: the upper-layer header, before the IPv4 header is overwritten.
     let (buf, start, _) = pkt.raw();
     let l4 = &mut buf[start + p.ihl..start + total];
+    // Before the checksum work below: a zero UDP checksum is computed over the
+    // new port.
+    if let Some((proto, port)) = nat.as_ref().and_then(|i| i.port) {
+        nat64::packet::rewrite_port(l4, proto, Which::Destination, port, t.partial_csum);
+    }
     let nh6 = if h.proto == nh::ICMP {
         nh::ICMPV6
     } else {

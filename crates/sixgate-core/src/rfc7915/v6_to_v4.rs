@@ -7,6 +7,7 @@ use crate::checksum;
 use crate::config::HairpinMode;
 use crate::hash;
 use crate::icmp_error::{self, Owed};
+use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, DF, MF};
 use crate::packet::ipv6::{self, Ipv6Error, Ipv6Packet, nh};
 use crate::packet::{PacketBuf, Scratch};
@@ -105,11 +106,22 @@ pub fn translate(
             );
         }
     };
-    let src4 = match t.cfg.map.map_v6(src6) {
-        Ok(a) => a,
+    // RFC 6146: with NAT64 on, a source without an EAM entry gets its pool4
+    // transport address from the BIB and session tables.
+    let nat = if t.nat64.is_some() && t.cfg.map.eam.lookup_v6(src6).is_none() {
+        match nat64::xlate::v6_to_v4(t, pkt.data(), &p, dst4, icmp_error, now_ns) {
+            Ok(o) => Some(o),
+            Err(r) => return Verdict::Dropped(r),
+        }
+    } else {
+        None
+    };
+    let src4 = match (&nat, t.cfg.map.map_v6(src6)) {
+        (Some(o), _) => o.src4,
+        (None, Ok(a)) => a,
         // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
-        Err(_) if icmp_error => rfc6791_source(t, &h.src),
-        Err(e) => return Verdict::Dropped(e.drop_reason(true)),
+        (None, Err(_)) if icmp_error => rfc6791_source(t, &h.src),
+        (None, Err(e)) => return Verdict::Dropped(e.drop_reason(true)),
     };
     let (src4_int, dst4_int) = (src4, dst4);
     let (src4, dst4) = (src4.to_be_bytes(), dst4.to_be_bytes());
@@ -118,8 +130,11 @@ pub fn translate(
     }
 
     // RFC 7757 §4: the IPv4 destination is an EAM'd address on our own IPv6 side.
-    let hairpin = t.cfg.map.eam.lookup_v4(dst4_int).is_some();
-    if hairpin {
+    let eam_hairpin = t.cfg.map.eam.lookup_v4(dst4_int).is_some();
+    // RFC 6146 §3.8: back into IPv6 through the tables (or, when another worker
+    // owns the destination port, out to the kernel, which routes it back to us).
+    let hairpin = eam_hairpin || nat.as_ref().is_some_and(|o| o.hairpin);
+    if eam_hairpin && nat.is_none() {
         let allowed = match t.cfg.hairpin {
             HairpinMode::Off => false,
             HairpinMode::Simple => icmp_error,
@@ -179,13 +194,17 @@ pub fn translate(
             flags: 0,
         };
         (out.id, out.flags) = identification(t, &p, src4, dst4, proto4);
-        let v = icmp_v6_to_v4::translate_error(t, pkt, &p, &out);
+        let inner = nat.as_ref().and_then(|o| o.inner.as_ref());
+        let v = icmp_v6_to_v4::translate_error(t, pkt, &p, &out, inner);
         return finish(t, pkt, scratch, now_ns, v, hairpin);
     }
 
     // §5.5 / §5.2: the upper-layer header, while the old header is still intact.
     let (buf, start, _) = pkt.raw();
     let l4 = &mut buf[start + p.l4_off..start + total];
+    if let Some((proto, port)) = nat.as_ref().and_then(|o| o.port) {
+        nat64::packet::rewrite_port(l4, proto, Which::Source, port, t.partial_csum);
+    }
     if p.is_first() {
         let v6_sum = checksum::v6_pair_sum(src6, dst6);
         let v4_sum = checksum::v4_pair_sum(src4_int, dst4_int);

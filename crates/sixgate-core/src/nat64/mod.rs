@@ -1,0 +1,235 @@
+//! Stateful NAT64 (RFC 6146): the state one worker owns.
+//!
+//! - [`config`]: [`Nat64Config`] and its parts (pool4, timeouts, limits);
+//! - [`steering`]: which worker owns a port or a subscriber;
+//! - `bib` / `session`: the §3.1 Binding Information Base and session table;
+//! - [`tcp`]: the §3.5.2 TCP state machine;
+//! - `port_alloc`: RFC 6056 port choice within this worker's share of pool4;
+//! - `subscriber`: RFC 6888 per-subscriber limits and RFC 7422 port blocks;
+//! - `filtering`: §3.5 "Filtering and Updating Binding and Session Information",
+//!   the step the RFC 7915 paths call;
+//! - `syn_store`: §3.5.2.2 IPv4 SYNs held for a simultaneous open;
+//! - `fragments`: ports of fragmented datagrams, for their later fragments;
+//! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes.
+//!
+//! Layout and expiry are described in docs/architecture.md ("Tables and expiry").
+
+mod bib;
+pub mod config;
+pub mod event;
+pub(crate) mod filtering;
+mod fragments;
+pub(crate) mod packet;
+mod port_alloc;
+mod session;
+mod slab;
+pub mod stats;
+pub mod steering;
+mod subscriber;
+mod syn_store;
+pub mod tcp;
+pub(crate) mod xlate;
+
+pub use bib::BIB_RECORD_BYTES;
+pub use config::{
+    DEFAULT_POOL4_PORTS, EventLog, Filtering, Nat64Config, Pool4Entry, PortRange, Proto, StaticBib,
+    Timeouts,
+};
+pub use event::{Event, EventKind};
+pub use session::SESSION_RECORD_BYTES;
+pub use stats::{PerProto, Stats};
+pub use syn_store::HELD_BYTES as HELD_SYN_BYTES;
+
+use bib::Bib;
+use event::EventRing;
+use foldhash::fast::FixedState;
+use fragments::FragmentTable;
+use hashbrown::HashTable;
+use session::Session;
+use slab::{List, Slab};
+use subscriber::Subscribers;
+use syn_store::SynStore;
+
+/// Events one worker keeps until the data plane drains them.
+pub const EVENT_RING_CAPACITY: usize = 4096;
+
+/// Most expired records one [`crate::Translator::tick`] call removes.
+pub const SWEEP_BUDGET: u32 = 256;
+
+/// Longest lifetime the tables keep, in seconds (timestamps are 32-bit
+/// milliseconds compared with wrapping arithmetic, so lifetimes must stay well
+/// under 24 days).
+pub const MAX_TIMEOUT_S: u32 = 1_000_000;
+
+/// One worker's NAT64 state.
+pub(crate) struct Nat64 {
+    pub(crate) cfg: Nat64Config,
+    pub(crate) worker: u16,
+    pub(crate) workers: u16,
+    /// Milliseconds clock: `now_ns` of the first call is time zero.
+    epoch_ns: Option<u64>,
+    /// Lifetimes in milliseconds, indexed by timer class.
+    lifetimes_ms: [u32; session::CLASSES],
+    port_reuse_ms: u32,
+    hasher: FixedState,
+
+    bibs: Slab<Bib>,
+    /// BIB by IPv6 transport address (proto, address, port).
+    bib6: HashTable<u32>,
+    /// BIB by IPv4 transport address (proto, address, port).
+    bib4: HashTable<u32>,
+    /// Dynamic BIB entries with no session, waiting out `port_reuse` (FIFO).
+    cooling: List,
+
+    sessions: Slab<Session>,
+    /// Session by (BIB, remote IPv4 address, remote port).
+    session_idx: HashTable<u32>,
+    /// One FIFO per lifetime class: refreshed sessions go to the back, so each list
+    /// is in deadline order and expiry only looks at the fronts.
+    timers: [List; session::CLASSES],
+
+    subs: Subscribers,
+    held: SynStore,
+    frags: FragmentTable,
+    pub(crate) events: EventRing,
+    /// IPv4 transport addresses of every static BIB entry (of all workers), sorted:
+    /// never handed out dynamically.
+    reserved: Vec<(u8, u32, u16)>,
+    /// RFC 6056 algorithm 3's `next_ephemeral`.
+    next_ephemeral: u32,
+    bib_count: PerProto,
+    session_count: PerProto,
+}
+
+impl Nat64 {
+    pub(crate) fn new(cfg: &Nat64Config, worker: u16, workers: u16) -> Self {
+        let workers = workers.max(1);
+        // RFC 7422 blocks are aligned powers of two (the configuration checks it).
+        let mut cfg = cfg.clone();
+        if cfg.port_block_size >= 2 {
+            cfg.port_block_size = 1 << (15 - cfg.port_block_size.leading_zeros().min(15));
+        } else {
+            cfg.port_block_size = 0;
+        }
+        let cfg = &cfg;
+        let sess_cap = cfg.max_sessions.max(1).div_ceil(u32::from(workers));
+        let bib_cap = sess_cap.saturating_add(cfg.static_bib.len() as u32);
+        let mut reserved: Vec<(u8, u32, u16)> = cfg
+            .static_bib
+            .iter()
+            .map(|s| (s.proto as u8, u32::from(s.v4), s.port4))
+            .collect();
+        reserved.sort_unstable();
+        let mut n = Nat64 {
+            cfg: cfg.clone(),
+            worker,
+            workers,
+            epoch_ns: None,
+            lifetimes_ms: [0; session::CLASSES],
+            port_reuse_ms: 0,
+            hasher: FixedState::with_seed(cfg.hash_key),
+            bibs: Slab::with_capacity(bib_cap),
+            bib6: HashTable::with_capacity(bib_cap as usize),
+            bib4: HashTable::with_capacity(bib_cap as usize),
+            cooling: List::default(),
+            sessions: Slab::with_capacity(sess_cap),
+            session_idx: HashTable::with_capacity(sess_cap as usize),
+            timers: [List::default(); session::CLASSES],
+            subs: Subscribers::new(cfg, bib_cap),
+            held: SynStore::new(cfg.max_held_syns),
+            frags: FragmentTable::new(),
+            events: EventRing::new(EVENT_RING_CAPACITY),
+            reserved,
+            next_ephemeral: 0,
+            bib_count: PerProto::default(),
+            session_count: PerProto::default(),
+        };
+        n.set_timeouts();
+        n.install_static_bib();
+        n
+    }
+
+    /// A reload: new limits, timeouts, filtering and logging apply from now on.
+    /// Table capacities, pool4 and static entries stay as they were at start
+    /// (changing them needs a restart of the data plane).
+    pub(crate) fn reconfigure(&mut self, cfg: &Nat64Config) {
+        let (pool4, statics, max, block) = (
+            self.cfg.pool4.clone(),
+            self.cfg.static_bib.clone(),
+            self.cfg.max_sessions,
+            self.cfg.port_block_size,
+        );
+        self.cfg = cfg.clone();
+        self.cfg.pool4 = pool4;
+        self.cfg.static_bib = statics;
+        self.cfg.max_sessions = max;
+        self.cfg.port_block_size = block;
+        self.subs.set_limits(&self.cfg);
+        self.set_timeouts();
+    }
+
+    fn set_timeouts(&mut self) {
+        let t = &self.cfg.timeouts;
+        let ms = |s: u32| s.min(MAX_TIMEOUT_S) * 1000;
+        self.lifetimes_ms = session::lifetimes(t).map(ms);
+        self.port_reuse_ms = ms(t.port_reuse);
+    }
+
+    /// `now_ns` as table time (32-bit milliseconds since the first call).
+    #[inline]
+    pub(crate) fn now_ms(&mut self, now_ns: u64) -> u32 {
+        let epoch = *self.epoch_ns.get_or_insert(now_ns);
+        (now_ns.saturating_sub(epoch) / 1_000_000) as u32
+    }
+
+    /// Whether this worker owns pool4 port (identifier) `port`.
+    #[inline]
+    pub(crate) fn owns_port(&self, port: u16) -> bool {
+        steering::port_owner(port, self.cfg.port_block_size, self.workers) == self.worker
+    }
+
+    /// Whether this worker serves IPv6 host `src6`.
+    #[inline]
+    pub(crate) fn owns_subscriber(&self, src6: u128) -> bool {
+        steering::subscriber_worker(src6, self.cfg.subscriber_prefix_len, self.workers)
+            == self.worker
+    }
+
+    /// Whether `a` is one of pool4's addresses.
+    #[inline]
+    pub(crate) fn in_pool4(&self, a: u32) -> bool {
+        self.cfg.pool4.iter().any(|p| p.contains(a))
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let mut owned = PerProto::default();
+        for p in &self.cfg.pool4 {
+            for proto in Proto::ALL {
+                let ports = port_alloc::owned_count(
+                    p.range(proto),
+                    self.cfg.port_block_size,
+                    self.worker,
+                    self.workers,
+                );
+                *owned.get_mut(proto) += u64::from(ports) * u64::from(p.addr_count());
+            }
+        }
+        Stats {
+            bib: self.bib_count,
+            sessions: self.session_count,
+            ports_in_use: self.bib_count,
+            ports_owned: owned,
+            subscribers: u64::from(self.subs.count()),
+            port_blocks: u64::from(self.subs.block_count()),
+            held_syns: u64::from(self.held.len()),
+            session_capacity: u64::from(self.sessions.capacity()),
+            events_lost: self.events.lost,
+        }
+    }
+}
+
+/// Deadline `d` has been reached at time `now` (both wrapping milliseconds).
+#[inline]
+pub(crate) fn reached(now: u32, d: u32) -> bool {
+    (now.wrapping_sub(d) as i32) >= 0
+}

@@ -1,0 +1,743 @@
+//! RFC 6146 stateful NAT64 end to end through `Translator::translate` and
+//! `Translator::tick`, every output checked by the etherparse-based oracle in
+//! sixgate-testkit. Time is driven through `now_ns`.
+
+mod common;
+
+use common::*;
+use sixgate_core::nat64::{
+    self, EventKind, EventLog, Filtering, Nat64Config, Pool4Entry, PortRange, Proto, StaticBib,
+    steering,
+};
+use sixgate_core::{Config, DropReason, Translator, Verdict};
+use sixgate_testkit::{Family, Ip4, Ip6, L4, split_v4, split_v6, tcp_flag};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+const POOL4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+/// POOL4 as the IPv6 side sees it (pool6 2001:db8:64::/96).
+const POOL4_6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc000, 0x0201);
+/// Another IPv4 server.
+const OTHER4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 9);
+const OTHER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6409);
+/// A second subscriber (another /64).
+const CLIENT_B: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 7);
+
+const S: u64 = 1_000_000_000;
+
+fn nat_config(f: impl FnOnce(&mut Nat64Config)) -> Config {
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    let mut n = Nat64Config {
+        pool4: vec![Pool4Entry::single(POOL4)],
+        ..Nat64Config::default()
+    };
+    n.max_sessions = 1024;
+    f(&mut n);
+    cfg.nat64 = Some(n);
+    cfg
+}
+
+fn nat(f: impl FnOnce(&mut Nat64Config)) -> Harness {
+    Harness::new(nat_config(f))
+}
+
+fn out6(src: Ipv6Addr, dst: Ipv6Addr) -> Ip6 {
+    Ip6::new(src, dst)
+}
+
+fn in4(src: Ipv4Addr) -> Ip4 {
+    Ip4::new(src, POOL4)
+}
+
+/// (source address, source port) of a translated IPv4 packet.
+fn src4(p: &[u8]) -> (IpAddr, u16) {
+    let s = view(p);
+    assert_eq!(s.family, Family::V4);
+    let port = match s.l4 {
+        L4::Udp { src_port, .. } | L4::Tcp { src_port, .. } => src_port,
+        L4::Icmp { rest, .. } => u16::from_be_bytes([rest[0], rest[1]]),
+        L4::Other => panic!("no ports"),
+    };
+    (s.src, port)
+}
+
+/// (destination address, destination port) of a translated IPv6 packet.
+fn dst6(p: &[u8]) -> (IpAddr, u16) {
+    let s = view(p);
+    assert_eq!(s.family, Family::V6);
+    let port = match s.l4 {
+        L4::Udp { dst_port, .. } | L4::Tcp { dst_port, .. } => dst_port,
+        L4::Icmp { rest, .. } => u16::from_be_bytes([rest[0], rest[1]]),
+        L4::Other => panic!("no ports"),
+    };
+    (s.dst, port)
+}
+
+fn dropped(h: &mut Harness, p: &[u8]) -> DropReason {
+    match h.run(p).0 {
+        Verdict::Dropped(r) | Verdict::Replied(r) => r,
+        v => panic!("expected a drop, got {v:?}"),
+    }
+}
+
+/// Run `tick` until it has nothing more to do; return the packets it left.
+fn tick_all(h: &mut Harness) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for _ in 0..10_000 {
+        match h.t.tick(h.now_ns, &mut h.scratch) {
+            None => return out,
+            Some(Verdict::Replied(_)) => {
+                out.extend(h.scratch.packets().map(<[u8]>::to_vec));
+            }
+            Some(_) => {}
+        }
+    }
+    panic!("tick never finished");
+}
+
+fn at(h: &mut Harness, secs: u64) {
+    h.now_ns = secs * S;
+    tick_all(h);
+}
+
+fn stats(h: &Harness) -> nat64::Stats {
+    h.t.nat64_stats()
+}
+
+/// A UDP flow out from CLIENT6:sport to SERVER4:53; its pool4 port.
+fn udp_out(h: &mut Harness, client: Ipv6Addr, sport: u16) -> u16 {
+    let p = h.one(&out6(client, SERVER6).udp(sport, 53, 10));
+    let (a, port) = src4(&p);
+    assert_eq!(a, IpAddr::V4(POOL4));
+    port
+}
+
+// ---- §3.5.1 UDP: mapping and filtering -------------------------------------------------
+
+#[test]
+fn rfc6146_s3_5_1_endpoint_independent_mapping() {
+    let mut h = nat(|_| {});
+    let a = h.one(&out6(CLIENT6, SERVER6).udp(5000, 53, 10));
+    let b = h.one(&out6(CLIENT6, OTHER6).udp(5000, 53, 10));
+    assert_eq!(src4(&a), src4(&b), "one BIB entry for two destinations");
+    let s = view(&b);
+    assert_eq!(s.dst, IpAddr::V4(OTHER4));
+    assert!(s.l4_verified);
+    let st = stats(&h);
+    assert_eq!((st.bib.udp, st.sessions.udp), (1, 2));
+    // The answer comes back to the IPv6 transport address.
+    let port4 = src4(&a).1;
+    let r = h.one(&in4(SERVER4).udp(53, port4, 10));
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT6), 5000));
+    assert_eq!(view(&r).src, IpAddr::V6(SERVER6));
+}
+
+#[test]
+fn rfc6146_s3_5_1_1_port_preservation_and_parity() {
+    let mut h = nat(|_| {});
+    assert_eq!(
+        udp_out(&mut h, CLIENT6, 61010),
+        61010,
+        "in range, owned, free: kept"
+    );
+    let other = udp_out(&mut h, CLIENT_B, 61010);
+    assert_ne!(other, 61010);
+    assert_eq!(other % 2, 0, "parity kept");
+    let odd = udp_out(&mut h, CLIENT_B, 61011);
+    assert_eq!(odd, 61011);
+    let odd2 = udp_out(&mut h, CLIENT6, 61011);
+    assert_eq!(odd2 % 2, 1, "parity kept");
+    // Out-of-range source ports land in range.
+    let p = udp_out(&mut h, CLIENT6, 1234);
+    assert!((61001..=65535).contains(&p));
+}
+
+#[test]
+fn rfc6146_s3_5_1_2_endpoint_independent_filtering() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    // Any IPv4 host may use the mapping; that creates a session.
+    let r = h.one(&in4(OTHER4).udp(4444, port4, 10));
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT6), 5000));
+    assert_eq!(view(&r).src, IpAddr::V6(OTHER6));
+    assert_eq!(stats(&h).sessions.udp, 2);
+}
+
+#[test]
+fn rfc6146_s3_5_1_2_address_dependent_filtering() {
+    let mut h = nat(|n| n.filtering = Filtering::AddressDependent);
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    assert_eq!(
+        dropped(&mut h, &in4(OTHER4).udp(4444, port4, 10)),
+        DropReason::Filtered
+    );
+    // The same host from another port is allowed (address-dependent, not port).
+    let r = h.one(&in4(SERVER4).udp(4444, port4, 10));
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT6), 5000));
+    assert_eq!(h.t.counters().drops(DropReason::Filtered), 1);
+}
+
+#[test]
+fn rfc6146_s3_5_1_2_no_bib_entry() {
+    let mut h = nat(|_| {});
+    assert_eq!(
+        dropped(&mut h, &in4(SERVER4).udp(53, 61500, 10)),
+        DropReason::NoBibEntry
+    );
+    assert_eq!(
+        stats(&h).bib.total(),
+        0,
+        "IPv4 packets never create mappings"
+    );
+}
+
+#[test]
+fn rfc6146_s3_5_1_udp_timeout() {
+    let mut h = nat(|_| {});
+    udp_out(&mut h, CLIENT6, 5000);
+    at(&mut h, 299);
+    assert_eq!(stats(&h).sessions.udp, 1);
+    at(&mut h, 301);
+    assert_eq!(stats(&h).sessions.udp, 0);
+}
+
+#[test]
+fn rfc6146_s3_5_1_traffic_refreshes_udp() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    at(&mut h, 200);
+    h.one(&in4(SERVER4).udp(53, port4, 10));
+    at(&mut h, 450);
+    assert_eq!(stats(&h).sessions.udp, 1, "refreshed at 200 s");
+    at(&mut h, 501);
+    assert_eq!(stats(&h).sessions.udp, 0);
+}
+
+// ---- §3.5.3 ICMP queries -------------------------------------------------------------
+
+#[test]
+fn rfc6146_s3_5_3_icmp_query_and_timeout() {
+    let mut h = nat(|_| {});
+    let p = h.one(&out6(CLIENT6, SERVER6).echo_request(0x1234, 1, 16));
+    let (a, id) = src4(&p);
+    assert_eq!(a, IpAddr::V4(POOL4));
+    assert_eq!(id, 0x1234, "identifier kept when free");
+    assert_eq!(view(&p).icmp(), Some((8, 0)));
+    let r = h.one(&in4(SERVER4).echo_reply(id, 1, 16));
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT6), 0x1234));
+    assert_eq!(view(&r).icmp(), Some((129, 0)));
+    at(&mut h, 59);
+    assert_eq!(stats(&h).sessions.icmp, 1);
+    at(&mut h, 61);
+    assert_eq!(stats(&h).sessions.icmp, 0);
+}
+
+// ---- §3.5.2 TCP state machine --------------------------------------------------------
+
+fn tcp6(h: &mut Harness, flags: u8) -> Verdict {
+    h.run(&out6(CLIENT6, SERVER6).tcp_flags(40000, 80, flags, 0))
+        .0
+}
+
+fn tcp4(h: &mut Harness, port4: u16, flags: u8) -> Verdict {
+    h.run(&in4(SERVER4).tcp_flags(80, port4, flags, 0)).0
+}
+
+/// V6 SYN, V4 SYN+ACK: ESTABLISHED. Returns the pool4 port.
+fn handshake(h: &mut Harness) -> u16 {
+    let p = h.one(&out6(CLIENT6, SERVER6).tcp_flags(40000, 80, tcp_flag::SYN, 0));
+    let port4 = src4(&p).1;
+    assert_eq!(
+        tcp4(h, port4, tcp_flag::SYN | tcp_flag::ACK),
+        Verdict::Translated
+    );
+    port4
+}
+
+fn tcp_sessions(h: &Harness) -> u64 {
+    stats(h).sessions.tcp
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_v6_init_times_out_after_tcp_trans() {
+    let mut h = nat(|_| {});
+    assert_eq!(tcp6(&mut h, tcp_flag::SYN), Verdict::Translated);
+    at(&mut h, 239);
+    assert_eq!(tcp_sessions(&h), 1);
+    at(&mut h, 241);
+    assert_eq!(tcp_sessions(&h), 0);
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_established_lives_tcp_est_then_trans() {
+    let mut h = nat(|_| {});
+    let port4 = handshake(&mut h);
+    assert_eq!(tcp4(&mut h, port4, tcp_flag::ACK), Verdict::Translated);
+    at(&mut h, 7439);
+    assert_eq!(tcp_sessions(&h), 1);
+    // TCP_EST ran out: TRANS for TCP_TRANS more.
+    at(&mut h, 7441);
+    assert_eq!(tcp_sessions(&h), 1);
+    at(&mut h, 7441 + 241);
+    assert_eq!(tcp_sessions(&h), 0);
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_trans_revived_by_traffic() {
+    let mut h = nat(|_| {});
+    handshake(&mut h);
+    at(&mut h, 7441); // TRANS
+    assert_eq!(tcp6(&mut h, tcp_flag::ACK), Verdict::Translated); // back to ESTABLISHED
+    at(&mut h, 7441 + 241);
+    assert_eq!(tcp_sessions(&h), 1, "ESTABLISHED again: TCP_EST");
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_rst_moves_to_trans() {
+    let mut h = nat(|_| {});
+    let port4 = handshake(&mut h);
+    assert_eq!(tcp4(&mut h, port4, tcp_flag::RST), Verdict::Translated);
+    at(&mut h, 239);
+    assert_eq!(tcp_sessions(&h), 1);
+    at(&mut h, 241);
+    assert_eq!(tcp_sessions(&h), 0);
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_fin_from_both_sides() {
+    let mut h = nat(|_| {});
+    let port4 = handshake(&mut h);
+    // V6 FIN RCV: still the established lifetime.
+    assert_eq!(
+        tcp6(&mut h, tcp_flag::FIN | tcp_flag::ACK),
+        Verdict::Translated
+    );
+    at(&mut h, 300);
+    assert_eq!(tcp_sessions(&h), 1);
+    // V4 FIN + V6 FIN RCV: TCP_TRANS, and packets do not refresh it.
+    assert_eq!(
+        tcp4(&mut h, port4, tcp_flag::FIN | tcp_flag::ACK),
+        Verdict::Translated
+    );
+    at(&mut h, 500);
+    assert_eq!(tcp6(&mut h, tcp_flag::ACK), Verdict::Translated);
+    at(&mut h, 541);
+    assert_eq!(tcp_sessions(&h), 0);
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_v4_fin_first() {
+    let mut h = nat(|_| {});
+    let port4 = handshake(&mut h);
+    assert_eq!(tcp4(&mut h, port4, tcp_flag::FIN), Verdict::Translated);
+    at(&mut h, 1000);
+    assert_eq!(tcp4(&mut h, port4, tcp_flag::ACK), Verdict::Translated);
+    assert_eq!(tcp6(&mut h, tcp_flag::FIN), Verdict::Translated);
+    at(&mut h, 1241);
+    assert_eq!(tcp_sessions(&h), 0);
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_non_syn_creates_nothing() {
+    let mut h = nat(|_| {});
+    assert_eq!(
+        tcp6(&mut h, tcp_flag::ACK),
+        Verdict::Dropped(DropReason::NoBibEntry)
+    );
+    assert_eq!(stats(&h).bib.total(), 0);
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_simultaneous_open_releases_held_syn() {
+    let mut h = nat(|_| {});
+    // The IPv4 side's SYN arrives first, for the port the IPv6 side will keep.
+    let syn4 = in4(SERVER4).tcp_flags(80, 61010, tcp_flag::SYN, 0);
+    assert_eq!(h.run(&syn4).0, Verdict::Dropped(DropReason::SynHeld));
+    assert_eq!(stats(&h).held_syns, 1);
+    let p = h.one(&out6(CLIENT6, SERVER6).tcp_flags(61010, 80, tcp_flag::SYN, 0));
+    assert_eq!(src4(&p), (IpAddr::V4(POOL4), 61010));
+    assert_eq!(stats(&h).held_syns, 0, "released");
+    // ...and nothing is owed when the hold time passes.
+    h.now_ns = 7 * S;
+    assert!(tick_all(&mut h).is_empty());
+    // State goes on: the IPv4 SYN (retransmitted) completes the open.
+    assert_eq!(
+        tcp4(&mut h, 61010, tcp_flag::SYN | tcp_flag::ACK),
+        Verdict::Translated
+    );
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_held_syn_gets_port_unreachable_after_6s() {
+    let mut h = nat(|_| {});
+    let syn4 = in4(SERVER4).tcp_flags(80, 61500, tcp_flag::SYN, 0);
+    assert_eq!(h.run(&syn4).0, Verdict::Dropped(DropReason::SynHeld));
+    h.now_ns = 5 * S;
+    assert!(tick_all(&mut h).is_empty());
+    h.now_ns = 6 * S;
+    let out = tick_all(&mut h);
+    assert_eq!(out.len(), 1);
+    let s = view(&out[0]);
+    assert_eq!(s.family, Family::V4);
+    assert_eq!(s.dst, IpAddr::V4(SERVER4));
+    assert_eq!(s.icmp(), Some((3, 3)), "Port Unreachable");
+    let inner = s.inner.expect("quotes the SYN");
+    assert_eq!(inner.src, IpAddr::V4(SERVER4));
+    assert_eq!(inner.l4.ports(), Some((80, 61500)));
+    assert_eq!(stats(&h).held_syns, 0);
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_drop_external_tcp_and_full_store() {
+    let mut h = nat(|n| n.drop_external_tcp = true);
+    let syn4 = in4(SERVER4).tcp_flags(80, 61500, tcp_flag::SYN, 0);
+    assert_eq!(dropped(&mut h, &syn4), DropReason::ExternalTcp);
+    let mut h = nat(|n| n.max_held_syns = 1);
+    assert_eq!(dropped(&mut h, &syn4), DropReason::SynHeld);
+    let other = in4(OTHER4).tcp_flags(80, 61500, tcp_flag::SYN, 0);
+    assert_eq!(dropped(&mut h, &other), DropReason::HeldSynStoreFull);
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_adf_holds_syn_from_unknown_host() {
+    let mut h = nat(|n| n.filtering = Filtering::AddressDependent);
+    let port4 = handshake(&mut h);
+    let syn = in4(OTHER4).tcp_flags(80, port4, tcp_flag::SYN, 0);
+    assert_eq!(dropped(&mut h, &syn), DropReason::SynHeld);
+}
+
+// ---- §3.1 static BIB -----------------------------------------------------------------
+
+#[test]
+fn rfc6146_s3_1_static_bib_ipv4_initiated() {
+    let mut h = nat(|n| {
+        n.static_bib = vec![StaticBib {
+            proto: Proto::Tcp,
+            v6: CLIENT6,
+            port6: 80,
+            v4: POOL4,
+            port4: 8080,
+        }];
+    });
+    assert_eq!(stats(&h).bib.tcp, 1);
+    let r = h.one(&in4(SERVER4).tcp_flags(40000, 8080, tcp_flag::SYN, 0));
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT6), 80));
+    // The server answers from its static mapping: V4 INIT -> ESTABLISHED.
+    let p = h.one(&out6(CLIENT6, SERVER6).tcp_flags(80, 40000, tcp_flag::SYN | tcp_flag::ACK, 0));
+    assert_eq!(src4(&p), (IpAddr::V4(POOL4), 8080));
+    at(&mut h, 100);
+    assert_eq!(tcp_sessions(&h), 1, "ESTABLISHED, not V4 INIT's 6 s");
+    // Static entries never expire (expiry runs from when `tick` sees a deadline:
+    // ESTABLISHED ends at 7540 s, TRANS 240 s after that).
+    at(&mut h, 7541);
+    at(&mut h, 7541 + 241);
+    assert_eq!((stats(&h).sessions.tcp, stats(&h).bib.tcp), (0, 1));
+}
+
+#[test]
+fn rfc6146_s3_5_2_2_v4_init_expires_after_syn_hold() {
+    let mut h = nat(|n| {
+        n.static_bib = vec![StaticBib {
+            proto: Proto::Tcp,
+            v6: CLIENT6,
+            port6: 80,
+            v4: POOL4,
+            port4: 8080,
+        }];
+    });
+    h.one(&in4(SERVER4).tcp_flags(40000, 8080, tcp_flag::SYN, 0));
+    at(&mut h, 5);
+    assert_eq!(tcp_sessions(&h), 1);
+    at(&mut h, 7);
+    assert_eq!(tcp_sessions(&h), 0);
+}
+
+// ---- §3.8 hairpinning ------------------------------------------------------------------
+
+#[test]
+fn rfc6146_s3_8_hairpinning() {
+    let mut h = nat(|_| {});
+    let port_a = udp_out(&mut h, CLIENT6, 5000);
+    // B sends to A's pool4 transport address (through pool6).
+    let r = h.one(&out6(CLIENT_B, POOL4_6).udp(6000, port_a, 10));
+    let s = view(&r);
+    assert_eq!(s.family, Family::V6);
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT6), 5000));
+    assert_eq!(s.src, IpAddr::V6(POOL4_6), "B appears as its pool4 address");
+    let port_b = s.ports().unwrap().0;
+    assert_ne!(port_b, 6000, "B's source port is its pool4 port");
+    assert_eq!(h.t.counters().hairpinned, 1);
+    // A answers B through B's mapping.
+    let back = h.one(&out6(CLIENT6, POOL4_6).udp(5000, port_b, 10));
+    assert_eq!(dst6(&back), (IpAddr::V6(CLIENT_B), 6000));
+}
+
+// ---- ICMP errors -----------------------------------------------------------------------
+
+#[test]
+fn rfc6146_s3_5_icmpv4_error_matched_to_outbound_session() {
+    let mut h = nat(|_| {});
+    let out = h.one(&out6(CLIENT6, SERVER6).udp(5000, 53, 10));
+    let port4 = src4(&out).1;
+    let before = stats(&h);
+    let err = Ip4::new(ROUTER4, POOL4).icmp_error(3, 1, [0; 4], &out);
+    let r = h.one(&err);
+    let s = view(&r);
+    assert_eq!(s.dst, IpAddr::V6(CLIENT6));
+    assert_eq!(s.src, IpAddr::V6(ROUTER6));
+    assert_eq!(
+        s.icmp(),
+        Some((1, 0)),
+        "RFC 7915 §4.2: host unreachable -> no route"
+    );
+    let inner = s.inner.unwrap();
+    assert_eq!(inner.src, IpAddr::V6(CLIENT6));
+    assert_eq!(inner.dst, IpAddr::V6(SERVER6));
+    assert_eq!(inner.l4.ports(), Some((5000, 53)));
+    assert_eq!(inner.l4_checksum_ok, Some(true));
+    assert_eq!(stats(&h), before, "errors create no state");
+    // An error about a flow we do not know.
+    let stray = Ip4::new(POOL4, SERVER4).udp(port4 ^ 2, 53, 10);
+    let err = Ip4::new(ROUTER4, POOL4).icmp_error(3, 1, [0; 4], &stray);
+    assert_eq!(dropped(&mut h, &err), DropReason::NoBibEntry);
+    assert_eq!(stats(&h).bib.total(), 1);
+}
+
+#[test]
+fn rfc6146_s3_5_icmpv6_error_matched_to_inbound_session() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    let inbound = h.one(&in4(SERVER4).udp(53, port4, 10));
+    let before = stats(&h);
+    // The IPv6 host refuses it: Port Unreachable to the sender.
+    let err = out6(CLIENT6, SERVER6).icmp_error(1, 4, [0; 4], &inbound);
+    let r = h.one(&err);
+    let s = view(&r);
+    assert_eq!(s.src, IpAddr::V4(POOL4));
+    assert_eq!(s.dst, IpAddr::V4(SERVER4));
+    assert_eq!(s.icmp(), Some((3, 3)));
+    let inner = s.inner.unwrap();
+    assert_eq!(inner.src, IpAddr::V4(SERVER4));
+    assert_eq!(inner.dst, IpAddr::V4(POOL4));
+    assert_eq!(inner.l4.ports(), Some((53, port4)));
+    assert_eq!(inner.l4_checksum_ok, Some(true));
+    assert_eq!(stats(&h), before);
+}
+
+// ---- RFC 6888 limits -------------------------------------------------------------------
+
+#[test]
+fn rfc6888_max_sessions_never_evicts() {
+    let mut h = nat(|n| n.max_sessions = 2);
+    udp_out(&mut h, CLIENT6, 5000);
+    udp_out(&mut h, CLIENT6, 5001);
+    let third = out6(CLIENT6, SERVER6).udp(5002, 53, 10);
+    assert_eq!(dropped(&mut h, &third), DropReason::SessionTableFull);
+    // Existing flows still pass.
+    udp_out(&mut h, CLIENT6, 5000);
+    assert_eq!(h.t.counters().drops(DropReason::SessionTableFull), 1);
+}
+
+#[test]
+fn rfc6888_req4_sessions_per_subscriber() {
+    let mut h = nat(|n| n.max_sessions_per_subscriber = 2);
+    udp_out(&mut h, CLIENT6, 5000);
+    // Same /64, another host: same subscriber.
+    let sibling = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 99);
+    udp_out(&mut h, sibling, 5000);
+    let p = out6(CLIENT6, OTHER6).udp(5000, 53, 10);
+    assert_eq!(dropped(&mut h, &p), DropReason::SubscriberLimit);
+    // Another subscriber still gets through.
+    udp_out(&mut h, CLIENT_B, 5000);
+}
+
+#[test]
+fn rfc6888_req4_ports_per_subscriber() {
+    let mut h = nat(|n| n.max_ports_per_subscriber = 1);
+    udp_out(&mut h, CLIENT6, 5000);
+    // A second destination on the same mapping needs no new port.
+    h.one(&out6(CLIENT6, OTHER6).udp(5000, 53, 10));
+    let p = out6(CLIENT6, SERVER6).udp(5001, 53, 10);
+    assert_eq!(dropped(&mut h, &p), DropReason::SubscriberLimit);
+    udp_out(&mut h, CLIENT_B, 5001);
+}
+
+#[test]
+fn rfc6888_req8_port_reuse_delay() {
+    let mut h = nat(|_| {});
+    assert_eq!(udp_out(&mut h, CLIENT6, 61010), 61010);
+    at(&mut h, 301); // session gone, port cooling
+    assert_eq!(stats(&h).bib.udp, 1);
+    let b = udp_out(&mut h, CLIENT_B, 61010);
+    assert_ne!(b, 61010, "not reused within port_reuse");
+    at(&mut h, 301 + 121);
+    assert_eq!(
+        udp_out(
+            &mut h,
+            Ipv6Addr::new(0x2001, 0xdb8, 3, 0, 0, 0, 0, 1),
+            61010
+        ),
+        61010
+    );
+}
+
+#[test]
+fn rfc6888_cooling_mapping_is_revived_by_its_owner() {
+    let mut h = nat(|_| {});
+    let p = udp_out(&mut h, CLIENT6, 5000);
+    at(&mut h, 301);
+    assert_eq!(udp_out(&mut h, CLIENT6, 5000), p, "same mapping (EIM)");
+    // A cooling mapping does not take inbound traffic.
+    let mut h = nat(|_| {});
+    let p = udp_out(&mut h, CLIENT6, 5000);
+    at(&mut h, 301);
+    assert_eq!(
+        dropped(&mut h, &in4(SERVER4).udp(53, p, 10)),
+        DropReason::NoBibEntry
+    );
+}
+
+#[test]
+fn rfc6146_empty_pool4_exhausts() {
+    let mut h = nat(|n| n.pool4.clear());
+    let p = out6(CLIENT6, SERVER6).udp(5000, 53, 10);
+    assert_eq!(dropped(&mut h, &p), DropReason::Pool4Exhausted);
+}
+
+#[test]
+fn rfc6146_pool4_exhaustion() {
+    let mut h = nat(|n| {
+        n.pool4[0].udp = PortRange::new(61000, 61003);
+    });
+    for sport in 0..4 {
+        udp_out(&mut h, CLIENT6, 100 + sport);
+    }
+    let p = out6(CLIENT6, SERVER6).udp(200, 53, 10);
+    assert_eq!(dropped(&mut h, &p), DropReason::Pool4Exhausted);
+}
+
+// ---- RFC 7422 port blocks and the event log ------------------------------------------
+
+#[test]
+fn rfc7422_port_blocks_logged_per_block() {
+    let mut h = nat(|n| {
+        n.port_block_size = 64;
+        n.event_log = EventLog::Bib;
+    });
+    let a = udp_out(&mut h, CLIENT6, 5000);
+    let b = udp_out(&mut h, CLIENT6, 5001);
+    assert_eq!(a / 64, b / 64, "same block");
+    let mut ev = Vec::new();
+    h.t.drain_events(|e| ev.push(*e));
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].kind, EventKind::BlockAllocated);
+    assert_eq!(ev[0].port4, a & !63);
+    assert_eq!(ev[0].port4_last, (a & !63) + 63);
+    assert_eq!(stats(&h).port_blocks, 1);
+    at(&mut h, 301);
+    at(&mut h, 301 + 121);
+    h.t.drain_events(|e| ev.push(*e));
+    assert_eq!(ev.last().unwrap().kind, EventKind::BlockReleased);
+    assert_eq!(stats(&h).port_blocks, 0);
+}
+
+#[test]
+fn rfc6888_req12_session_log_without_destinations_by_default() {
+    let mut h = nat(|n| n.event_log = EventLog::Sessions);
+    udp_out(&mut h, CLIENT6, 5000);
+    let mut ev = Vec::new();
+    h.t.drain_events(|e| ev.push(*e));
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].kind, EventKind::SessionCreated);
+    assert_eq!(ev[0].remote, None);
+    let mut h = nat(|n| {
+        n.event_log = EventLog::Sessions;
+        n.log_destinations = true;
+    });
+    udp_out(&mut h, CLIENT6, 5000);
+    at(&mut h, 301);
+    let mut ev = Vec::new();
+    h.t.drain_events(|e| ev.push(*e));
+    assert_eq!(ev[0].remote, Some((SERVER4, 53)));
+    assert_eq!(ev[1].kind, EventKind::SessionExpired);
+}
+
+// ---- multi-core: port_owner and subscriber_worker --------------------------------------
+
+#[test]
+fn nat64_workers_allocate_only_owned_ports() {
+    let cfg = Arc::new(nat_config(|_| {}));
+    for w in 0..2u16 {
+        let mut h = Harness {
+            t: Translator::for_worker(cfg.clone(), w, 2),
+            scratch: sixgate_core::Scratch::new(),
+            now_ns: 0,
+        };
+        let mut served = 0;
+        for i in 0..40u16 {
+            let client = Ipv6Addr::new(0x2001, 0xdb8, 0x100 + i, 0, 0, 0, 0, 1);
+            let p = out6(client, SERVER6).udp(1000 + i, 53, 10);
+            if steering::subscriber_worker(u128::from(client), 64, 2) != w {
+                assert_eq!(dropped(&mut h, &p), DropReason::WrongWorker);
+                continue;
+            }
+            let port = src4(&h.one(&p)).1;
+            assert_eq!(steering::port_owner(port, 0, 2), w, "port {port}");
+            served += 1;
+        }
+        assert!(served > 0);
+        // IPv4 traffic for another worker's port.
+        let foreign = (61002..)
+            .find(|&p| steering::port_owner(p, 0, 2) != w)
+            .unwrap();
+        let p = in4(SERVER4).udp(53, foreign, 10);
+        assert_eq!(dropped(&mut h, &p), DropReason::WrongWorker);
+    }
+}
+
+// ---- fragments -------------------------------------------------------------------------
+
+#[test]
+fn rfc6146_fragments_follow_their_first() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    let whole = in4(SERVER4).id(77).df(false).udp(53, port4, 600);
+    let frags = split_v4(&whole, 256);
+    assert!(frags.len() >= 3);
+    // A later fragment before its first: no state for it.
+    assert_eq!(dropped(&mut h, &frags[1]), DropReason::FragmentUntracked);
+    for f in &frags {
+        let out = h.one(f);
+        assert_eq!(view(&out).dst, IpAddr::V6(CLIENT6));
+    }
+    // IPv6 side: fragments out.
+    let whole6 = out6(CLIENT6, SERVER6).udp(5000, 53, 600);
+    for f in split_v6(&whole6, 256, 99) {
+        let out = h.one(&f);
+        assert_eq!(view(&out).src, IpAddr::V4(POOL4));
+    }
+    assert_eq!(stats(&h).sessions.udp, 1);
+}
+
+// ---- stats ---------------------------------------------------------------------------
+
+#[test]
+fn nat64_stats_count_ports_and_capacity() {
+    let mut h = nat(|_| {});
+    let st = stats(&h);
+    assert_eq!(st.ports_owned.udp, 65535 - 61001 + 1);
+    assert_eq!(st.session_capacity, 1024);
+    udp_out(&mut h, CLIENT6, 5000);
+    h.one(&out6(CLIENT6, SERVER6).tcp_flags(5000, 80, tcp_flag::SYN, 0));
+    let st = stats(&h);
+    assert_eq!(st.ports_in_use.udp, 1);
+    assert_eq!(st.ports_in_use.tcp, 1);
+    assert_eq!(st.sessions.total(), 2);
+}
+
+#[test]
+fn nat64_off_tick_is_none() {
+    let mut h = Harness::new(Config::with_pool6(Some(pool6())));
+    assert_eq!(h.t.tick(0, &mut h.scratch), None);
+    assert_eq!(h.t.nat64_stats(), nat64::Stats::default());
+}
