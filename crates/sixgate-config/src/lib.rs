@@ -18,16 +18,20 @@ use std::path::Path;
 
 use sixgate_core::Config;
 
+mod nat64;
 pub mod schema;
 mod validate;
 
-/// The translator mode a file selects. Only SIIT exists today; the others are
-/// recognised so that a file written for them gets a clear "not yet" error.
+/// The translator mode a file selects. Planned modes are recognised so that a
+/// file written for them gets a clear "not yet" error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Mode {
     /// Stateless IP/ICMP translation (RFC 7915) with RFC 6052 and RFC 7757 mapping.
     Siit,
+    /// Stateful NAT64 (RFC 6146): RFC 7915 headers, addresses and ports from the
+    /// BIB and session tables; settings in `[nat64]`.
+    Nat64,
 }
 
 impl Mode {
@@ -35,6 +39,7 @@ impl Mode {
     pub const fn as_str(self) -> &'static str {
         match self {
             Mode::Siit => "siit",
+            Mode::Nat64 => "nat64",
         }
     }
 }
@@ -48,7 +53,7 @@ impl fmt::Display for Mode {
 /// Modes the file format knows: the supported ones, then the planned ones.
 pub const KNOWN_MODES: &[&str] = &["siit", "nat64", "clat", "mapt-br", "mapt-ce"];
 /// Modes that parse but are not implemented yet.
-pub const PLANNED_MODES: &[&str] = &["nat64", "clat", "mapt-br", "mapt-ce"];
+pub const PLANNED_MODES: &[&str] = &["clat", "mapt-br", "mapt-ce"];
 
 /// A loaded, validated configuration.
 #[derive(Clone, Debug)]
@@ -62,6 +67,9 @@ pub struct Loaded {
     pub daemon: DaemonSettings,
     /// `[tun]`, with defaults filled in.
     pub tun: TunSettings,
+    /// Values that load but go against an RFC (timeouts below RFC 6146's minimums,
+    /// for instance). `sixgate config check` and the daemon print them.
+    pub warnings: Vec<ConfigWarning>,
 }
 
 /// `[daemon]`: how `sixgate run` runs. Only the live data plane reads it.
@@ -116,9 +124,74 @@ impl Loaded {
             Some(p) => format!("{}/{}", p.addr(), p.len()),
             None => "none".to_owned(),
         };
-        let n = self.config.map.eam.entries().len();
-        let entries = if n == 1 { "entry" } else { "entries" };
-        format!("mode {}, pool6 {pool6}, {n} EAM {entries}", self.mode)
+        let plural = |n: usize, one: &'static str, many: &'static str| {
+            format!("{n} {}", if n == 1 { one } else { many })
+        };
+        match &self.config.nat64 {
+            None => {
+                let n = self.config.map.eam.entries().len();
+                format!(
+                    "mode {}, pool6 {pool6}, {}",
+                    self.mode,
+                    plural(n, "EAM entry", "EAM entries")
+                )
+            }
+            Some(n) => {
+                let addresses: u64 = n
+                    .pool4
+                    .iter()
+                    .map(|e| 1u64 << (32 - u32::from(e.prefix_len)))
+                    .sum();
+                format!(
+                    "mode {}, pool6 {pool6}, pool4 {} ({}), {}",
+                    self.mode,
+                    plural(n.pool4.len(), "entry", "entries"),
+                    plural(addresses as usize, "address", "addresses"),
+                    plural(n.static_bib.len(), "static BIB entry", "static BIB entries"),
+                )
+            }
+        }
+    }
+}
+
+/// A value that loads but goes against a standard, with where it is in the file.
+/// Printed as `FILE:LINE:COLUMN: warning: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigWarning {
+    origin: String,
+    position: Position,
+    message: String,
+}
+
+impl ConfigWarning {
+    /// A warning at byte range `span` of `text`.
+    pub(crate) fn at(origin: &str, text: &str, span: Range<usize>, message: String) -> Self {
+        ConfigWarning {
+            origin: origin.to_owned(),
+            position: Position::of_offset(text, span.start),
+            message,
+        }
+    }
+
+    /// Where in the file.
+    pub fn position(&self) -> Position {
+        self.position
+    }
+
+    /// The message without the `FILE:LINE:COLUMN: warning: ` prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.position;
+        write!(
+            f,
+            "{}:{}:{}: warning: {}",
+            self.origin, p.line, p.column, self.message
+        )
     }
 }
 
@@ -241,6 +314,15 @@ fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> ConfigError {
         .replace("expected struct TranslatorSection", "expected a table")
         .replace("expected struct DaemonSection", "expected a table")
         .replace("expected struct TunSection", "expected a table")
+        .replace("expected struct Nat64Section", "expected a table")
+        .replace(
+            "expected struct StaticBibEntry",
+            "expected a table { proto, ipv6, port6, ipv4, port4 }",
+        )
+        .replace(
+            "expected struct Pool4Table",
+            "expected a table { prefix, tcp, udp, icmp }",
+        )
         .replace(
             "expected struct EamEntry",
             "expected a table { ipv4, ipv6 }",

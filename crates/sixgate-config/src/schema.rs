@@ -5,8 +5,10 @@
 //! the file position of a bad one. Everything here is `deny_unknown_fields`: a
 //! misspelt key is an error, never silently ignored.
 //!
-//! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`DAEMON_KEYS`] and [`TUN_KEYS`] list the accepted keys. Tests check that
-//! they match these structs and `docs/config.md`, so the three cannot drift.
+//! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`NAT64_KEYS`], [`POOL4_KEYS`],
+//! [`STATIC_BIB_KEYS`], [`DAEMON_KEYS`] and [`TUN_KEYS`] list the accepted keys.
+//! Tests check that they match these structs and `docs/config.md`, so the three
+//! cannot drift.
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -17,6 +19,8 @@ use toml::Spanned;
 pub struct File {
     /// `[translator]`: the stateless translator (RFC 7915) and its address mapping.
     pub translator: Option<Spanned<TranslatorSection>>,
+    /// `[nat64]`: stateful NAT64 (RFC 6146). Only with `mode = "nat64"`.
+    pub nat64: Option<Spanned<Nat64Section>>,
     /// `[daemon]`: the gateway process (`sixgate run`). Optional.
     pub daemon: Option<Spanned<DaemonSection>>,
     /// `[tun]`: the TUN device of the live data plane (`sixgate run`). Optional.
@@ -24,7 +28,7 @@ pub struct File {
 }
 
 /// Top-level sections a file may have.
-pub const SECTIONS: &[&str] = &["translator", "daemon", "tun"];
+pub const SECTIONS: &[&str] = &["translator", "nat64", "daemon", "tun"];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
 pub const TRANSLATOR_KEYS: &[&str] = &[
@@ -108,6 +112,136 @@ pub struct EamEntry {
     pub ipv4: Spanned<String>,
     /// IPv6 prefix (`ADDR/LEN`, or an address for /128).
     pub ipv6: Spanned<String>,
+}
+
+/// Keys of `[nat64]`, in the order of [`Nat64Section`]'s fields.
+pub const NAT64_KEYS: &[&str] = &[
+    "pool4",
+    "filtering",
+    "drop_external_tcp",
+    "max_held_syns",
+    "udp_timeout",
+    "tcp_established_timeout",
+    "tcp_transitory_timeout",
+    "icmp_timeout",
+    "port_reuse_delay",
+    "max_sessions",
+    "subscriber_prefix_len",
+    "max_sessions_per_subscriber",
+    "max_ports_per_subscriber",
+    "port_block_size",
+    "static_bib",
+    "event_log",
+    "log_destinations",
+];
+
+/// `[nat64]`: the stateful translator's pool4, tables, timers and limits
+/// (RFC 6146, RFC 6888, RFC 7422). Timeouts are whole seconds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nat64Section {
+    /// The IPv4 transport addresses the translator owns (RFC 6146 §2).
+    pub pool4: Option<Spanned<Vec<Spanned<Pool4Item>>>>,
+    /// "endpoint-independent" | "address-dependent" (RFC 6146 §3.5.1 / RFC 4787).
+    pub filtering: Option<Spanned<String>>,
+    /// RFC 6146 §3.5.2.2: drop IPv4-initiated TCP instead of holding the SYN.
+    pub drop_external_tcp: Option<bool>,
+    /// Most IPv4 SYNs held for simultaneous open at once (§3.5.2.2).
+    pub max_held_syns: Option<Spanned<i64>>,
+    /// UDP session lifetime (§3.5.1), seconds.
+    pub udp_timeout: Option<Spanned<i64>>,
+    /// TCP established-state lifetime (§3.5.2.2), seconds.
+    pub tcp_established_timeout: Option<Spanned<i64>>,
+    /// TCP transitory-state lifetime (§3.5.2.2), seconds.
+    pub tcp_transitory_timeout: Option<Spanned<i64>>,
+    /// ICMP query session lifetime (§3.5.3), seconds.
+    pub icmp_timeout: Option<Spanned<i64>>,
+    /// RFC 6888 REQ-8: how long a freed pool4 port rests before reuse, seconds.
+    pub port_reuse_delay: Option<Spanned<i64>>,
+    /// Most sessions per worker, all protocols.
+    pub max_sessions: Option<Spanned<i64>>,
+    /// Length of the IPv6 prefix that identifies one subscriber (RFC 6888).
+    pub subscriber_prefix_len: Option<Spanned<i64>>,
+    /// RFC 6888 REQ-4: most sessions per subscriber.
+    pub max_sessions_per_subscriber: Option<Spanned<i64>>,
+    /// RFC 6888 REQ-4: most pool4 ports per subscriber.
+    pub max_ports_per_subscriber: Option<Spanned<i64>>,
+    /// RFC 7422 deterministic port blocks: ports per block, a power of two.
+    pub port_block_size: Option<Spanned<i64>>,
+    /// Static BIB entries (RFC 6146 §3.5.1: manually configured).
+    pub static_bib: Option<Vec<Spanned<StaticBibEntry>>>,
+    /// "off" | "sessions" | "bib" (RFC 6888 REQ-12 logging).
+    pub event_log: Option<Spanned<String>>,
+    /// Put destination addresses in the event log (RFC 6888 §4 advises against).
+    pub log_destinations: Option<bool>,
+}
+
+/// Keys of a `pool4` entry written as a table, in the order of [`Pool4Table`]'s fields.
+pub const POOL4_KEYS: &[&str] = &["prefix", "tcp", "udp", "icmp"];
+
+/// One `pool4` entry: `"ADDR[/LEN]"` with the default port ranges, or a table.
+#[derive(Debug)]
+pub enum Pool4Item {
+    /// `"203.0.113.0/28"`.
+    Prefix(String),
+    /// `{ prefix = "203.0.113.1", tcp = "1024-65535", udp = "1024-65535", icmp = "0-65535" }`.
+    Table(Pool4Table),
+}
+
+/// A `pool4` entry with its own port (and ICMP identifier) ranges.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pool4Table {
+    /// `ADDR[/LEN]`.
+    pub prefix: Spanned<String>,
+    /// `"FIRST-LAST"` or `"PORT"`.
+    pub tcp: Option<Spanned<String>>,
+    /// `"FIRST-LAST"` or `"PORT"`.
+    pub udp: Option<Spanned<String>>,
+    /// ICMP query identifiers, `"FIRST-LAST"` or `"ID"`.
+    pub icmp: Option<Spanned<String>>,
+}
+
+// A string or a table. serde's `untagged` would buffer the value and lose the
+// spans inside the table, so the two shapes are told apart by hand.
+impl<'de> Deserialize<'de> for Pool4Item {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Pool4Item;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string \"ADDR[/LEN]\" or a table { prefix, tcp, udp, icmp }")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Pool4Item, E> {
+                Ok(Pool4Item::Prefix(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<Pool4Item, A::Error> {
+                Pool4Table::deserialize(serde::de::value::MapAccessDeserializer::new(m))
+                    .map(Pool4Item::Table)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Keys of one `static_bib` entry, in the order of [`StaticBibEntry`]'s fields.
+pub const STATIC_BIB_KEYS: &[&str] = &["proto", "ipv6", "port6", "ipv4", "port4"];
+
+/// A static BIB entry: `{ proto = "tcp", ipv6 = "2001:db8:1::80", port6 = 80,
+/// ipv4 = "203.0.113.1", port4 = 80 }`. For ICMP the ports are query identifiers.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticBibEntry {
+    /// "tcp" | "udp" | "icmp".
+    pub proto: Spanned<String>,
+    /// The IPv6 host.
+    pub ipv6: Spanned<String>,
+    /// Its port (or ICMP identifier).
+    pub port6: Spanned<i64>,
+    /// The pool4 address it is reached at.
+    pub ipv4: Spanned<String>,
+    /// The pool4 port (or ICMP identifier).
+    pub port4: Spanned<i64>,
 }
 
 /// Keys of `[daemon]`, in the order of [`DaemonSection`]'s fields.

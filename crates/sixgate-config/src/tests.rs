@@ -8,7 +8,10 @@ use sixgate_core::addr::Eam;
 use sixgate_core::config::{DEFAULT_MTU_PLATEAUS, HairpinMode, UdpZeroChecksum};
 
 use super::*;
-use crate::schema::{DAEMON_KEYS, EAM_KEYS, SECTIONS, TRANSLATOR_KEYS, TUN_KEYS};
+use crate::schema::{
+    DAEMON_KEYS, EAM_KEYS, NAT64_KEYS, POOL4_KEYS, SECTIONS, STATIC_BIB_KEYS, TRANSLATOR_KEYS,
+    TUN_KEYS,
+};
 
 const SAMPLE: &str = r#"[translator]
 mode = "siit"
@@ -23,7 +26,7 @@ eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
 icmp_source_v6 = "2001:db8::8"
 "#;
 
-fn ok(text: &str) -> Loaded {
+pub(crate) fn ok(text: &str) -> Loaded {
     match parse(text, "t.toml") {
         Ok(l) => l,
         Err(e) => panic!("unexpected error: {e}\n--- input:\n{text}"),
@@ -37,7 +40,7 @@ fn with(line: &str) -> String {
 
 /// Parse, expect an error at `line:col`, and check the message mentions each of `parts`.
 #[track_caller]
-fn err_at(text: &str, line: usize, col: usize, parts: &[&str]) -> String {
+pub(crate) fn err_at(text: &str, line: usize, col: usize, parts: &[&str]) -> String {
     let e = match parse(text, "t.toml") {
         Ok(_) => panic!("expected an error for:\n{text}"),
         Err(e) => e,
@@ -122,7 +125,7 @@ fn eam_only_describe() {
 #[test]
 fn key_mode() {
     assert_eq!(ok(EAM_ONLY).mode, Mode::Siit);
-    for planned in ["nat64", "clat", "mapt-br", "mapt-ce"] {
+    for planned in ["clat", "mapt-br", "mapt-ce"] {
         let text = EAM_ONLY.replace("\"siit\"", &format!("{planned:?}"));
         err_at(
             &text,
@@ -143,7 +146,12 @@ fn key_mode() {
         ],
     );
     let text = EAM_ONLY.replace("mode = \"siit\"\n", "");
-    err_at(&text, 1, 1, &["no `mode`", "expected mode = \"siit\""]);
+    err_at(
+        &text,
+        1,
+        1,
+        &["no `mode`", "expected mode = \"siit\" or mode = \"nat64\""],
+    );
 }
 
 #[test]
@@ -832,12 +840,12 @@ fn unknown_key_is_an_error() {
 #[test]
 fn unknown_section_is_an_error() {
     err_at(
-        &format!("{EAM_ONLY}[nat64]\npool4 = []\n"),
+        &format!("{EAM_ONLY}[nat46]\npool4 = []\n"),
         5,
         2,
         &[
-            "unknown section `nat64`",
-            "expected one of `translator`, `daemon`, `tun`",
+            "unknown section `nat46`",
+            "expected one of `translator`, `nat64`, `daemon`, `tun`",
         ],
     );
 }
@@ -902,7 +910,7 @@ fn position_counts_characters() {
 
 /// An example TOML value for every listed key. A key added to `TRANSLATOR_KEYS`
 /// without an example here fails the test below.
-fn example_value(key: &str) -> &'static str {
+pub(crate) fn example_value(key: &str) -> &'static str {
     match key {
         "mode" => r#""siit""#,
         "pool6" => r#""64:ff9b::/96""#,
@@ -931,6 +939,25 @@ fn example_value(key: &str) -> &'static str {
         "tun.offload" => "false",
         "tun.manage_routes" => "false",
         "tun.keep" => "true",
+        "nat64.pool4" => r#"["203.0.113.0/30", { prefix = "203.0.113.9", tcp = "1024-2047" }]"#,
+        "nat64.filtering" => r#""address-dependent""#,
+        "nat64.drop_external_tcp" => "true",
+        "nat64.max_held_syns" => "8",
+        "nat64.udp_timeout" => "600",
+        "nat64.tcp_established_timeout" => "86400",
+        "nat64.tcp_transitory_timeout" => "300",
+        "nat64.icmp_timeout" => "90",
+        "nat64.port_reuse_delay" => "180",
+        "nat64.max_sessions" => "5000",
+        "nat64.subscriber_prefix_len" => "56",
+        "nat64.max_sessions_per_subscriber" => "100",
+        "nat64.max_ports_per_subscriber" => "256",
+        "nat64.port_block_size" => "64",
+        "nat64.static_bib" => {
+            r#"[{ proto = "udp", ipv6 = "2001:db8:1::53", port6 = 53, ipv4 = "203.0.113.1", port4 = 53 }]"#
+        }
+        "nat64.event_log" => r#""sessions""#,
+        "nat64.log_destinations" => "true",
         other => panic!("a key list names {other:?}; give it an example value here"),
     }
 }
@@ -998,7 +1025,7 @@ fn key_list_matches_schema() {
         ("198.18.0.0/24", "2001:db8:1::/120")
     );
     assert_eq!(EAM_KEYS, ["ipv4", "ipv6"]);
-    assert_eq!(SECTIONS, ["translator", "daemon", "tun"]);
+    assert_eq!(SECTIONS, ["translator", "nat64", "daemon", "tun"]);
 
     // [daemon] and [tun], the same way.
     let mut text = String::new();
@@ -1032,6 +1059,100 @@ fn key_list_matches_schema() {
     ];
     assert_eq!(set.len(), TUN_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");
+
+    // [nat64], its pool4 tables and static_bib entries.
+    let text = nat64_every_key();
+    let file: schema::File = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let schema::Nat64Section {
+        pool4,
+        filtering,
+        drop_external_tcp,
+        max_held_syns,
+        udp_timeout,
+        tcp_established_timeout,
+        tcp_transitory_timeout,
+        icmp_timeout,
+        port_reuse_delay,
+        max_sessions,
+        subscriber_prefix_len,
+        max_sessions_per_subscriber,
+        max_ports_per_subscriber,
+        port_block_size,
+        static_bib,
+        event_log,
+        log_destinations,
+    } = file.nat64.unwrap().into_inner();
+    let set = [
+        pool4.is_some(),
+        filtering.is_some(),
+        drop_external_tcp.is_some(),
+        max_held_syns.is_some(),
+        udp_timeout.is_some(),
+        tcp_established_timeout.is_some(),
+        tcp_transitory_timeout.is_some(),
+        icmp_timeout.is_some(),
+        port_reuse_delay.is_some(),
+        max_sessions.is_some(),
+        subscriber_prefix_len.is_some(),
+        max_sessions_per_subscriber.is_some(),
+        max_ports_per_subscriber.is_some(),
+        port_block_size.is_some(),
+        static_bib.is_some(),
+        event_log.is_some(),
+        log_destinations.is_some(),
+    ];
+    assert_eq!(set.len(), NAT64_KEYS.len());
+    assert!(set.iter().all(|&s| s), "{set:?}");
+    let pool4 = pool4.unwrap().into_inner();
+    assert!(matches!(pool4[0].get_ref(), schema::Pool4Item::Prefix(p) if p == "203.0.113.0/30"));
+    let schema::Pool4Item::Table(schema::Pool4Table {
+        prefix,
+        tcp,
+        udp,
+        icmp,
+    }) = pool4[1].get_ref()
+    else {
+        panic!("pool4[1] is a table");
+    };
+    assert_eq!(prefix.get_ref(), "203.0.113.9");
+    assert_eq!(
+        tcp.as_ref().map(|t| t.get_ref().as_str()),
+        Some("1024-2047")
+    );
+    assert!(udp.is_none() && icmp.is_none());
+    assert_eq!(POOL4_KEYS, ["prefix", "tcp", "udp", "icmp"]);
+    let schema::StaticBibEntry {
+        proto,
+        ipv6,
+        port6,
+        ipv4,
+        port4,
+    } = static_bib.unwrap().remove(0).into_inner();
+    assert_eq!(
+        (
+            proto.get_ref().as_str(),
+            ipv6.get_ref().as_str(),
+            *port6.get_ref()
+        ),
+        ("udp", "2001:db8:1::53", 53)
+    );
+    assert_eq!(
+        (ipv4.get_ref().as_str(), *port4.get_ref()),
+        ("203.0.113.1", 53)
+    );
+    assert_eq!(STATIC_BIB_KEYS, ["proto", "ipv6", "port6", "ipv4", "port4"]);
+}
+
+/// A nat64 file that sets every `[nat64]` key to its example value.
+pub(crate) fn nat64_every_key() -> String {
+    let mut text = String::from("[translator]\nmode = \"nat64\"\n[nat64]\n");
+    for key in NAT64_KEYS {
+        text.push_str(&format!(
+            "{key} = {}\n",
+            example_value(&format!("nat64.{key}"))
+        ));
+    }
+    text
 }
 
 #[test]
@@ -1043,6 +1164,14 @@ fn every_key_together_validates() {
     let c = ok(&text).config;
     assert_eq!(c.mtu_plateaus, vec![1500, 1280]);
     assert_eq!(c.hairpin, HairpinMode::Simple);
+
+    let l = ok(&nat64_every_key());
+    assert_eq!(l.mode, Mode::Nat64);
+    let n = l.config.nat64.expect("nat64");
+    assert_eq!(n.pool4.len(), 2);
+    assert_eq!(n.static_bib.len(), 1);
+    assert_eq!(n.port_block_size, 64);
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
 }
 
 /// Key names documented in docs/config.md: the backticked first cell of each table row.
@@ -1065,11 +1194,20 @@ fn docs_document_exactly_the_schema_keys() {
     accepted.extend(EAM_KEYS.iter().map(|k| format!("eam.{k}")));
     accepted.extend(DAEMON_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(TUN_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(NAT64_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(POOL4_KEYS.iter().map(|k| format!("pool4.{k}")));
+    accepted.extend(STATIC_BIB_KEYS.iter().map(|k| format!("static_bib.{k}")));
     // Section keys are documented bare in their section's table, so no two
     // sections may share a key name (the check above could not tell them apart).
     assert_eq!(
         accepted.len(),
-        TRANSLATOR_KEYS.len() + EAM_KEYS.len() + DAEMON_KEYS.len() + TUN_KEYS.len(),
+        TRANSLATOR_KEYS.len()
+            + EAM_KEYS.len()
+            + DAEMON_KEYS.len()
+            + TUN_KEYS.len()
+            + NAT64_KEYS.len()
+            + POOL4_KEYS.len()
+            + STATIC_BIB_KEYS.len(),
         "a key name is shared between sections"
     );
     let missing: Vec<_> = accepted.difference(&documented).collect();
@@ -1102,12 +1240,29 @@ fn docs_toml_examples_are_valid() {
     for b in &blocks {
         ok(b);
     }
-    // The full example sets every key.
-    let full = blocks.last().unwrap();
+    // The full examples set every key: siit's every [translator], [daemon] and
+    // [tun] key, nat64's every [nat64] key.
+    let full = blocks
+        .iter()
+        .rfind(|b| b.contains("mode = \"siit\""))
+        .unwrap();
     for key in TRANSLATOR_KEYS.iter().chain(DAEMON_KEYS).chain(TUN_KEYS) {
         assert!(
             full.contains(&format!("\n{key} = ")),
             "full example lacks {key}"
+        );
+    }
+    let full = blocks.iter().rfind(|b| b.contains("[nat64]")).unwrap();
+    for key in NAT64_KEYS {
+        assert!(
+            full.contains(&format!("\n{key} = ")),
+            "full nat64 example lacks {key}"
+        );
+    }
+    for key in POOL4_KEYS.iter().chain(STATIC_BIB_KEYS) {
+        assert!(
+            full.contains(&format!(" {key} = ")),
+            "full nat64 example lacks {key}"
         );
     }
 }

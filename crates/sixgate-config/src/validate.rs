@@ -3,6 +3,7 @@
 //!
 //! Messages follow one shape: `KEY = VALUE: what is wrong; expected WHAT`.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt::Display;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -14,7 +15,10 @@ use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
 use toml::Spanned;
 
 use crate::schema::{DaemonSection, EamEntry, File, TranslatorSection, TunSection};
-use crate::{ConfigError, DaemonSettings, KNOWN_MODES, Loaded, Mode, PLANNED_MODES, TunSettings};
+use crate::{
+    ConfigError, ConfigWarning, DaemonSettings, KNOWN_MODES, Loaded, Mode, PLANNED_MODES,
+    TunSettings,
+};
 
 /// Most worker threads (and TUN queues: the kernel's limit is 256).
 pub(crate) const MAX_WORKERS: i64 = 256;
@@ -22,19 +26,29 @@ pub(crate) const MAX_WORKERS: i64 = 256;
 /// Most addresses `rfc6791_v4` may expand to.
 pub(crate) const RFC6791_V4_MAX: u64 = 65_536;
 
-/// Where errors point: the text (for positions) and its name.
-struct Cx<'a> {
+/// The RFC 6052 Well-Known Prefix, pool6's default in mode nat64 (RFC 6146 §2).
+const WELL_KNOWN_PREFIX: &str = "64:ff9b::/96";
+
+/// Where errors point: the text (for positions) and its name; and the warnings so far.
+pub(crate) struct Cx<'a> {
     text: &'a str,
     origin: &'a str,
+    warnings: RefCell<Vec<ConfigWarning>>,
 }
 
 impl Cx<'_> {
-    fn err(&self, span: Range<usize>, msg: impl Into<String>) -> ConfigError {
+    pub(crate) fn err(&self, span: Range<usize>, msg: impl Into<String>) -> ConfigError {
         ConfigError::at(self.origin, self.text, span, msg)
     }
 
+    /// Record a warning at `span`; loading goes on.
+    pub(crate) fn warn(&self, span: Range<usize>, msg: String) {
+        let w = ConfigWarning::at(self.origin, self.text, span, msg);
+        self.warnings.borrow_mut().push(w);
+    }
+
     /// `KEY = VALUE: problem; expected EXPECTED`, at the value.
-    fn bad<T: std::fmt::Debug>(
+    pub(crate) fn bad<T: std::fmt::Debug>(
         &self,
         key: &str,
         v: &Spanned<T>,
@@ -50,7 +64,11 @@ impl Cx<'_> {
 
 /// Build the validated configuration.
 pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, ConfigError> {
-    let cx = Cx { text, origin };
+    let cx = Cx {
+        text,
+        origin,
+        warnings: RefCell::new(Vec::new()),
+    };
     let Some(section) = file.translator else {
         return Err(cx.err(
             0..0,
@@ -59,7 +77,31 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         ));
     };
     let header = section.span();
-    let (config, mode) = translator(&cx, section.into_inner(), header)?;
+    let (mut config, mode, mode_span) = translator(&cx, section.into_inner(), header)?;
+    config.nat64 = match (mode, file.nat64) {
+        (Mode::Nat64, Some(n)) => {
+            let span = n.span();
+            Some(crate::nat64::section(&cx, &config, n.into_inner(), span)?)
+        }
+        (Mode::Nat64, None) => {
+            return Err(cx.err(
+                mode_span,
+                "mode = \"nat64\" but no [nat64] section; expected a [nat64] table with at \
+                 least `pool4`, the IPv4 addresses the translator owns (RFC 6146 §2)",
+            ));
+        }
+        (_, Some(n)) => {
+            return Err(cx.err(
+                n.span(),
+                format!(
+                    "[nat64]: the section is for mode = \"nat64\" but this file has mode = \
+                     {:?}; expected no [nat64] section, or mode = \"nat64\"",
+                    mode.as_str()
+                ),
+            ));
+        }
+        (_, None) => None,
+    };
     let daemon = match file.daemon {
         Some(d) => daemon(&cx, d.into_inner())?,
         None => DaemonSettings::default(),
@@ -73,6 +115,7 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         mode,
         daemon,
         tun,
+        warnings: cx.warnings.into_inner(),
     })
 }
 
@@ -153,19 +196,26 @@ fn translator(
     cx: &Cx<'_>,
     t: TranslatorSection,
     header: Range<usize>,
-) -> Result<(Config, Mode), ConfigError> {
-    let mode = match &t.mode {
-        Some(m) => mode(cx, m)?,
+) -> Result<(Config, Mode, Range<usize>), ConfigError> {
+    let (mode, mode_span) = match &t.mode {
+        Some(m) => (mode(cx, m)?, m.span()),
         None => {
             return Err(cx.err(
                 header,
-                "[translator] has no `mode`; expected mode = \"siit\"",
+                "[translator] has no `mode`; expected mode = \"siit\" or mode = \"nat64\"",
             ));
         }
     };
 
-    let pool6 = t.pool6.as_ref().map(|p| pool6(cx, p)).transpose()?;
+    let mut pool6 = t.pool6.as_ref().map(|p| pool6(cx, p)).transpose()?;
     let eam_entries = t.eam.as_deref().unwrap_or(&[]);
+    if mode == Mode::Nat64 {
+        not_in_nat64(cx, &t)?;
+        if pool6.is_none() {
+            let wkp = toml::Spanned::new(0..0, WELL_KNOWN_PREFIX.to_owned());
+            pool6 = Some(self::pool6(cx, &wkp)?);
+        }
+    }
     if pool6.is_none() && eam_entries.is_empty() {
         return Err(cx.err(
             header,
@@ -268,17 +318,44 @@ fn translator(
             ));
         }
     }
-    Ok((cfg, mode))
+    Ok((cfg, mode, mode_span))
+}
+
+/// Keys of `[translator]` that have no meaning in mode nat64, refused with why.
+fn not_in_nat64(cx: &Cx<'_>, t: &TranslatorSection) -> Result<(), ConfigError> {
+    if let Some(first) = t.eam.as_ref().and_then(|e| e.first()) {
+        return Err(cx.err(
+            first.span(),
+            "eam: Explicit Address Mappings (RFC 7757) are for mode \"siit\"; in mode \
+             \"nat64\" IPv6 hosts share pool4 through the BIB and session tables (RFC 6146), \
+             so an EAM entry would bypass them; expected no `eam` (a fixed mapping is a \
+             `static_bib` entry in [nat64])",
+        ));
+    }
+    if let Some(h) = &t.hairpin {
+        return Err(cx.err(
+            h.span(),
+            format!(
+                "hairpin = {:?}: RFC 7757 hairpinning is about EAM entries, which mode \
+                 \"nat64\" has none of; NAT64 always hairpins traffic to pool4 (RFC 6146 §3.8); \
+                 expected no `hairpin`",
+                h.get_ref()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
     let name = m.get_ref().as_str();
     match name {
         "siit" => Ok(Mode::Siit),
+        "nat64" => Ok(Mode::Nat64),
         _ if PLANNED_MODES.contains(&name) => Err(cx.err(
             m.span(),
             format!(
-                "mode = {name:?}: mode {name} is not supported yet (planned); expected \"siit\""
+                "mode = {name:?}: mode {name} is not supported yet (planned); expected \
+                 \"siit\" or \"nat64\""
             ),
         )),
         _ => Err(cx.bad(
@@ -286,14 +363,14 @@ fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
             m,
             "unknown mode",
             format_args!(
-                "one of {} (only \"siit\" is supported yet)",
+                "one of {} (only \"siit\" and \"nat64\" are supported yet)",
                 quoted_list(KNOWN_MODES)
             ),
         )),
     }
 }
 
-fn quoted_list(names: &[&str]) -> String {
+pub(crate) fn quoted_list(names: &[&str]) -> String {
     names
         .iter()
         .map(|n| format!("{n:?}"))
@@ -464,7 +541,13 @@ fn mtu_plateaus(cx: &Cx<'_>, list: &Spanned<Vec<Spanned<i64>>>) -> Result<Vec<u1
     Ok(out)
 }
 
-fn int_in(cx: &Cx<'_>, key: &str, v: &Spanned<i64>, lo: i64, hi: i64) -> Result<i64, ConfigError> {
+pub(crate) fn int_in(
+    cx: &Cx<'_>,
+    key: &str,
+    v: &Spanned<i64>,
+    lo: i64,
+    hi: i64,
+) -> Result<i64, ConfigError> {
     let n = *v.get_ref();
     if (lo..=hi).contains(&n) {
         Ok(n)
@@ -476,7 +559,11 @@ fn int_in(cx: &Cx<'_>, key: &str, v: &Spanned<i64>, lo: i64, hi: i64) -> Result<
     }
 }
 
-fn v4_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv4Addr, ConfigError> {
+pub(crate) fn v4_addr(
+    cx: &Cx<'_>,
+    key: &str,
+    v: &Spanned<String>,
+) -> Result<Ipv4Addr, ConfigError> {
     v.get_ref().parse().map_err(|_| {
         cx.bad(
             key,
@@ -487,7 +574,11 @@ fn v4_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv4Addr, Conf
     })
 }
 
-fn v6_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv6Addr, ConfigError> {
+pub(crate) fn v6_addr(
+    cx: &Cx<'_>,
+    key: &str,
+    v: &Spanned<String>,
+) -> Result<Ipv6Addr, ConfigError> {
     v.get_ref().parse().map_err(|_| {
         cx.bad(
             key,
@@ -499,7 +590,7 @@ fn v6_addr(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv6Addr, Conf
 }
 
 /// `ADDR/LEN`, or (if `bare_ok`) `ADDR` meaning /32. Host bits are checked by the caller.
-fn parse_v4_prefix(s: &str, bare_ok: bool) -> Result<(Ipv4Addr, u8), String> {
+pub(crate) fn parse_v4_prefix(s: &str, bare_ok: bool) -> Result<(Ipv4Addr, u8), String> {
     parse_prefix(s, bare_ok, 32)
 }
 
@@ -528,7 +619,7 @@ fn parse_prefix<A: std::str::FromStr>(s: &str, bare_ok: bool, max: u8) -> Result
     Ok((addr, len))
 }
 
-fn mask_v4(a: Ipv4Addr, len: u8) -> Ipv4Addr {
+pub(crate) fn mask_v4(a: Ipv4Addr, len: u8) -> Ipv4Addr {
     let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
     Ipv4Addr::from(u32::from(a) & mask)
 }

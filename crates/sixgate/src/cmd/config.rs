@@ -18,6 +18,10 @@ pub fn run(cmd: &Command) -> CmdResult {
     match cmd {
         Command::Check { file } => {
             let loaded = sixgate_config::load(file).map_err(|e| e.to_string())?;
+            // Warnings (values against an RFC) do not fail the check.
+            for w in &loaded.warnings {
+                eprintln!("{w}");
+            }
             println!("{}: ok ({})", file.display(), loaded.describe());
             Ok(())
         }

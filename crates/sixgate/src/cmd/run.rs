@@ -38,6 +38,9 @@ pub fn run(args: &Args) -> CmdResult {
         env!("CARGO_PKG_VERSION"),
         loaded.describe()
     );
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
     let gw =
         sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let why = gw.wait();
