@@ -43,7 +43,7 @@ pub(crate) const MAX_HELD_SYNS: i64 = 1 << 20;
 
 /// Longest timeout, seconds (about 11.5 days): the core keeps deadlines as 32-bit
 /// millisecond timestamps compared with wrapping arithmetic.
-pub(crate) const MAX_TIMEOUT_S: i64 = 1_000_000;
+pub(crate) const MAX_TIMEOUT_S: i64 = sixgate_core::nat64::MAX_TIMEOUT_S as i64;
 
 /// Most sessions for the whole gateway (64 Mi): the tables are allocated for
 /// `max_sessions` at start, so an absurd value would fail there, not here.
@@ -237,16 +237,6 @@ fn proto_name(p: Proto) -> &'static str {
     }
 }
 
-fn range_of(e: &Pool4Entry, p: Proto) -> PortRange {
-    match p {
-        Proto::Tcp => e.tcp,
-        Proto::Udp => e.udp,
-        Proto::Icmp => e.icmp,
-    }
-}
-
-const PROTOS: [Proto; 3] = [Proto::Tcp, Proto::Udp, Proto::Icmp];
-
 fn pool4(
     cx: &Cx<'_>,
     list: &Spanned<Vec<Spanned<Pool4Item>>>,
@@ -298,7 +288,7 @@ fn pool4(
             let p = overlap(o, &entry)?;
             Some((j, p))
         }) {
-            let (a, b) = (range_of(&out[j], p), range_of(&entry, p));
+            let (a, b) = (out[j].range(p), entry.range(p));
             return Err(cx.err(
                 item.span(),
                 format!(
@@ -328,8 +318,8 @@ fn overlap(a: &Pool4Entry, b: &Pool4Entry) -> Option<Proto> {
     if mask_v4(a.addr, len) != mask_v4(b.addr, len) {
         return None;
     }
-    PROTOS.into_iter().find(|&p| {
-        let (x, y) = (range_of(a, p), range_of(b, p));
+    Proto::ALL.into_iter().find(|&p| {
+        let (x, y) = (a.range(p), b.range(p));
         x.first <= y.last && y.first <= x.last
     })
 }
@@ -355,8 +345,31 @@ fn pool4_prefix(
             format_args!("\"{}/{len}\"", mask_v4(addr, len)),
         ));
     }
+    if let Some(block) = NOT_UNICAST_V4
+        .iter()
+        .find(|&&(net, l)| mask_v4(addr, len.min(l)) == mask_v4(net, len.min(l)))
+    {
+        return Err(cx.bad(
+            key,
+            v,
+            format_args!(
+                "the prefix reaches into {}/{}, which is not unicast",
+                block.0, block.1
+            ),
+            "unicast IPv4 addresses the translator owns, e.g. \"203.0.113.0/28\"",
+        ));
+    }
     Ok((addr, len))
 }
+
+/// IPv4 ranges no host can be mapped to: "this network" and loopback
+/// (RFC 1122 §3.2.1.3), multicast and reserved/broadcast (RFC 5771, RFC 1112).
+const NOT_UNICAST_V4: [(Ipv4Addr, u8); 4] = [
+    (Ipv4Addr::new(0, 0, 0, 0), 8),
+    (Ipv4Addr::new(127, 0, 0, 0), 8),
+    (Ipv4Addr::new(224, 0, 0, 0), 4),
+    (Ipv4Addr::new(240, 0, 0, 0), 4),
+];
 
 /// `"FIRST-LAST"` or `"N"`, each from `lo` to 65535, FIRST ≤ LAST.
 fn port_range(
@@ -406,6 +419,14 @@ fn static_bib(
         };
         let lo = if proto == Proto::Icmp { 0 } else { 1 };
         let v6: Ipv6Addr = v6_addr(cx, &format!("static_bib[{i}].ipv6"), &s.ipv6)?;
+        if v6.is_unspecified() || v6.is_loopback() || v6.is_multicast() {
+            return Err(cx.bad(
+                &format!("static_bib[{i}].ipv6"),
+                &s.ipv6,
+                "not a unicast address",
+                "the address of an IPv6 host",
+            ));
+        }
         if let Some(p) = cfg.map.pool6.filter(|p| p.contains_octets(&v6.octets())) {
             return Err(cx.bad(
                 &format!("static_bib[{i}].ipv6"),
@@ -422,15 +443,15 @@ fn static_bib(
         let v4: Ipv4Addr = v4_addr(cx, &format!("static_bib[{i}].ipv4"), &s.ipv4)?;
         let port4 = int_in(cx, &format!("static_bib[{i}].port4"), &s.port4, lo, 65535)? as u16;
         let owner = pool4.iter().find(|p| {
-            let r = range_of(p, proto);
-            mask_v4(v4, p.prefix_len) == p.addr && (r.first..=r.last).contains(&port4)
+            let r = p.range(proto);
+            mask_v4(v4, p.prefix_len) == p.addr && r.contains(port4)
         });
         if owner.is_none() {
             let held: Vec<String> = pool4
                 .iter()
                 .filter(|p| mask_v4(v4, p.prefix_len) == p.addr)
                 .map(|p| {
-                    let r = range_of(p, proto);
+                    let r = p.range(proto);
                     format!("{}-{}", r.first, r.last)
                 })
                 .collect();

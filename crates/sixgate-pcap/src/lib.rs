@@ -6,6 +6,13 @@
 //! the clock, so rate limits (and so the output) are the same on every run. Outputs
 //! are written as LINKTYPE_RAW with the input packet's timestamp, in order.
 //!
+//! In mode nat64 the capture's clock also drives the translator's timers
+//! ([`Translator::tick`]): before each packet the clock advances from the previous
+//! packet's time in [`TICK_NS`] steps (coarser across gaps longer than
+//! [`MAX_TICKS_PER_GAP`] steps), so sessions expire and held SYNs are answered
+//! (RFC 6146 §3.5.2.2) at the capture time they fall due, and what the timers send
+//! is written with that time. Time does not run past the last packet.
+//!
 //! Input: pcap or pcapng with link type RAW (101), IPV4 (228), IPV6 (229),
 //! ETHERNET (1, one 802.1Q tag), LINUX_SLL (113) or LINUX_SLL2 (276).
 
@@ -32,6 +39,13 @@ pub const MAX_PACKET: usize = 65_535;
 /// Snap length of the output capture: room for the largest packet after growth.
 const OUTPUT_SNAPLEN: u32 = 262_144;
 
+/// Timer resolution: the data planes call [`Translator::tick`] at least this often.
+pub const TICK_NS: u64 = 100_000_000;
+
+/// Most clock steps between two packets; a longer gap is crossed in larger steps,
+/// so a capture with a day-long pause costs no more than one with a 1000 s pause.
+pub const MAX_TICKS_PER_GAP: u64 = 10_000;
+
 /// What a run did. Counts of translation outcomes come from the translator's own counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
@@ -53,12 +67,29 @@ pub struct Summary {
     pub fragments_out: u64,
     /// ICMP errors the translator generated.
     pub icmp_generated: u64,
+    /// Packets the translator's timers sent (NAT64: ICMP Port Unreachable for a
+    /// held IPv4 SYN whose 6 s ran out, RFC 6146 §3.5.2.2); also in `packets_written`.
+    pub timer_packets: u64,
     /// Packets written to the output.
     pub packets_written: u64,
     /// Packets dropped by the translator, all reasons.
     pub dropped_total: u64,
     /// Drops per reason ([`DropReason::as_str`] names), non-zero only, in counter order.
     pub dropped: DropCounts,
+    /// NAT64 tables when the capture ended (mode nat64 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nat64: Option<Nat64Tables>,
+}
+
+/// The NAT64 state left when the capture ended (RFC 6146 §3.1 tables).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Nat64Tables {
+    /// BIB entries, all protocols (static ones included).
+    pub bib_entries: u64,
+    /// Sessions, all protocols.
+    pub sessions: u64,
+    /// IPv4 SYNs still held for a simultaneous open.
+    pub held_syns: u64,
 }
 
 /// Drops per reason, in [`DropReason::ALL`] order; serialised as a JSON object.
@@ -181,6 +212,9 @@ pub enum Outcome {
     },
     /// IP packet longer than [`MAX_PACKET`].
     SkippedOversize(usize),
+    /// Not an input packet: the translator's timers sent a packet (the trace's
+    /// addresses are the sent packet's; its `index` is the last input packet before).
+    Timer(DropReason),
 }
 
 /// One line of the per-packet trace (`sixgate translate --verbose`).
@@ -205,7 +239,11 @@ pub struct PacketTrace {
 impl fmt::Display for PacketTrace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let addr = |a: Option<IpAddr>| a.map_or_else(|| "?".to_owned(), |a| a.to_string());
-        write!(f, "{:>6} {} ", self.index, self.family)?;
+        if matches!(self.outcome, Outcome::Timer(_)) {
+            write!(f, "{:>6} {} ", "timer", self.family)?;
+        } else {
+            write!(f, "{:>6} {} ", self.index, self.family)?;
+        }
         if self.family != Family::Other {
             write!(f, "{} -> {} ", addr(self.src), addr(self.dst))?;
         }
@@ -226,6 +264,7 @@ impl fmt::Display for PacketTrace {
             Outcome::SkippedOversize(n) => {
                 write!(f, "skipped: {n}-byte packet exceeds {MAX_PACKET}")
             }
+            Outcome::Timer(r) => write!(f, "sent by a timer ({})", r.as_str()),
         }
     }
 }
@@ -307,11 +346,18 @@ struct Engine {
     skipped_truncated: u64,
     skipped_oversize: u64,
     packets_written: u64,
+    timer_packets: u64,
+    /// The timers' clock: the capture time they were last run at (NAT64 only).
+    clock_ns: Option<u64>,
+    timers: bool,
 }
 
 impl Engine {
     fn new(cfg: Arc<Config>) -> Self {
         Engine {
+            timers: cfg.nat64.is_some(),
+            timer_packets: 0,
+            clock_ns: None,
             translator: Translator::new(cfg),
             scratch: Scratch::new(),
             buf: vec![0; HEADROOM + MAX_PACKET].into_boxed_slice(),
@@ -329,6 +375,7 @@ impl Engine {
         out: &mut Output<W>,
         trace: &mut impl FnMut(&PacketTrace),
     ) -> Result<(), OfflineError> {
+        self.advance_clock(frame.ts_ns, out, trace)?;
         self.input_packets += 1;
         let link =
             Link::from_datalink(frame.link).ok_or_else(|| OfflineError::unsupported(frame.link))?;
@@ -391,6 +438,62 @@ impl Engine {
         Ok(())
     }
 
+    /// Run the timers up to `ts_ns` in [`TICK_NS`] steps (RFC 6146 §3.5: the
+    /// data plane's side of session expiry and held SYNs), writing what they send.
+    fn advance_clock<W: Write>(
+        &mut self,
+        ts_ns: u64,
+        out: &mut Output<W>,
+        trace: &mut impl FnMut(&PacketTrace),
+    ) -> Result<(), OfflineError> {
+        if !self.timers {
+            return Ok(());
+        }
+        let Some(mut now) = self.clock_ns else {
+            self.clock_ns = Some(ts_ns);
+            return self.run_timers(ts_ns, out, trace);
+        };
+        // A capture may go back in time; the timers' clock does not.
+        let gap = ts_ns.saturating_sub(now);
+        let step = TICK_NS.max(gap.div_ceil(MAX_TICKS_PER_GAP));
+        while now < ts_ns {
+            now = now.saturating_add(step).min(ts_ns);
+            self.run_timers(now, out, trace)?;
+        }
+        self.clock_ns = Some(now);
+        Ok(())
+    }
+
+    /// [`Translator::tick`] at `now` until it has nothing more to do.
+    fn run_timers<W: Write>(
+        &mut self,
+        now: u64,
+        out: &mut Output<W>,
+        trace: &mut impl FnMut(&PacketTrace),
+    ) -> Result<(), OfflineError> {
+        while let Some(v) = self.translator.tick(now, &mut self.scratch) {
+            let Verdict::Replied(reason) = v else {
+                continue;
+            };
+            for p in self.scratch.packets() {
+                out.write(now, p)?;
+                self.timer_packets += 1;
+                self.packets_written += 1;
+                let (family, src, dst) = addresses(p);
+                trace(&PacketTrace {
+                    index: self.input_packets,
+                    ts_ns: now,
+                    family,
+                    src,
+                    dst,
+                    outcome: Outcome::Timer(reason),
+                    written: 1,
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn summary(&self) -> Summary {
         let c = self.translator.counters();
         Summary {
@@ -403,6 +506,7 @@ impl Engine {
             hairpinned: c.hairpinned,
             fragments_out: c.fragments_out,
             icmp_generated: c.icmp_generated,
+            timer_packets: self.timer_packets,
             packets_written: self.packets_written,
             dropped_total: c.total_drops(),
             dropped: DropCounts(
@@ -412,6 +516,14 @@ impl Engine {
                     .filter(|&(_, n)| n > 0)
                     .collect(),
             ),
+            nat64: self.timers.then(|| {
+                let s = self.translator.nat64_stats();
+                Nat64Tables {
+                    bib_entries: s.bib.total(),
+                    sessions: s.sessions.total(),
+                    held_syns: s.held_syns,
+                }
+            }),
         }
     }
 }

@@ -163,6 +163,20 @@ impl L4 {
             _ => None,
         }
     }
+
+    /// What identifies the flow on its sending side: the source port for UDP and
+    /// TCP, the identifier of an ICMP or ICMPv6 Echo Request or Reply (the NAT64
+    /// "port" of ICMP queries, RFC 6146 §3.5.3).
+    pub fn source_port_or_echo_id(&self) -> Option<u16> {
+        match *self {
+            L4::Icmp {
+                ty: 0 | 8 | 128 | 129,
+                rest,
+                ..
+            } => Some(u16::from_be_bytes([rest[0], rest[1]])),
+            _ => self.ports().map(|(src, _)| src),
+        }
+    }
 }
 
 /// The packet quoted by an ICMP error (possibly cut short).

@@ -134,6 +134,20 @@ fn config_check_warns_below_rfc_6146_minimums() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
+
+    // `sixgate translate` says the same before it starts.
+    let out = d.join("out.pcap");
+    let o = sixgate(&[
+        "translate",
+        "--config",
+        &cfg,
+        "--input",
+        "samples/nat64-demo.pcap",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stderr), err);
 }
 
 #[test]
@@ -251,6 +265,7 @@ fn translate_json_and_verbose() {
             "hairpinned": 0,
             "fragments_out": 0,
             "icmp_generated": 6,
+            "timer_packets": 0,
             "packets_written": 6,
             "dropped_total": 13,
             "dropped": {
@@ -304,6 +319,7 @@ fn translate_the_sample_with_the_sample_config() {
             "hairpinned": 0,
             "fragments_out": 2,
             "icmp_generated": 3,
+            "timer_packets": 0,
             "packets_written": 13,
             "dropped_total": 4,
             "dropped": {
@@ -357,6 +373,60 @@ fn translate_the_sample_with_the_sample_config() {
     .collect();
     assert_eq!(rows, want, "{s}");
     assert_eq!(pcap_records(&std::fs::read(&out).unwrap()), 13);
+}
+
+/// The NAT64 demo: flows out and back, a visit through the static BIB entry, the
+/// held SYN answered by a timer 6 s later (RFC 6146 §3.5.2.2), and a DNS answer
+/// that comes after its session's 300 s (§3.5.1).
+#[test]
+fn translate_the_nat64_sample_with_the_nat64_config() {
+    let d = scratch("nat64-sample");
+    let out = d.join("out.pcap");
+    let args = [
+        "translate",
+        "--config",
+        "samples/nat64.toml",
+        "--input",
+        "samples/nat64-demo.pcap",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    let o = sixgate(&[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "input_packets": 11,
+            "skipped_non_ip": 0,
+            "skipped_truncated": 0,
+            "skipped_oversize": 0,
+            "translated_6to4": 4,
+            "translated_4to6": 4,
+            "hairpinned": 0,
+            "fragments_out": 0,
+            "icmp_generated": 1,
+            "timer_packets": 1,
+            "packets_written": 9,
+            "dropped_total": 3,
+            "dropped": { "no_bib_entry": 2, "syn_held": 1 },
+            "nat64": { "bib_entries": 3, "sessions": 2, "held_syns": 0 }
+        })
+    );
+    assert_eq!(pcap_records(&std::fs::read(&out).unwrap()), 9);
+
+    let o = sixgate(&[&args[..], &["--verbose"]].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(
+        s.contains(
+            "    10 IPv4 198.51.100.7 -> 203.0.113.1 dropped: syn_held\n \
+                    timer IPv4 192.0.0.8 -> 198.51.100.7 sent by a timer (syn_held)\n"
+        ),
+        "{s}"
+    );
+    assert!(s.contains("\n  sent by timers             1\n"), "{s}");
+    assert!(s.contains("\n  NAT64 sessions at end      2\n"), "{s}");
 }
 
 /// The number of records in a little-endian pcap file.

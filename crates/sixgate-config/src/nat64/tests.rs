@@ -337,6 +337,19 @@ fn pool4_errors() {
         &["expected a string \"ADDR[/LEN]\" or a table { prefix, tcp, udp, icmp }"],
     );
     err_at(&p4("\"203.0.113.1\""), 4, 9, &["expected an array"]);
+    for (bad, block) in [
+        ("0.0.0.0/0", "0.0.0.0/8"),
+        ("127.0.0.1", "127.0.0.0/8"),
+        ("224.0.0.0/24", "224.0.0.0/4"),
+        ("255.255.255.255", "240.0.0.0/4"),
+    ] {
+        err_at(
+            &p4(&format!("[\"{bad}\"]")),
+            4,
+            10,
+            &[&format!("reaches into {block}, which is not unicast")],
+        );
+    }
 }
 
 // --- the other keys ------------------------------------------------------------------------
@@ -720,5 +733,22 @@ fn static_bib_errors() {
         8,
         87,
         &["unknown key `port`"],
+    );
+}
+
+#[test]
+fn unknown_nat64_key_is_an_error() {
+    err_at(
+        &with("udp_timout = 3"),
+        5,
+        1,
+        &["nat64: unknown key `udp_timout`", "`udp_timeout`"],
+    );
+    err_at(&with("pool4 = 3"), 5, 1, &["duplicate key `pool4`"]);
+    err_at(
+        "nat64 = 3\n[translator]\nmode = \"nat64\"\n",
+        1,
+        9,
+        &["nat64", "expected a table"],
     );
 }

@@ -115,10 +115,22 @@ fn table(s: &Summary, args: &Args) -> String {
         ("hairpinned".into(), s.hairpinned),
         ("fragments out".into(), s.fragments_out),
         ("ICMP errors generated".into(), s.icmp_generated),
+    ]);
+    if s.timer_packets > 0 {
+        rows.push(("sent by timers".into(), s.timer_packets));
+    }
+    rows.extend([
         ("packets written".into(), s.packets_written),
         ("dropped".into(), s.dropped_total),
     ]);
     rows.extend(s.dropped.0.iter().map(|&(r, n)| (format!("  {r}"), n)));
+    if let Some(n) = s.nat64 {
+        rows.extend([
+            ("NAT64 BIB entries at end".into(), n.bib_entries),
+            ("NAT64 sessions at end".into(), n.sessions),
+            ("NAT64 held SYNs at end".into(), n.held_syns),
+        ]);
+    }
 
     let label_w = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     let num_w = rows
@@ -164,5 +176,19 @@ mod tests {
         let ends: Vec<usize> = lines[1..].iter().map(|l| l.len()).collect();
         assert!(ends.windows(2).all(|w| w[0] == w[1]), "{t}");
         assert!(!t.contains("over 65535"), "oversize row only when non-zero");
+        assert!(!t.contains("timers") && !t.contains("NAT64"), "{t}");
+
+        let s = Summary {
+            timer_packets: 1,
+            nat64: Some(sixgate_pcap::Nat64Tables {
+                bib_entries: 2,
+                sessions: 3,
+                held_syns: 0,
+            }),
+            ..s
+        };
+        let t = table(&s, &args);
+        assert!(t.contains("  sent by timers              1\n"), "{t}");
+        assert!(t.contains("  NAT64 sessions at end       3\n"), "{t}");
     }
 }
