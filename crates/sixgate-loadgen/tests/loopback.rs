@@ -211,6 +211,7 @@ fn receivers_share_a_port_with_reuse_port() {
         size: 18,
         src_ports: Some("1024-65535".parse().unwrap()),
         via: None,
+        src_hosts: 1,
         batch: 32,
         seed: 5,
     })
