@@ -50,6 +50,12 @@
 #
 # Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
 # and sixgate workers = 1 run on DUT_CPU; sixgate workers = nproc is not pinned.
+# On a many-core machine: DUT_CPUS=LIST (e.g. 4-11) runs the N-worker row on
+# those CPUs with WORKERS_N workers (default: as many as listed), and with
+# RPS=1 spreads the DUT veths' receive work over them; SENDERS=k runs k
+# senders at rate/k each on SENDER_CPUS=LIST (one CPU each, default
+# SENDER_CPU), and RECEIVERS=k receivers sharing the port on RECEIVER_CPUS,
+# so that one sending or receiving core is not the limit.
 # A veth delivers on the CPU that sent, so the DUT namespace's kernel work on
 # the IPv6 leg (forwarding, TUN queueing) runs on the sender's CPU, and the IPv4
 # leg's on the CPU that writes the TUN. RPS=1 instead steers each veth's
@@ -107,14 +113,39 @@ if ((quick)); then
     TCP_S=3
 fi
 
+# CPU list (0,2,4-7) -> one CPU per word.
+cpu_list() {
+    local part
+    for part in ${1//,/ }; do
+        if [[ $part == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
+    done
+}
+
 ncpu=$(nproc)
 last_cpu=$((ncpu - 1))
 SENDER_CPU=${SENDER_CPU:-0}
 RECEIVER_CPU=${RECEIVER_CPU:-$last_cpu}
 DUT_CPU=${DUT_CPU:-$last_cpu}
+DUT_CPUS=${DUT_CPUS:-}
+SENDERS=${SENDERS:-1}
+SENDER_CPUS=${SENDER_CPUS:-$SENDER_CPU}
+RECEIVERS=${RECEIVERS:-1}
+RECEIVER_CPUS=${RECEIVER_CPUS:-$RECEIVER_CPU}
 RPS=${RPS:-0}
 SENDER=${SENDER:-packet}
 SRC_HOSTS=${SRC_HOSTS:-1}
+if [[ -n $DUT_CPUS ]]; then
+    WORKERS_N=${WORKERS_N:-$(cpu_list "$DUT_CPUS" | wc -l)}
+    workers_where="CPUs $DUT_CPUS"
+else
+    WORKERS_N=${WORKERS_N:-$ncpu}
+    workers_where="all CPUs"
+fi
+pinning="sender CPU $SENDER_CPU, receiver CPU $RECEIVER_CPU, DUT CPU $DUT_CPU"
+if ((SENDERS > 1 || RECEIVERS > 1)); then
+    pinning="$SENDERS sender(s) on CPUs $SENDER_CPUS, $RECEIVERS receiver(s) on CPUs $RECEIVER_CPUS, DUT CPU $DUT_CPU"
+fi
+if [[ -n $DUT_CPUS ]]; then pinning="$pinning, N workers on CPUs $DUT_CPUS"; fi
 
 log() { printf 'tun-compare: %s\n' "$*" >&2; }
 die() {
@@ -251,18 +282,20 @@ build_bed() {
     ip -n "$NS4" neigh replace "$D4" lladdr "$MAC_D4" dev v4h nud permanent
 
     if ((RPS)); then
-        rps "$NSD" d6 "$DUT_CPU"
-        rps "$NSD" d4 "$DUT_CPU"
-        rps "$NS6" v6h "$SENDER_CPU"
-        rps "$NS4" v4h "$RECEIVER_CPU"
+        rps "$NSD" d6 "${DUT_CPUS:-$DUT_CPU}"
+        rps "$NSD" d4 "${DUT_CPUS:-$DUT_CPU}"
+        rps "$NS6" v6h "$SENDER_CPUS"
+        rps "$NS4" v4h "$RECEIVER_CPUS"
     fi
 }
 
-# Receive packet steering: what arrives on DEV is processed on CPU. A veth
-# otherwise processes what it receives on the CPU that sent it.
+# Receive packet steering: what arrives on DEV is processed on the CPUs listed
+# (flows hashed over them). A veth otherwise processes what it receives on the
+# CPU that sent it.
 rps() {
-    local ns=$1 dev=$2 cpu=$3
-    nsx "$ns" sh -c "printf '%x' $((1 << cpu)) > /sys/class/net/$dev/queues/rx-0/rps_cpus"
+    local ns=$1 dev=$2 cpus=$3 mask=0 cpu
+    for cpu in $(cpu_list "$cpus"); do mask=$((mask | (1 << cpu))); done
+    nsx "$ns" sh -c "printf '%x' $mask > /sys/class/net/$dev/queues/rx-0/rps_cpus"
 }
 
 # The sender writes whole frames to the v6 host's veth (packet socket), or
@@ -282,34 +315,53 @@ esac
 # The receiver stops 0.3 s after the last datagram (or at the trial's end + 5 s).
 trial() {
     local dst=$1 bind=$2 rate=$3 secs=$4
-    local ready="$tmp/ready" rpid
-    rm -f "$ready" "$tmp/send.json" "$tmp/recv.json"
-    # Background jobs run `ip netns exec` directly (not through nsx) so that $!
-    # is the program itself: ip and taskset exec into it.
-    ip netns exec "$NS4" taskset -c "$RECEIVER_CPU" "$LOADGEN" recv --bind "$bind" \
-        --duration "$(awk -v s="$secs" 'BEGIN { print s + 5 }')" --idle-timeout 0.3 \
-        --json --ready-file "$ready" >"$tmp/recv.json" &
-    rpid=$!
-    local i
-    for i in $(seq 100); do
-        [[ -s $ready ]] && break
-        sleep 0.02
+    local rpids=() rcpus=() k i reuse=()
+    rm -f "$tmp"/ready* "$tmp"/recv*.json
+    # RECEIVERS receivers share the port (SO_REUSEPORT), each on its own CPU.
+    mapfile -t rcpus < <(cpu_list "$RECEIVER_CPUS")
+    ((RECEIVERS > 1)) && reuse=(--reuse-port)
+    for ((k = 0; k < RECEIVERS; k++)); do
+        # Background jobs run `ip netns exec` directly (not through nsx) so that $!
+        # is the program itself: ip and taskset exec into it.
+        ip netns exec "$NS4" taskset -c "${rcpus[k % ${#rcpus[@]}]}" "$LOADGEN" recv \
+            --bind "$bind" "${reuse[@]}" \
+            --duration "$(awk -v s="$secs" 'BEGIN { print s + 5 }')" --idle-timeout 0.3 \
+            --json --ready-file "$tmp/ready$k" >"$tmp/recv$k.json" &
+        rpids+=($!)
     done
-    [[ -s $ready ]] || die "receiver did not start"
-    nsx "$NS6" taskset -c "$SENDER_CPU" "$LOADGEN" send --dst "$dst" --rate "$rate" \
-        --duration "$secs" --size "$PAYLOAD" --src-port-range "$SRC_PORTS" "${SENDER_ARGS[@]}" \
-        --json >"$tmp/send.json" || die "sender failed"
-    wait "$rpid" || die "receiver failed"
+    for ((k = 0; k < RECEIVERS; k++)); do
+        for i in $(seq 100); do
+            [[ -s $tmp/ready$k ]] && break
+            sleep 0.02
+        done
+        [[ -s $tmp/ready$k ]] || die "receiver did not start"
+    done
+    # SENDERS senders, each on its own CPU with rate/k and its own slice of the ports.
+    local cpus=() spids=() k lo=${SRC_PORTS%-*} hi=${SRC_PORTS#*-} span
+    mapfile -t cpus < <(cpu_list "$SENDER_CPUS")
+    span=$(((hi - lo + 1) / SENDERS))
+    rm -f "$tmp"/send*.json
+    for ((k = 0; k < SENDERS; k++)); do
+        ip netns exec "$NS6" taskset -c "${cpus[k % ${#cpus[@]}]}" "$LOADGEN" send --dst "$dst" \
+            --rate "$(awk -v r="$rate" -v k="$SENDERS" 'BEGIN { printf "%.0f", r / k }')" \
+            --duration "$secs" --size "$PAYLOAD" \
+            --src-port-range "$((lo + k * span))-$((lo + (k + 1) * span - 1))" "${SENDER_ARGS[@]}" \
+            --json >"$tmp/send$k.json" &
+        spids+=($!)
+    done
+    for k in "${spids[@]}"; do wait "$k" || die "sender failed"; done
+    for k in "${rpids[@]}"; do wait "$k" || die "receiver failed"; done
     read -r T_SENT T_RECV T_OFFERED T_DELIVERED T_LOSS T_BEHIND T_DROPS < <(
-        python3 - "$tmp/send.json" "$tmp/recv.json" <<'EOF'
-import json, sys
-s = json.load(open(sys.argv[1]))
-r = json.load(open(sys.argv[2]))
-sent, recv = s["packets"], r["packets"]
+        python3 - "$tmp" <<'EOF'
+import glob, json, sys
+rs = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/recv*.json")]
+ss = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/send*.json")]
+sent, recv = sum(s["packets"] for s in ss), sum(r["packets"] for r in rs)
+elapsed = max(s["elapsed_s"] for s in ss)
 loss = 100.0 * (sent - recv) / sent if sent else 100.0
-delivered = recv / s["elapsed_s"] if s["elapsed_s"] > 0 else 0.0
-print(sent, recv, round(s["offered_pps"]), round(delivered), f"{loss:.4f}",
-      f"{s['behind_pct']:.4f}", r["socket_drops"])
+delivered = recv / elapsed if elapsed > 0 else 0.0
+print(sent, recv, round(sum(s["offered_pps"] for s in ss)), round(delivered), f"{loss:.4f}",
+      f"{max(s['behind_pct'] for s in ss):.4f}", sum(r["socket_drops"] for r in rs))
 EOF
     )
     if ((T_DELIVERED > R_PEAK)); then R_PEAK=$T_DELIVERED; fi
@@ -647,9 +699,12 @@ name = "sixgate0"
 offload = true
 manage_routes = true
 EOF
-    # One worker: pinned like TAYGA. All workers: the scheduler places them.
+    # One worker: pinned like TAYGA. All workers: on DUT_CPUS if given, else
+    # wherever the scheduler allows (sixgate pins each worker to one of them).
     if ((workers == 1)); then
         pin=(taskset -c "$DUT_CPU")
+    elif [[ -n $DUT_CPUS ]]; then
+        pin=(taskset -c "$DUT_CPUS")
     fi
     ip netns exec "$NSD" "${pin[@]}" "$SIXGATE" run --config "$conf" >"$tmp/sixgate.log" 2>&1 &
     pid=$!
@@ -687,7 +742,7 @@ model=$(lscpu | awk -F: '/^Model name/ { gsub(/^[ \t]+/, "", $2); print $2; exit
 kernel=$(uname -r)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 log "machine: $ncpu CPUs ($model), kernel $kernel, load average $load"
-log "pinning: sender CPU $SENDER_CPU, receiver CPU $RECEIVER_CPU, DUT CPU $DUT_CPU"
+log "pinning: $pinning"
 log "trials: ${TRIAL_S} s, <= $STEPS search steps, pass = loss <= $LOSS_MAX % and sender behind <= $BEHIND_MAX %"
 if awk -v l="${load%% *}" -v n="$ncpu" 'BEGIN { exit !(l > n / 2) }'; then
     log "warning: load average $load: other work is running, figures will be noisy"
@@ -700,11 +755,11 @@ for sel in "${selected[@]}"; do
         kernel) case_kernel ;;
         tayga) case_tayga ;;
         sixgate1) case_sixgate 1 "sixgate, workers = 1" ;;
-        sixgateN) case_sixgate "$ncpu" "sixgate, workers = $ncpu (all CPUs)" ;;
+        sixgateN) case_sixgate "$WORKERS_N" "sixgate, workers = $WORKERS_N ($workers_where)" ;;
         nat44) case_nat44 ;;
         tayga44) case_tayga44 ;;
         nat64-1) case_sixgate 1 "sixgate nat64, workers = 1" nat64 ;;
-        nat64-N) case_sixgate "$ncpu" "sixgate nat64, workers = $ncpu (all CPUs)" nat64 ;;
+        nat64-N) case_sixgate "$WORKERS_N" "sixgate nat64, workers = $WORKERS_N ($workers_where)" nat64 ;;
         *) die "unknown system in --only: $sel" ;;
     esac
 done
@@ -737,7 +792,7 @@ elapsed=$((SECONDS - started))
     table
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $ncpu CPUs ($model); kernel $kernel; load average at start $load."
-    echo "Command: \`$cmdline\` (run took ${elapsed} s). Pinning: sender CPU $SENDER_CPU, receiver CPU $RECEIVER_CPU, DUT CPU $DUT_CPU; RPS=$RPS; SENDER=$SENDER."
+    echo "Command: \`$cmdline\` (run took ${elapsed} s). Pinning: $pinning; RPS=$RPS; SENDER=$SENDER."
     echo "UDP: ${PAYLOAD}-byte payload (IPv6 66 B / IPv4 46 B packets), source ports pseudorandom in $SRC_PORTS, from $SRC_HOSTS source address(es);"
     echo "${TRIAL_S} s trials; pass = loss <= $LOSS_MAX % and sender behind schedule <= $BEHIND_MAX %."
 } >"$tmp/table.md"

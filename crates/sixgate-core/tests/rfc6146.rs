@@ -167,9 +167,12 @@ fn rfc6146_s3_5_1_2_endpoint_independent_filtering() {
 fn rfc6146_s3_5_1_2_address_dependent_filtering() {
     let mut h = nat(|n| n.filtering = Filtering::AddressDependent);
     let port4 = udp_out(&mut h, CLIENT6, 5000);
+    let (v, out) = h.run(&in4(OTHER4).udp(4444, port4, 10));
+    assert_eq!(v, Verdict::Replied(DropReason::Filtered));
     assert_eq!(
-        dropped(&mut h, &in4(OTHER4).udp(4444, port4, 10)),
-        DropReason::Filtered
+        view(&out[0]).icmp(),
+        Some((3, 13)),
+        "administratively prohibited"
     );
     // The same host from another port is allowed (address-dependent, not port).
     let r = h.one(&in4(SERVER4).udp(4444, port4, 10));
@@ -180,10 +183,10 @@ fn rfc6146_s3_5_1_2_address_dependent_filtering() {
 #[test]
 fn rfc6146_s3_5_1_2_no_bib_entry() {
     let mut h = nat(|_| {});
-    assert_eq!(
-        dropped(&mut h, &in4(SERVER4).udp(53, 61500, 10)),
-        DropReason::NoBibEntry
-    );
+    let (v, out) = h.run(&in4(SERVER4).udp(53, 61500, 10));
+    assert_eq!(v, Verdict::Replied(DropReason::NoBibEntry));
+    let s = view(&out[0]);
+    assert_eq!((s.dst, s.icmp()), (IpAddr::V4(SERVER4), Some((3, 1))));
     assert_eq!(
         stats(&h).bib.total(),
         0,
@@ -805,4 +808,47 @@ fn rfc6146_s3_8_hairpin_to_another_workers_port_goes_through_ipv4() {
     let r = w[1].one(&v4);
     assert_eq!(dst6(&r), (IpAddr::V6(a), 5000));
     assert_eq!(view(&r).src, IpAddr::V6(POOL4_6));
+}
+
+#[test]
+fn rfc6146_s3_5_3_icmp_identifier_changed_one_session() {
+    let mut h = nat(|_| {});
+    let a = h.one(&out6(CLIENT6, SERVER6).echo_request(7, 1, 16));
+    assert_eq!(src4(&a).1, 7);
+    // Another subscriber with the same identifier gets another one.
+    let b = h.one(&out6(CLIENT_B, SERVER6).echo_request(7, 1, 16));
+    let id_b = src4(&b).1;
+    assert_ne!(id_b, 7);
+    let r = h.one(&in4(SERVER4).echo_reply(id_b, 1, 16));
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT_B), 7));
+    h.one(&out6(CLIENT_B, SERVER6).echo_request(7, 2, 16));
+    assert_eq!(
+        stats(&h).sessions.icmp,
+        2,
+        "one session per mapping and remote"
+    );
+    // An error about B's request finds B.
+    let err = Ip4::new(ROUTER4, POOL4).icmp_error(11, 0, [0; 4], &b);
+    let e = h.one(&err);
+    let s = view(&e);
+    assert_eq!(s.dst, IpAddr::V6(CLIENT_B));
+    let inner = s.inner.unwrap();
+    assert_eq!(inner.src, IpAddr::V6(CLIENT_B));
+    assert_eq!(inner.l4.icmp(), Some((128, 0)));
+    match inner.l4 {
+        L4::Icmp { rest, .. } => assert_eq!(u16::from_be_bytes([rest[0], rest[1]]), 7),
+        l4 => panic!("{l4:?}"),
+    }
+    assert_eq!(inner.l4_checksum_ok, Some(true));
+}
+
+#[test]
+fn rfc6146_s3_8_hairpin_refused_quietly() {
+    let mut h = nat(|n| n.filtering = Filtering::AddressDependent);
+    let port_a = udp_out(&mut h, CLIENT6, 5000);
+    // B is not a remote A has talked to: filtered, and no ICMPv4 error to our
+    // own pool4 address.
+    let (v, out) = h.run(&out6(CLIENT_B, POOL4_6).udp(6000, port_a, 10));
+    assert_eq!(v, Verdict::Dropped(DropReason::Filtered));
+    assert!(out.is_empty());
 }

@@ -105,6 +105,10 @@ pub struct RecvArgs {
     /// Write the bound address to this file once listening (for scripts to wait on).
     #[arg(long)]
     pub ready_file: Option<PathBuf>,
+    /// Set SO_REUSEPORT, so that several receivers on several CPUs share the
+    /// port (the kernel spreads flows over them by hash).
+    #[arg(long)]
+    pub reuse_port: bool,
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -145,6 +149,7 @@ impl RecvArgs {
             poll: (self.poll_us > 0).then(|| Duration::from_micros(self.poll_us)),
             rcvbuf: self.rcvbuf,
             ready_file: self.ready_file.clone(),
+            reuse_port: self.reuse_port,
         }
     }
 }

@@ -44,6 +44,8 @@ pub struct RecvOptions {
     pub rcvbuf: usize,
     /// Created once the socket is bound (for scripts to wait on).
     pub ready_file: Option<PathBuf>,
+    /// SO_REUSEPORT: share the port with other receivers.
+    pub reuse_port: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -83,7 +85,11 @@ impl Receiver {
                 "batch must be 1..=1024",
             ));
         }
-        let sock = UdpSocket::bind(opts.bind)?;
+        let sock = if opts.reuse_port {
+            sys::udp_bind_reuse_port(opts.bind)?
+        } else {
+            UdpSocket::bind(opts.bind)?
+        };
         let fd = sock.as_raw_fd();
         let rcvbuf = sys::set_buffer(fd, true, opts.rcvbuf)?;
         sys::set_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;

@@ -81,6 +81,24 @@ pub fn raw_udp_socket(src: IpAddr, dst: IpAddr) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A UDP socket bound to `addr` with SO_REUSEPORT set before the bind, so that
+/// several receivers share the port.
+pub fn udp_bind_reuse_port(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: plain socket(2) call; the result is checked before use.
+    let fd = check(unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd is a fresh descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    set_int(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    let (a, len) = sockaddr(addr);
+    // SAFETY: `a` is a valid sockaddr of `len` bytes.
+    check(unsafe { libc::bind(fd.as_raw_fd(), (&raw const a).cast(), len) })?;
+    Ok(std::net::UdpSocket::from(fd))
+}
+
 /// A packet socket that sends whole Ethernet frames out of `iface`, past the
 /// queueing discipline (`PACKET_QDISC_BYPASS`). It is bound with protocol 0, so
 /// it receives nothing. Needs CAP_NET_RAW.

@@ -9,18 +9,22 @@ use std::time::Duration;
 use sixgate_loadgen::recv::{Receiver, RecvOptions};
 use sixgate_loadgen::send::{SendOptions, Via, send};
 
-fn receiver(ip: IpAddr, expect: u64, poll: Option<Duration>) -> Receiver {
-    Receiver::bind(RecvOptions {
-        bind: SocketAddr::new(ip, 0),
+fn options(bind: SocketAddr, expect: Option<u64>, poll: Option<Duration>) -> RecvOptions {
+    RecvOptions {
+        bind,
         duration: Duration::from_secs(10),
         idle_timeout: Some(Duration::from_secs(2)),
-        expect: Some(expect),
+        expect,
         batch: 64,
         poll,
         rcvbuf: 4 << 20,
         ready_file: None,
-    })
-    .expect("bind receiver")
+        reuse_port: false,
+    }
+}
+
+fn receiver(ip: IpAddr, expect: u64, poll: Option<Duration>) -> Receiver {
+    Receiver::bind(options(SocketAddr::new(ip, 0), Some(expect), poll)).expect("bind receiver")
 }
 
 fn round_trip(ip: IpAddr, src_ports: Option<&str>) {
@@ -177,4 +181,42 @@ fn ports_really_vary() {
     ports.sort_unstable();
     ports.dedup();
     assert!(ports.len() >= 8, "{ports:?}");
+}
+
+/// `--reuse-port`: two receivers share one port, and between them count every
+/// datagram (the kernel spreads the sender's source ports over them).
+#[test]
+fn receivers_share_a_port_with_reuse_port() {
+    if !can_raw() {
+        eprintln!("skipped: no CAP_NET_RAW for the raw-socket path (per-packet ports)");
+        return;
+    }
+    let reuse = |bind| {
+        let mut o = options(bind, None, Some(Duration::from_micros(200)));
+        o.reuse_port = true;
+        o.idle_timeout = Some(Duration::from_millis(500));
+        Receiver::bind(o).expect("bind with SO_REUSEPORT")
+    };
+    let a = reuse(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0));
+    let dst = a.local_addr().unwrap();
+    let b = reuse(dst);
+    let (a, b) = (
+        thread::spawn(move || a.run()),
+        thread::spawn(move || b.run()),
+    );
+    let report = send(&SendOptions {
+        dst,
+        rate: 10_000,
+        duration: Duration::from_millis(300),
+        size: 18,
+        src_ports: Some("1024-65535".parse().unwrap()),
+        via: None,
+        src_hosts: 1,
+        batch: 32,
+        seed: 5,
+    })
+    .expect("send");
+    let (a, b) = (a.join().unwrap().unwrap(), b.join().unwrap().unwrap());
+    assert_eq!(a.packets + b.packets, report.packets, "{a:?} {b:?}");
+    assert!(a.packets > 0 && b.packets > 0, "{a:?} {b:?}");
 }

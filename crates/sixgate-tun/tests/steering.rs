@@ -68,7 +68,14 @@ fn packet(r: &mut Rng, statics: &[StaticBib]) -> Vec<u8> {
             let inner = Ip6::new(SERVER6, sub).udp(53, r.u16(), 8);
             let router = Ipv6Addr::new(0x2001, 0xdb8, 9, 0, 0, 0, 0, r.u16());
             let ty = r.pick(&[1u8, 3]);
-            Ip6::new(router, SERVER6).icmp_error(ty, 0, [0; 4], &inner)
+            let outer = Ip6::new(router, SERVER6);
+            // Also behind extension headers, which the program walks.
+            let outer = match r.below(3) {
+                0 => outer,
+                1 => outer.hop_by_hop(),
+                _ => outer.hop_by_hop().dest_opts(),
+            };
+            outer.icmp_error(ty, 0, [0; 4], &inner)
         }
         5 => Ip6::new(sub, SERVER6).fragment(17, 8 * (r.u16() % 100 + 1), false, 7, &[0; 16]),
         6 => Ip4::new(SERVER4, p4).udp(r.u16(), r.u16(), 8),

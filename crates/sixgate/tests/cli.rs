@@ -467,15 +467,15 @@ fn translate_the_nat64_sample_with_the_nat64_config() {
             "translated_4to6": 4,
             "hairpinned": 0,
             "fragments_out": 0,
-            "icmp_generated": 1,
+            "icmp_generated": 3,
             "timer_packets": 1,
-            "packets_written": 9,
+            "packets_written": 11,
             "dropped_total": 3,
             "dropped": { "no_bib_entry": 2, "syn_held": 1 },
             "nat64": { "bib_entries": 3, "sessions": 2, "held_syns": 0 }
         })
     );
-    assert_eq!(pcap_records(&std::fs::read(&out).unwrap()), 9);
+    assert_eq!(pcap_records(&std::fs::read(&out).unwrap()), 11);
 
     let o = sixgate(&[&args[..], &["--verbose"]].concat());
     assert!(o.status.success(), "{}", text(&o.stderr));

@@ -6,7 +6,8 @@
 //! - `nat64_one_worker` / `nat64_two_workers`: the same core checks (curl to
 //!   `python3 -m http.server` on the IPv4 host, ping from the IPv6 host, iperf3
 //!   TCP both ways and UDP, an IPv4 client reaching an IPv6 web server through a
-//!   static BIB entry) with one worker and with two; with two, a second
+//!   static BIB entry, an IPv6 client reaching it by hairpinning) with one
+//!   worker and with two; with two, a second
 //!   subscriber whose /64 belongs to the other worker does the same, and both
 //!   workers must have seen packets (the steering program at work).
 //! - `nat64_udp_session_expires`: after the (shortened) UDP timeout the IPv4
@@ -156,6 +157,33 @@ fn static_bib_http(bed: &Topology) {
     assert_eq!(http_client_seen(&server), addr::V4_HOST_AS_V6.to_string());
 }
 
+/// Hairpinning (RFC 6146 §3.8): an IPv6 client reaches the static BIB web
+/// server at its pool4 address written in pool6. Its packets come back out of
+/// the core as IPv4 to a pool4 address; translated in place when the same
+/// worker owns that port, else written to the TUN device, routed back in by
+/// the kernel and steered to the owner. The server sees the client at its
+/// pool4 mapping written in pool6.
+fn hairpin_http(client: &Netns, bed: &Topology) {
+    let dir = ScratchDir::new("hairpin").unwrap();
+    let content = pattern(64 * 1024);
+    dir.write("hairpin.bin", &content).unwrap();
+    let server = http_server(&bed.v6host, addr::V6_HOST.into(), &dir);
+    let target = addr::in_pool6(STATIC_V4.parse().unwrap());
+    fetch_and_compare(
+        client,
+        &format!("[{target}]"),
+        &dir,
+        "hairpin.bin",
+        &content,
+    );
+    let seen = http_client_seen(&server);
+    assert!(
+        seen.starts_with("2001:db8:64::c612:"),
+        "the server saw {seen}, not a pool4 address in pool6"
+    );
+    println!("hairpin through {target}: the v6 server saw the v6 client as {seen}");
+}
+
 /// The static BIB entry of [`static_bib_http`] and the event log, as `[nat64]` keys.
 fn core_keys() -> String {
     format!(
@@ -201,12 +229,16 @@ fn core_tests(test: &str, workers: u16) {
         http_through_nat64(&bed.v6host, bed);
         iperf3_through_nat64(&bed.v6host, bed, tr);
         static_bib_http(bed);
+        hairpin_http(&bed.v6host, bed);
         if workers > 1 {
             let (sub, a) = second_subscriber(bed, Some((workers, addr::V6_HOST)));
             println!("second subscriber {a} (another worker)");
             ping(&sub, &addr::V4_HOST_AS_V6.to_string(), 3);
             http_through_nat64(&sub, bed);
             iperf3_through_nat64(&sub, bed, tr);
+            // The static BIB entry belongs to the other worker: both legs of
+            // the hairpin go through the kernel and the steering program.
+            hairpin_http(&sub, bed);
         }
         // Sessions were logged (event_log = "sessions"), as structured records.
         let log = tr.log();

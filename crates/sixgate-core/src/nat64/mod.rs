@@ -150,20 +150,26 @@ impl Nat64 {
     }
 
     /// A reload: new limits, timeouts, filtering and logging apply from now on.
-    /// Table capacities, pool4 and static entries stay as they were at start
-    /// (changing them needs a restart of the data plane).
+    /// Table capacities, pool4, static entries, port blocks, the subscriber
+    /// prefix length and the hash key stay as they were at start (the tables and
+    /// the steering depend on them; changing them needs a restart of the data
+    /// plane).
     pub(crate) fn reconfigure(&mut self, cfg: &Nat64Config) {
-        let (pool4, statics, max, block) = (
+        let (pool4, statics, max, block, prefix_len, key) = (
             self.cfg.pool4.clone(),
             self.cfg.static_bib.clone(),
             self.cfg.max_sessions,
             self.cfg.port_block_size,
+            self.cfg.subscriber_prefix_len,
+            self.cfg.hash_key,
         );
         self.cfg = cfg.clone();
         self.cfg.pool4 = pool4;
         self.cfg.static_bib = statics;
         self.cfg.max_sessions = max;
         self.cfg.port_block_size = block;
+        self.cfg.subscriber_prefix_len = prefix_len;
+        self.cfg.hash_key = key;
         self.subs.set_limits(&self.cfg);
         self.set_timeouts();
     }

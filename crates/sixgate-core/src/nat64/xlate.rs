@@ -47,6 +47,15 @@ pub(crate) struct InnerTo6 {
     pub sport: u16,
 }
 
+/// The remote "port" of a session. An ICMP query session (§3.5.3) is one per
+/// (BIB entry, remote address): the identifier is the BIB's on each side, and it
+/// differs between the sides when it could not be kept, so it is no part of the
+/// remote's key.
+#[inline]
+fn remote_port(proto: Proto, port: u16) -> u16 {
+    if proto == Proto::Icmp { 0 } else { port }
+}
+
 fn v6_words(a: u128) -> [u64; 2] {
     [(a >> 64) as u64, a as u64]
 }
@@ -83,7 +92,13 @@ pub(crate) fn v6_to_v4(
             .map_err(|_| Inner)?;
         let qdst6 = u128::from_be_bytes(q.hdr.dst);
         let (v4, port4) = n
-            .session_of_inbound(ports.proto, qdst6, ports.dport, remote4, ports.sport)
+            .session_of_inbound(
+                ports.proto,
+                qdst6,
+                ports.dport,
+                remote4,
+                remote_port(ports.proto, ports.sport),
+            )
             .ok_or(DropReason::NoBibEntry)?;
         return Ok(Out {
             src4: v4,
@@ -123,7 +138,15 @@ pub(crate) fn v6_to_v4(
         dport,
         flags,
     } = packet::ports(p.proto, l4, false)?;
-    let (src4, port4) = n.outbound(proto, src6, sport, dst4, dport, flags, now_ns)?;
+    let (src4, port4) = n.outbound(
+        proto,
+        src6,
+        sport,
+        dst4,
+        remote_port(proto, dport),
+        flags,
+        now_ns,
+    )?;
     if p.is_fragmented() {
         n.fragment_remember(&key, u128::from(src4), now_ns);
     }
@@ -162,7 +185,13 @@ pub(crate) fn v4_to_v6(
         let ports = packet::ports(q.hdr.proto, ql4, true)?;
         let (qsrc, qdst) = (u32::from_be_bytes(q.hdr.src), u32::from_be_bytes(q.hdr.dst));
         let (v6, port6) = n
-            .session_of_outbound(ports.proto, qsrc, ports.sport, qdst, ports.dport)
+            .session_of_outbound(
+                ports.proto,
+                qsrc,
+                ports.sport,
+                qdst,
+                remote_port(ports.proto, ports.dport),
+            )
             .ok_or(DropReason::NoBibEntry)?;
         let remote6 = map.map_v4(qdst).map_err(|_| Inner)?;
         return Ok(In {
@@ -198,7 +227,16 @@ pub(crate) fn v4_to_v6(
         dport,
         flags,
     } = packet::ports(h.proto, l4, false)?;
-    let (dst6, port6) = n.inbound(proto, src4, sport, dst4, dport, flags, data, now_ns)?;
+    let (dst6, port6) = n.inbound(
+        proto,
+        src4,
+        remote_port(proto, sport),
+        dst4,
+        dport,
+        flags,
+        data,
+        now_ns,
+    )?;
     if h.mf() {
         n.fragment_remember(&key, dst6, now_ns);
     }

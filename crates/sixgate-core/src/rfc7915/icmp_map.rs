@@ -52,6 +52,8 @@ pub mod v4 {
     pub const CODE_HOST_UNREACHABLE: u8 = 1;
     /// Destination Unreachable code: fragmentation needed and DF set.
     pub const CODE_FRAG_NEEDED: u8 = 4;
+    /// Destination Unreachable: communication administratively prohibited (RFC 1812).
+    pub const CODE_ADMIN_PROHIBITED: u8 = 13;
     /// Destination Unreachable code: source route failed.
     pub const CODE_SOURCE_ROUTE_FAILED: u8 = 5;
 

@@ -120,6 +120,24 @@ fn run(
     let nat = if t.nat64.as_ref().is_some_and(|n| n.in_pool4(dst4)) {
         match nat64::xlate::v4_to_v6(t, pkt.data(), &p, icmp_error, now_ns) {
             Ok(i) => Some(i),
+            // RFC 6146 §3.5.1.2 / §3.5.3: tell the sender, as Jool does: no mapping
+            // is "host unreachable", filtering "administratively prohibited".
+            Err(r @ (DropReason::NoBibEntry | DropReason::Filtered)) => {
+                let code = if r == DropReason::Filtered {
+                    icmp4::CODE_ADMIN_PROHIBITED
+                } else {
+                    icmp4::CODE_HOST_UNREACHABLE
+                };
+                let owed = Owed {
+                    ty: icmp4::DEST_UNREACH,
+                    code,
+                    rest: [0; 4],
+                    reason: r,
+                };
+                // A hairpinned packet's source is our own pool4: nobody to tell.
+                let quiet = quiet || hairpin;
+                return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
+            }
             Err(r) => return Verdict::Dropped(r),
         }
     } else {
