@@ -25,10 +25,12 @@ pub struct File {
     pub daemon: Option<Spanned<DaemonSection>>,
     /// `[tun]`: the TUN device of the live data plane (`sixgate run`). Optional.
     pub tun: Option<Spanned<TunSection>>,
+    /// `[dns64]`: the DNS64 server (RFC 6147), see [`crate::dns64`]. Optional.
+    pub dns64: Option<Spanned<crate::dns64::Dns64Section>>,
 }
 
 /// Top-level sections a file may have.
-pub const SECTIONS: &[&str] = &["translator", "nat64", "daemon", "tun"];
+pub const SECTIONS: &[&str] = &["translator", "nat64", "daemon", "tun", "dns64"];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
 pub const TRANSLATOR_KEYS: &[&str] = &[
