@@ -17,7 +17,7 @@ set -euo pipefail
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
-    pkg-config procps
+    pkg-config procps bind9
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2

@@ -15,7 +15,7 @@ use sixgate_config::Dns64Settings;
 use crate::cache::{Cache, Key};
 use crate::stats::Stats;
 use crate::synth::{AaaaOutcome, Policy, classify_aaaa, synthesize};
-use crate::upstream::{EDNS_PAYLOAD, Upstream, UpstreamError};
+use crate::upstream::{EDNS_PAYLOAD, Upstream};
 use crate::{ipv4only, ptr};
 
 /// How the query came.
@@ -190,11 +190,9 @@ impl Handler {
 
     /// RFC 6147 §5.1: AAAA first; A and synthesis only without usable AAAA.
     async fn aaaa(&self, q: &Query, dnssec_ok: bool, cd: bool) -> Message {
-        let answer = match self.upstream.ask(q, dnssec_ok, cd).await {
-            Ok(m) => Some(m),
-            // §5.1.3: a timeout counts as RCODE 2; §5.1.2 treats that as NODATA.
-            Err(UpstreamError::Timeout | UpstreamError::Failed) => None,
-        };
+        // §5.1.3: no answer (timeout or failure) counts as RCODE 2, which §5.1.2
+        // treats as NODATA.
+        let answer = self.upstream.ask(q, dnssec_ok, cd).await.ok();
         let (nodata, soa_ttl) = match classify_aaaa(answer, &self.policy) {
             AaaaOutcome::Answer(m) | AaaaOutcome::NameError(m) => return m,
             AaaaOutcome::Synthesize { nodata, soa_ttl } => (nodata, soa_ttl),

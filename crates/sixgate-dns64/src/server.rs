@@ -138,3 +138,26 @@ async fn serve_tcp_client(
         s.write_all(&framed).await?;
     }
 }
+
+/// Serve `settings` on a runtime of our own until SIGINT or SIGTERM, then
+/// return the counters. `on_ready` gets the bound addresses once listening.
+pub fn serve_until_signal(
+    settings: &Dns64Settings,
+    on_ready: impl FnOnce(&[SocketAddr]),
+) -> std::io::Result<crate::StatsSnapshot> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let server = Server::start(settings).await?;
+        on_ready(server.local_addrs());
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        let snapshot = server.stats().snapshot();
+        server.shutdown();
+        Ok(snapshot)
+    })
+}
