@@ -26,5 +26,5 @@ pub mod stats;
 pub mod synth;
 mod upstream;
 
-pub use server::{Server, serve_until_signal};
+pub use server::{Server, ServerThread, serve_until_signal};
 pub use stats::{Stats, StatsSnapshot};

@@ -99,6 +99,8 @@ impl Handler {
             self.stats.formerr();
             return encode_plain(Message::error_msg(id, OpCode::Query, ResponseCode::FormErr));
         }
+        // A dual-stack socket shows IPv4 clients as ::ffff:a.b.c.d; the ACL says a.b.c.d.
+        let client = client.to_canonical();
         let mut reply = if !self.acl.iter().any(|n| n.contains(&client)) {
             self.stats.refused();
             let mut m = Message::error_msg(id, OpCode::Query, ResponseCode::Refused);

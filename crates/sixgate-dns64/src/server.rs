@@ -139,6 +139,60 @@ async fn serve_tcp_client(
     }
 }
 
+/// A DNS64 server on a thread of its own (with its own runtime), for a process
+/// that has other work, such as the gateway of `sixgate run`.
+pub struct ServerThread {
+    local: Vec<SocketAddr>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<crate::StatsSnapshot>>,
+}
+
+impl ServerThread {
+    /// Bind every `listen` address (errors come back here) and serve on a new
+    /// thread until [`ServerThread::stop`].
+    pub fn spawn(settings: &Dns64Settings) -> std::io::Result<ServerThread> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("dns64")
+            .enable_all()
+            .build()?;
+        let server = rt.block_on(Server::start(settings))?;
+        let local = server.local_addrs().to_vec();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("dns64".into())
+            .spawn(move || {
+                rt.block_on(async {
+                    let _ = rx.await;
+                    let snapshot = server.stats().snapshot();
+                    server.shutdown();
+                    snapshot
+                })
+            })?;
+        Ok(ServerThread {
+            local,
+            stop: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The addresses it listens on.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local
+    }
+
+    /// Stop serving; the final counters.
+    pub fn stop(mut self) -> crate::StatsSnapshot {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
 /// Serve `settings` on a runtime of our own until SIGINT or SIGTERM, then
 /// return the counters. `on_ready` gets the bound addresses once listening.
 pub fn serve_until_signal(

@@ -537,3 +537,116 @@ fn rfc6147_s5_1_3_silent_upstream_gives_servfail_in_bounded_time() {
     assert_eq!(counter(&stats, "upstream_timeouts"), 6, "{stats}");
     assert_eq!(counter(&stats, "servfail"), 2, "{stats}");
 }
+
+/// The whole path, with the DNS64 inside the gateway daemon: `sixgate run` with
+/// a `[dns64]` section (prefix: the translator's pool6) on the namespace bed; the
+/// IPv6-only host asks it for `web.example`, which only has an A record on an
+/// IPv4-only authoritative server (BIND on the IPv4 host), gets the synthesized
+/// AAAA, and fetches a page from that address through the translator.
+#[test]
+fn full_path_v6_only_host_resolves_and_fetches_through_the_translator() {
+    let test = "full_path_v6_only_host_resolves_and_fetches_through_the_translator";
+    if skip(test) {
+        return;
+    }
+    use sixgate_netns::{Dataplane, Topology, TopologyOptions, Translator, addr};
+    let bed = Topology::build(TopologyOptions::default()).unwrap();
+    let dir = ScratchDir::new("dns64path").unwrap();
+    let d = dir.path().display().to_string();
+    let v4 = addr::V4_HOST;
+    dir.write(
+        "web.zone",
+        format!(
+            "$TTL 300\n@ IN SOA ns.example. h.example. 1 3600 600 86400 60\n\
+             @ IN NS ns\nns IN A {v4}\nweb IN A {v4}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("auth")).unwrap();
+    let conf = dir
+        .write(
+            "auth.conf",
+            format!(
+                "options {{ directory \"{d}/auth\"; pid-file none; listen-on port 53 {{ {v4}; }};
+                   listen-on-v6 {{ none; }}; recursion no; dnssec-validation no; }};
+                 controls {{ }};
+                 zone \"example\" {{ type primary; file \"{d}/web.zone\"; }};\n"
+            ),
+        )
+        .unwrap();
+    let _auth = bed
+        .v4host
+        .spawn(NAMED, ["-g", "-c", &conf.display().to_string()])
+        .unwrap();
+    bed.v4host
+        .wait_listening(Proto::Udp, 53, Duration::from_secs(10))
+        .unwrap();
+    dir.write("index.html", "served over IPv4\n").unwrap();
+    let _http = bed
+        .v4host
+        .spawn(
+            "python3",
+            [
+                "-m",
+                "http.server",
+                "--bind",
+                &v4.to_string(),
+                "--directory",
+                &d,
+                "8080",
+            ],
+        )
+        .unwrap();
+    bed.v4host
+        .wait_listening(Proto::Tcp, 8080, Duration::from_secs(10))
+        .unwrap();
+    let gw6 = addr::GATEWAY_V6;
+    let translator = Translator::Sixgate {
+        binary: BIN.into(),
+        dataplane: Dataplane::Tun,
+        extra_toml: format!(
+            "[dns64]\nlisten = [\"[{gw6}]:53\"]\nupstream = [\"{v4}\"]\nprefixes = \"pool6\"\n\
+             acl = [\"2001:db8:1::/64\"]\n"
+        ),
+    };
+    let running = bed.start(&translator).unwrap();
+    let body = || {
+        let dig = bed
+            .v6host
+            .run_timeout(
+                "dig",
+                [
+                    &format!("@{gw6}"),
+                    "web.example",
+                    "AAAA",
+                    "+short",
+                    "+time=3",
+                    "+tries=2",
+                ],
+                Duration::from_secs(20),
+            )
+            .unwrap();
+        let synthesized = addr::V4_HOST_AS_V6.to_string();
+        assert_eq!(dig.trim(), synthesized, "the DNS64 inside `sixgate run`");
+        let page = bed
+            .v6host
+            .run_timeout(
+                "curl",
+                [
+                    "-gsS",
+                    "--max-time",
+                    "10",
+                    &format!("http://[{synthesized}]:8080/index.html"),
+                ],
+                Duration::from_secs(20),
+            )
+            .unwrap();
+        assert_eq!(page, "served over IPv4\n");
+    };
+    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        eprintln!("{test}: translator output:\n{}", running.log());
+        std::panic::resume_unwind(p);
+    }
+    let stopped = running.stop().unwrap();
+    stopped.check_clean().unwrap();
+}

@@ -41,6 +41,18 @@ pub fn run(args: &Args) -> CmdResult {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
+    // [dns64] serves next to the gateway. Its sockets are bound before the
+    // gateway drops privileges, so port 53 works with `[daemon] user`.
+    let dns64 = match &loaded.dns64 {
+        Some(d) => {
+            let t = sixgate_dns64::ServerThread::spawn(d)
+                .map_err(|e| format!("sixgate run: [dns64]: {e}"))?;
+            let addrs: Vec<String> = t.local_addrs().iter().map(|a| a.to_string()).collect();
+            tracing::info!("dns64 listening on {} (UDP and TCP)", addrs.join(", "));
+            Some(t)
+        }
+        None => None,
+    };
     let gw =
         sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let why = gw.wait();
@@ -48,6 +60,9 @@ pub fn run(args: &Args) -> CmdResult {
     let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
+    if let Some(t) = dns64 {
+        println!("sixgate dns64: {:?}", t.stop());
+    }
     for e in &report.errors {
         tracing::error!("{e}");
     }
