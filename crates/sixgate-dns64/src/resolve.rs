@@ -101,7 +101,7 @@ impl Handler {
         }
         // A dual-stack socket shows IPv4 clients as ::ffff:a.b.c.d; the ACL says a.b.c.d.
         let client = client.to_canonical();
-        let mut reply = if !self.acl.iter().any(|n| n.contains(&client)) {
+        let reply = if !self.acl.iter().any(|n| n.contains(&client)) {
             self.stats.refused();
             let mut m = Message::error_msg(id, OpCode::Query, ResponseCode::Refused);
             m.queries = request.queries.clone();
@@ -109,8 +109,46 @@ impl Handler {
         } else {
             self.answer(&request).await
         };
+        self.finish(&request, reply, transport)
+    }
+
+    /// The fast path for datagrams: the reply if `wire` is a well-formed query
+    /// from an allowed client whose answer is in the cache, else `None` (then
+    /// [`Handler::handle`] does everything, counting included). It never waits, so
+    /// a listener answers cache hits without spawning a task.
+    pub fn handle_cached(
+        &self,
+        wire: &[u8],
+        client: IpAddr,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
+        if wire.len() < 12 || wire[2] & 0x80 != 0 {
+            return None;
+        }
+        let request = Message::from_vec(wire).ok()?;
+        let client = client.to_canonical();
+        if request.metadata.op_code != OpCode::Query
+            || request.queries.len() != 1
+            || !self.acl.iter().any(|n| n.contains(&client))
+        {
+            return None;
+        }
+        let reply = self.cache.get(&cache_key(&request), Instant::now())?;
+        self.stats.queries();
+        self.stats.cache_hits();
+        self.finish(&request, reply, transport)
+    }
+
+    /// Set the header and OPT of `reply` for `request`, encode it, and truncate
+    /// it to the client's datagram size.
+    fn finish(
+        &self,
+        request: &Message,
+        mut reply: Message,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
+        reply.metadata.id = request.metadata.id;
         // Header bits of a reply to this request (RFC 1035 §4.1.1, RFC 4035 §3.2).
-        reply.metadata.id = id;
         reply.metadata.message_type = MessageType::Response;
         reply.metadata.op_code = OpCode::Query;
         reply.metadata.recursion_desired = request.metadata.recursion_desired;
@@ -147,7 +185,7 @@ impl Handler {
         let q = &request.queries[0];
         let dnssec_ok = request.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
         let cd = request.metadata.checking_disabled;
-        let key = Key::new(q, dnssec_ok, cd);
+        let key = cache_key(request);
         let now = Instant::now();
         if let Some(m) = self.cache.get(&key, now) {
             self.stats.cache_hits();
@@ -239,6 +277,16 @@ impl Handler {
         m.metadata.authentic_data = false;
         m
     }
+}
+
+/// The cache key of a request: its question and its DO and CD bits.
+fn cache_key(request: &Message) -> Key {
+    let dnssec_ok = request.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
+    Key::new(
+        &request.queries[0],
+        dnssec_ok,
+        request.metadata.checking_disabled,
+    )
 }
 
 fn encode_plain(m: Message) -> Option<Vec<u8>> {

@@ -36,16 +36,23 @@ impl Server {
         let mut tasks = JoinSet::new();
         let mut local = Vec::new();
         let tcp_slots = Arc::new(tokio::sync::Semaphore::new(MAX_TCP_CONNECTIONS));
+        // One UDP socket per CPU on each address (SO_REUSEPORT: the kernel
+        // spreads clients over them), so receiving is not one task's job.
+        let sockets = std::thread::available_parallelism().map_or(1, |n| n.get());
         for addr in &settings.listen {
-            let udp = UdpSocket::bind(addr)
-                .await
-                .map_err(|e| named(e, "UDP", addr))?;
-            let bound = udp.local_addr()?;
+            let first = reuseport_udp(*addr).map_err(|e| named(e, "UDP", addr))?;
+            let bound = first.local_addr()?;
+            let mut udp = vec![first];
+            for _ in 1..sockets {
+                udp.push(reuseport_udp(bound).map_err(|e| named(e, "UDP", &bound))?);
+            }
             let tcp = TcpListener::bind(bound)
                 .await
                 .map_err(|e| named(e, "TCP", &bound))?;
             local.push(bound);
-            tasks.spawn(serve_udp(Arc::new(udp), handler.clone()));
+            for u in udp {
+                tasks.spawn(serve_udp(Arc::new(u), handler.clone()));
+            }
             tasks.spawn(serve_tcp(tcp, handler.clone(), tcp_slots.clone()));
         }
         Ok(Server {
@@ -71,6 +78,20 @@ impl Server {
     }
 }
 
+/// A non-blocking UDP socket bound to `addr` with SO_REUSEPORT.
+fn reuseport_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        // "[::]:53" serves IPv6 only; IPv4 wants its own "0.0.0.0:53".
+        s.set_only_v6(true)?;
+    }
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    UdpSocket::from_std(s.into())
+}
+
 fn named(e: std::io::Error, what: &str, addr: &SocketAddr) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("cannot listen on {what} {addr}: {e}"))
 }
@@ -81,6 +102,11 @@ async fn serve_udp(sock: Arc<UdpSocket>, handler: Arc<Handler>) {
         let Ok((n, peer)) = sock.recv_from(&mut buf).await else {
             continue;
         };
+        // Cache hits are answered here, without a task.
+        if let Some(reply) = handler.handle_cached(&buf[..n], peer.ip(), Transport::Udp) {
+            let _ = sock.send_to(&reply, peer).await;
+            continue;
+        }
         let query = buf[..n].to_vec();
         let (sock, handler) = (sock.clone(), handler.clone());
         // One task per query: a slow upstream must not hold up the others.
