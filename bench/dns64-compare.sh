@@ -122,7 +122,9 @@ started=0
 start() { # label command...; sets $started to its pid
     local label=$1
     shift
-    inns "$@" >"$dir/$label.log" 2>&1 &
+    # Not through `inns`: a backgrounded function is a subshell, and its pid
+    # would not be the program's. `ip netns exec` execs the program.
+    ip netns exec "$ns" "$@" >"$dir/$label.log" 2>&1 &
     started=$!
     pids+=("$started")
 }
