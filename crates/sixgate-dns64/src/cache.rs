@@ -39,6 +39,30 @@ struct Entry {
     reply: Message,
     stored: Instant,
     ttl: u32,
+    /// The last wire form handed out: valid while the age (whole seconds, so
+    /// the TTLs) and the OPT variant are the same.
+    encoded: Option<Encoded>,
+}
+
+struct Encoded {
+    age: u32,
+    variant: u8,
+    bytes: Vec<u8>,
+}
+
+/// A cache hit.
+pub enum Hit {
+    /// The reply with its TTLs aged by `age` seconds; encode it, and hand the
+    /// bytes to [`Cache::remember`] for the next hit.
+    Reply {
+        /// The reply.
+        reply: Message,
+        /// Its age, whole seconds.
+        age: u32,
+    },
+    /// The bytes already encoded for this age and variant: patch the ID, the
+    /// RD and CD bits and the question's case (see `resolve`).
+    Encoded(Vec<u8>),
 }
 
 /// The cache. One lock: lookups are a hash probe and a clone.
@@ -81,15 +105,47 @@ impl Cache {
         let age = age as u32;
         let mut m = e.reply.clone();
         drop(inner);
-        for r in m
-            .answers
-            .iter_mut()
-            .chain(m.authorities.iter_mut())
-            .chain(m.additionals.iter_mut())
-        {
-            r.ttl = r.ttl.saturating_sub(age);
-        }
+        age_ttls(&mut m, age);
         Some(m)
+    }
+
+    /// Like [`Cache::get`], but hands out the encoded reply when one was
+    /// remembered for this age and `variant` (the reply's OPT form).
+    pub fn hit(&self, key: &Key, now: Instant, variant: u8) -> Option<Hit> {
+        if self.capacity == 0 {
+            return None;
+        }
+        let mut inner = self.inner.lock().ok()?;
+        let e = inner.map.get(key)?;
+        let age = now.saturating_duration_since(e.stored).as_secs();
+        if age >= u64::from(e.ttl) {
+            inner.map.remove(key);
+            return None;
+        }
+        let age = age as u32;
+        if let Some(enc) = &e.encoded
+            && enc.age == age
+            && enc.variant == variant
+        {
+            return Some(Hit::Encoded(enc.bytes.clone()));
+        }
+        let mut reply = e.reply.clone();
+        drop(inner);
+        age_ttls(&mut reply, age);
+        Some(Hit::Reply { reply, age })
+    }
+
+    /// Remember `bytes`, the reply for `key` encoded at `age` for `variant`.
+    pub fn remember(&self, key: &Key, age: u32, variant: u8, bytes: &[u8]) {
+        if let Ok(mut inner) = self.inner.lock()
+            && let Some(e) = inner.map.get_mut(key)
+        {
+            e.encoded = Some(Encoded {
+                age,
+                variant,
+                bytes: bytes.to_vec(),
+            });
+        }
     }
 
     /// Keep `reply` for `key`, if it may be cached: NOERROR or NXDOMAIN, not
@@ -111,6 +167,7 @@ impl Cache {
             reply: reply.clone(),
             stored: now,
             ttl,
+            encoded: None,
         };
         if inner.map.insert(key.clone(), entry).is_none() {
             inner.order.push_back(key);
@@ -137,6 +194,18 @@ impl Cache {
     /// Whether the cache holds nothing.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Lower every TTL of `m` by `age` seconds.
+fn age_ttls(m: &mut Message, age: u32) {
+    for r in m
+        .answers
+        .iter_mut()
+        .chain(m.authorities.iter_mut())
+        .chain(m.additionals.iter_mut())
+    {
+        r.ttl = r.ttl.saturating_sub(age);
     }
 }
 

@@ -12,7 +12,7 @@ use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 use ipnet::IpNet;
 use sixgate_config::Dns64Settings;
 
-use crate::cache::{Cache, Key};
+use crate::cache::{Cache, Hit, Key};
 use crate::stats::Stats;
 use crate::synth::{AaaaOutcome, Policy, classify_aaaa, synthesize};
 use crate::upstream::{EDNS_PAYLOAD, Upstream};
@@ -133,10 +133,32 @@ impl Handler {
         {
             return None;
         }
-        let reply = self.cache.get(&cache_key(&request), Instant::now())?;
+        let key = cache_key(&request);
+        // The reply's OPT depends on whether the query had one, and its DO bit.
+        let variant = match &request.edns {
+            None => 0,
+            Some(e) => 1 | (u8::from(e.flags().dnssec_ok) << 1),
+        };
+        let bytes = match self.cache.hit(&key, Instant::now(), variant)? {
+            Hit::Encoded(mut bytes) => {
+                if !patch_encoded(&mut bytes, wire) {
+                    return None;
+                }
+                bytes
+            }
+            Hit::Reply { reply, age } => {
+                let bytes = self.finish(&request, reply, transport)?;
+                // Only replies that fit any client's datagram (512 bytes) are
+                // kept encoded: bigger ones depend on the client's size.
+                if bytes.len() <= PLAIN_UDP_SIZE {
+                    self.cache.remember(&key, age, variant, &bytes);
+                }
+                bytes
+            }
+        };
         self.stats.queries();
         self.stats.cache_hits();
-        self.finish(&request, reply, transport)
+        Some(bytes)
     }
 
     /// Set the header and OPT of `reply` for `request`, encode it, and truncate
@@ -148,6 +170,9 @@ impl Handler {
         transport: Transport,
     ) -> Option<Vec<u8>> {
         reply.metadata.id = request.metadata.id;
+        // The question as the client wrote it (its letter case too, RFC 4343 §4;
+        // DNS 0x20 clients check it).
+        reply.queries = request.queries.clone();
         // Header bits of a reply to this request (RFC 1035 §4.1.1, RFC 4035 §3.2).
         reply.metadata.message_type = MessageType::Response;
         reply.metadata.op_code = OpCode::Query;
@@ -279,6 +304,35 @@ impl Handler {
     }
 }
 
+/// Turn a remembered encoded reply into the reply to the query `wire`: its ID,
+/// its RD and CD bits, its question bytes (same name up to case, so same length;
+/// a query's question is never compressed). `false` if the two questions do not
+/// line up, and the slow path must answer.
+fn patch_encoded(reply: &mut [u8], wire: &[u8]) -> bool {
+    // The question: labels from offset 12 to the root, then type and class.
+    let mut i = 12;
+    while let Some(&len) = wire.get(i) {
+        if len == 0 {
+            break;
+        }
+        if len & 0xc0 != 0 {
+            return false;
+        }
+        i += 1 + usize::from(len);
+    }
+    let end = i + 1 + 4;
+    if end > wire.len() || end > reply.len() || !reply[12..end].eq_ignore_ascii_case(&wire[12..end])
+    {
+        return false;
+    }
+    reply[12..end].copy_from_slice(&wire[12..end]);
+    reply[0] = wire[0];
+    reply[1] = wire[1];
+    reply[2] = (reply[2] & !0x01) | (wire[2] & 0x01);
+    reply[3] = (reply[3] & !0x10) | (wire[3] & 0x10);
+    true
+}
+
 /// The cache key of a request: its question and its DO and CD bits.
 fn cache_key(request: &Message) -> Key {
     let dnssec_ok = request.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
@@ -291,4 +345,42 @@ fn cache_key(request: &Message) -> Key {
 
 fn encode_plain(m: Message) -> Option<Vec<u8>> {
     m.to_vec().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use hickory_proto::rr::Name;
+
+    use super::*;
+
+    fn wire(id: u16, name: &str, rd: bool, cd: bool, response: bool) -> Vec<u8> {
+        let kind = if response {
+            MessageType::Response
+        } else {
+            MessageType::Query
+        };
+        let mut m = Message::new(id, kind, OpCode::Query);
+        m.metadata.recursion_desired = rd;
+        m.metadata.checking_disabled = cd;
+        m.queries.push(Query::query(
+            Name::from_ascii(name).unwrap(),
+            RecordType::AAAA,
+        ));
+        m.to_vec().unwrap()
+    }
+
+    #[test]
+    fn rfc4343_s4_remembered_reply_takes_the_query_id_bits_and_case() {
+        let mut reply = wire(1, "a.example.", true, false, true);
+        let query = wire(0xbeef, "A.eXample.", false, true, false);
+        assert!(patch_encoded(&mut reply, &query));
+        let m = Message::from_vec(&reply).unwrap();
+        assert_eq!(m.metadata.id, 0xbeef);
+        assert_eq!(m.metadata.message_type, MessageType::Response);
+        assert!(!m.metadata.recursion_desired && m.metadata.checking_disabled);
+        assert_eq!(m.queries[0].name.to_ascii(), "A.eXample.");
+        // Another name never passes for this one.
+        let other = wire(2, "b.example.", true, false, false);
+        assert!(!patch_encoded(&mut reply, &other));
+    }
 }

@@ -109,11 +109,26 @@ async fn synthesizes_ignores_forgeries_caches_and_refuses_bad_input() {
         "RFC 6147 §5.1.7: min(A 300, SOA 120)"
     );
 
-    // Again, from the cache (the upstream is not asked).
+    // Again, from the cache (the upstream is not asked), twice: the second time
+    // from the remembered encoding, patched to this query's ID and letter case.
     let again = ask_udp(at, &query("A.Example.", RecordType::AAAA))
         .await
         .unwrap();
-    assert_eq!(Message::from_vec(&again).unwrap().answers.len(), 1);
+    let again = Message::from_vec(&again).unwrap();
+    assert_eq!(again.answers.len(), 1);
+    assert_eq!(
+        again.queries[0].name.to_ascii(),
+        "A.Example.",
+        "RFC 4343 §4"
+    );
+    let mut q = query("a.EXAMPLE.", RecordType::AAAA);
+    q[0..2].copy_from_slice(&[0x99, 0x01]);
+    q[2] &= !0x01; // RD off
+    let third = Message::from_vec(&ask_udp(at, &q).await.unwrap()).unwrap();
+    assert_eq!(third.metadata.id, 0x9901);
+    assert!(!third.metadata.recursion_desired);
+    assert_eq!(third.queries[0].name.to_ascii(), "a.EXAMPLE.");
+    assert_eq!(third.answers, again.answers);
 
     // Over TCP.
     let mut tcp = TcpStream::connect(at).await.unwrap();
@@ -144,7 +159,7 @@ async fn synthesizes_ignores_forgeries_caches_and_refuses_bad_input() {
 
     let s = server.stats().snapshot();
     assert_eq!(s.synthesized, 1);
-    assert_eq!(s.cache_hits, 1);
+    assert_eq!(s.cache_hits, 2, "{s:?}");
     assert_eq!(s.upstream_queries, 3, "AAAA, A, then A for TCP");
     assert_eq!(s.upstream_mismatched, 3, "every forged answer ignored");
     assert_eq!(s.formerr, 1);
