@@ -15,8 +15,7 @@
 # and the figure is dnsperf's "Queries per second" (with the share lost).
 #
 # usage: bench/dns64-compare.sh [--duration S] [--out FILE] [--no-build]
-# Needs root, bind9, unbound, dnsperf (scripts/setup.sh installs bind9; dnsperf
-# and unbound: apt-get install dnsperf unbound).
+# Needs root, bind9, unbound and dnsperf (scripts/setup.sh --bench installs them).
 set -euo pipefail
 
 DURATION=10
