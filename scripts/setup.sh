@@ -5,7 +5,8 @@
 # so a second run is a quick no-op. It prints every action it takes.
 #
 #   scripts/setup.sh           Debian packages, Rust (if cargo is absent), cargo-fuzz
-#   scripts/setup.sh --bench   also gungraun-runner, for scripts/bench.sh
+#   scripts/setup.sh --bench   also gungraun-runner, for scripts/bench.sh, and
+#                              dnsperf and unbound, for bench/dns64-compare.sh
 set -euo pipefail
 
 # Debian packages the tests and the planned network tests use:
@@ -16,11 +17,13 @@ set -euo pipefail
 # valgrind (gungraun instruction counts), and the usual network tools.
 # The namespace bed (crates/sixgate-netns, e2e tests, `sixgate demo`) uses
 # iproute2 (ip, ss), procps (sysctl), tayga, python3, curl, iperf3, iputils; the
-# 464XLAT chain test also dnsmasq-base (the DNS server for RFC 7050 discovery).
+# 464XLAT chain test also dnsmasq-base (the DNS server for RFC 7050 discovery);
+# bind9 (named) is the authoritative server and reference DNS64 of the DNS64
+# tests (crates/sixgate/tests/dns64.rs).
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
-    pkg-config procps dnsmasq-base nftables conntrack libcap2-bin
+    pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2
@@ -57,6 +60,10 @@ as_root() {
 }
 
 # --- Debian packages -------------------------------------------------------
+# The DNS64 comparison's other servers and load generator (bench only).
+if ((bench)); then
+    PACKAGES+=(dnsperf unbound)
+fi
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)

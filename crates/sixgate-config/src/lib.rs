@@ -21,6 +21,9 @@ use sixgate_core::Config;
 use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::config::IPV4_DUMMY_ADDRESS;
 
+pub use dns64::{Dns64File, Dns64Settings, load_dns64, parse_dns64};
+
+pub mod dns64;
 mod nat64;
 pub mod schema;
 mod validate;
@@ -76,6 +79,8 @@ pub struct Loaded {
     pub tun: TunSettings,
     /// `[clat]`, for `mode = "clat"`; `None` in every other mode.
     pub clat: Option<ClatSettings>,
+    /// `[dns64]`, if the file has one.
+    pub dns64: Option<Dns64Settings>,
     /// Values that load but go against an RFC (timeouts below RFC 6146's minimums,
     /// for instance). `sixgate config check` and the daemon print them.
     pub warnings: Vec<ConfigWarning>,
@@ -319,6 +324,16 @@ impl ConfigError {
         }
     }
 
+    /// The file could not be read.
+    pub(crate) fn unreadable(origin: &str, e: std::io::Error) -> Self {
+        ConfigError {
+            message: format!("cannot read config file: {e}"),
+            origin: origin.to_owned(),
+            position: None,
+            source: Some(e),
+        }
+    }
+
     /// The file name (or other origin) the error is in.
     pub fn origin(&self) -> &str {
         &self.origin
@@ -359,12 +374,7 @@ impl std::error::Error for ConfigError {
 /// Read and validate the file at `path`; errors name it as given.
 pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        message: format!("cannot read config file: {e}"),
-        origin: origin.clone(),
-        position: None,
-        source: Some(e),
-    })?;
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::unreadable(&origin, e))?;
     parse(&text, &origin)
 }
 
@@ -375,7 +385,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Loaded, ConfigError> {
 }
 
 /// A TOML syntax or type error, with the key it is about when toml knows it.
-fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> ConfigError {
+pub(crate) fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> ConfigError {
     let span = e.span().unwrap_or(0..0);
     // serde speaks of Rust types; say it in TOML's words.
     let mut message = e
@@ -388,6 +398,7 @@ fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> ConfigError {
         .replace("expected struct TunSection", "expected a table")
         .replace("expected struct ClatSection", "expected a table")
         .replace("expected struct Nat64Section", "expected a table")
+        .replace("expected struct Dns64Section", "expected a table")
         .replace(
             "expected struct StaticBibEntry",
             "expected a table { proto, ipv6, port6, ipv4, port4 }",

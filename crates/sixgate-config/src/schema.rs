@@ -27,10 +27,12 @@ pub struct File {
     pub tun: Option<Spanned<TunSection>>,
     /// `[clat]`: the customer side of 464XLAT (RFC 6877); only with `mode = "clat"`.
     pub clat: Option<Spanned<ClatSection>>,
+    /// `[dns64]`: the DNS64 server (RFC 6147), see [`crate::dns64`]. Optional.
+    pub dns64: Option<Spanned<crate::dns64::Dns64Section>>,
 }
 
 /// Top-level sections a file may have.
-pub const SECTIONS: &[&str] = &["translator", "nat64", "daemon", "tun", "clat"];
+pub const SECTIONS: &[&str] = &["translator", "nat64", "daemon", "tun", "clat", "dns64"];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
 pub const TRANSLATOR_KEYS: &[&str] = &[

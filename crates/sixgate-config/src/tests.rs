@@ -1029,7 +1029,10 @@ fn key_list_matches_schema() {
         ("198.18.0.0/24", "2001:db8:1::/120")
     );
     assert_eq!(EAM_KEYS, ["ipv4", "ipv6"]);
-    assert_eq!(SECTIONS, ["translator", "nat64", "daemon", "tun", "clat"]);
+    assert_eq!(
+        SECTIONS,
+        ["translator", "nat64", "daemon", "tun", "clat", "dns64"]
+    );
 
     // [daemon] and [tun], the same way.
     let mut text = String::new();
@@ -1226,6 +1229,7 @@ fn docs_document_exactly_the_schema_keys() {
     accepted.extend(NAT64_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(POOL4_KEYS.iter().map(|k| format!("pool4.{k}")));
     accepted.extend(STATIC_BIB_KEYS.iter().map(|k| format!("static_bib.{k}")));
+    accepted.extend(crate::dns64::DNS64_KEYS.iter().map(|k| k.to_string()));
     // Section keys are documented bare in their section's table, so no two
     // sections may share a key name (the check above could not tell them apart).
     assert_eq!(
@@ -1237,7 +1241,8 @@ fn docs_document_exactly_the_schema_keys() {
             + NAT64_KEYS.len()
             + POOL4_KEYS.len()
             + STATIC_BIB_KEYS.len()
-            + CLAT_KEYS.len(),
+            + CLAT_KEYS.len()
+            + crate::dns64::DNS64_KEYS.len(),
         "a key name is shared between sections"
     );
     let missing: Vec<_> = accepted.difference(&documented).collect();
@@ -1304,6 +1309,13 @@ fn docs_toml_examples_are_valid() {
         assert!(
             clat.contains(&format!("\n{key} = ")),
             "[clat] example lacks {key}"
+        );
+    }
+    let full = blocks.iter().rfind(|b| b.contains("[dns64]")).unwrap();
+    for key in crate::dns64::DNS64_KEYS {
+        assert!(
+            full.contains(&format!("\n{key} = ")),
+            "the [dns64] example lacks {key}"
         );
     }
 }

@@ -36,7 +36,19 @@ pub(crate) struct Cx<'a> {
     warnings: RefCell<Vec<ConfigWarning>>,
 }
 
-impl Cx<'_> {
+impl<'a> Cx<'a> {
+    pub(crate) fn new(text: &'a str, origin: &'a str) -> Self {
+        Cx {
+            text,
+            origin,
+            warnings: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn into_warnings(self) -> Vec<ConfigWarning> {
+        self.warnings.into_inner()
+    }
+
     pub(crate) fn err(&self, span: Range<usize>, msg: impl Into<String>) -> ConfigError {
         ConfigError::at(self.origin, self.text, span, msg)
     }
@@ -64,11 +76,7 @@ impl Cx<'_> {
 
 /// Build the validated configuration.
 pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, ConfigError> {
-    let cx = Cx {
-        text,
-        origin,
-        warnings: RefCell::new(Vec::new()),
-    };
+    let cx = Cx::new(text, origin);
     let Some(section) = file.translator else {
         return Err(cx.err(
             0..0,
@@ -137,12 +145,21 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         Some(t) => tun(&cx, t.into_inner())?,
         None => TunSettings::default(),
     };
+    let dns64 = match file.dns64 {
+        Some(d) => {
+            let span = d.span();
+            let pool6 = config.map.pool6;
+            Some(crate::dns64::section(&cx, d.into_inner(), span, pool6)?)
+        }
+        None => None,
+    };
     Ok(Loaded {
         config,
         mode,
         daemon,
         tun,
         clat,
+        dns64,
         warnings: cx.warnings.into_inner(),
     })
 }
@@ -599,32 +616,41 @@ pub(crate) fn quoted_list(names: &[&str]) -> String {
 }
 
 fn pool6(cx: &Cx<'_>, p: &Spanned<String>) -> Result<Rfc6052Prefix, ConfigError> {
+    rfc6052_prefix(cx, "pool6", p)
+}
+
+/// An RFC 6052 prefix value of `key` (`pool6`, `[dns64] prefixes`).
+pub(crate) fn rfc6052_prefix(
+    cx: &Cx<'_>,
+    key: &str,
+    p: &Spanned<String>,
+) -> Result<Rfc6052Prefix, ConfigError> {
     const EXPECTED: &str = "an RFC 6052 prefix ADDR/LEN with LEN 32, 40, 48, 56, 64 or 96, \
                             e.g. \"64:ff9b::/96\"";
     let (addr, len) = match parse_v6_prefix(p.get_ref(), false) {
         Ok(v) => v,
-        Err(problem) => return Err(cx.bad("pool6", p, problem, EXPECTED)),
+        Err(problem) => return Err(cx.bad(key, p, problem, EXPECTED)),
     };
     Rfc6052Prefix::new(addr, len).map_err(|e| match e {
         PrefixError::BadLength(l) => cx.bad(
-            "pool6",
+            key,
             p,
             format_args!("length /{l} is not an RFC 6052 length"),
             "/32, /40, /48, /56, /64 or /96 (RFC 6052 §2.2)",
         ),
         PrefixError::HostBitsSet => cx.bad(
-            "pool6",
+            key,
             p,
             format_args!("bits beyond /{len} are set"),
             format_args!("\"{}/{len}\"", mask_v6(addr, len)),
         ),
         PrefixError::UOctetSet => cx.bad(
-            "pool6",
+            key,
             p,
             "bits 64..71 (the \"u\" octet) are not zero",
             "a prefix whose u octet is zero (RFC 6052 §2.2)",
         ),
-        PrefixError::Syntax(s) => cx.bad("pool6", p, s, EXPECTED),
+        PrefixError::Syntax(s) => cx.bad(key, p, s, EXPECTED),
     })
 }
 
@@ -815,7 +841,7 @@ pub(crate) fn parse_v4_prefix(s: &str, bare_ok: bool) -> Result<(Ipv4Addr, u8), 
 }
 
 /// `ADDR/LEN`, or (if `bare_ok`) `ADDR` meaning /128.
-fn parse_v6_prefix(s: &str, bare_ok: bool) -> Result<(Ipv6Addr, u8), String> {
+pub(crate) fn parse_v6_prefix(s: &str, bare_ok: bool) -> Result<(Ipv6Addr, u8), String> {
     parse_prefix(s, bare_ok, 128)
 }
 

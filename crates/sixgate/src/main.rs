@@ -36,6 +36,9 @@ enum Command {
     /// a page across it, prints its counters, and removes everything (also on
     /// failure or Ctrl-C).
     Demo(cmd::demo::Args),
+    /// Run the DNS64 server (RFC 6147) of a file's [dns64] section (foreground;
+    /// stop with SIGINT or SIGTERM).
+    Dns64(cmd::dns64::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(&args),
         Command::Config(c) => cmd::config::run(&c),
         Command::Demo(args) => cmd::demo::run(&args),
+        Command::Dns64(args) => cmd::dns64::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

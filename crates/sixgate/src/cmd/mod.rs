@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod demo;
+pub mod dns64;
 pub mod run;
 pub mod translate;
 

@@ -44,6 +44,18 @@ pub fn run(args: &Args) -> CmdResult {
     // A CLAT may have to ask the network for its PLAT prefix first (RFC 7050).
     crate::plat_discovery::settle_plat_prefix(&mut loaded)
         .map_err(|e| format!("sixgate run: {e}"))?;
+    // [dns64] serves next to the gateway. Its sockets are bound before the
+    // gateway drops privileges, so port 53 works with `[daemon] user`.
+    let dns64 = match &loaded.dns64 {
+        Some(d) => {
+            let t = sixgate_dns64::ServerThread::spawn(d)
+                .map_err(|e| format!("sixgate run: [dns64]: {e}"))?;
+            let addrs: Vec<String> = t.local_addrs().iter().map(|a| a.to_string()).collect();
+            tracing::info!("dns64 listening on {} (UDP and TCP)", addrs.join(", "));
+            Some(t)
+        }
+        None => None,
+    };
     let gw =
         sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let why = gw.wait();
@@ -62,6 +74,9 @@ pub fn run(args: &Args) -> CmdResult {
             .map(|(i, w)| format!("w{i} rx {} tx {}", w.io.rx_packets, w.io.tx_packets))
             .collect();
         println!("sixgate: per worker: {}", per.join(", "));
+    }
+    if let Some(t) = dns64 {
+        println!("sixgate dns64: {:?}", t.stop());
     }
     for e in &report.errors {
         tracing::error!("{e}");

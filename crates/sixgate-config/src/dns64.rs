@@ -1,0 +1,503 @@
+//! `[dns64]`: the DNS64 server (RFC 6147), its schema and its checks.
+//!
+//! The section works in a gateway file (next to `[translator]`, whose `pool6` it
+//! can take as its prefix, so the two never disagree) and alone, for
+//! `sixgate dns64 --config FILE`, where [`load_dns64`] reads it without requiring
+//! a translator.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::ops::Range;
+use std::path::Path;
+
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use serde::Deserialize;
+use sixgate_core::addr::Rfc6052Prefix;
+use toml::Spanned;
+
+use crate::validate::{Cx, int_in, parse_v4_prefix, parse_v6_prefix, rfc6052_prefix};
+use crate::{ConfigError, ConfigWarning};
+
+/// Keys of `[dns64]`, in the order of [`Dns64Section`]'s fields.
+pub const DNS64_KEYS: &[&str] = &[
+    "listen",
+    "upstream",
+    "prefixes",
+    "exclude",
+    "exclude_ipv4",
+    "acl",
+    "cache_size",
+    "max_ttl",
+    "upstream_timeout_ms",
+    "upstream_attempts",
+];
+
+/// `[dns64]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dns64Section {
+    /// Addresses to answer on, UDP and TCP: `"ADDR"` (port 53) or `"ADDR:PORT"`.
+    pub listen: Option<Vec<Spanned<String>>>,
+    /// Resolvers to forward to, same forms.
+    pub upstream: Option<Vec<Spanned<String>>>,
+    /// `"pool6"` or a list of RFC 6052 prefixes.
+    pub prefixes: Option<Spanned<Prefixes>>,
+    /// RFC 6147 §5.1.4 exclusion set: IPv6 prefixes.
+    pub exclude: Option<Vec<Spanned<String>>>,
+    /// IPv4 prefixes whose A records are never synthesized.
+    pub exclude_ipv4: Option<Vec<Spanned<String>>>,
+    /// Clients allowed to query: IPv4 or IPv6 prefixes.
+    pub acl: Option<Vec<Spanned<String>>>,
+    /// Most cached answers; 0 disables the cache.
+    pub cache_size: Option<Spanned<i64>>,
+    /// Longest time an answer is cached, seconds.
+    pub max_ttl: Option<Spanned<i64>>,
+    /// How long to wait for one upstream answer, milliseconds.
+    pub upstream_timeout_ms: Option<Spanned<i64>>,
+    /// Tries per question across the upstreams.
+    pub upstream_attempts: Option<Spanned<i64>>,
+}
+
+/// `prefixes`: the word `"pool6"` or a list of prefixes.
+#[derive(Debug)]
+pub enum Prefixes {
+    /// `"pool6"` (or any other string, refused by validation).
+    Word(String),
+    /// `["64:ff9b::/96", …]`.
+    List(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for Prefixes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Prefixes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("\"pool6\" or an array of RFC 6052 prefixes")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Prefixes, E> {
+                Ok(Prefixes::Word(v.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Prefixes, A::Error> {
+                let mut out = Vec::new();
+                while let Some(p) = s.next_element::<String>()? {
+                    out.push(p);
+                }
+                Ok(Prefixes::List(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The checked `[dns64]` settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dns64Settings {
+    /// Where to answer, UDP and TCP.
+    pub listen: Vec<SocketAddr>,
+    /// Where to forward, in order of preference.
+    pub upstream: Vec<SocketAddr>,
+    /// RFC 6052 prefixes to synthesize with: one AAAA per prefix and A record.
+    pub prefixes: Vec<Rfc6052Prefix>,
+    /// RFC 6147 §5.1.4: AAAA records inside these are treated as absent.
+    pub exclude: Vec<Ipv6Net>,
+    /// A records inside these are not synthesized.
+    pub exclude_ipv4: Vec<Ipv4Net>,
+    /// Clients that may query; others get REFUSED.
+    pub acl: Vec<IpNet>,
+    /// Most cached answers (0: no cache).
+    pub cache_size: usize,
+    /// TTL cap for cached answers, seconds.
+    pub max_ttl: u32,
+    /// Wait for one upstream answer, milliseconds.
+    pub upstream_timeout_ms: u32,
+    /// Tries per question (each to the next upstream).
+    pub upstream_attempts: u32,
+}
+
+/// Default `listen`: the loopback addresses.
+pub const DEFAULT_LISTEN: &[&str] = &["127.0.0.1:53", "[::1]:53"];
+/// Default `exclude`: RFC 6147 §5.1.4's IPv4-mapped prefix.
+pub const DEFAULT_EXCLUDE: &str = "::ffff:0:0/96";
+/// Default `acl`: this host only (a DNS64 open to all is an open resolver).
+pub const DEFAULT_ACL: &[&str] = &["127.0.0.0/8", "::1/128"];
+/// Default `cache_size`.
+pub const DEFAULT_CACHE_SIZE: usize = 10_000;
+/// Default `max_ttl`, seconds (one day).
+pub const DEFAULT_MAX_TTL: u32 = 86_400;
+/// Default `upstream_timeout_ms`.
+pub const DEFAULT_TIMEOUT_MS: u32 = 1_000;
+/// Default `upstream_attempts`.
+pub const DEFAULT_ATTEMPTS: u32 = 2;
+
+/// Check `[dns64]`. `pool6` is `[translator] pool6` when the file has one.
+pub(crate) fn section(
+    cx: &Cx<'_>,
+    d: Dns64Section,
+    header: Range<usize>,
+    pool6: Option<Rfc6052Prefix>,
+) -> Result<Dns64Settings, ConfigError> {
+    let listen: Vec<SocketAddr> = match &d.listen {
+        Some(l) => l
+            .iter()
+            .map(|v| socket(cx, "listen", v))
+            .collect::<Result<_, _>>()?,
+        None => DEFAULT_LISTEN.iter().map(|s| s.parse().unwrap()).collect(),
+    };
+    let Some(up) = &d.upstream else {
+        return Err(cx.err(
+            header,
+            "[dns64] has no upstream; expected upstream = a list of resolvers to forward \
+             to, e.g. upstream = [\"192.0.2.53\"]",
+        ));
+    };
+    let upstream: Vec<SocketAddr> = up
+        .iter()
+        .map(|v| socket(cx, "upstream", v))
+        .collect::<Result<_, _>>()?;
+    if upstream.is_empty() || listen.is_empty() {
+        let what = if upstream.is_empty() {
+            "upstream"
+        } else {
+            "listen"
+        };
+        return Err(cx.err(
+            header,
+            format!("[dns64] {what} is empty; expected at least one address"),
+        ));
+    }
+    let prefixes = match &d.prefixes {
+        None => match pool6 {
+            Some(p) => vec![p],
+            None => {
+                return Err(cx.err(
+                    header,
+                    "[dns64] has no prefixes and the file sets no [translator] pool6; \
+                     expected prefixes = [\"64:ff9b::/96\"] (RFC 6052 prefixes) or a \
+                     [translator] pool6",
+                ));
+            }
+        },
+        Some(p) => match p.get_ref() {
+            Prefixes::Word(w) if w == "pool6" => match pool6 {
+                Some(p) => vec![p],
+                None => {
+                    return Err(cx.bad(
+                        "prefixes",
+                        p,
+                        "this file sets no [translator] pool6",
+                        "a [translator] section with pool6, or a list of RFC 6052 prefixes",
+                    ));
+                }
+            },
+            Prefixes::Word(_) => {
+                return Err(cx.bad(
+                    "prefixes",
+                    p,
+                    "unknown word",
+                    "\"pool6\" or a list of RFC 6052 prefixes",
+                ));
+            }
+            Prefixes::List(list) => {
+                let mut out = Vec::new();
+                for s in list {
+                    let one = Spanned::new(p.span(), s.clone());
+                    let prefix = rfc6052_prefix(cx, "prefixes", &one)?;
+                    if !out.contains(&prefix) {
+                        out.push(prefix);
+                    }
+                }
+                if out.is_empty() {
+                    return Err(cx.bad(
+                        "prefixes",
+                        p,
+                        "empty list",
+                        "at least one RFC 6052 prefix, or \"pool6\"",
+                    ));
+                }
+                out
+            }
+        },
+    };
+    let exclude = match &d.exclude {
+        Some(l) => l
+            .iter()
+            .map(|v| v6_net(cx, "exclude", v))
+            .collect::<Result<_, _>>()?,
+        None => vec![DEFAULT_EXCLUDE.parse().unwrap()],
+    };
+    let exclude_ipv4 = match &d.exclude_ipv4 {
+        Some(l) => l
+            .iter()
+            .map(|v| v4_net(cx, "exclude_ipv4", v))
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    let acl = match &d.acl {
+        Some(l) => l
+            .iter()
+            .map(|v| {
+                if v.get_ref().contains(':') {
+                    v6_net(cx, "acl", v).map(IpNet::V6)
+                } else {
+                    v4_net(cx, "acl", v).map(IpNet::V4)
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        None => DEFAULT_ACL.iter().map(|s| s.parse().unwrap()).collect(),
+    };
+    let cache_size = match &d.cache_size {
+        Some(v) => int_in(cx, "cache_size", v, 0, 100_000_000)? as usize,
+        None => DEFAULT_CACHE_SIZE,
+    };
+    let max_ttl = match &d.max_ttl {
+        Some(v) => int_in(cx, "max_ttl", v, 0, 604_800)? as u32,
+        None => DEFAULT_MAX_TTL,
+    };
+    let upstream_timeout_ms = match &d.upstream_timeout_ms {
+        Some(v) => int_in(cx, "upstream_timeout_ms", v, 10, 60_000)? as u32,
+        None => DEFAULT_TIMEOUT_MS,
+    };
+    let upstream_attempts = match &d.upstream_attempts {
+        Some(v) => int_in(cx, "upstream_attempts", v, 1, 10)? as u32,
+        None => DEFAULT_ATTEMPTS,
+    };
+    Ok(Dns64Settings {
+        listen,
+        upstream,
+        prefixes,
+        exclude,
+        exclude_ipv4,
+        acl,
+        cache_size,
+        max_ttl,
+        upstream_timeout_ms,
+        upstream_attempts,
+    })
+}
+
+/// `"ADDR"` (port 53), `"ADDR:PORT"` or `"[ADDR]:PORT"`.
+fn socket(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<SocketAddr, ConfigError> {
+    let s = v.get_ref();
+    if let Ok(a) = s.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(a, 53));
+    }
+    s.parse().map_err(|_| {
+        cx.bad(
+            key,
+            v,
+            "not an address or ADDR:PORT",
+            "e.g. \"192.0.2.53\", \"192.0.2.53:5353\", \"2001:db8::53\" or \"[2001:db8::53]:53\"",
+        )
+    })
+}
+
+fn v6_net(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv6Net, ConfigError> {
+    let (a, len): (Ipv6Addr, u8) = parse_v6_prefix(v.get_ref(), true)
+        .map_err(|p| cx.bad(key, v, p, "an IPv6 prefix ADDR/LEN or an address"))?;
+    let net = Ipv6Net::new(a, len).expect("length checked");
+    if net.trunc() != net {
+        return Err(cx.bad(
+            key,
+            v,
+            format_args!("bits beyond /{len} are set"),
+            format_args!("\"{}\"", net.trunc()),
+        ));
+    }
+    Ok(net)
+}
+
+fn v4_net(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv4Net, ConfigError> {
+    let (a, len): (Ipv4Addr, u8) = parse_v4_prefix(v.get_ref(), true)
+        .map_err(|p| cx.bad(key, v, p, "an IPv4 prefix ADDR/LEN or an address"))?;
+    let net = Ipv4Net::new(a, len).expect("length checked");
+    if net.trunc() != net {
+        return Err(cx.bad(
+            key,
+            v,
+            format_args!("bits beyond /{len} are set"),
+            format_args!("\"{}\"", net.trunc()),
+        ));
+    }
+    Ok(net)
+}
+
+/// What `sixgate dns64` runs with: the `[dns64]` settings and any warnings.
+#[derive(Clone, Debug)]
+pub struct Dns64File {
+    /// The checked section.
+    pub dns64: Dns64Settings,
+    /// Warnings of the whole file (its translator sections, when present).
+    pub warnings: Vec<ConfigWarning>,
+}
+
+/// Read a file for `sixgate dns64`: it must have `[dns64]`; a `[translator]`
+/// is optional, and when present the whole file is checked as for `sixgate run`
+/// (so `prefixes = "pool6"` means the same prefix the translator uses).
+pub fn load_dns64(path: &Path) -> Result<Dns64File, ConfigError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::unreadable(&origin, e))?;
+    parse_dns64(&text, &origin)
+}
+
+/// [`load_dns64`] on text.
+pub fn parse_dns64(text: &str, origin: &str) -> Result<Dns64File, ConfigError> {
+    let file: crate::schema::File =
+        toml::from_str(text).map_err(|e| crate::syntax_error(&e, text, origin))?;
+    if file.translator.is_some() {
+        let loaded = crate::validate::build(file, text, origin)?;
+        return match loaded.dns64 {
+            Some(dns64) => Ok(Dns64File {
+                dns64,
+                warnings: loaded.warnings,
+            }),
+            None => Err(ConfigError::at(
+                origin,
+                text,
+                0..0,
+                "no [dns64] section; expected a [dns64] table with at least `upstream`",
+            )),
+        };
+    }
+    let cx = Cx::new(text, origin);
+    let Some(d) = file.dns64 else {
+        return Err(cx.err(
+            0..0,
+            "no [dns64] section; expected a [dns64] table with at least `upstream`",
+        ));
+    };
+    let span = d.span();
+    let dns64 = section(&cx, d.into_inner(), span, None)?;
+    Ok(Dns64File {
+        dns64,
+        warnings: cx.into_warnings(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVERY_KEY: &str = r#"[dns64]
+listen = ["[2001:db8:1::53]:53", "127.0.0.1:5353"]
+upstream = ["192.0.2.53", "[2001:db8::53]:53"]
+prefixes = ["64:ff9b::/96", "2001:db8:100::/40"]
+exclude = ["::ffff:0:0/96", "2001:db8:bad::/48"]
+exclude_ipv4 = ["10.0.0.0/8"]
+acl = ["2001:db8:1::/48", "127.0.0.1"]
+cache_size = 5
+max_ttl = 60
+upstream_timeout_ms = 300
+upstream_attempts = 3
+"#;
+
+    fn err(text: &str) -> String {
+        parse_dns64(text, "f.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_key_alone_and_the_key_list_matches_the_schema() {
+        let d = parse_dns64(EVERY_KEY, "f.toml").unwrap().dns64;
+        assert_eq!(d.listen[0], "[2001:db8:1::53]:53".parse().unwrap());
+        assert_eq!(d.upstream[0], "192.0.2.53:53".parse().unwrap());
+        assert_eq!(d.prefixes.len(), 2);
+        assert_eq!(d.exclude.len(), 2);
+        assert_eq!(d.exclude_ipv4, ["10.0.0.0/8".parse::<Ipv4Net>().unwrap()]);
+        assert_eq!(d.acl[1], "127.0.0.1/32".parse::<IpNet>().unwrap());
+        assert_eq!((d.cache_size, d.max_ttl), (5, 60));
+        assert_eq!((d.upstream_timeout_ms, d.upstream_attempts), (300, 3));
+        let keys: Vec<&str> = EVERY_KEY
+            .lines()
+            .filter_map(|l| l.split_once(" = ").map(|(k, _)| k))
+            .collect();
+        assert_eq!(keys, DNS64_KEYS);
+        // Every field set means every key deserialised into its own field.
+        let f: crate::schema::File = toml::from_str(EVERY_KEY).unwrap();
+        let Dns64Section {
+            listen,
+            upstream,
+            prefixes,
+            exclude,
+            exclude_ipv4,
+            acl,
+            cache_size,
+            max_ttl,
+            upstream_timeout_ms,
+            upstream_attempts,
+        } = f.dns64.unwrap().into_inner();
+        let set = [
+            listen.is_some(),
+            upstream.is_some(),
+            prefixes.is_some(),
+            exclude.is_some(),
+            exclude_ipv4.is_some(),
+            acl.is_some(),
+            cache_size.is_some(),
+            max_ttl.is_some(),
+            upstream_timeout_ms.is_some(),
+            upstream_attempts.is_some(),
+        ];
+        assert_eq!(set.len(), DNS64_KEYS.len());
+        assert!(set.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn defaults_and_pool6_is_the_translator_prefix() {
+        let text = "[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/96\"\n\
+                    [dns64]\nupstream = [\"192.0.2.53\"]\n";
+        let d = parse_dns64(text, "f.toml").unwrap().dns64;
+        assert_eq!(d.prefixes, ["2001:db8:64::/96".parse().unwrap()]);
+        assert_eq!(d.exclude, [DEFAULT_EXCLUDE.parse::<Ipv6Net>().unwrap()]);
+        assert_eq!(d.listen.len(), 2);
+        assert_eq!(d.acl.len(), 2);
+        assert_eq!(d.cache_size, DEFAULT_CACHE_SIZE);
+        // The gateway's loader sees the same section.
+        let l = crate::parse(text, "f.toml").unwrap();
+        assert_eq!(l.dns64, Some(d));
+        let explicit = text.replace("[dns64]\n", "[dns64]\nprefixes = \"pool6\"\n");
+        assert!(parse_dns64(&explicit, "f.toml").is_ok());
+        // And a gateway file without [dns64] has none.
+        assert_eq!(
+            crate::parse(&text[..text.find("[dns64]").unwrap()], "f")
+                .unwrap()
+                .dns64,
+            None
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        assert_eq!(
+            err("[dns64]\nprefixes = [\"64:ff9b::/96\"]\n"),
+            "f.toml:1:1: [dns64] has no upstream; expected upstream = a list of resolvers \
+             to forward to, e.g. upstream = [\"192.0.2.53\"]"
+        );
+        assert!(err("[dns64]\nupstream = [\"192.0.2.53\"]\n").contains("no prefixes"));
+        assert!(
+            err("[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = \"pool6\"\n")
+                .starts_with("f.toml:3:12: prefixes = ")
+        );
+        assert!(
+            err("[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"64:ff9b::/33\"]\n")
+                .contains("length /33 is not an RFC 6052 length")
+        );
+        assert!(
+            err("[dns64]\nupstream = [\"nonsense\"]\nprefixes = \"pool6\"\n")
+                .starts_with("f.toml:2:13: upstream = \"nonsense\": not an address")
+        );
+        assert!(
+            err("[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"64:ff9b::/96\"]\nacl = [\"10.0.0.1/8\"]\n")
+                .contains("bits beyond /8 are set; expected \"10.0.0.0/8\"")
+        );
+        assert!(
+            err("[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"64:ff9b::/96\"]\nupstream_attempts = 0\n")
+                .starts_with("f.toml:4:21: upstream_attempts = 0: out of range")
+        );
+        assert!(err("[dns64]\nupstrem = 1\n").contains("unknown key `upstrem`"));
+        assert!(
+            err("[translator]\nmode = \"siit\"\npool6 = \"64:ff9b::/96\"\n").contains("no [dns64]")
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! The server on loopback against a scripted upstream (no root needed): synthesis
+//! end to end, forged upstream answers ignored, cache hits, bad input, TCP.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::rdata::{A, SOA};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+use sixgate_config::Dns64Settings;
+use sixgate_dns64::Server;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+
+/// An upstream that answers `a.example.` with A 192.0.2.1 and no AAAA, and
+/// before every real answer sends one with the wrong ID (a spoofing attempt).
+async fn scripted_upstream() -> SocketAddr {
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = sock.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let (n, peer) = sock.recv_from(&mut buf).await.unwrap();
+            let q = Message::from_vec(&buf[..n]).unwrap();
+            let mut r = Message::response(q.metadata.id, OpCode::Query);
+            r.queries = q.queries.clone();
+            let query = &q.queries[0];
+            match query.query_type {
+                RecordType::A => r.answers.push(Record::from_rdata(
+                    query.name.clone(),
+                    300,
+                    RData::A(A(Ipv4Addr::new(192, 0, 2, 1))),
+                )),
+                _ => r.authorities.push(Record::from_rdata(
+                    Name::from_ascii("example.").unwrap(),
+                    3600,
+                    RData::SOA(SOA::new(
+                        Name::from_ascii("ns.example.").unwrap(),
+                        Name::from_ascii("h.example.").unwrap(),
+                        1,
+                        1,
+                        1,
+                        1,
+                        120,
+                    )),
+                )),
+            }
+            let mut forged = r.clone();
+            forged.metadata.id = r.metadata.id.wrapping_add(1);
+            sock.send_to(&forged.to_vec().unwrap(), peer).await.unwrap();
+            sock.send_to(&r.to_vec().unwrap(), peer).await.unwrap();
+        }
+    });
+    addr
+}
+
+fn settings(upstream: SocketAddr) -> Dns64Settings {
+    Dns64Settings {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        upstream: vec![upstream],
+        prefixes: vec!["64:ff9b::/96".parse().unwrap()],
+        exclude: vec!["::ffff:0:0/96".parse().unwrap()],
+        exclude_ipv4: vec![],
+        acl: vec!["127.0.0.0/8".parse().unwrap()],
+        cache_size: 100,
+        max_ttl: 3600,
+        upstream_timeout_ms: 500,
+        upstream_attempts: 2,
+    }
+}
+
+fn query(name: &str, t: RecordType) -> Vec<u8> {
+    let mut m = Message::new(0x4242, MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = true;
+    m.queries
+        .push(Query::query(Name::from_ascii(name).unwrap(), t));
+    m.to_vec().unwrap()
+}
+
+async fn ask_udp(server: SocketAddr, wire: &[u8]) -> Option<Vec<u8>> {
+    let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    s.send_to(wire, server).await.unwrap();
+    let mut buf = vec![0u8; 65535];
+    match tokio::time::timeout(Duration::from_millis(300), s.recv(&mut buf)).await {
+        Ok(Ok(n)) => Some(buf[..n].to_vec()),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synthesizes_ignores_forgeries_caches_and_refuses_bad_input() {
+    let upstream = scripted_upstream().await;
+    let server = Server::start(&settings(upstream)).await.unwrap();
+    let at = server.local_addrs()[0];
+
+    let reply = ask_udp(at, &query("a.example.", RecordType::AAAA))
+        .await
+        .unwrap();
+    let m = Message::from_vec(&reply).unwrap();
+    assert_eq!(m.metadata.id, 0x4242);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(m.answers.len(), 1);
+    match &m.answers[0].data {
+        RData::AAAA(a) => assert_eq!(a.0.to_string(), "64:ff9b::c000:201"),
+        d => panic!("{d:?}"),
+    }
+    assert_eq!(
+        m.answers[0].ttl, 120,
+        "RFC 6147 §5.1.7: min(A 300, SOA 120)"
+    );
+
+    // Again, from the cache (the upstream is not asked), twice: the second time
+    // from the remembered encoding, patched to this query's ID and letter case.
+    let again = ask_udp(at, &query("A.Example.", RecordType::AAAA))
+        .await
+        .unwrap();
+    let again = Message::from_vec(&again).unwrap();
+    assert_eq!(again.answers.len(), 1);
+    assert_eq!(
+        again.queries[0].name.to_ascii(),
+        "A.Example.",
+        "RFC 4343 §4"
+    );
+    let mut q = query("a.EXAMPLE.", RecordType::AAAA);
+    q[0..2].copy_from_slice(&[0x99, 0x01]);
+    q[2] &= !0x01; // RD off
+    let third = Message::from_vec(&ask_udp(at, &q).await.unwrap()).unwrap();
+    assert_eq!(third.metadata.id, 0x9901);
+    assert!(!third.metadata.recursion_desired);
+    assert_eq!(third.queries[0].name.to_ascii(), "a.EXAMPLE.");
+    assert_eq!(third.answers, again.answers);
+
+    // Over TCP.
+    let mut tcp = TcpStream::connect(at).await.unwrap();
+    let q = query("a.example.", RecordType::A);
+    tcp.write_all(&(q.len() as u16).to_be_bytes())
+        .await
+        .unwrap();
+    tcp.write_all(&q).await.unwrap();
+    let len = tcp.read_u16().await.unwrap();
+    let mut buf = vec![0u8; usize::from(len)];
+    tcp.read_exact(&mut buf).await.unwrap();
+    assert_eq!(Message::from_vec(&buf).unwrap().answers.len(), 1);
+
+    // Bad input: too short for a header, dropped; a header promising a question
+    // that is not there, FORMERR; a response, dropped.
+    assert_eq!(ask_udp(at, b"\x01\x02\x03").await, None);
+    let formerr = ask_udp(at, &[0xab, 0xcd, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+        .await
+        .unwrap();
+    let f = Message::from_vec(&formerr).unwrap();
+    assert_eq!(
+        (f.metadata.id, f.metadata.response_code),
+        (0xabcd, ResponseCode::FormErr)
+    );
+    let mut response = query("a.example.", RecordType::A);
+    response[2] |= 0x80;
+    assert_eq!(ask_udp(at, &response).await, None);
+
+    let s = server.stats().snapshot();
+    assert_eq!(s.synthesized, 1);
+    assert_eq!(s.cache_hits, 2, "{s:?}");
+    assert_eq!(s.upstream_queries, 3, "AAAA, A, then A for TCP");
+    assert_eq!(s.upstream_mismatched, 3, "every forged answer ignored");
+    assert_eq!(s.formerr, 1);
+    assert_eq!(s.dropped_malformed, 2);
+    assert_eq!(s.latency.iter().sum::<u64>(), 3);
+    server.shutdown();
+}
