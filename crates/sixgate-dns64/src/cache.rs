@@ -90,8 +90,9 @@ impl Cache {
         }
     }
 
-    /// The reply for `key` with TTLs lowered by its age, if still fresh.
-    pub fn get(&self, key: &Key, now: Instant) -> Option<Message> {
+    /// Run `f` on the entry for `key` and its age in whole seconds, if it is
+    /// still fresh; a stale entry is dropped.
+    fn fresh<R>(&self, key: &Key, now: Instant, f: impl FnOnce(&Entry, u32) -> R) -> Option<R> {
         if self.capacity == 0 {
             return None;
         }
@@ -102,9 +103,12 @@ impl Cache {
             inner.map.remove(key);
             return None;
         }
-        let age = age as u32;
-        let mut m = e.reply.clone();
-        drop(inner);
+        Some(f(e, age as u32))
+    }
+
+    /// The reply for `key` with TTLs lowered by its age, if still fresh.
+    pub fn get(&self, key: &Key, now: Instant) -> Option<Message> {
+        let (mut m, age) = self.fresh(key, now, |e, age| (e.reply.clone(), age))?;
         age_ttls(&mut m, age);
         Some(m)
     }
@@ -112,27 +116,20 @@ impl Cache {
     /// Like [`Cache::get`], but hands out the encoded reply when one was
     /// remembered for this age and `variant` (the reply's OPT form).
     pub fn hit(&self, key: &Key, now: Instant, variant: u8) -> Option<Hit> {
-        if self.capacity == 0 {
-            return None;
+        // The reply is cloned under the lock and aged after it.
+        let mut hit = self.fresh(key, now, |e, age| match &e.encoded {
+            Some(enc) if enc.age == age && enc.variant == variant => {
+                Hit::Encoded(enc.bytes.clone())
+            }
+            _ => Hit::Reply {
+                reply: e.reply.clone(),
+                age,
+            },
+        })?;
+        if let Hit::Reply { reply, age } = &mut hit {
+            age_ttls(reply, *age);
         }
-        let mut inner = self.inner.lock().ok()?;
-        let e = inner.map.get(key)?;
-        let age = now.saturating_duration_since(e.stored).as_secs();
-        if age >= u64::from(e.ttl) {
-            inner.map.remove(key);
-            return None;
-        }
-        let age = age as u32;
-        if let Some(enc) = &e.encoded
-            && enc.age == age
-            && enc.variant == variant
-        {
-            return Some(Hit::Encoded(enc.bytes.clone()));
-        }
-        let mut reply = e.reply.clone();
-        drop(inner);
-        age_ttls(&mut reply, age);
-        Some(Hit::Reply { reply, age })
+        Some(hit)
     }
 
     /// Remember `bytes`, the reply for `key` encoded at `age` for `variant`.

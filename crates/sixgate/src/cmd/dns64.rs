@@ -2,10 +2,7 @@
 //! `[dns64]` section (see docs/config.md and docs/dns64.md). Runs in the
 //! foreground until SIGINT or SIGTERM, then prints its counters.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-
-use tracing_subscriber::EnvFilter;
 
 use super::CmdResult;
 
@@ -19,13 +16,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
+    super::init_logging();
     let file = sixgate_config::load_dns64(&args.config).map_err(|e| e.to_string())?;
     for w in &file.warnings {
         tracing::warn!("{w}");

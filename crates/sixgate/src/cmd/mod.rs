@@ -11,3 +11,17 @@ pub mod translate;
 /// with the file they are about (`FILE: …`, or `FILE:LINE:COLUMN: …` for a config
 /// error), the form editors and grep understand.
 pub type CmdResult = Result<(), String>;
+
+/// Logs of the long-running subcommands go to standard error; RUST_LOG overrides
+/// the level (default info).
+pub fn init_logging() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+}

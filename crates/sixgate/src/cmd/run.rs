@@ -3,10 +3,7 @@
 //! SIGINT or SIGTERM, then takes everything down (unless `--keep`) and prints a
 //! one-line summary of the counters.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-
-use tracing_subscriber::EnvFilter;
 
 use super::CmdResult;
 
@@ -22,14 +19,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    // Logs go to standard error; RUST_LOG overrides the level (default info).
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
+    super::init_logging();
 
     let mut loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
     tracing::info!(
