@@ -44,7 +44,12 @@ pub fn run(args: &Args) -> CmdResult {
         ));
     }
     // Likewise the default pool4 is the gateway's own address, found at run time.
-    if loaded.config.nat64.as_ref().is_some_and(|n| n.pool4.is_empty()) {
+    if loaded
+        .config
+        .nat64
+        .as_ref()
+        .is_some_and(|n| n.pool4.is_empty())
+    {
         return Err(format!(
             "{}: [nat64] has no pool4 key; its default (the gateway's own IPv4 address, \
              ports 61001-65535) is found by `sixgate run`, which the offline mode cannot; \
