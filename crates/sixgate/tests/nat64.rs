@@ -528,6 +528,25 @@ fn default_pool4_config(workers: u16) -> String {
     )
 }
 
+/// Sends a datagram to a closed port from a connected socket; prints `refused`
+/// once the (translated) Port Unreachable arrives, `silence` if none does.
+const UDP_REFUSED_CLIENT: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.connect((sys.argv[1], int(sys.argv[2])))
+s.settimeout(0.5)
+for _ in range(6):
+    try:
+        s.send(b"anyone?")
+        s.recv(100)
+    except ConnectionRefusedError:
+        print("refused")
+        sys.exit(0)
+    except socket.timeout:
+        pass
+print("silence")
+"#;
+
 /// A port of the default pool4.
 fn in_default_ports(port: u16) -> bool {
     (61001..=65535).contains(&port)
@@ -575,6 +594,13 @@ fn default_pool4_tests(test: &str, workers: u16) {
         .unwrap_or_else(|e| panic!("{test}: {e}"));
     let gw_v4 = addr::GATEWAY_V4.to_string();
     let body = || {
+        // The bed is ready once pool6 is routed; the diversion comes right after.
+        let t0 = std::time::Instant::now();
+        while !running.log().contains("default pool4 diverted")
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let log = running.log();
         assert!(
             log.contains("pool4 is the gateway's own address") && log.contains(&gw_v4),
@@ -640,6 +666,24 @@ fn default_pool4_tests(test: &str, workers: u16) {
         let p: u16 = p.trim().parse().unwrap();
         assert!(a == gw_v4 && in_default_ports(p), "peer {peer}");
         assert_eq!(got.trim(), "early late");
+
+        // An ICMP error quoting a packet from a pool4 port (the nftables rule that
+        // reads the quoted header): Port Unreachable from the v4 host reaches the
+        // v6 host, translated, and a connected UDP socket sees it as refused.
+        let refused = bed
+            .v6host
+            .run_timeout(
+                "python3",
+                [
+                    "-c",
+                    UDP_REFUSED_CLIENT,
+                    &addr::V4_HOST_AS_V6.to_string(),
+                    "7999",
+                ],
+                Duration::from_secs(20),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(refused.trim(), "refused", "no Port Unreachable came back");
 
         // The host's own traffic: TCP from an ephemeral port (below 61001) and an
         // echo with an identifier outside the pool4 range.
