@@ -2,7 +2,9 @@
 //!
 //! [`Gateway::start`] sets up, in order, undoing everything on any failure:
 //! signal handlers (SIGINT, SIGTERM), the TUN device with one queue per worker
-//! ([`device`]), the routes into it ([`routes`]), `keep` persistence, and the
+//! ([`device`]), the routes into it ([`routes`]), in nat64 mode without pool4
+//! the diversion of the default pool4's ports ([`pool4_default`]), `keep`
+//! persistence, and the
 //! privilege drop; then it starts one pinned worker thread per queue
 //! ([`worker`]). Each worker owns a [`sixgate_core::Translator`] over the shared
 //! `Arc<Config>`, its buffers (allocated once) and its counters ([`stats`]); the
@@ -126,7 +128,11 @@ impl Gateway {
                     pool4_default::PORTS.first,
                     pool4_default::PORTS.last
                 );
-                if let Some(w) = pool4_default::local_port_range_overlap() {
+                let warnings = [
+                    pool4_default::local_port_range_overlap(),
+                    pool4_default::strict_rp_filter(),
+                ];
+                for w in warnings.into_iter().flatten() {
                     warn!("nat64: {w}");
                 }
                 nat.pool4 = vec![pool4_default::entry(a)];

@@ -345,13 +345,26 @@ pub fn local_port_range_overlap() -> Option<String> {
     overlap_warning(&text)
 }
 
+/// A warning if `net.ipv4.conf.all.rp_filter` is strict (1): the effective
+/// value is the larger of `all` and the device's, and a strict check drops
+/// the translated packets, whose source (our own address) is on `lo`.
+pub fn strict_rp_filter() -> Option<String> {
+    let v = std::fs::read_to_string("/proc/sys/net/ipv4/conf/all/rp_filter").ok()?;
+    (v.trim() == "1").then(|| {
+        "net.ipv4.conf.all.rp_filter = 1 (strict): the kernel will drop translated packets \
+         whose source is the gateway's own address; set it to 2 (loose) or 0, or set pool4"
+            .to_owned()
+    })
+}
+
 /// [`local_port_range_overlap`] on the sysctl's text (`"32768\t60999"`).
 pub fn overlap_warning(text: &str) -> Option<String> {
     let mut w = text.split_whitespace().map(str::parse::<u16>);
     let (Some(Ok(lo)), Some(Ok(hi))) = (w.next(), w.next()) else {
         return None;
     };
-    (hi >= PORTS.first && lo <= PORTS.last).then(|| {
+    // PORTS ends at 65535: an upper bound at or above its start overlaps.
+    (hi >= PORTS.first).then(|| {
         format!(
             "net.ipv4.ip_local_port_range = {lo} {hi} overlaps the default pool4's ports \
              {}-{}: the host's own connections from those ports would lose their replies to \
