@@ -776,3 +776,60 @@ fn nat64_default_pool4_one_worker() {
 fn nat64_default_pool4_two_workers() {
     default_pool4_tests("nat64_default_pool4_two_workers", 2);
 }
+
+/// A failure in the last step of the diversion (nftables refusing) undoes the
+/// earlier ones: `sixgate run` exits 1 naming it, `ip rule` is as before, table
+/// 6464 is empty and the device is gone.
+#[test]
+fn nat64_default_pool4_setup_failure_undoes_everything() {
+    let test = "nat64_default_pool4_setup_failure_undoes_everything";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let _turn = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let bed = Topology::build(TopologyOptions::default()).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let before = diversion_state(&bed.gateway);
+    let dir = ScratchDir::new("failnft").unwrap();
+    // An `nft` that refuses everything, first on the PATH.
+    let fake = dir
+        .write(
+            "nft",
+            "#!/bin/sh\necho 'Error: refused by the test' >&2\nexit 1\n",
+        )
+        .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cfg = dir
+        .write(
+            "sixgate.toml",
+            format!("{}[tun]\nname = \"sgfail0\"\n", default_pool4_config(1)),
+        )
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = bed
+        .gateway
+        .command(BIN)
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let err = common::text(&out.stderr);
+    println!("{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nftables: Error: refused by the test"),
+        "the error must name the failed step:\n{err}"
+    );
+    let after = diversion_state(&bed.gateway);
+    assert_eq!(after.1, before.1, "ip rule differs after the failed start");
+    assert!(after.2.trim().is_empty(), "table 6464 left: {}", after.2);
+    assert!(
+        bed.gateway.link("sgfail0").unwrap().is_none(),
+        "the device is left behind"
+    );
+}
