@@ -664,6 +664,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ready_routes_leave_out_a_default_pool4() {
+        let nat64 = sixgate_config(Dataplane::Tun, crate::NAT64_TOML).unwrap();
+        assert_eq!(ready_routes_for(&nat64.text), bed_routes());
+        let default_pool4 = sixgate_config(
+            Dataplane::Tun,
+            "[translator]\nmode = \"nat64\"\n[nat64]\nudp_timeout = 300\n",
+        )
+        .unwrap();
+        assert_eq!(ready_routes_for(&default_pool4.text), [addr::POOL6]);
+    }
+
+    #[test]
     fn sixgate_config_plain_and_merged() {
         let c = sixgate_config(Dataplane::Tun, "").unwrap();
         assert!(c.text.starts_with(TRANSLATOR_TOML), "{}", c.text);
