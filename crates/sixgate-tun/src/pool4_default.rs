@@ -203,22 +203,24 @@ impl Divert {
         .map_err(|e| format!("cannot route table {table} into {dev}: {e}"))?;
         self.done.push(Step::TableRoute);
 
+        // Rules an earlier `keep` run left are taken over: recorded like new
+        // ones, so this run's exit restores the kernel's own `pref 0` rule.
         let rules = ip(false, &["-4", "rule", "show"])?;
         if !has_rule(&rules, MARK_PREF, &mark_rule_text()) {
             ip(false, &rule_args("add", &mark_rule_args()))
                 .map_err(|e| format!("cannot add rule {}: {e}", mark_rule_text()))?;
-            self.done.push(Step::MarkRule);
         }
+        self.done.push(Step::MarkRule);
         if !has_rule(&rules, LOCAL_PREF, "lookup local") {
             ip(false, &rule_args("add", &local_rule_args(LOCAL_PREF)))
                 .map_err(|e| format!("cannot add rule pref {LOCAL_PREF} lookup local: {e}"))?;
-            self.done.push(Step::LocalAdded);
         }
+        self.done.push(Step::LocalAdded);
         if has_rule(&rules, 0, "lookup local") {
             ip(false, &rule_args("del", &local_rule_args(0)))
                 .map_err(|e| format!("cannot delete rule pref 0 lookup local: {e}"))?;
-            self.done.push(Step::LocalZeroDeleted);
         }
+        self.done.push(Step::LocalZeroDeleted);
         nft(&nft_ruleset(self.addr)).map_err(|e| format!("nftables: {e}"))?;
         self.done.push(Step::Nft);
         Ok(())
