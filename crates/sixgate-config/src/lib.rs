@@ -182,6 +182,11 @@ impl Loaded {
                     plural(n, "EAM entry", "EAM entries")
                 )
             }
+            Some(n) if n.pool4.is_empty() => format!(
+                "mode {}, pool6 {pool6}, pool4 default (the gateway's own IPv4 address, \
+                 ports 61001-65535)",
+                self.mode
+            ),
             Some(n) => {
                 let addresses: u64 = n
                     .pool4

@@ -96,7 +96,7 @@ pub(crate) fn section(
     cx: &Cx<'_>,
     cfg: &Config,
     n: Nat64Section,
-    header: Range<usize>,
+    _header: Range<usize>,
 ) -> Result<Nat64Config, ConfigError> {
     let mut out = Nat64Config {
         pool4: match &n.pool4 {
@@ -105,12 +105,17 @@ pub(crate) fn section(
         },
         ..Nat64Config::default()
     };
-    if out.pool4.is_empty() {
-        let span = n.pool4.as_ref().map_or(header, |p| p.span());
+    // No pool4 key: the default pool4, the gateway's own IPv4 address at ports
+    // 61001-65535, which only `sixgate run` can find (an empty `pool4` here says
+    // so). A key that is there but empty is a mistake.
+    if let Some(list) = &n.pool4
+        && out.pool4.is_empty()
+    {
         return Err(cx.err(
-            span,
+            list.span(),
             "[nat64] has no pool4 addresses; expected pool4 = a list of the IPv4 addresses \
-             (or prefixes) the translator owns, e.g. pool4 = [\"203.0.113.1\"] (RFC 6146 §2)",
+             (or prefixes) the translator owns, e.g. pool4 = [\"203.0.113.1\"] (RFC 6146 §2), \
+             or no pool4 key at all for the gateway's own address at ports 61001-65535",
         ));
     }
     if let Some(f) = &n.filtering {
@@ -180,6 +185,15 @@ pub(crate) fn section(
         out.port_block_size = size as u16;
     }
     if let Some(list) = &n.static_bib {
+        if n.pool4.is_none() && !list.is_empty() {
+            return Err(cx.err(
+                list[0].span(),
+                "static_bib[0]: a static BIB entry needs an explicit pool4 holding its \
+                 address and port (the default pool4, the gateway's own address, is only \
+                 found when `sixgate run` starts); expected a pool4 key in [nat64], e.g. \
+                 pool4 = [\"203.0.113.1\"]",
+            ));
+        }
         out.static_bib = static_bib(cx, cfg, &out.pool4, list)?;
     }
     if let Some(e) = &n.event_log {

@@ -100,8 +100,10 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         (Mode::Nat64, None) => {
             return Err(cx.err(
                 mode_span,
-                "mode = \"nat64\" but no [nat64] section; expected a [nat64] table with at \
-                 least `pool4`, the IPv4 addresses the translator owns (RFC 6146 §2)",
+                "mode = \"nat64\" but no [nat64] section; expected a [nat64] table, usually \
+                 with `pool4`, the IPv4 addresses the translator owns (RFC 6146 §2); an empty \
+                 [nat64] takes the default pool4 (the gateway's own IPv4 address, ports \
+                 61001-65535)",
             ));
         }
         (_, Some(n)) => {

@@ -311,7 +311,25 @@ fn start_sixgate<'a>(
     extra: &str,
 ) -> Result<RunningTranslator<'a>> {
     let cfg = sixgate_config(dataplane, extra)?;
-    launch_sixgate(gateway, binary, cfg, bed_routes())
+    let routes = ready_routes_for(&cfg.text);
+    launch_sixgate(gateway, binary, cfg, routes)
+}
+
+/// [`bed_routes`], less the IPv4 prefix for a nat64 config without pool4: its
+/// default pool4 is the gateway's own address, diverted rather than routed.
+fn ready_routes_for(text: &str) -> Vec<String> {
+    let t: toml::Table = text.parse().unwrap_or_default();
+    let nat64_default_pool4 = t
+        .get("translator")
+        .and_then(|t| t.get("mode"))
+        .and_then(|m| m.as_str())
+        == Some("nat64")
+        && t.get("nat64").and_then(|n| n.get("pool4")).is_none();
+    if nat64_default_pool4 {
+        vec![addr::POOL6.to_owned()]
+    } else {
+        bed_routes()
+    }
 }
 
 /// `binary run` in `ns` with a configuration of the caller's own, for beds other
@@ -644,6 +662,18 @@ impl Drop for RunningTranslator<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ready_routes_leave_out_a_default_pool4() {
+        let nat64 = sixgate_config(Dataplane::Tun, crate::NAT64_TOML).unwrap();
+        assert_eq!(ready_routes_for(&nat64.text), bed_routes());
+        let default_pool4 = sixgate_config(
+            Dataplane::Tun,
+            "[translator]\nmode = \"nat64\"\n[nat64]\nudp_timeout = 300\n",
+        )
+        .unwrap();
+        assert_eq!(ready_routes_for(&default_pool4.text), [addr::POOL6]);
+    }
 
     #[test]
     fn sixgate_config_plain_and_merged() {

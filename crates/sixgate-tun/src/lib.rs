@@ -2,7 +2,9 @@
 //!
 //! [`Gateway::start`] sets up, in order, undoing everything on any failure:
 //! signal handlers (SIGINT, SIGTERM), the TUN device with one queue per worker
-//! ([`device`]), the routes into it ([`routes`]), `keep` persistence, and the
+//! ([`device`]), the routes into it ([`routes`]), in nat64 mode without pool4
+//! the diversion of the default pool4's ports ([`pool4_default`]), `keep`
+//! persistence, and the
 //! privilege drop; then it starts one pinned worker thread per queue
 //! ([`worker`]). Each worker owns a [`sixgate_core::Translator`] over the shared
 //! `Arc<Config>`, its buffers (allocated once) and its counters ([`stats`]); the
@@ -30,6 +32,7 @@ pub mod device;
 mod events;
 pub mod gso;
 pub mod pipeline;
+pub mod pool4_default;
 pub mod routes;
 pub mod stats;
 pub mod steering;
@@ -92,6 +95,7 @@ pub struct Gateway {
     steered: bool,
     device: Option<device::Device>,
     routes: routes::Routes,
+    divert: Option<pool4_default::Divert>,
     workers: Vec<JoinHandle<Result<(), String>>>,
     stats: Vec<Arc<WorkerStats>>,
     stop_flag: Arc<AtomicBool>,
@@ -110,6 +114,32 @@ impl Gateway {
         let err = |m: String| SetupError(m);
         let tun = &loaded.tun;
         let keep = keep || tun.keep;
+
+        // The default pool4 (no pool4 key): the gateway's own IPv4 address, found
+        // before anything is created.
+        let mut cfg = loaded.config.clone();
+        let default_pool4 = match &mut cfg.nat64 {
+            Some(nat) if nat.pool4.is_empty() => {
+                let a = pool4_default::gateway_address().map_err(err)?;
+                info!(
+                    address = %a,
+                    "nat64: no pool4 configured; pool4 is the gateway's own address, ports \
+                     and ICMP identifiers {}-{}",
+                    pool4_default::PORTS.first,
+                    pool4_default::PORTS.last
+                );
+                let warnings = [
+                    pool4_default::local_port_range_overlap(),
+                    pool4_default::strict_rp_filter(),
+                ];
+                for w in warnings.into_iter().flatten() {
+                    warn!("nat64: {w}");
+                }
+                nat.pool4 = vec![pool4_default::entry(a)];
+                Some(a)
+            }
+            _ => None,
+        };
 
         // Signals first, so that a SIGTERM during set-up still ends in a clean stop.
         let (wake_rd, wake_wr) =
@@ -143,12 +173,9 @@ impl Gateway {
                 0 => cpus.len().max(1),
                 w => usize::from(w),
             };
-            if let Some(nat) = &loaded.config.nat64 {
-                check_pool4(nat).map_err(err)?;
-            }
             // Stateful NAT64 on several workers: the kernel must hand every packet
             // to the worker that owns its state, or it is one worker.
-            let steering = match &loaded.config.nat64 {
+            let steering = match &cfg.nat64 {
                 Some(nat) if n > 1 => {
                     let workers = u16::try_from(n).unwrap_or(u16::MAX);
                     match steering::Steering::load(&steering::Params::new(nat, workers)) {
@@ -198,21 +225,42 @@ impl Gateway {
             };
             let mut routes = routes::Routes::install(&dev.name, &wanted)
                 .map_err(|e| err(format!("{}: {e}", dev.name)))?;
+            // The default pool4's ports, diverted from the host's stack into the
+            // device (routing, like the routes above).
+            let mut divert = match default_pool4 {
+                Some(a) if tun.manage_routes => {
+                    match pool4_default::Divert::install(&dev.name, a) {
+                        Ok(d) => Some(d),
+                        Err(e) => {
+                            for p in routes.remove() {
+                                warn!("while undoing the set-up: {p}");
+                            }
+                            return Err(err(format!("{}: {e}", dev.name)));
+                        }
+                    }
+                }
+                _ => None,
+            };
+            let undo_routing =
+                |routes: &mut routes::Routes, divert: &mut Option<pool4_default::Divert>| {
+                    for p in divert.iter_mut().flat_map(|d| d.remove()) {
+                        warn!("while undoing the set-up: {p}");
+                    }
+                    for p in routes.remove() {
+                        warn!("while undoing the set-up: {p}");
+                    }
+                };
             // keep: survive this process. Not keep, but reused: go when we go.
             if (keep || dev.reused)
                 && let Err(e) = dev.set_persist(keep)
             {
-                for p in routes.remove() {
-                    warn!("while undoing the set-up: {p}");
-                }
+                undo_routing(&mut routes, &mut divert);
                 return Err(err(e));
             }
             let mut privileged = true;
             if let Some((name, u)) = user {
                 if let Err(e) = system::drop_privileges(u) {
-                    for p in routes.remove() {
-                        warn!("while undoing the set-up: {p}");
-                    }
+                    undo_routing(&mut routes, &mut divert);
                     if keep && !dev.reused {
                         let _ = dev.set_persist(false);
                     }
@@ -221,9 +269,9 @@ impl Gateway {
                 privileged = false;
                 info!(user = %name, uid = u.uid, gid = u.gid, "dropped privileges");
             }
-            Ok((dev, routes, n, cpus, privileged, steered))
+            Ok((dev, routes, divert, n, cpus, privileged, steered))
         })();
-        let (mut dev, routes, n, cpus, privileged, steered) = match result {
+        let (mut dev, routes, divert, n, cpus, privileged, steered) = match result {
             Ok(v) => v,
             Err(e) => {
                 undo_signals(&sig_ids);
@@ -252,12 +300,32 @@ impl Gateway {
         for r in routes.present() {
             info!(device = %dev.name, "route {r} already present through the device");
         }
+        if let Some(d) = &divert {
+            info!(
+                device = %dev.name,
+                address = %d.addr(),
+                "nat64: default pool4 diverted into the device (nftables table ip {}, mark {:#x}, \
+                 rule pref {} lookup table {}; lookup local moved to pref {})",
+                pool4_default::NFT_TABLE,
+                pool4_default::MARK,
+                pool4_default::MARK_PREF,
+                pool4_default::TABLE,
+                pool4_default::LOCAL_PREF
+            );
+        }
         if !tun.manage_routes {
             info!(device = %dev.name, "manage_routes = false: routing into the device is up to you");
+            if let Some(a) = default_pool4 {
+                info!(
+                    device = %dev.name,
+                    "manage_routes = false: diverting {a} ports {}-{} into the device is up to you too",
+                    pool4_default::PORTS.first,
+                    pool4_default::PORTS.last
+                );
+            }
         }
 
         // Workers.
-        let mut cfg = loaded.config.clone();
         cfg.ipv4_id_key = system::random_u64();
         if let Some(nat) = &mut cfg.nat64 {
             nat.hash_key = system::random_u64();
@@ -280,6 +348,7 @@ impl Gateway {
             steered,
             device: Some(dev),
             routes,
+            divert,
             workers: Vec::with_capacity(n),
             stats: Vec::with_capacity(n),
             stop_flag: Arc::new(AtomicBool::new(false)),
@@ -394,6 +463,22 @@ impl Gateway {
         drop(self.stop_wr.take()); // every worker's poll sees the hang-up
         // Routes first: the device (and with it any route) goes once the workers'
         // queues close.
+        if let Some(d) = &mut self.divert {
+            if self.keep {
+                info!(device = %self.name, "keep: leaving the default pool4's diversion in place");
+                d.forget();
+            } else if self.privileged {
+                info!(device = %self.name, address = %d.addr(), "removing the default pool4's diversion");
+                errors.extend(d.remove());
+            } else {
+                info!(
+                    device = %self.name,
+                    "privileges were dropped: the default pool4's nftables table and rules stay \
+                     (harmless without the device: marked packets fall through to lookup local)"
+                );
+                d.forget();
+            }
+        }
         if self.keep {
             let left = self.routes.forget();
             info!(
@@ -441,23 +526,6 @@ impl Gateway {
     }
 }
 
-/// The default pool4 (none configured) would be the gateway's own IPv4 address
-/// with ports 61001-65535, as in Jool; on a TUN device that needs those ports
-/// diverted from the host's stack into the device, which sixgate does not do
-/// (docs/tun.md, "Stateful NAT64"). Say so, with an example.
-fn check_pool4(nat: &sixgate_core::nat64::Nat64Config) -> Result<(), String> {
-    if nat.pool4.is_empty() {
-        return Err(
-            "[nat64] pool4 is empty: on the TUN data plane sixgate needs IPv4 \
-                    addresses of its own, routed to this gateway, to map IPv6 hosts to \
-                    (the gateway's own address cannot be shared with the host's stack); \
-                    set for example\n  [nat64]\n  pool4 = [\"192.0.2.0/28\"]"
-                .to_owned(),
-        );
-    }
-    Ok(())
-}
-
 fn unregister(ids: &[SigId]) {
     for id in ids {
         signal_hook::low_level::unregister(*id);
@@ -473,24 +541,4 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: both are fresh descriptors we own.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use sixgate_core::nat64::{Nat64Config, Pool4Entry};
-
-    #[test]
-    fn an_empty_pool4_is_refused_with_an_example() {
-        let e = check_pool4(&Nat64Config::default()).unwrap_err();
-        assert!(
-            e.contains("[nat64] pool4") && e.contains("pool4 = [\""),
-            "{e}"
-        );
-        let ok = Nat64Config {
-            pool4: vec![Pool4Entry::single(std::net::Ipv4Addr::new(192, 0, 2, 1))],
-            ..Nat64Config::default()
-        };
-        assert!(check_pool4(&ok).is_ok());
-    }
 }

@@ -174,7 +174,7 @@ fn add(dev: &str, route: &Route) -> Result<bool, String> {
 }
 
 /// Run `ip [-6] ARGS`; stdout on success, stderr (or why it could not run) on failure.
-fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
+pub(crate) fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
     let mut cmd = Command::new("ip");
     if v6 {
         cmd.arg("-6");

@@ -162,6 +162,42 @@ fn config_check_warns_below_rfc_6146_minimums() {
     assert_eq!(text(&o.stderr), err);
 }
 
+/// Issue 4: no pool4 key checks fine (the default pool4), but `sixgate
+/// translate` has no gateway address to take and refuses, naming the key.
+#[test]
+fn default_pool4_checks_and_translate_refuses_it() {
+    let d = scratch("default-pool4");
+    let cfg = write(
+        &d,
+        "nopool4.toml",
+        b"[translator]\nmode = \"nat64\"\n[nat64]\n",
+    );
+    let o = sixgate(&["config", "check", &cfg]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout)
+            .contains("pool4 default (the gateway's own IPv4 address, ports 61001-65535)"),
+        "{}",
+        text(&o.stdout)
+    );
+    let out = d.join("out.pcap");
+    let o = sixgate(&[
+        "translate",
+        "--config",
+        &cfg,
+        "--input",
+        "samples/nat64-demo.pcap",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("[nat64] has no pool4 key") && err.contains("pool4 = [\""),
+        "{err}"
+    );
+}
+
 /// RFC 7050 at `sixgate run`: nobody answers (port unreachable) and there is no
 /// fallback, so it stops before setting anything up, saying why and what to do.
 #[test]

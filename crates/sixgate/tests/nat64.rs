@@ -515,3 +515,321 @@ fn nat64_without_bpf_runs_one_worker_and_says_why() {
         "it ran and stopped:\n{summary}{log}"
     );
 }
+
+// --- the default pool4 (no pool4 key) -----------------------------------------------
+
+/// nat64 with no `pool4`: `sixgate run` takes the gateway's own IPv4 address,
+/// ports 61001-65535, and diverts them into the device.
+fn default_pool4_config(workers: u16) -> String {
+    format!(
+        "[translator]\nmode = \"nat64\"\npool6 = \"{}\"\n\n[nat64]\nudp_timeout = 300\n\
+         \n[daemon]\nworkers = {workers}\n",
+        addr::POOL6
+    )
+}
+
+/// Sends a datagram to a closed port from a connected socket; prints `refused`
+/// once the (translated) Port Unreachable arrives, `silence` if none does.
+const UDP_REFUSED_CLIENT: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.connect((sys.argv[1], int(sys.argv[2])))
+s.settimeout(0.5)
+for _ in range(6):
+    try:
+        s.send(b"anyone?")
+        s.recv(100)
+    except ConnectionRefusedError:
+        print("refused")
+        sys.exit(0)
+    except socket.timeout:
+        pass
+print("silence")
+"#;
+
+/// A port of the default pool4.
+fn in_default_ports(port: u16) -> bool {
+    (61001..=65535).contains(&port)
+}
+
+/// The gateway's nftables tables, `ip -4 rule` and routing table 6464, as text.
+fn diversion_state(gw: &Netns) -> (String, String, String) {
+    let out = gw
+        .output("nft", ["list", "tables"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tables = format!("{}{}", common::text(&out.stdout), common::text(&out.stderr));
+    let rules = gw
+        .ip(["-4", "rule", "show"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let table = gw
+        .ip(["-4", "route", "show", "table", "6464"])
+        .unwrap_or_default();
+    (tables, rules, table)
+}
+
+/// The default pool4 end to end: curl, ping, UDP and iperf3 TCP from the IPv6
+/// host; the IPv4 host sees the gateway's own address with ports in
+/// 61001-65535; the gateway's own traffic still works during the run; after the
+/// stop the nftables table, the rules and table 6464 are gone and `ip rule` is
+/// as before.
+fn default_pool4_tests(test: &str, workers: u16) {
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    if let Err(e) = std::process::Command::new("nft").arg("--version").output() {
+        println!("skipped: {test}: no nft (nftables): {e}");
+        return;
+    }
+    let translator = Translator::Sixgate {
+        binary: BIN.into(),
+        dataplane: Dataplane::Tun,
+        extra_toml: default_pool4_config(workers),
+    };
+    let _turn = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let bed = Topology::build(TopologyOptions::default()).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let before = diversion_state(&bed.gateway);
+    let running = bed
+        .start(&translator)
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let gw_v4 = addr::GATEWAY_V4.to_string();
+    let body = || {
+        // The bed is ready once pool6 is routed; the diversion comes right after.
+        let t0 = std::time::Instant::now();
+        while !running.log().contains("default pool4 diverted")
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let log = running.log();
+        assert!(
+            log.contains("pool4 is the gateway's own address") && log.contains(&gw_v4),
+            "the log must say which address was chosen:\n{log}"
+        );
+        let (tables, rules, table) = diversion_state(&bed.gateway);
+        assert!(tables.contains("table ip sixgate"), "{tables}");
+        assert!(
+            rules.contains("50:\tfrom all fwmark 0x6464 lookup 6464")
+                && rules.contains("100:\tfrom all lookup local")
+                && !rules.lines().any(|l| l.starts_with("0:")),
+            "{rules}"
+        );
+        assert!(table.contains("default dev sixgate0"), "{table}");
+
+        // TCP: curl to the v4 web server, which sees the gateway's address.
+        let dir = ScratchDir::new("www").unwrap();
+        let content = pattern(256 * 1024);
+        dir.write("file.bin", &content).unwrap();
+        let server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+        let v4_as_v6 = format!("[{}]", addr::V4_HOST_AS_V6);
+        fetch_and_compare(&bed.v6host, &v4_as_v6, &dir, "file.bin", &content);
+        let seen = http_client_seen(&server);
+        assert_eq!(
+            seen, gw_v4,
+            "the v4 server must see the gateway's own address"
+        );
+
+        // ICMP.
+        ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3);
+
+        // UDP: the v4 host reports the peer it saw, port included.
+        const PORT: u16 = 7011;
+        let udp = bed
+            .v4host
+            .spawn(
+                "python3",
+                ["-c", UDP_LATE_REPLY_SERVER, &PORT.to_string(), "0.2"],
+            )
+            .unwrap();
+        bed.v4host
+            .wait_listening(Proto::Udp, PORT, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let got = bed
+            .v6host
+            .run_timeout(
+                "python3",
+                [
+                    "-c",
+                    UDP_LISTEN_CLIENT,
+                    &addr::V4_HOST_AS_V6.to_string(),
+                    &PORT.to_string(),
+                    "1.5",
+                ],
+                Duration::from_secs(30),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let peer = udp.stdout().lines().next().unwrap_or_default().to_owned();
+        println!("UDP: the v4 host saw the v6 host as {peer}; it received {got:?}");
+        let (a, p) = peer
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("peer {peer:?}"));
+        let p: u16 = p.trim().parse().unwrap();
+        assert!(a == gw_v4 && in_default_ports(p), "peer {peer}");
+        assert_eq!(got.trim(), "early late");
+
+        // An ICMP error quoting a packet from a pool4 port (the nftables rule that
+        // reads the quoted header): Port Unreachable from the v4 host reaches the
+        // v6 host, translated, and a connected UDP socket sees it as refused.
+        let refused = bed
+            .v6host
+            .run_timeout(
+                "python3",
+                [
+                    "-c",
+                    UDP_REFUSED_CLIENT,
+                    &addr::V4_HOST_AS_V6.to_string(),
+                    "7999",
+                ],
+                Duration::from_secs(20),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(refused.trim(), "refused", "no Port Unreachable came back");
+
+        // The host's own traffic: TCP from an ephemeral port (below 61001) and an
+        // echo with an identifier outside the pool4 range.
+        fetch_and_compare(
+            &bed.gateway,
+            &addr::V4_HOST.to_string(),
+            &dir,
+            "file.bin",
+            &content,
+        );
+        let out = bed
+            .gateway
+            .run_timeout(
+                "ping",
+                [
+                    "-n",
+                    "-c",
+                    "2",
+                    "-i",
+                    "0.2",
+                    "-W",
+                    "2",
+                    "-e",
+                    "4242",
+                    &addr::V4_HOST.to_string(),
+                ],
+                Duration::from_secs(20),
+            )
+            .unwrap_or_else(|e| panic!("the gateway's own ping: {e}"));
+        assert!(out.contains("2 received"), "{out}");
+
+        if workers > 1 {
+            // A subscriber of the other worker: its pool4 ports are that
+            // worker's share, and steering brings their replies there.
+            let (sub, a) = second_subscriber(&bed, Some((workers, addr::V6_HOST)));
+            println!("second subscriber {a} (another worker)");
+            ping(&sub, &addr::V4_HOST_AS_V6.to_string(), 3);
+            fetch_and_compare(&sub, &v4_as_v6, &dir, "file.bin", &content);
+        }
+
+        let r = iperf3(
+            &bed.v6host,
+            &bed.v4host,
+            addr::V4_HOST.into(),
+            addr::V4_HOST_AS_V6.into(),
+            &[],
+        );
+        assert!(r.mbit_s > 0.0, "no throughput ({})", r.detail);
+        println!(
+            "THROUGHPUT {} nat64 default pool4 iperf3 TCP v6 -> v4: {:.0} Mbit/s ({})",
+            translator.describe(),
+            r.mbit_s,
+            r.detail
+        );
+    };
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        eprintln!("{test}: translator output:\n{}", running.log());
+        drop(running);
+        drop(bed);
+        std::panic::resume_unwind(panic);
+    }
+    running
+        .check_running()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let stopped = running.stop().unwrap_or_else(|e| panic!("{test}: {e}"));
+    stopped
+        .check_clean()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let after = diversion_state(&bed.gateway);
+    assert!(!after.0.contains("sixgate"), "nft table left: {}", after.0);
+    assert_eq!(after.1, before.1, "ip rule differs after the stop");
+    assert!(after.2.trim().is_empty(), "table 6464 left: {}", after.2);
+    println!("{test}: nft table, rules and table 6464 removed; ip rule as before");
+    println!("{}", stopped.stdout.trim());
+    if workers > 1 {
+        let rx = per_worker_rx(&stopped);
+        assert!(
+            rx.len() == usize::from(workers) && rx.iter().all(|&n| n > 0),
+            "every worker must have seen packets: {rx:?}"
+        );
+    }
+}
+
+#[test]
+fn nat64_default_pool4_one_worker() {
+    default_pool4_tests("nat64_default_pool4_one_worker", 1);
+}
+
+#[test]
+fn nat64_default_pool4_two_workers() {
+    default_pool4_tests("nat64_default_pool4_two_workers", 2);
+}
+
+/// A failure in the last step of the diversion (nftables refusing) undoes the
+/// earlier ones: `sixgate run` exits 1 naming it, `ip rule` is as before, table
+/// 6464 is empty and the device is gone.
+#[test]
+fn nat64_default_pool4_setup_failure_undoes_everything() {
+    let test = "nat64_default_pool4_setup_failure_undoes_everything";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let _turn = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let bed = Topology::build(TopologyOptions::default()).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let before = diversion_state(&bed.gateway);
+    let dir = ScratchDir::new("failnft").unwrap();
+    // An `nft` that refuses everything, first on the PATH.
+    let fake = dir
+        .write(
+            "nft",
+            "#!/bin/sh\necho 'Error: refused by the test' >&2\nexit 1\n",
+        )
+        .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cfg = dir
+        .write(
+            "sixgate.toml",
+            format!("{}[tun]\nname = \"sgfail0\"\n", default_pool4_config(1)),
+        )
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = bed
+        .gateway
+        .command(BIN)
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let err = common::text(&out.stderr);
+    println!("{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nftables: Error: refused by the test"),
+        "the error must name the failed step:\n{err}"
+    );
+    let after = diversion_state(&bed.gateway);
+    assert_eq!(after.1, before.1, "ip rule differs after the failed start");
+    assert!(after.2.trim().is_empty(), "table 6464 left: {}", after.2);
+    assert!(
+        bed.gateway.link("sgfail0").unwrap().is_none(),
+        "the device is left behind"
+    );
+}

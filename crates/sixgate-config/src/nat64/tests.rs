@@ -241,6 +241,23 @@ fn key_pool4_strings_and_tables() {
     );
 }
 
+/// Issue 4 / Jool: no pool4 key leaves pool4 empty, which `sixgate run` fills
+/// with the gateway's own IPv4 address at ports 61001-65535.
+#[test]
+fn key_pool4_absent_is_the_default_pool4() {
+    let l = ok("[translator]\nmode = \"nat64\"\n[nat64]\nudp_timeout = 300\n");
+    assert!(l.config.nat64.as_ref().unwrap().pool4.is_empty());
+    assert!(l.describe().contains("pool4 default"), "{}", l.describe());
+    // A static BIB entry needs to know its pool4 address now.
+    err_at(
+        "[translator]\nmode = \"nat64\"\n[nat64]\nstatic_bib = [\n  \
+         { proto = \"tcp\", ipv6 = \"2001:db8::80\", port6 = 80, ipv4 = \"203.0.113.1\", port4 = 80 },\n]\n",
+        5,
+        3,
+        &["static_bib[0]", "explicit pool4"],
+    );
+}
+
 #[test]
 fn pool4_errors() {
     let p4 = |v: &str| BASE.replace("pool4 = [\"203.0.113.1\"]", &format!("pool4 = {v}"));
@@ -249,12 +266,6 @@ fn pool4_errors() {
         4,
         9,
         &["[nat64] has no pool4 addresses", "RFC 6146 §2"],
-    );
-    err_at(
-        "[translator]\nmode = \"nat64\"\n[nat64]\nudp_timeout = 300\n",
-        3,
-        1,
-        &["[nat64] has no pool4 addresses"],
     );
     err_at(
         &p4("[\"203.0.113\"]"),

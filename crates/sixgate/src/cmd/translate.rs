@@ -43,6 +43,20 @@ pub fn run(args: &Args) -> CmdResult {
             args.config.display()
         ));
     }
+    // Likewise the default pool4 is the gateway's own address, found at run time.
+    if loaded
+        .config
+        .nat64
+        .as_ref()
+        .is_some_and(|n| n.pool4.is_empty())
+    {
+        return Err(format!(
+            "{}: [nat64] has no pool4 key; its default (the gateway's own IPv4 address, \
+             ports 61001-65535) is found by `sixgate run`, which the offline mode cannot; \
+             expected [nat64] pool4, e.g. pool4 = [\"203.0.113.1\"]",
+            args.config.display()
+        ));
+    }
     let input = File::open(&args.input)
         .map_err(|e| format!("{}: cannot open input capture: {e}", args.input.display()))?;
     if same_file(&args.input, &args.output) {
