@@ -197,4 +197,13 @@ mod tests {
         let e = with("interface = \"a/b\"\n").unwrap_err().to_string();
         assert!(e.contains("interface"), "{e}");
     }
+
+    #[test]
+    fn rfc8781_needs_a_prefix_to_advertise() {
+        // A CLAT that discovers its PLAT prefix has no pool6 when the file loads.
+        let text = "[translator]\nmode = \"clat\"\n[clat]\nipv6 = \"2001:db8:c1a7::/125\"\n\
+                    plat_prefix = \"discover\"\n[pref64]\ninterface = \"eth1\"\n";
+        let e = crate::parse(text, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("t.toml:6:1") && e.contains("pool6"), "{e}");
+    }
 }
