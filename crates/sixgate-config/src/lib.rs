@@ -22,9 +22,11 @@ use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::config::IPV4_DUMMY_ADDRESS;
 
 pub use dns64::{Dns64File, Dns64Settings, load_dns64, parse_dns64};
+pub use pref64::Pref64Settings;
 
 pub mod dns64;
 mod nat64;
+pub mod pref64;
 pub mod schema;
 mod validate;
 
@@ -81,6 +83,8 @@ pub struct Loaded {
     pub clat: Option<ClatSettings>,
     /// `[dns64]`, if the file has one.
     pub dns64: Option<Dns64Settings>,
+    /// `[pref64]`, if the file has one: RFC 8781 Router Advertisements.
+    pub pref64: Option<Pref64Settings>,
     /// Values that load but go against an RFC (timeouts below RFC 6146's minimums,
     /// for instance). `sixgate config check` and the daemon print them.
     pub warnings: Vec<ConfigWarning>,

@@ -29,10 +29,20 @@ pub struct File {
     pub clat: Option<Spanned<ClatSection>>,
     /// `[dns64]`: the DNS64 server (RFC 6147), see [`crate::dns64`]. Optional.
     pub dns64: Option<Spanned<crate::dns64::Dns64Section>>,
+    /// `[pref64]`: PREF64 Router Advertisements (RFC 8781), see [`crate::pref64`].
+    pub pref64: Option<Spanned<crate::pref64::Pref64Section>>,
 }
 
 /// Top-level sections a file may have.
-pub const SECTIONS: &[&str] = &["translator", "nat64", "daemon", "tun", "clat", "dns64"];
+pub const SECTIONS: &[&str] = &[
+    "translator",
+    "nat64",
+    "daemon",
+    "tun",
+    "clat",
+    "dns64",
+    "pref64",
+];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
 pub const TRANSLATOR_KEYS: &[&str] = &[

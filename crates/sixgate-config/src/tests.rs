@@ -1031,7 +1031,15 @@ fn key_list_matches_schema() {
     assert_eq!(EAM_KEYS, ["ipv4", "ipv6"]);
     assert_eq!(
         SECTIONS,
-        ["translator", "nat64", "daemon", "tun", "clat", "dns64"]
+        [
+            "translator",
+            "nat64",
+            "daemon",
+            "tun",
+            "clat",
+            "dns64",
+            "pref64"
+        ]
     );
 
     // [daemon] and [tun], the same way.
@@ -1230,6 +1238,7 @@ fn docs_document_exactly_the_schema_keys() {
     accepted.extend(POOL4_KEYS.iter().map(|k| format!("pool4.{k}")));
     accepted.extend(STATIC_BIB_KEYS.iter().map(|k| format!("static_bib.{k}")));
     accepted.extend(crate::dns64::DNS64_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(crate::pref64::PREF64_KEYS.iter().map(|k| k.to_string()));
     // Section keys are documented bare in their section's table, so no two
     // sections may share a key name (the check above could not tell them apart).
     assert_eq!(
@@ -1242,7 +1251,8 @@ fn docs_document_exactly_the_schema_keys() {
             + POOL4_KEYS.len()
             + STATIC_BIB_KEYS.len()
             + CLAT_KEYS.len()
-            + crate::dns64::DNS64_KEYS.len(),
+            + crate::dns64::DNS64_KEYS.len()
+            + crate::pref64::PREF64_KEYS.len(),
         "a key name is shared between sections"
     );
     let missing: Vec<_> = accepted.difference(&documented).collect();
@@ -1316,6 +1326,13 @@ fn docs_toml_examples_are_valid() {
         assert!(
             full.contains(&format!("\n{key} = ")),
             "the [dns64] example lacks {key}"
+        );
+    }
+    let pref64 = blocks.iter().rfind(|b| b.contains("[pref64]")).unwrap();
+    for key in crate::pref64::PREF64_KEYS {
+        assert!(
+            pref64.contains(&format!("\n{key} = ")),
+            "the [pref64] example lacks {key}"
         );
     }
 }

@@ -155,6 +155,14 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         }
         None => None,
     };
+    let pref64 = match file.pref64 {
+        Some(p) => {
+            let span = p.span();
+            let pool6 = config.map.pool6;
+            Some(crate::pref64::section(&cx, p.into_inner(), span, pool6)?)
+        }
+        None => None,
+    };
     Ok(Loaded {
         config,
         mode,
@@ -162,6 +170,7 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         tun,
         clat,
         dns64,
+        pref64,
         warnings: cx.warnings.into_inner(),
     })
 }

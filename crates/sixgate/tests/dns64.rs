@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use sixgate_netns::{Background, Netns, Proto, ScratchDir, check_host};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 const NAMED: &str = "/usr/sbin/named";
 
@@ -542,10 +544,26 @@ fn rfc6147_s5_1_3_silent_upstream_gives_servfail_in_bounded_time() {
 /// a `[dns64]` section (prefix: the translator's pool6) on the namespace bed; the
 /// IPv6-only host asks it for `web.example`, which only has an A record on an
 /// IPv4-only authoritative server (BIND on the IPv4 host), gets the synthesized
-/// AAAA, and fetches a page from that address through the translator.
+/// AAAA, and fetches a page from that address through the translator: SIIT here,
+/// the stateful NAT64 in [`full_path_through_nat64`].
 #[test]
 fn full_path_v6_only_host_resolves_and_fetches_through_the_translator() {
     let test = "full_path_v6_only_host_resolves_and_fetches_through_the_translator";
+    // The bed's SIIT translator (its generated [translator]), plus [dns64].
+    full_path(test, "");
+}
+
+/// The same path through the stateful NAT64 (RFC 6146, `mode = "nat64"`, pool6
+/// `2001:db8:64::/96`, pool4 [`sixgate_netns::addr::POOL4`]): the usual
+/// deployment of DNS64 (RFC 6147 §1), where the web server sees a pool4 address.
+#[test]
+fn full_path_through_nat64() {
+    full_path("full_path_through_nat64", sixgate_netns::NAT64_TOML);
+}
+
+/// `translator_toml` goes before `[dns64]` in the gateway's extra TOML (empty:
+/// the bed's SIIT translator).
+fn full_path(test: &str, translator_toml: &str) {
     if skip(test) {
         return;
     }
@@ -581,8 +599,9 @@ fn full_path_v6_only_host_resolves_and_fetches_through_the_translator() {
     bed.v4host
         .wait_listening(Proto::Udp, 53, Duration::from_secs(10))
         .unwrap();
+    // The server logs each client's address to stderr: with NAT64 it is pool4's.
     dir.write("index.html", "served over IPv4\n").unwrap();
-    let _http = bed
+    let http = bed
         .v4host
         .spawn(
             "python3",
@@ -605,8 +624,8 @@ fn full_path_v6_only_host_resolves_and_fetches_through_the_translator() {
         binary: BIN.into(),
         dataplane: Dataplane::Tun,
         extra_toml: format!(
-            "[dns64]\nlisten = [\"[{gw6}]:53\"]\nupstream = [\"{v4}\"]\nprefixes = \"pool6\"\n\
-             acl = [\"2001:db8:1::/64\"]\n"
+            "{translator_toml}\n[dns64]\nlisten = [\"[{gw6}]:53\"]\nupstream = [\"{v4}\"]\n\
+             prefixes = \"pool6\"\nacl = [\"2001:db8:1::/64\"]\n"
         ),
     };
     let running = bed.start(&translator).unwrap();
@@ -649,4 +668,13 @@ fn full_path_v6_only_host_resolves_and_fetches_through_the_translator() {
     }
     let stopped = running.stop().unwrap();
     stopped.check_clean().unwrap();
+    if !translator_toml.is_empty() {
+        // RFC 6146: the IPv4 server saw the client as a pool4 address.
+        let client = common::http_client_seen(&http);
+        assert!(
+            client.starts_with("198.18.0."),
+            "{test}: server saw {client}"
+        );
+        println!("{test}: the IPv4 web server saw the client as {client} (pool4)");
+    }
 }

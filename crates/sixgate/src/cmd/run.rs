@@ -46,6 +46,24 @@ pub fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
+    // [pref64]: Router Advertisements (RFC 8781); its raw socket, too, is opened
+    // before privileges are dropped.
+    let pref64 = match &loaded.pref64 {
+        Some(p) => {
+            let t =
+                crate::pref64::Pref64Thread::spawn(p).map_err(|e| format!("sixgate run: {e}"))?;
+            tracing::info!(
+                interface = %p.interface,
+                "pref64: advertising {}/{} (lifetime {} s) every {} s",
+                p.prefix.addr(),
+                p.prefix.len(),
+                p.lifetime,
+                p.interval
+            );
+            Some(t)
+        }
+        None => None,
+    };
     let gw =
         sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let why = gw.wait();
@@ -67,6 +85,9 @@ pub fn run(args: &Args) -> CmdResult {
     }
     if let Some(t) = dns64 {
         println!("sixgate dns64: {:?}", t.stop());
+    }
+    if let Some(t) = pref64 {
+        println!("sixgate pref64: {:?}", t.stop());
     }
     for e in &report.errors {
         tracing::error!("{e}");
