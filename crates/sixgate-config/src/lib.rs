@@ -222,6 +222,19 @@ impl Loaded {
                 }
             }
         }
+        if let Some(d) = &self.dns64 {
+            out.push_str(&format!(
+                ", DNS64 on {} to {}",
+                plural(d.listen.len(), "address", "addresses"),
+                plural(d.upstream.len(), "upstream", "upstreams")
+            ));
+        }
+        if let Some(r) = &self.pref64 {
+            out.push_str(&format!(
+                ", PREF64 RAs on {} every {} s",
+                r.interface, r.interval
+            ));
+        }
         out
     }
 

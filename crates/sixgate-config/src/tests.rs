@@ -1597,3 +1597,25 @@ fn samples_clat_toml_is_valid() {
     assert_eq!(l.mode, Mode::Clat);
     assert!(l.clat.is_some());
 }
+
+/// The start-up log line names the DNS64 server and the PREF64 advertisements too.
+#[test]
+fn describe_names_dns64_and_pref64() {
+    let l = ok(r#"
+[translator]
+mode = "siit"
+pool6 = "2001:db8:64::/96"
+
+[dns64]
+listen = ["[2001:db8:1::53]:53", "127.0.0.1:53"]
+upstream = ["192.0.2.53"]
+
+[pref64]
+interface = "eth1"
+"#);
+    assert_eq!(
+        l.describe(),
+        "mode siit, pool6 2001:db8:64::/96, 0 EAM entries, DNS64 on 2 addresses to \
+         1 upstream, PREF64 RAs on eth1 every 600 s"
+    );
+}
