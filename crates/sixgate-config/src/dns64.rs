@@ -5,7 +5,7 @@
 //! `sixgate dns64 --config FILE`, where [`load_dns64`] reads it without requiring
 //! a translator.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 use std::path::Path;
 
@@ -14,7 +14,9 @@ use serde::Deserialize;
 use sixgate_core::addr::Rfc6052Prefix;
 use toml::Spanned;
 
-use crate::validate::{Cx, int_in, parse_v4_prefix, parse_v6_prefix, rfc6052_prefix};
+use crate::validate::{
+    Cx, V4_PREFIX, V6_PREFIX, clean_v4_prefix, clean_v6_prefix, int_in, rfc6052_prefix,
+};
 use crate::{ConfigError, ConfigWarning};
 
 /// Keys of `[dns64]`, in the order of [`Dns64Section`]'s fields.
@@ -295,33 +297,13 @@ fn socket(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<SocketAddr, Con
 }
 
 fn v6_net(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv6Net, ConfigError> {
-    let (a, len): (Ipv6Addr, u8) = parse_v6_prefix(v.get_ref(), true)
-        .map_err(|p| cx.bad(key, v, p, "an IPv6 prefix ADDR/LEN or an address"))?;
-    let net = Ipv6Net::new(a, len).expect("length checked");
-    if net.trunc() != net {
-        return Err(cx.bad(
-            key,
-            v,
-            format_args!("bits beyond /{len} are set"),
-            format_args!("\"{}\"", net.trunc()),
-        ));
-    }
-    Ok(net)
+    let (a, len) = clean_v6_prefix(cx, key, v, V6_PREFIX)?;
+    Ok(Ipv6Net::new(a, len).expect("length checked"))
 }
 
 fn v4_net(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv4Net, ConfigError> {
-    let (a, len): (Ipv4Addr, u8) = parse_v4_prefix(v.get_ref(), true)
-        .map_err(|p| cx.bad(key, v, p, "an IPv4 prefix ADDR/LEN or an address"))?;
-    let net = Ipv4Net::new(a, len).expect("length checked");
-    if net.trunc() != net {
-        return Err(cx.bad(
-            key,
-            v,
-            format_args!("bits beyond /{len} are set"),
-            format_args!("\"{}\"", net.trunc()),
-        ));
-    }
-    Ok(net)
+    let (a, len) = clean_v4_prefix(cx, key, v, V4_PREFIX)?;
+    Ok(Ipv4Net::new(a, len).expect("length checked"))
 }
 
 /// What `sixgate dns64` runs with: the `[dns64]` settings and any warnings.

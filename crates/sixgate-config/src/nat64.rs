@@ -17,7 +17,7 @@ use toml::Spanned;
 
 use crate::ConfigError;
 use crate::schema::{Nat64Section, Pool4Item, StaticBibEntry};
-use crate::validate::{Cx, int_in, mask_v4, parse_v4_prefix, quoted_list, v4_addr, v6_addr};
+use crate::validate::{Cx, clean_v4_prefix, int_in, mask_v4, quoted_list, v4_addr, v6_addr};
 
 /// Default TCP and UDP ports of a pool4 entry that gives none: every port. pool4
 /// addresses are the translator's own (routed to it), so nothing else on the host
@@ -343,22 +343,12 @@ fn pool4_prefix(
     key: &str,
     v: &Spanned<String>,
 ) -> Result<(Ipv4Addr, u8), ConfigError> {
-    let (addr, len) = parse_v4_prefix(v.get_ref(), true).map_err(|p| {
-        cx.bad(
-            key,
-            v,
-            p,
-            "an IPv4 address or prefix ADDR/LEN, e.g. \"203.0.113.0/28\"",
-        )
-    })?;
-    if mask_v4(addr, len) != addr {
-        return Err(cx.bad(
-            key,
-            v,
-            format_args!("bits beyond /{len} are set"),
-            format_args!("\"{}/{len}\"", mask_v4(addr, len)),
-        ));
-    }
+    let (addr, len) = clean_v4_prefix(
+        cx,
+        key,
+        v,
+        "an IPv4 address or prefix ADDR/LEN, e.g. \"203.0.113.0/28\"",
+    )?;
     if let Some(block) = NOT_UNICAST_V4
         .iter()
         .find(|&&(net, l)| mask_v4(addr, len.min(l)) == mask_v4(net, len.min(l)))

@@ -198,7 +198,7 @@ fn clat(
     let span = c.span();
     let c = c.into_inner();
     let (v4, v4_len) = match &c.ipv4 {
-        Some(v) => clean_v4_prefix(cx, "ipv4", v)?,
+        Some(v) => clean_v4_prefix(cx, "ipv4", v, V4_PREFIX)?,
         None => CLAT_DEFAULT_V4,
     };
     let Some(v6_text) = &c.ipv6 else {
@@ -208,7 +208,7 @@ fn clat(
              e.g. \"2001:db8:c1a7::/125\" for the default ipv4 = \"192.0.0.0/29\"",
         ));
     };
-    let (v6, v6_len) = clean_v6_prefix(cx, "ipv6", v6_text)?;
+    let (v6, v6_len) = clean_v6_prefix(cx, "ipv6", v6_text, V6_PREFIX)?;
     if 128 - u32::from(v6_len) < 32 - u32::from(v4_len) {
         return Err(cx.bad(
             "ipv6",
@@ -321,14 +321,19 @@ fn dns_server(cx: &Cx<'_>, d: &Spanned<String>) -> Result<SocketAddr, ConfigErro
         })
 }
 
-/// An IPv4 prefix (or address, /32) with no bits set beyond its length.
-fn clean_v4_prefix(
+/// What a prefix key expects, for [`clean_v4_prefix`] and [`clean_v6_prefix`].
+pub(crate) const V4_PREFIX: &str = "an IPv4 prefix ADDR/LEN or an address";
+pub(crate) const V6_PREFIX: &str = "an IPv6 prefix ADDR/LEN or an address";
+
+/// An IPv4 prefix (or address, /32) with no bits set beyond its length;
+/// `expected` says what the key takes.
+pub(crate) fn clean_v4_prefix(
     cx: &Cx<'_>,
     key: &str,
     v: &Spanned<String>,
+    expected: &str,
 ) -> Result<(Ipv4Addr, u8), ConfigError> {
-    let (a, len) = parse_v4_prefix(v.get_ref(), true)
-        .map_err(|p| cx.bad(key, v, p, "an IPv4 prefix ADDR/LEN or an address"))?;
+    let (a, len) = parse_v4_prefix(v.get_ref(), true).map_err(|p| cx.bad(key, v, p, expected))?;
     if mask_v4(a, len) != a {
         return Err(cx.bad(
             key,
@@ -340,14 +345,15 @@ fn clean_v4_prefix(
     Ok((a, len))
 }
 
-/// An IPv6 prefix (or address, /128) with no bits set beyond its length.
-fn clean_v6_prefix(
+/// An IPv6 prefix (or address, /128) with no bits set beyond its length;
+/// `expected` says what the key takes.
+pub(crate) fn clean_v6_prefix(
     cx: &Cx<'_>,
     key: &str,
     v: &Spanned<String>,
+    expected: &str,
 ) -> Result<(Ipv6Addr, u8), ConfigError> {
-    let (a, len) = parse_v6_prefix(v.get_ref(), true)
-        .map_err(|p| cx.bad(key, v, p, "an IPv6 prefix ADDR/LEN or an address"))?;
+    let (a, len) = parse_v6_prefix(v.get_ref(), true).map_err(|p| cx.bad(key, v, p, expected))?;
     if mask_v6(a, len) != a {
         return Err(cx.bad(
             key,
@@ -669,26 +675,8 @@ fn eam(cx: &Cx<'_>, cfg: &mut Config, i: usize, e: &Spanned<EamEntry>) -> Result
     let entry = e.get_ref();
     let k4 = format!("eam[{i}].ipv4");
     let k6 = format!("eam[{i}].ipv6");
-    let (v4, v4_len) = parse_v4_prefix(entry.ipv4.get_ref(), true)
-        .map_err(|p| cx.bad(&k4, &entry.ipv4, p, "an IPv4 prefix ADDR/LEN or an address"))?;
-    let (v6, v6_len) = parse_v6_prefix(entry.ipv6.get_ref(), true)
-        .map_err(|p| cx.bad(&k6, &entry.ipv6, p, "an IPv6 prefix ADDR/LEN or an address"))?;
-    if mask_v4(v4, v4_len) != v4 {
-        return Err(cx.bad(
-            &k4,
-            &entry.ipv4,
-            format_args!("bits beyond /{v4_len} are set"),
-            format_args!("\"{}/{v4_len}\"", mask_v4(v4, v4_len)),
-        ));
-    }
-    if mask_v6(v6, v6_len) != v6 {
-        return Err(cx.bad(
-            &k6,
-            &entry.ipv6,
-            format_args!("bits beyond /{v6_len} are set"),
-            format_args!("\"{}/{v6_len}\"", mask_v6(v6, v6_len)),
-        ));
-    }
+    let (v4, v4_len) = clean_v4_prefix(cx, &k4, &entry.ipv4, V4_PREFIX)?;
+    let (v6, v6_len) = clean_v6_prefix(cx, &k6, &entry.ipv6, V6_PREFIX)?;
     let suffix_mismatch = || {
         cx.err(
             e.span(),
@@ -748,16 +736,7 @@ fn rfc6791_v4(cx: &Cx<'_>, list: &[Spanned<String>]) -> Result<Vec<Ipv4Addr>, Co
     let mut seen = HashSet::new();
     for (i, item) in list.iter().enumerate() {
         let key = format!("rfc6791_v4[{i}]");
-        let (base, len) = parse_v4_prefix(item.get_ref(), true)
-            .map_err(|p| cx.bad(&key, item, p, "an IPv4 address or prefix ADDR/LEN"))?;
-        if mask_v4(base, len) != base {
-            return Err(cx.bad(
-                &key,
-                item,
-                format_args!("bits beyond /{len} are set"),
-                format_args!("\"{}/{len}\"", mask_v4(base, len)),
-            ));
-        }
+        let (base, len) = clean_v4_prefix(cx, &key, item, "an IPv4 address or prefix ADDR/LEN")?;
         let count = 1u64 << (32 - u32::from(len));
         let total = out.len() as u64 + count;
         if total > RFC6791_V4_MAX {
