@@ -432,6 +432,11 @@ impl Gateway {
         total
     }
 
+    /// Each worker's counters, as last published, in worker order.
+    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
+        self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
     /// Block until SIGINT/SIGTERM or a worker failure.
     pub fn wait(&self) -> Stop {
         loop {
