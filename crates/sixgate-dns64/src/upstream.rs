@@ -175,18 +175,20 @@ impl Exchange<'_> {
     ) -> Try {
         let Exchange { v4, v6, buf, .. } = self;
         let slot = if server.is_ipv4() { v4 } else { v6 };
-        if slot.is_none() {
-            *slot = unbound_socket(server).ok();
+        match slot {
+            Some(sock) => {
+                if sock.send_to(wire, server).await.is_err() {
+                    return Try::Failed;
+                }
+            }
+            None => match first_send(wire, server) {
+                Ok(sock) => *slot = Some(sock),
+                Err(_) => return Try::Failed,
+            },
         }
         let Some(sock) = slot.as_ref() else {
             return Try::Failed;
         };
-        // Not bound, not connected: the kernel picks a random port on this
-        // first send (two syscalls fewer per query than bind and connect), and
-        // the source of every answer is checked here instead.
-        if sock.send_to(wire, server).await.is_err() {
-            return Try::Failed;
-        }
         // We advertise 1232 bytes; a server that sends more than this is broken,
         // and its cut-off datagram fails to parse like any other bad one.
         if buf.is_empty() {
@@ -218,14 +220,20 @@ impl Exchange<'_> {
     }
 }
 
-/// A non-blocking UDP socket of `server`'s family, not yet bound.
-fn unbound_socket(server: SocketAddr) -> std::io::Result<UdpSocket> {
+/// A fresh non-blocking UDP socket of `server`'s family that has sent `wire` to
+/// it. Not bound, not connected: the kernel picks a random port on this first
+/// send (two syscalls fewer than bind and connect), and the source of every
+/// answer is checked instead. The send comes before the socket joins the
+/// runtime, which would first wait a turn of its event loop to learn that a new
+/// socket is writable.
+fn first_send(wire: &[u8], server: SocketAddr) -> std::io::Result<UdpSocket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let s = Socket::new(
         Domain::for_address(server),
         Type::DGRAM.nonblocking().cloexec(),
         Some(Protocol::UDP),
     )?;
+    s.send_to(wire, &server.into())?;
     UdpSocket::from_std(s.into())
 }
 
