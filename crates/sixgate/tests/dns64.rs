@@ -23,6 +23,9 @@ const AUTH: &str = "127.0.0.2";
 const BIND64: &str = "127.0.0.3";
 const SIX64: &str = "127.0.0.4";
 const PREFIX: &str = "2001:db8:64::/96";
+/// How far a TTL of ours may be from BIND's: BIND answers from its cache, aged
+/// by the seconds since it first asked, which grow to a few on a loaded machine.
+const TTL_SLACK: u32 = 5;
 /// With [`Bed::dnssec`]: the validating resolver (BIND, `dnssec-validation yes`),
 /// and a second BIND DNS64 with `break-dnssec yes`.
 const VALIDATOR: &str = "127.0.0.6";
@@ -463,7 +466,7 @@ fn rfc6147_answers_match_bind_dns64() {
     for case in cases {
         let ours = bed.dig(SIX64, case);
         let bind = bed.dig(BIND64, case);
-        // BIND caches too, so its TTLs may have aged by a second or two.
+        // BIND caches too, so its TTLs may have aged (TTL_SLACK).
         assert_eq!(
             (&ours.status, ours.without_ttls()),
             (&bind.status, bind.without_ttls()),
@@ -471,7 +474,7 @@ fn rfc6147_answers_match_bind_dns64() {
         );
         for (o, b) in ours.ttls().iter().zip(bind.ttls()) {
             assert!(
-                o.abs_diff(b) <= 2,
+                o.abs_diff(b) <= TTL_SLACK,
                 "{case:?}: TTL {o} vs BIND's {b}: {ours:?} {bind:?}"
             );
         }
@@ -582,7 +585,7 @@ fn rfc6147_s5_5_dnssec_signed_names_match_bind() {
             "{case:?}: sixgate (left) and BIND (right) disagree"
         );
         for (o, b) in ours.ttls().iter().zip(bind.ttls()) {
-            assert!(o.abs_diff(b) <= 2, "{case:?}: TTL {o} vs BIND's {b}");
+            assert!(o.abs_diff(b) <= TTL_SLACK, "{case:?}: TTL {o} vs BIND's {b}");
         }
     };
     // `owner ttl class type rdata`: AAAA records, not RRSIGs over them.
