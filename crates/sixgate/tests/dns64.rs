@@ -585,7 +585,10 @@ fn rfc6147_s5_5_dnssec_signed_names_match_bind() {
             "{case:?}: sixgate (left) and BIND (right) disagree"
         );
         for (o, b) in ours.ttls().iter().zip(bind.ttls()) {
-            assert!(o.abs_diff(b) <= TTL_SLACK, "{case:?}: TTL {o} vs BIND's {b}");
+            assert!(
+                o.abs_diff(b) <= TTL_SLACK,
+                "{case:?}: TTL {o} vs BIND's {b}"
+            );
         }
     };
     // `owner ttl class type rdata`: AAAA records, not RRSIGs over them.
