@@ -809,7 +809,10 @@ fn daemon_and_tun_unknown_keys_and_types() {
         &in_section("daemon", "threads = 4"),
         6,
         1,
-        &["daemon: unknown key `threads`", "`workers`, `user`, `socket`"],
+        &[
+            "daemon: unknown key `threads`",
+            "`workers`, `user`, `socket`",
+        ],
     );
     err_at(
         &format!("tun = 3\n{SAMPLE}"),
