@@ -253,15 +253,20 @@ fn json<T: serde::Serialize>(v: &T) -> Response {
     axum::Json(v).into_response()
 }
 
-fn query<T: DeserializeOwned>(uri: &Uri) -> Result<T, Response> {
+/// The query string as `T`; the error (for a 400) names the bad field.
+fn query<T: DeserializeOwned>(uri: &Uri) -> Result<T, String> {
     Query::<T>::try_from_uri(uri)
         .map(|q| q.0)
-        .map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))
+        .map_err(|e| e.body_text())
 }
 
-fn body<T: DeserializeOwned>(b: &[u8]) -> Result<T, Response> {
-    serde_json::from_slice(b)
-        .map_err(|e| fail(StatusCode::BAD_REQUEST, format!("bad request body: {e}")))
+/// The JSON body as `T`; the error (for a 400) names the bad field.
+fn body<T: DeserializeOwned>(b: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(b).map_err(|e| format!("bad request body: {e}"))
+}
+
+fn bad_request(e: String) -> Response {
+    fail(StatusCode::BAD_REQUEST, e)
 }
 
 async fn status(State(s): State<Shared>) -> Response {
@@ -361,7 +366,7 @@ struct CountersQuery {
 async fn counters(State(s): State<Shared>, uri: Uri) -> Response {
     let q: CountersQuery = match query(&uri) {
         Ok(q) => q,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let all = q.all.unwrap_or(false);
     let snap = s.d.live.snapshot();
@@ -426,11 +431,9 @@ impl futures_core::Stream for Chunks {
 /// `GET /v1/bib`, `GET /v1/sessions`: one JSON object per line, streamed as
 /// the workers hand over their tables chunk by chunk.
 async fn table(State(s): State<Shared>, uri: Uri, which: Table) -> Response {
-    let f = match query::<TableFilter>(&uri)
-        .and_then(|f| Filter::parse(f).map_err(|e| fail(StatusCode::BAD_REQUEST, e)))
-    {
+    let f = match query::<TableFilter>(&uri).and_then(Filter::parse) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     if s.d.live.config().nat64.is_none() {
         return fail(
@@ -571,8 +574,8 @@ async fn running_config(State(s): State<Shared>, uri: Uri) -> Response {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Q {}
-    if let Err(r) = query::<Q>(&uri) {
-        return r;
+    if let Err(e) = query::<Q>(&uri) {
+        return bad_request(e);
     }
     let toml = s.running.lock().unwrap_or_else(|p| p.into_inner()).render();
     json(&RunningConfig { toml })
@@ -587,7 +590,7 @@ async fn change<T: DeserializeOwned + Send + 'static>(
 ) -> Response {
     let req: T = match body(&b) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let r = tokio::task::spawn_blocking(move || {
         let mut cur = s.running.lock().unwrap_or_else(|p| p.into_inner());
@@ -665,7 +668,7 @@ async fn reload_route(State(s): State<Shared>) -> Response {
 async fn save(State(s): State<Shared>, b: Bytes) -> Response {
     let req: SaveRequest = match body(&b) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     if !req.path.starts_with('/') {
         return fail(
