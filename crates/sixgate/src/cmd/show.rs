@@ -255,10 +255,9 @@ pub fn run(args: &Args) -> CmdResult {
         What::Config { .. } => {
             let s: RunningConfig = c.get("/v1/config")?;
             match out {
-                Output::Json => println!("{}", to_json(&s)?),
-                _ => print!("{}", s.toml),
+                Output::Json => emit(&format!("{}\n", to_json(&s)?)),
+                _ => emit(&s.toml),
             }
-            Ok(())
         }
     }
 }
@@ -268,12 +267,19 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
 }
 
 fn print<T: serde::Serialize>(out: Output, v: &T, t: &Table) -> CmdResult {
-    match out {
-        Output::Json => println!("{}", to_json(v)?),
-        Output::Csv => print!("{}", t.csv()),
-        Output::Table => print!("{}", t.aligned()),
+    emit(&match out {
+        Output::Json => format!("{}\n", to_json(v)?),
+        Output::Csv => t.csv(),
+        Output::Table => t.aligned(),
+    })
+}
+
+/// Standard output; a reader that went away (`| head`) is not an error.
+fn emit(text: &str) -> CmdResult {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// A streamed table: each row printed as it arrives, never all in memory.
@@ -285,10 +291,27 @@ fn stream<T: serde::de::DeserializeOwned + serde::Serialize>(
     widths: &[usize],
     cells: impl Fn(&T) -> Vec<String>,
 ) -> CmdResult {
+    match stream_rows(c, path, out, cols, widths, cells) {
+        Err(e) if e.is_empty() => Ok(()), // the reader went away (`| head`)
+        r => r,
+    }
+}
+
+fn stream_rows<T: serde::de::DeserializeOwned + serde::Serialize>(
+    c: &Client,
+    path: &str,
+    out: Output,
+    cols: &[&str],
+    widths: &[usize],
+    cells: impl Fn(&T) -> Vec<String>,
+) -> CmdResult {
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
     let header: Vec<String> = cols.iter().map(|s| (*s).to_owned()).collect();
-    let io = |e: std::io::Error| e.to_string();
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => "".to_owned(),
+        _ => e.to_string(),
+    };
     // The header goes out with the first row (or at the end): a refusal prints
     // only its message.
     let head = |w: &mut dyn Write| match out {
