@@ -217,7 +217,8 @@ impl Live {
             s.update_static_bib(&po.static_bib, &pn.static_bib)?;
         }
         self.config.store(Arc::new(new));
-        let g = self.config_generation.fetch_add(1, Ordering::Relaxed) + 1;
+        // Release: a worker that reads the new number reads this snapshot.
+        let g = self.config_generation.fetch_add(1, Ordering::Release) + 1;
         self.poke_all();
         let deadline = Instant::now() + WORKER_TIMEOUT;
         for (i, s) in self.stats.iter().enumerate() {
