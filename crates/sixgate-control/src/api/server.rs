@@ -694,3 +694,58 @@ pub fn write_atomically(path: &Path, text: &str) -> io::Result<()> {
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uri(s: &str) -> Uri {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn table_filters_parse_and_name_the_bad_field() {
+        let f: TableFilter = query(&uri(
+            "/v1/sessions?address=2001:db8::5&port=80&protocol=tcp",
+        ))
+        .unwrap();
+        let f = Filter::parse(f).unwrap();
+        let v6: IpAddr = "2001:db8::5".parse().unwrap();
+        let v4: IpAddr = "192.0.2.1".parse().unwrap();
+        assert!(f.keeps("tcp", &[v6, v4], &[80, 61001]));
+        assert!(!f.keeps("udp", &[v6, v4], &[80, 61001]));
+        assert!(!f.keeps("tcp", &[v4], &[80]));
+        assert!(!f.keeps("tcp", &[v6], &[81]));
+        let e = query::<TableFilter>(&uri("/v1/bib?adress=1.2.3.4")).unwrap_err();
+        assert!(e.contains("adress"), "{e}");
+        let e = query::<TableFilter>(&uri("/v1/bib?port=http")).unwrap_err();
+        assert!(e.contains("port"), "{e}");
+        let e = Filter::parse(TableFilter {
+            address: Some("1.2.3".into()),
+            ..TableFilter::default()
+        })
+        .err()
+        .unwrap();
+        assert!(e.starts_with("address:"), "{e}");
+        let e = Filter::parse(TableFilter {
+            protocol: Some("sctp".into()),
+            ..TableFilter::default()
+        })
+        .err()
+        .unwrap();
+        assert!(e.starts_with("protocol:"), "{e}");
+    }
+
+    #[test]
+    fn request_bodies_name_the_missing_or_unknown_field() {
+        let e = body::<EamRow>(br#"{"ipv4":"10.0.0.0/24"}"#).unwrap_err();
+        assert!(e.contains("missing field `ipv6`"), "{e}");
+        let e = body::<EamRow>(br#"{"ipv4":"a","ipv6":"b","ipv7":"c"}"#).unwrap_err();
+        assert!(e.contains("unknown field `ipv7`"), "{e}");
+        let e = body::<StaticBibRow>(br#"{"proto":"tcp","ipv4":"192.0.2.1","port4":70000}"#)
+            .unwrap_err();
+        assert!(e.contains("70000"), "{e}");
+        let ok: Pool4Row = body(br#"{"prefix":"192.0.2.0/30","tcp":"1024-65535"}"#).unwrap();
+        assert_eq!(ok.tcp.as_deref(), Some("1024-65535"));
+    }
+}
