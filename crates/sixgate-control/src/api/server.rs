@@ -654,7 +654,7 @@ fn reload(s: &AppState) -> Result<Vec<String>, String> {
     outcome
 }
 
-async fn reload_route(State(s): State<Shared>) -> Response {
+async fn reload_route(State(s): State<Shared>, _body: Bytes) -> Response {
     match tokio::task::spawn_blocking(move || reload(&s)).await {
         Ok(Ok(warnings)) => json(&Done {
             done: "reloaded".into(),
