@@ -262,6 +262,9 @@ fn control_siit_show_eam_changes_save_and_restart() {
         assert!(body.contains("everything"), "{body}");
         let (code, body) = curl(sock, "GET", "/v1/no-such-thing", None);
         assert_eq!(code, 404, "{body}");
+        let (code, body) = curl(sock, "GET", "/v1/eam/add", None);
+        assert_eq!(code, 405, "{body}");
+        assert!(body.contains("\"error\""), "{body}");
         let (code, body) = curl(
             sock,
             "POST",
