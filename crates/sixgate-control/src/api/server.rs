@@ -64,10 +64,19 @@ struct AppState {
 
 type Shared = Arc<AppState>;
 
-/// The API socket, bound (before the daemon drops privileges).
+/// The API socket, bound (before the daemon drops privileges). Dropped without
+/// being served (the gateway failed to start), it removes its file.
 pub struct Bound {
-    listener: std::os::unix::net::UnixListener,
+    listener: Option<std::os::unix::net::UnixListener>,
     path: PathBuf,
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        if self.listener.is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// Create `path`'s directory, remove a stale socket, refuse if a daemon answers
@@ -98,7 +107,7 @@ pub fn bind(path: &Path) -> Result<Bound, String> {
         .set_nonblocking(true)
         .map_err(|e| say("cannot make it non-blocking", e))?;
     Ok(Bound {
-        listener,
+        listener: Some(listener),
         path: path.to_owned(),
     })
 }
@@ -124,7 +133,7 @@ impl ServerThread {
 }
 
 /// Serve the API on `bound` from a thread of its own.
-pub fn spawn(bound: Bound, d: Daemon) -> Result<ServerThread, String> {
+pub fn spawn(mut bound: Bound, d: Daemon) -> Result<ServerThread, String> {
     let running = Mutex::new(d.running.clone());
     let state = Arc::new(AppState {
         d,
@@ -139,7 +148,8 @@ pub fn spawn(bound: Bound, d: Daemon) -> Result<ServerThread, String> {
     let path = bound.path.clone();
     let listener = {
         let _g = rt.enter();
-        tokio::net::UnixListener::from_std(bound.listener)
+        let std = bound.listener.take().ok_or("API socket: already served")?;
+        tokio::net::UnixListener::from_std(std)
             .map_err(|e| format!("API socket {}: {e}", path.display()))?
     };
     let handle = std::thread::Builder::new()
