@@ -312,6 +312,13 @@ impl Live {
 }
 
 impl Follower {
+    /// Empty the wake-up socket (a wake-up may come after the change it
+    /// announces was taken: left there, it would wake every `poll` at once).
+    pub(crate) fn drain_wake(&self) {
+        let mut drain = [0u8; 64];
+        while matches!((&self.wake).read(&mut drain), Ok(n) if n > 0) {}
+    }
+
     /// Between two batches: anything new? One relaxed load when nothing is.
     #[inline]
     pub(crate) fn changed(&self) -> bool {
@@ -323,8 +330,7 @@ impl Follower {
     pub(crate) fn follow(&mut self, p: &mut crate::pipeline::Pipeline, now_ns: u64) {
         // Pairs with the Release bumps: what was stored before them is seen.
         self.seen = self.live.generation.load(Ordering::Acquire);
-        let mut drain = [0u8; 64];
-        while matches!((&self.wake).read(&mut drain), Ok(n) if n > 0) {}
+        self.drain_wake();
         let g = self.live.config_generation.load(Ordering::Acquire);
         if g != self.seen_config {
             let cfg = self.live.config.load_full();

@@ -176,6 +176,9 @@ impl Worker {
         if fds[1].revents != 0 {
             return Ok(true);
         }
+        if fds[2].revents != 0 {
+            self.follower.drain_wake();
+        }
         if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
             && fds[0].revents & libc::POLLIN == 0
         {

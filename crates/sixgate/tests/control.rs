@@ -91,13 +91,21 @@ fn curl(sock: &Path, method: &str, path: &str, body: Option<&str>) -> (u16, Stri
 }
 
 fn ping_from(ns: &Netns, src: Option<&str>, dest: &str) -> bool {
-    let mut args = vec!["-n", "-c", "2", "-i", "0.2", "-W", "1"];
+    let mut args = vec!["-n", "-c", "3", "-i", "0.3", "-W", "2"];
     if let Some(s) = src {
         args.extend(["-I", s]);
     }
     args.push(dest);
     ns.output_timeout("ping", &args, Duration::from_secs(10))
         .is_ok_and(|o| o.status.success())
+}
+
+/// Pings that must get through: one retry, for a loaded machine.
+fn ping_ok(ns: &Netns, src: Option<&str>, dest: &str) -> bool {
+    ping_from(ns, src, dest) || {
+        std::thread::sleep(Duration::from_secs(1));
+        ping_from(ns, src, dest)
+    }
 }
 
 fn status(sock: &Path) -> serde_json::Value {
@@ -108,6 +116,27 @@ fn status(sock: &Path) -> serde_json::Value {
 /// bed routes the /24 itself (its EAM IPv4 prefixes are /25s).
 fn bed_specific(line: &str) -> bool {
     line.starts_with("socket = ") || line.starts_with("manage_routes = ")
+}
+
+/// Give the v6 host `2001:db8:1::105` (the second EAM /25's `198.18.0.133`) and
+/// let neighbour discovery run, both ways, before pings that are timed.
+fn second_v6_address(bed: &Topology) {
+    bed.v6host
+        .ip([
+            "-6",
+            "addr",
+            "add",
+            "2001:db8:1::105/64",
+            "dev",
+            "eth0",
+            "nodad",
+        ])
+        .unwrap();
+    assert!(ping_ok(
+        &bed.v6host,
+        Some("2001:db8:1::105"),
+        "2001:db8:1::1"
+    ));
 }
 
 /// The running configuration without its bed-specific lines.
@@ -140,11 +169,7 @@ fn control_siit_show_eam_changes_save_and_restart() {
         let table = cli_ok(sock, &["show", "status"]);
         assert!(table.starts_with("field "), "{table}");
         assert!(cli_ok(sock, &["show", "status", "--csv"]).starts_with("field,value\n"));
-        assert!(ping_from(
-            &bed.v6host,
-            None,
-            &addr::V4_HOST_AS_V6.to_string()
-        ));
+        assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
         let stats = cli_ok(sock, &["show", "stats"]);
         assert!(
             stats.starts_with("counter ") && stats.contains("w1"),
@@ -160,7 +185,7 @@ fn control_siit_show_eam_changes_save_and_restart() {
             .unwrap()["total"]
             .as_u64()
             .unwrap();
-        assert!(rx >= 2, "{v}");
+        assert!(rx >= 1, "{v}");
         let all = cli_ok(sock, &["show", "counters", "--all", "--csv"]);
         assert!(all.starts_with("reason,count\nmalformed,"), "{all}");
         cli_ok(sock, &["show", "counters"]);
@@ -209,28 +234,14 @@ fn control_siit_show_eam_changes_save_and_restart() {
             sock,
             &["eam", "add", "198.18.0.128/25", "2001:db8:1::100/121"],
         );
-        bed.v6host
-            .ip([
-                "-6",
-                "addr",
-                "add",
-                "2001:db8:1::105/64",
-                "dev",
-                "eth0",
-                "nodad",
-            ])
-            .unwrap();
-        assert!(ping_from(
-            &bed.v6host,
-            None,
-            &addr::V4_HOST_AS_V6.to_string()
-        ));
-        assert!(ping_from(
+        second_v6_address(bed);
+        assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
+        assert!(ping_ok(
             &bed.v6host,
             Some("2001:db8:1::105"),
             &addr::V4_HOST_AS_V6.to_string()
         ));
-        assert!(ping_from(&bed.v4host, None, "198.18.0.133"));
+        assert!(ping_ok(&bed.v4host, None, "198.18.0.133"));
         let routes = bed.gateway.ip(["route", "show", "dev", tr.tun()]).unwrap();
         assert!(routes.contains("198.18.0.128/25"), "{routes}");
         assert!(!routes.contains("198.18.0.0/24"), "{routes}");
@@ -327,18 +338,8 @@ fn control_siit_show_eam_changes_save_and_restart() {
         &again,
         |bed, tr| {
             assert_eq!(running_without_socket(socket(tr)), running);
-            bed.v6host
-                .ip([
-                    "-6",
-                    "addr",
-                    "add",
-                    "2001:db8:1::105/64",
-                    "dev",
-                    "eth0",
-                    "nodad",
-                ])
-                .unwrap();
-            assert!(ping_from(&bed.v4host, None, "198.18.0.133"));
+            second_v6_address(bed);
+            assert!(ping_ok(&bed.v4host, None, "198.18.0.133"));
         },
     );
 }
