@@ -21,7 +21,13 @@ pub struct Args {
 pub fn run(args: &Args) -> CmdResult {
     super::init_logging();
 
-    let mut loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
+    // The file as the running configuration (docs/control.md): runtime changes
+    // edit it, `config save` writes it.
+    let text = std::fs::read_to_string(&args.config)
+        .map_err(|e| format!("{}: {e}", args.config.display()))?;
+    let running =
+        sixgate_control::running_config::Running::parse(&text, &args.config.display().to_string())?;
+    let mut loaded = running.loaded.clone();
     tracing::info!(
         config = %args.config.display(),
         "sixgate {} starting: {}",
@@ -64,11 +70,53 @@ pub fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
+    // The API socket is bound before the gateway drops privileges.
+    let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
+        .map_err(|e| format!("sixgate run: {e}"))?;
     let gw =
         sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
+    // A CLAT that discovered its PLAT prefix keeps it across reloads.
+    let plat = loaded.config.map.pool6;
+    let prepare = move |l: &mut sixgate_config::Loaded| {
+        if let (
+            Some(sixgate_config::ClatSettings {
+                plat_prefix: sixgate_config::PlatPrefix::Discover { .. },
+                ..
+            }),
+            Some(p),
+        ) = (&l.clat, plat)
+        {
+            l.set_plat_prefix(p);
+        }
+    };
+    let reload = std::sync::Arc::new(sixgate_control::ReloadStatus::default());
+    let api = sixgate_control::api::server::spawn(
+        socket,
+        sixgate_control::api::server::Daemon {
+            live: gw.live(),
+            config_file: std::fs::canonicalize(&args.config).unwrap_or(args.config.clone()),
+            device: gw.name().to_owned(),
+            reload: reload.clone(),
+            running,
+            prepare: Box::new(prepare),
+        },
+    );
+    let api = match api {
+        Ok(a) => {
+            tracing::info!(socket = %loaded.daemon.socket.display(), "API listening (root only)");
+            Some(a)
+        }
+        Err(e) => {
+            tracing::error!("{e}; running without the API");
+            None
+        }
+    };
     let why = gw.wait();
     tracing::info!(device = %gw.name(), "stopping: {why}");
     let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
+    if let Some(a) = api {
+        a.stop();
+    }
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
     if let Some(n) = report.totals.nat64_summary() {
