@@ -161,7 +161,10 @@ fn directive(s: &str) -> Result<(), String> {
             None => (None, item),
         };
         if let Some(t) = target
-            && (t.is_empty() || !t.chars().all(|c| c.is_ascii_alphanumeric() || "_:".contains(c)))
+            && (t.is_empty()
+                || !t
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_:".contains(c)))
         {
             return Err(format!("`{t}` is not a target name"));
         }

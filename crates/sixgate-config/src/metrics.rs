@@ -62,10 +62,16 @@ mod tests {
     fn listen_is_addr_and_port() {
         let l = ok(&format!("{SIIT}[metrics]\nlisten = \"[::1]:9464\"\n"));
         assert_eq!(l.metrics.unwrap().listen, "[::1]:9464".parse().unwrap());
-        let e = crate::parse(&format!("{SIIT}[metrics]\nlisten = \"127.0.0.1\"\n"), "t.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("t.toml:5:10") && e.contains("not ADDR:PORT"), "{e}");
+        let e = crate::parse(
+            &format!("{SIIT}[metrics]\nlisten = \"127.0.0.1\"\n"),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("t.toml:5:10") && e.contains("not ADDR:PORT"),
+            "{e}"
+        );
         let e = crate::parse(&format!("{SIIT}[metrics]\nport = 1\n"), "t.toml")
             .unwrap_err()
             .to_string();

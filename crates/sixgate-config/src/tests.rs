@@ -1242,7 +1242,11 @@ fn docs_document_exactly_the_schema_keys() {
     accepted.extend(crate::dns64::DNS64_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(crate::pref64::PREF64_KEYS.iter().map(|k| k.to_string()));
     // `listen` is also a [dns64] key, so [metrics] keys are documented qualified.
-    accepted.extend(crate::metrics::METRICS_KEYS.iter().map(|k| format!("metrics.{k}")));
+    accepted.extend(
+        crate::metrics::METRICS_KEYS
+            .iter()
+            .map(|k| format!("metrics.{k}")),
+    );
     accepted.extend(crate::log::LOG_KEYS.iter().map(|k| k.to_string()));
     // Section keys are documented bare in their section's table, so no two
     // sections may share a key name (the check above could not tell them apart).
