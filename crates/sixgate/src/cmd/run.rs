@@ -4,6 +4,10 @@
 //! one-line summary of the counters.
 
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use sixgate_control::ReloadStatus;
+use sixgate_control::metrics::{Collect, MetricsServer, Scrape};
 
 use super::CmdResult;
 
@@ -19,9 +23,10 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    super::init_logging();
-
     let mut loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
+    // [log] picks the sink, so logging starts once the file is read; its file or
+    // socket is opened now, before privileges are dropped.
+    sixgate_control::logging::init(&loaded.log).map_err(|e| format!("sixgate run: {e}"))?;
     tracing::info!(
         config = %args.config.display(),
         "sixgate {} starting: {}",
@@ -64,11 +69,32 @@ pub fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
+    // [metrics]: bound before privileges are dropped; it reports the workers
+    // once the gateway has them.
+    let reloads = Arc::new(ReloadStatus::default());
+    let workers: Arc<OnceLock<sixgate_tun::StatsHandle>> = Arc::new(OnceLock::new());
+    let metrics = match &loaded.metrics {
+        Some(m) => {
+            let collect = collector(&loaded, &workers, dns64.as_ref(), &reloads);
+            let srv =
+                MetricsServer::spawn(m.listen, collect).map_err(|e| format!("sixgate run: {e}"))?;
+            tracing::info!("metrics on http://{}/metrics", srv.local_addr());
+            Some(srv)
+        }
+        None => None,
+    };
     let gw =
         sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
+    let _ = workers.set(gw.stats_handle());
+    // systemd (Type=notify): forwarding from now on.
+    notify("READY=1");
     let why = gw.wait();
     tracing::info!(device = %gw.name(), "stopping: {why}");
+    notify("STOPPING=1");
     let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
+    if let Some(m) = metrics {
+        m.stop();
+    }
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
     if let Some(n) = report.totals.nat64_summary() {
@@ -96,4 +122,37 @@ pub fn run(args: &Args) -> CmdResult {
         return Err(format!("sixgate run: stopped: {why}"));
     }
     Ok(())
+}
+
+/// What a scrape reads: the workers' published counters (none before the
+/// gateway is up), the DNS64 server's and the reload status.
+fn collector(
+    loaded: &sixgate_config::Loaded,
+    workers: &Arc<OnceLock<sixgate_tun::StatsHandle>>,
+    dns64: Option<&sixgate_dns64::ServerThread>,
+    reloads: &Arc<ReloadStatus>,
+) -> Collect {
+    let mode = loaded.mode.as_str().to_string();
+    let workers = workers.clone();
+    let dns64 = dns64.map(|d| d.stats().clone());
+    let reloads = reloads.clone();
+    Arc::new(move || Scrape {
+        mode: mode.clone(),
+        workers: workers
+            .get()
+            .map(|w| w.worker_snapshots())
+            .unwrap_or_default(),
+        dns64: dns64.as_ref().map(|d| d.snapshot()),
+        reload: reloads.read(),
+    })
+}
+
+/// Tell the service manager, if there is one (sd_notify(3)); a failure is
+/// logged, never fatal.
+fn notify(state: &str) {
+    match sixgate_control::notify::notify(state) {
+        Ok(true) => tracing::debug!("told the service manager {state}"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!("cannot tell the service manager {state}: {e}"),
+    }
 }
