@@ -243,6 +243,9 @@ impl Loaded {
                 r.interface, r.interval
             ));
         }
+        if let Some(m) = &self.metrics {
+            out.push_str(&format!(", metrics on {}", m.listen));
+        }
         out
     }
 

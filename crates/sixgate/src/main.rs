@@ -40,6 +40,9 @@ enum Command {
     /// Run the DNS64 server (RFC 6147) of a file's [dns64] section (foreground;
     /// stop with SIGINT or SIGTERM).
     Dns64(cmd::dns64::Args),
+    /// Write manual pages or shell completions (for packaging).
+    #[command(subcommand, hide = true)]
+    Generate(cmd::generate::Command),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Config(c) => cmd::config::run(&c),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Dns64(args) => cmd::dns64::run(&args),
+        Command::Generate(c) => cmd::generate::run(&c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 pub mod config;
 pub mod demo;
 pub mod dns64;
+pub mod generate;
 pub mod run;
 pub mod translate;
 
