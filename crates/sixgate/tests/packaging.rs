@@ -139,11 +139,11 @@ fn installable_with_cargo_install() {
     for krate in std::fs::read_dir(repo().join("crates")).unwrap() {
         let path = krate.unwrap().path().join("Cargo.toml");
         let text = std::fs::read_to_string(&path).unwrap();
-        for line in text.lines().filter(|l| l.contains("path = \"..")) {
-            panic!(
-                "{}: a path dependency outside the workspace table: {line}",
-                path.display()
-            );
-        }
+        let stray: Vec<&str> = text.lines().filter(|l| l.contains("path = \"..")).collect();
+        assert!(
+            stray.is_empty(),
+            "{}: path dependencies outside the workspace table: {stray:?}",
+            path.display()
+        );
     }
 }
