@@ -25,8 +25,13 @@ pub type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>
 /// `level`), the format and the sink. Opens the file or socket now, so a bad
 /// path is an error at start (and before privileges are dropped).
 pub fn layer(settings: &LogSettings) -> Result<BoxedLayer, String> {
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(v) if !v.is_empty() => {
+    layer_with(settings, std::env::var("RUST_LOG").ok())
+}
+
+/// [`layer`] with `rust_log` in place of the environment's `RUST_LOG`.
+fn layer_with(settings: &LogSettings, rust_log: Option<String>) -> Result<BoxedLayer, String> {
+    let filter = match rust_log {
+        Some(v) if !v.is_empty() => {
             EnvFilter::try_new(&v).map_err(|e| format!("RUST_LOG={v}: {e}"))?
         }
         _ => EnvFilter::try_new(&settings.level)
@@ -105,7 +110,7 @@ mod tests {
             target: LogTarget::File(path.clone()),
             level: "info".into(),
         };
-        let sub = tracing_subscriber::registry().with(layer(&settings).unwrap());
+        let sub = tracing_subscriber::registry().with(layer_with(&settings, None).unwrap());
         tracing::subscriber::with_default(sub, || {
             tracing::info!(target: "sixgate::nat64", event = "session_created", port4 = 61001u16, "mapping");
             tracing::debug!("not at info");
@@ -135,7 +140,7 @@ mod tests {
             target: LogTarget::File(path.clone()),
             level: "info,sixgate::nat64=off".into(),
         };
-        let sub = tracing_subscriber::registry().with(layer(&settings).unwrap());
+        let sub = tracing_subscriber::registry().with(layer_with(&settings, None).unwrap());
         tracing::subscriber::with_default(sub, || {
             tracing::info!(target: "sixgate::nat64", "silenced");
             tracing::info!(target: "sixgate::run", "kept");
@@ -156,7 +161,7 @@ mod tests {
             target: LogTarget::Syslog(path.clone()),
             level: "info".into(),
         };
-        let sub = tracing_subscriber::registry().with(layer(&settings).unwrap());
+        let sub = tracing_subscriber::registry().with(layer_with(&settings, None).unwrap());
         tracing::subscriber::with_default(sub, || tracing::warn!("disk full"));
         let mut b = [0u8; 512];
         let n = rx.recv(&mut b).unwrap();
@@ -171,7 +176,12 @@ mod tests {
             target: LogTarget::File("/nonexistent/dir/x.log".into()),
             ..LogSettings::default()
         };
-        let e = layer(&s).err().unwrap();
+        let e = layer_with(&s, None).err().unwrap();
         assert!(e.contains("/nonexistent/dir/x.log"), "{e}");
+        // RUST_LOG wins over `level`, and a bad one is named too.
+        let e = layer_with(&LogSettings::default(), Some("info,=x=y".into()))
+            .err()
+            .unwrap();
+        assert!(e.starts_with("RUST_LOG=info,=x=y"), "{e}");
     }
 }
