@@ -131,13 +131,15 @@ pub enum PlatPrefix {
 pub const DNS_PORT: u16 = 53;
 
 /// `[daemon]`: how `sixgate run` runs. Only the live data plane reads it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaemonSettings {
     /// Worker threads, one TUN queue each. `0`: one per online CPU.
     pub workers: u16,
     /// Switch to this user (and its primary group, no supplementary groups)
     /// once the device, its queues and the routes are set up.
     pub user: Option<String>,
+    /// The Unix socket of the daemon's API (`sixgate show`, `reload`, …).
+    pub socket: std::path::PathBuf,
 }
 
 /// `[tun]`: the TUN device of the live data plane.
@@ -478,3 +480,16 @@ fn key_path(e: &toml::de::Error) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// Where the daemon's API listens unless `[daemon] socket` says otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/sixgate/sixgate.sock";
+
+impl Default for DaemonSettings {
+    fn default() -> Self {
+        DaemonSettings {
+            workers: 0,
+            user: None,
+            socket: DEFAULT_SOCKET.into(),
+        }
+    }
+}

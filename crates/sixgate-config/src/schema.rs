@@ -265,7 +265,7 @@ pub struct StaticBibEntry {
 }
 
 /// Keys of `[daemon]`, in the order of [`DaemonSection`]'s fields.
-pub const DAEMON_KEYS: &[&str] = &["workers", "user"];
+pub const DAEMON_KEYS: &[&str] = &["workers", "user", "socket"];
 
 /// `[daemon]`: how `sixgate run` runs.
 #[derive(Debug, Deserialize)]
@@ -275,6 +275,8 @@ pub struct DaemonSection {
     pub workers: Option<Spanned<i64>>,
     /// User to switch to after set-up.
     pub user: Option<Spanned<String>>,
+    /// Unix socket of the API, an absolute path.
+    pub socket: Option<Spanned<String>>,
 }
 
 /// Keys of `[tun]`, in the order of [`TunSection`]'s fields.

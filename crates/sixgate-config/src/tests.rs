@@ -809,7 +809,10 @@ fn daemon_and_tun_unknown_keys_and_types() {
         &in_section("daemon", "threads = 4"),
         6,
         1,
-        &["daemon: unknown key `threads`", "`workers` or `user`"],
+        &[
+            "daemon: unknown key `threads`",
+            "`workers`, `user`, `socket`",
+        ],
     );
     err_at(
         &format!("tun = 3\n{SAMPLE}"),
@@ -934,6 +937,7 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "icmp_error_burst" => "5",
         "daemon.workers" => "2",
         "daemon.user" => r#""nobody""#,
+        "daemon.socket" => r#""/run/sg-test/api.sock""#,
         "tun.name" => r#""sg-test0""#,
         "tun.mtu" => "9000",
         "tun.offload" => "false",
@@ -1056,8 +1060,12 @@ fn key_list_matches_schema() {
         }
     }
     let file: schema::File = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
-    let schema::DaemonSection { workers, user } = file.daemon.unwrap().into_inner();
-    let set = [workers.is_some(), user.is_some()];
+    let schema::DaemonSection {
+        workers,
+        user,
+        socket,
+    } = file.daemon.unwrap().into_inner();
+    let set = [workers.is_some(), user.is_some(), socket.is_some()];
     assert_eq!(set.len(), DAEMON_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");
     let schema::TunSection {

@@ -399,6 +399,19 @@ fn daemon(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, ConfigError> 
         }
         out.user = Some(name.clone());
     }
+    if let Some(p) = &d.socket {
+        let path = p.get_ref();
+        // sun_path holds 108 bytes with the terminating NUL.
+        if !path.starts_with('/') || path.len() > 107 || path.ends_with('/') {
+            return Err(cx.bad(
+                "socket",
+                p,
+                "not an absolute socket path of at most 107 bytes",
+                "an absolute path such as \"/run/sixgate/sixgate.sock\"",
+            ));
+        }
+        out.socket = path.into();
+    }
     Ok(out)
 }
 

@@ -31,6 +31,7 @@ use tracing::{info, warn};
 pub mod device;
 mod events;
 pub mod gso;
+pub mod live;
 pub mod pipeline;
 pub mod pool4_default;
 pub mod routes;
@@ -41,6 +42,7 @@ pub mod vnet;
 mod worker;
 
 pub use device::Offload;
+pub use live::Live;
 pub use pipeline::IoCounters;
 pub use stats::{Snapshot, StatsHandle};
 
@@ -94,7 +96,7 @@ pub struct Gateway {
     privileged: bool,
     steered: bool,
     device: Option<device::Device>,
-    routes: routes::Routes,
+    live: Arc<Live>,
     divert: Option<pool4_default::Divert>,
     workers: Vec<JoinHandle<Result<(), String>>>,
     stats: Vec<Arc<WorkerStats>>,
@@ -269,9 +271,10 @@ impl Gateway {
                 privileged = false;
                 info!(user = %name, uid = u.uid, gid = u.gid, "dropped privileges");
             }
-            Ok((dev, routes, divert, n, cpus, privileged, steered))
+            let steering = steering.filter(|_| steered);
+            Ok((dev, routes, divert, n, cpus, privileged, steering))
         })();
-        let (mut dev, routes, divert, n, cpus, privileged, steered) = match result {
+        let (mut dev, routes, divert, n, cpus, privileged, steering) = match result {
             Ok(v) => v,
             Err(e) => {
                 undo_signals(&sig_ids);
@@ -279,6 +282,7 @@ impl Gateway {
             }
         };
 
+        let steered = steering.is_some();
         info!(
             device = %dev.name,
             mtu = tun.mtu,
@@ -339,6 +343,17 @@ impl Gateway {
         let queues: Vec<_> = dev.queues.drain(..).collect();
         let (stop_rd, stop_wr) = pipe().map_err(|e| err(format!("cannot create a pipe: {e}")))?;
         let stop_rd = Arc::new(stop_rd);
+        let stats: Vec<Arc<WorkerStats>> = (0..n).map(|_| Arc::default()).collect();
+        let manage = tun.manage_routes && loaded.clat.is_none();
+        let (live, followers) = Live::new(
+            cfg.clone(),
+            stats.clone(),
+            routes,
+            steering,
+            manage,
+            default_pool4,
+        )
+        .map_err(|e| err(format!("cannot create the control channels: {e}")))?;
         let mut gw = Gateway {
             name: dev.name.clone(),
             offload: dev.offload.clone(),
@@ -347,7 +362,7 @@ impl Gateway {
             privileged,
             steered,
             device: Some(dev),
-            routes,
+            live,
             divert,
             workers: Vec::with_capacity(n),
             stats: Vec::with_capacity(n),
@@ -358,8 +373,8 @@ impl Gateway {
             sig_ids,
             failure: Arc::new(Mutex::new(None)),
         };
-        for (i, queue) in queues.into_iter().enumerate() {
-            let s = Arc::new(WorkerStats::default());
+        for (i, (queue, follower)) in queues.into_iter().zip(followers).enumerate() {
+            let s = stats[i].clone();
             let spawned = wake_wr.try_clone().and_then(|wake| {
                 let w = worker::Worker {
                     index: i,
@@ -372,6 +387,7 @@ impl Gateway {
                     wake,
                     failure: gw.failure.clone(),
                     event_log,
+                    follower,
                 };
                 std::thread::Builder::new()
                     .name(format!("sixgate-w{i}"))
@@ -421,6 +437,12 @@ impl Gateway {
     /// True when the nat64 steering program picks the queues.
     pub fn steered(&self) -> bool {
         self.steered
+    }
+
+    /// The control plane's handle: configuration changes, table listings,
+    /// counters (see [`live`]).
+    pub fn live(&self) -> Arc<Live> {
+        self.live.clone()
     }
 
     /// All workers' counters, summed, as last published.
@@ -489,24 +511,28 @@ impl Gateway {
                 d.forget();
             }
         }
+        let mut routes = self
+            .live
+            .take_routes()
+            .unwrap_or_else(|| routes::Routes::none(&self.name));
         if self.keep {
-            let left = self.routes.forget();
+            let left = routes.forget();
             info!(
                 device = %self.name,
                 routes = left.len(),
                 "keep: leaving the device and its routes in place"
             );
         } else if self.privileged {
-            for r in self.routes.added() {
+            for r in routes.added() {
                 info!(device = %self.name, "removing route {r}");
             }
-            errors.extend(self.routes.remove());
-        } else if !self.routes.added().is_empty() {
+            errors.extend(routes.remove());
+        } else if !routes.added().is_empty() {
             info!(
                 device = %self.name,
                 "privileges were dropped: the kernel removes the routes with the device"
             );
-            self.routes.forget();
+            routes.forget();
         }
         for (i, h) in self.workers.drain(..).enumerate() {
             match h.join() {

@@ -22,6 +22,8 @@ pub struct WorkerStats {
     /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
     /// batch: they change slowly and are bigger than a few counters.
     nat64: Mutex<Option<nat64::Stats>>,
+    /// The configuration generation this worker runs (see `live`).
+    pub(crate) applied: AtomicU64,
 }
 
 /// A copy of the counters, one worker's or summed over all.

@@ -1,11 +1,13 @@
 //! One module per subcommand. Each exposes its clap arguments and a `run` that
 //! returns `Err(message)` for `main` to print and turn into exit status 1.
 
+pub mod change;
 pub mod config;
 pub mod demo;
 pub mod dns64;
 pub mod generate;
 pub mod run;
+pub mod show;
 pub mod translate;
 
 /// What a subcommand returns: nothing, or a message for the user. Messages start

@@ -23,7 +23,13 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    let mut loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
+    // The file as the running configuration (docs/control.md): runtime changes
+    // edit it, `config save` writes it.
+    let text = std::fs::read_to_string(&args.config)
+        .map_err(|e| format!("{}: {e}", args.config.display()))?;
+    let running =
+        sixgate_control::running_config::Running::parse(&text, &args.config.display().to_string())?;
+    let mut loaded = running.loaded.clone();
     // [log] picks the sink, so logging starts once the file is read; its file or
     // socket is opened now, before privileges are dropped.
     sixgate_control::logging::init(&loaded.log).map_err(|e| format!("sixgate run: {e}"))?;
@@ -83,15 +89,56 @@ pub fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
+    // The API socket is bound before the gateway drops privileges.
+    let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
+        .map_err(|e| format!("sixgate run: {e}"))?;
     let gw =
         sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let _ = workers.set(gw.stats_handle());
+    // A CLAT that discovered its PLAT prefix keeps it across reloads.
+    let plat = loaded.config.map.pool6;
+    let prepare = move |l: &mut sixgate_config::Loaded| {
+        if let (
+            Some(sixgate_config::ClatSettings {
+                plat_prefix: sixgate_config::PlatPrefix::Discover { .. },
+                ..
+            }),
+            Some(p),
+        ) = (&l.clat, plat)
+        {
+            l.set_plat_prefix(p);
+        }
+    };
+    let api = sixgate_control::api::server::spawn(
+        socket,
+        sixgate_control::api::server::Daemon {
+            live: gw.live(),
+            config_file: std::fs::canonicalize(&args.config).unwrap_or(args.config.clone()),
+            device: gw.name().to_owned(),
+            reload: reloads.clone(),
+            running,
+            prepare: Box::new(prepare),
+        },
+    );
+    let api = match api {
+        Ok(a) => {
+            tracing::info!(socket = %loaded.daemon.socket.display(), "API listening (root only)");
+            Some(a)
+        }
+        Err(e) => {
+            tracing::error!("{e}; running without the API");
+            None
+        }
+    };
     // systemd (Type=notify): forwarding from now on.
     notify("READY=1");
     let why = gw.wait();
     tracing::info!(device = %gw.name(), "stopping: {why}");
     notify("STOPPING=1");
     let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
+    if let Some(a) = api {
+        a.stop();
+    }
     if let Some(m) = metrics {
         m.stop();
     }
