@@ -83,16 +83,21 @@ impl Client {
             )
         })?;
         let body = body.unwrap_or_default();
-        let head = format!(
+        let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: sixgate\r\nConnection: close\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             body.len()
-        );
-        s.write_all(head.as_bytes())
-            .and_then(|()| s.write_all(body))
-            .map_err(|e| format!("cannot send to the daemon: {e}"))?;
+        )
+        .into_bytes();
+        req.extend_from_slice(body);
+        // The daemon may answer (and close) before it read a body it does not
+        // need: its answer counts, not the failed write.
+        let sent = s.write_all(&req);
         let mut r = BufReader::new(s);
-        let (code, chunked, length) = read_head(&mut r).map_err(|e| format!("bad answer: {e}"))?;
+        let (code, chunked, length) = read_head(&mut r).map_err(|e| match &sent {
+            Err(w) => format!("cannot send to the daemon: {w}"),
+            Ok(()) => format!("bad answer: {e}"),
+        })?;
         let raw: Box<dyn Read> = if chunked {
             Box::new(Chunked {
                 r,

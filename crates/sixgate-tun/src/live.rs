@@ -361,3 +361,87 @@ impl Follower {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::Pipeline;
+    use sixgate_core::nat64::{Nat64Config, Pool4Entry};
+    use std::sync::atomic::AtomicBool;
+
+    fn nat64(pool4: &[[u8; 4]]) -> Config {
+        let mut c = Config::with_pool6(Some(
+            sixgate_core::addr::Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap(),
+        ));
+        c.nat64 = Some(Nat64Config {
+            pool4: pool4
+                .iter()
+                .map(|a| Pool4Entry::single(Ipv4Addr::from(*a)))
+                .collect(),
+            max_sessions: 64,
+            ..Nat64Config::default()
+        });
+        c
+    }
+
+    /// Two stand-in workers that only follow (no packets): a change reaches
+    /// both before `apply` returns, keeping the keys the gateway chose; a
+    /// listing is answered chunk by chunk; a refused change leaves all as it was.
+    #[test]
+    fn changes_and_questions_reach_every_worker() {
+        let mut start = nat64(&[[192, 0, 2, 1]]);
+        start.ipv4_id_key = 42;
+        start.nat64.as_mut().unwrap().hash_key = 7;
+        let start = Arc::new(start);
+        let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+        let (live, followers) = Live::new(
+            start.clone(),
+            stats,
+            Routes::none("sg-test"),
+            None,
+            false,
+            None,
+        )
+        .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers: Vec<_> = followers
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut f)| {
+                let stop = stop.clone();
+                let cfg = start.clone();
+                std::thread::spawn(move || {
+                    let mut p = Pipeline::for_worker(cfg, false, i as u16, 2);
+                    while !stop.load(Ordering::Relaxed) {
+                        if f.changed() {
+                            f.follow(&mut p, 0);
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    p.translator().config().clone()
+                })
+            })
+            .collect();
+        let warnings = live
+            .apply(nat64(&[[192, 0, 2, 1], [192, 0, 2, 2]]))
+            .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        for w in 0..2 {
+            let c = live.chunk(w, Query::Sessions, 0, 4096).unwrap();
+            assert!(matches!(c.rows, Rows::Sessions(ref r) if r.is_empty()));
+            assert_eq!(c.next, None);
+        }
+        let mut bad = nat64(&[[192, 0, 2, 1]]);
+        bad.nat64.as_mut().unwrap().max_sessions = 1;
+        let e = live.apply(bad).unwrap_err();
+        assert!(e.contains("[nat64] max_sessions"), "{e}");
+        stop.store(true, Ordering::Relaxed);
+        for w in workers {
+            let c = w.join().unwrap();
+            let n = c.nat64.as_ref().unwrap();
+            assert_eq!((n.pool4.len(), n.hash_key, c.ipv4_id_key), (2, 7, 42));
+        }
+        assert_eq!(live.config().nat64.as_ref().unwrap().pool4.len(), 2);
+        assert!(live.chunk(5, Query::Bib, 0, 1).is_err());
+    }
+}

@@ -171,6 +171,27 @@ fn control_siit_show_eam_changes_save_and_restart() {
         );
         let err = cli_err(sock, &["show", "bib"]);
         assert!(err.contains("not in nat64 mode"), "{err}");
+        // A second daemon on the same socket refuses to start.
+        let cfg = std::fs::read_to_string(tr.config_path()).unwrap();
+        let dup = tr.config_path().with_file_name("dup.toml");
+        std::fs::write(
+            &dup,
+            cfg.replace("name = \"sixgate0\"", "name = \"sgdup0\""),
+        )
+        .unwrap();
+        let out = bed
+            .gateway
+            .output_timeout(
+                BIN,
+                ["run", "--config", dup.to_str().unwrap()],
+                Duration::from_secs(20),
+            )
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("another daemon answers"),
+            "{err}"
+        );
         cli_err(sock, &["show", "pool4"]);
 
         // eam remove stops the mapping; eam add makes new ones work.
@@ -241,6 +262,9 @@ fn control_siit_show_eam_changes_save_and_restart() {
         assert!(body.contains("everything"), "{body}");
         let (code, body) = curl(sock, "GET", "/v1/no-such-thing", None);
         assert_eq!(code, 404, "{body}");
+        let (code, body) = curl(sock, "GET", "/v1/eam/add", None);
+        assert_eq!(code, 405, "{body}");
+        assert!(body.contains("\"error\""), "{body}");
         let (code, body) = curl(
             sock,
             "POST",
@@ -347,11 +371,21 @@ fn fetch_through(bed: &Topology, dir: &ScratchDir, content: &[u8]) -> String {
 #[test]
 fn control_nat64_pool4_bib_sessions() {
     let test = "control_nat64_pool4_bib_sessions";
-    let Some(tr) = sixgate_or_skip(test, NAT64_25) else {
+    // A socket file left by a dead daemon: removed at start.
+    let stale = ScratchDir::new("stale").unwrap();
+    let stale_sock = stale.path().join("run").join("api.sock");
+    std::fs::create_dir_all(stale_sock.parent().unwrap()).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(&stale_sock).unwrap());
+    let extra = NAT64_25.replace(
+        "workers = 2\n",
+        &format!("workers = 2\nsocket = \"{}\"\n", stale_sock.display()),
+    );
+    let Some(tr) = sixgate_or_skip(test, &extra) else {
         return;
     };
     run_bed(test, TopologyOptions::default(), &tr, |bed, tr| {
         let sock = socket(tr);
+        assert_eq!(sock, stale_sock);
         let dir = ScratchDir::new("www4").unwrap();
         let content = pattern(32 * 1024);
         dir.write("f.bin", &content).unwrap();

@@ -131,7 +131,21 @@ impl Netns {
 
     /// Write a config file (CONFIG plus `extra`) and return its path.
     fn config(&self, extra: &str) -> String {
-        let p = self.dir.join("sixgate.toml");
+        self.config_as("sixgate", extra)
+    }
+
+    /// Write config file `NAME.toml` (CONFIG plus `extra`, with its own API
+    /// socket `NAME.sock` beside it) and return its path.
+    fn config_as(&self, name: &str, extra: &str) -> String {
+        let p = self.dir.join(format!("{name}.toml"));
+        let socket = format!(
+            "socket = \"{}\"\n",
+            self.dir.join(format!("{name}.sock")).display()
+        );
+        let extra = match extra.split_once("[daemon]\n") {
+            Some((a, b)) => format!("{a}[daemon]\n{socket}{b}"),
+            None => format!("{extra}[daemon]\n{socket}"),
+        };
         std::fs::write(&p, format!("{CONFIG}{extra}")).unwrap();
         p.to_str().unwrap().to_owned()
     }
@@ -619,7 +633,13 @@ fn a_running_device_is_not_taken_over() {
     let cfg = ns.config("[daemon]\nworkers = 1\n");
     let mut first = ns.sixgate(&["--config", &cfg]);
     first.wait_for("workers started");
+    // The same file: refused at its API socket.
     let (ok, _, log) = ns.sixgate(&["--config", &cfg]).finish();
+    assert!(!ok);
+    assert!(log.contains("another daemon answers"), "{log}");
+    // Another socket, the same device: refused at the device.
+    let other = ns.config_as("second", "[daemon]\nworkers = 1\n");
+    let (ok, _, log) = ns.sixgate(&["--config", &other]).finish();
     assert!(!ok);
     assert!(log.contains("in use by another process"), "{log}");
     // The first one is unharmed.

@@ -217,28 +217,40 @@ fn router(state: Shared) -> Router {
         .route("/v1/pool4", get(pool4))
         .route("/v1/eam", get(eam))
         .route("/v1/config", get(running_config))
-        .route("/v1/eam/add", post(|s, b| change(s, b, Running::eam_add)))
+        .route(
+            "/v1/eam/add",
+            post(|s, u, b| change(s, u, b, Running::eam_add)),
+        )
         .route(
             "/v1/eam/remove",
-            post(|s, b| change(s, b, Running::eam_remove)),
+            post(|s, u, b| change(s, u, b, Running::eam_remove)),
         )
         .route(
             "/v1/pool4/add",
-            post(|s, b| change(s, b, Running::pool4_add)),
+            post(|s, u, b| change(s, u, b, Running::pool4_add)),
         )
         .route(
             "/v1/pool4/remove",
-            post(|s, b| change(s, b, Running::pool4_remove)),
+            post(|s, u, b| change(s, u, b, Running::pool4_remove)),
         )
-        .route("/v1/bib/add", post(|s, b| change(s, b, Running::bib_add)))
+        .route(
+            "/v1/bib/add",
+            post(|s, u, b| change(s, u, b, Running::bib_add)),
+        )
         .route(
             "/v1/bib/remove",
-            post(|s, b| change(s, b, Running::bib_remove)),
+            post(|s, u, b| change(s, u, b, Running::bib_remove)),
         )
         .route("/v1/config/save", post(save))
         .route("/v1/reload", post(reload_route))
         .fallback(|uri: Uri| async move {
             fail(StatusCode::NOT_FOUND, format!("no such API route: {uri}"))
+        })
+        .method_not_allowed_fallback(|m: axum::http::Method, uri: Uri| async move {
+            fail(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("{uri} does not take {m} (queries are GET, changes are POST)"),
+            )
         })
         .layer(axum::middleware::from_fn(root_only))
         .with_state(state)
@@ -585,6 +597,7 @@ async fn running_config(State(s): State<Shared>, uri: Uri) -> Response {
 /// run it, keep it.
 async fn change<T: DeserializeOwned + Send + 'static>(
     State(s): State<Shared>,
+    uri: Uri,
     b: Bytes,
     edit: fn(&Running, &T) -> Result<Running, Rejected>,
 ) -> Response {
@@ -592,6 +605,7 @@ async fn change<T: DeserializeOwned + Send + 'static>(
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };
+    let what = format!("{} {}", uri.path(), String::from_utf8_lossy(&b));
     let r = tokio::task::spawn_blocking(move || {
         let mut cur = s.running.lock().unwrap_or_else(|p| p.into_inner());
         let next = edit(&cur, &req).map_err(|e| {
@@ -608,11 +622,17 @@ async fn change<T: DeserializeOwned + Send + 'static>(
     })
     .await;
     match r {
-        Ok(Ok(warnings)) => json(&Done {
-            done: "applied".into(),
-            warnings,
-        }),
-        Ok(Err((code, e))) => fail(code, e),
+        Ok(Ok(warnings)) => {
+            tracing::info!("runtime change applied: {what}");
+            json(&Done {
+                done: "applied".into(),
+                warnings,
+            })
+        }
+        Ok(Err((code, e))) => {
+            tracing::warn!("runtime change refused: {what}: {e}");
+            fail(code, e)
+        }
         Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
@@ -654,7 +674,7 @@ fn reload(s: &AppState) -> Result<Vec<String>, String> {
     outcome
 }
 
-async fn reload_route(State(s): State<Shared>) -> Response {
+async fn reload_route(State(s): State<Shared>, _body: Bytes) -> Response {
     match tokio::task::spawn_blocking(move || reload(&s)).await {
         Ok(Ok(warnings)) => json(&Done {
             done: "reloaded".into(),
