@@ -912,7 +912,9 @@ fn json_log_file_carries_the_nat64_session_events() {
         format!(
             "[translator]\nmode = \"nat64\"\npool6 = \"2001:db8:64::/96\"\n\n\
              [nat64]\npool4 = [\"198.18.0.0/24\"]\nevent_log = \"sessions\"\n\n\
+             [daemon]\nsocket = \"{}\"\n\n\
              [log]\nformat = \"json\"\ntarget = \"file\"\nfile = \"{}\"\n",
+            ns.dir.join("nat64.sock").display(),
             log_path.display()
         ),
     )
