@@ -22,9 +22,13 @@ use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::config::IPV4_DUMMY_ADDRESS;
 
 pub use dns64::{Dns64File, Dns64Settings, load_dns64, parse_dns64};
+pub use log::{LogFormat, LogSettings, LogTarget};
+pub use metrics::MetricsSettings;
 pub use pref64::Pref64Settings;
 
 pub mod dns64;
+pub mod log;
+pub mod metrics;
 mod nat64;
 pub mod pref64;
 pub mod schema;
@@ -85,6 +89,10 @@ pub struct Loaded {
     pub dns64: Option<Dns64Settings>,
     /// `[pref64]`, if the file has one: RFC 8781 Router Advertisements.
     pub pref64: Option<Pref64Settings>,
+    /// `[metrics]` with a `listen` address; `None`: no metrics endpoint.
+    pub metrics: Option<MetricsSettings>,
+    /// `[log]`, with defaults filled in (text to standard error at info).
+    pub log: LogSettings,
     /// Values that load but go against an RFC (timeouts below RFC 6146's minimums,
     /// for instance). `sixgate config check` and the daemon print them.
     pub warnings: Vec<ConfigWarning>,
@@ -236,6 +244,9 @@ impl Loaded {
                 ", PREF64 RAs on {} every {} s",
                 r.interface, r.interval
             ));
+        }
+        if let Some(m) = &self.metrics {
+            out.push_str(&format!(", metrics on {}", m.listen));
         }
         out
     }

@@ -31,6 +31,10 @@ pub struct File {
     pub dns64: Option<Spanned<crate::dns64::Dns64Section>>,
     /// `[pref64]`: PREF64 Router Advertisements (RFC 8781), see [`crate::pref64`].
     pub pref64: Option<Spanned<crate::pref64::Pref64Section>>,
+    /// `[metrics]`: the Prometheus endpoint, see [`crate::metrics`].
+    pub metrics: Option<Spanned<crate::metrics::MetricsSection>>,
+    /// `[log]`: log format and sink, see [`crate::log`].
+    pub log: Option<Spanned<crate::log::LogSection>>,
 }
 
 /// Top-level sections a file may have.
@@ -42,6 +46,8 @@ pub const SECTIONS: &[&str] = &[
     "clat",
     "dns64",
     "pref64",
+    "metrics",
+    "log",
 ];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.

@@ -163,6 +163,14 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         }
         None => None,
     };
+    let metrics = match file.metrics {
+        Some(m) => crate::metrics::section(&cx, m.into_inner())?,
+        None => None,
+    };
+    let log = match file.log {
+        Some(l) => crate::log::section(&cx, l.into_inner())?,
+        None => crate::LogSettings::default(),
+    };
     Ok(Loaded {
         config,
         mode,
@@ -171,6 +179,8 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         clat,
         dns64,
         pref64,
+        metrics,
+        log,
         warnings: cx.warnings.into_inner(),
     })
 }

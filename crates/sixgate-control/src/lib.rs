@@ -7,12 +7,21 @@
 //! - [`client`]: what `sixgate show|eam|pool4|bib|config|reload` talk to it with;
 //! - [`running_config`]: the running configuration, runtime changes applied;
 //! - [`format`]: tables and CSV for the command line;
-//! - [`reload_status`]: what became of the reloads.
+//! - [`reload_status`]: what became of the reloads;
+//! - [`metrics`]: Prometheus `/metrics`, rendered per scrape from the workers'
+//!   published counters;
+//! - [`logging`] and [`syslog`]: the `[log]` sink (text or JSON; stderr, a file
+//!   or `/dev/log`), the RFC 6888 event log included;
+//! - [`notify`]: sd_notify readiness for systemd.
 
 pub mod api;
 pub mod client;
 pub mod format;
+pub mod logging;
+pub mod metrics;
+pub mod notify;
 pub mod reload_status;
 pub mod running_config;
+pub mod syslog;
 
 pub use reload_status::ReloadStatus;

@@ -172,6 +172,7 @@ async fn serve_tcp_client(
 /// that has other work, such as the gateway of `sixgate run`.
 pub struct ServerThread {
     local: Vec<SocketAddr>,
+    stats: Arc<Stats>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<crate::StatsSnapshot>>,
 }
@@ -187,6 +188,7 @@ impl ServerThread {
             .build()?;
         let server = rt.block_on(Server::start(settings))?;
         let local = server.local_addrs().to_vec();
+        let stats = server.stats().clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("dns64".into())
@@ -200,6 +202,7 @@ impl ServerThread {
             })?;
         Ok(ServerThread {
             local,
+            stats,
             stop: Some(tx),
             thread: Some(thread),
         })
@@ -208,6 +211,11 @@ impl ServerThread {
     /// The addresses it listens on.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local
+    }
+
+    /// The live counters (for the metrics endpoint).
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
     }
 
     /// Stop serving; the final counters.

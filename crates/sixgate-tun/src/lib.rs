@@ -44,7 +44,7 @@ mod worker;
 pub use device::Offload;
 pub use live::Live;
 pub use pipeline::IoCounters;
-pub use stats::Snapshot;
+pub use stats::{Snapshot, StatsHandle};
 
 /// Why the gateway could not start. Nothing it created is left behind.
 #[derive(Debug)]
@@ -457,6 +457,11 @@ impl Gateway {
     /// Each worker's counters, as last published, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
         self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// A reader of the workers' counters for another thread (metrics, API).
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.stats.iter().cloned().collect())
     }
 
     /// Block until SIGINT/SIGTERM or a worker failure.

@@ -103,6 +103,27 @@ impl Snapshot {
     }
 }
 
+/// Every worker's published counters, readable from any thread for as long as
+/// it is held (the metrics endpoint and the API read through one); cloning is cheap.
+#[derive(Clone, Debug)]
+pub struct StatsHandle(pub(crate) std::sync::Arc<[std::sync::Arc<WorkerStats>]>);
+
+impl StatsHandle {
+    /// Each worker's counters, as last published, in worker order.
+    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
+        self.0.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// All workers' counters, summed.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut total = Snapshot::default();
+        for s in self.0.iter() {
+            total.merge(&s.snapshot());
+        }
+        total
+    }
+}
+
 impl WorkerStats {
     /// Publish the worker's current counters (worker thread only).
     pub fn publish(&self, c: &Counters, io: &IoCounters) {

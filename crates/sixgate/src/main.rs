@@ -53,6 +53,9 @@ enum Command {
     Bib(cmd::change::Bib),
     /// Make the running daemon re-read its configuration file (as SIGHUP).
     Reload(cmd::change::ReloadArgs),
+    /// Write manual pages or shell completions (for packaging).
+    #[command(subcommand, hide = true)]
+    Generate(cmd::generate::Command),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Pool4(c) => cmd::change::pool4(&c),
         Command::Bib(c) => cmd::change::bib(&c),
         Command::Reload(a) => cmd::change::reload(&a),
+        Command::Generate(c) => cmd::generate::run(&c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
