@@ -251,8 +251,10 @@ impl Handler {
         let now = Instant::now();
         let mut up = self.upstream.exchange();
         let reply = if ipv4only::is_ipv4only(&q.name) {
+            // A local, fixed answer: not cached, so its TTL never ages
+            // (RFC 8880 §7.2 gives the records fixed contents).
             self.stats.ipv4only();
-            ipv4only::answer(q, &self.policy)
+            return ipv4only::answer(q, &self.policy);
         } else if q.query_class == DNSClass::IN
             && q.query_type == RecordType::AAAA
             && !(cd && dnssec_ok)
