@@ -8,64 +8,12 @@
 
 mod common;
 
+use common::mapt::*;
 use common::*;
-use sixgate_core::addr::Rfc6052Prefix;
-use sixgate_core::mapt::{CeConfig, MapRule, MaptConfig, Napt44Config, Role};
-use sixgate_core::{Config, DropReason, Verdict};
+use sixgate_core::mapt::{MapRule, Role};
+use sixgate_core::{DropReason, Verdict};
 use sixgate_testkit::{Ip4, Ip6, L4, split_v4, tcp_flag, truncate};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-const CE4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 8);
-/// 2001:db8:ce:11b:0:c000:208:1b, the CE's MAP address (RFC 7597 §5.2).
-const CE6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xce, 0x11b, 0, 0xc000, 0x0208, 0x1b);
-const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
-/// SERVER through the DMR.
-const SERVER_D: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xffff, 0, 0, 0, 0xc633, 0x640a);
-const LAN_HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-const PORTS: std::ops::RangeInclusive<u16> = 55296..=57343;
-
-fn bmr() -> MapRule {
-    MapRule::new(
-        "2001:db8:ce::".parse().unwrap(),
-        51,
-        "192.0.2.0".parse().unwrap(),
-        24,
-        13,
-        0,
-    )
-    .unwrap()
-}
-
-fn dmr() -> Rfc6052Prefix {
-    Rfc6052Prefix::new("2001:db8:ffff::".parse().unwrap(), 96).unwrap()
-}
-
-fn config(role: Role) -> Config {
-    let mut cfg = Config::with_pool6(Some(dmr()));
-    cfg.map.wkp_strict = false;
-    cfg.mapt = Some(MaptConfig {
-        dmr: dmr(),
-        fmrs: vec![bmr()],
-        role,
-        hash_key: 7,
-    });
-    cfg
-}
-
-fn br() -> Harness {
-    Harness::new(config(Role::Br))
-}
-
-fn ce() -> Harness {
-    let c = CeConfig::new(
-        bmr(),
-        ("2001:db8:ce:11b::".parse().unwrap(), 64),
-        (Ipv4Addr::new(10, 0, 0, 0), 24),
-        Napt44Config::default(),
-    )
-    .unwrap();
-    Harness::new(config(Role::Ce(Box::new(c))))
-}
 
 fn dropped(h: &mut Harness, p: &[u8]) -> DropReason {
     match h.run(p).0 {
