@@ -127,6 +127,9 @@ impl CeConfig {
 }
 
 impl MaptConfig {
+    /// `hash_key` until the data plane seeds one.
+    pub const DEFAULT_HASH_KEY: u64 = 0x6d61_7074_5f6b_6579;
+
     /// The CE's numbers, on a CE.
     pub fn ce(&self) -> Option<&CeConfig> {
         match &self.role {
