@@ -1,6 +1,7 @@
-//! `[tun] manage_routes`: route pool6, every EAM IPv4 prefix and (stateful NAT64)
-//! every pool4 prefix into the device (a CLAT: the IPv4 default route and its IPv6
-//! prefix), with `ip` (iproute2), and take exactly those routes away again.
+//! `[tun] manage_routes`: route pool6, every EAM IPv4 prefix, (stateful NAT64)
+//! every pool4 prefix and (MAP-T BR) every mapping rule's IPv4 prefix into the
+//! device (a CLAT or a MAP-T CE: the IPv4 default route and its own IPv6 prefix or
+//! address), with `ip` (iproute2), and take exactly those routes away again.
 
 use std::net::Ipv4Addr;
 use std::process::Command;
@@ -43,6 +44,18 @@ pub fn wanted(cfg: &Config) -> Vec<Route> {
             out.push(r);
         }
     }
+    // RFC 7599 §7: a BR takes the domain's IPv4 prefixes from the IPv4 side (the
+    // DMR, pool6, is already there for the IPv6 side).
+    for r in cfg.mapt.iter().flat_map(|m| &m.fmrs) {
+        let (a, len) = r.ipv4_prefix();
+        let r = Route {
+            prefix: format!("{a}/{len}"),
+            v6: false,
+        };
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
     for p in cfg.nat64.iter().flat_map(|n| &n.pool4) {
         let r = Route {
             prefix: format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len),
@@ -61,6 +74,19 @@ pub fn wanted(cfg: &Config) -> Vec<Route> {
 /// customer IPv4 range stay where they are: towards the IPv6 network and on the
 /// customer LAN.
 pub fn wanted_for(loaded: &Loaded) -> Vec<Route> {
+    // A MAP-T CE (RFC 7599 §5): the same shape as a CLAT, with its MAP address.
+    if let Some(ce) = loaded.config.mapt.as_ref().and_then(|m| m.ce()) {
+        return vec![
+            Route {
+                prefix: "0.0.0.0/0".to_owned(),
+                v6: false,
+            },
+            Route {
+                prefix: format!("{}/128", ce.map_address),
+                v6: true,
+            },
+        ];
+    }
     match &loaded.clat {
         Some(c) => vec![
             Route {

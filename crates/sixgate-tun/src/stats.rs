@@ -14,7 +14,7 @@ use sixgate_core::{Counters, DropReason, nat64};
 use crate::pipeline::IoCounters;
 
 /// Every counter of one worker, as atomics.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WorkerStats {
     core: [AtomicU64; 6],
     dropped: [AtomicU64; DropReason::COUNT],
@@ -22,6 +22,18 @@ pub struct WorkerStats {
     /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
     /// batch: they change slowly and are bigger than a few counters.
     nat64: Mutex<Option<nat64::Stats>>,
+}
+
+// Written out: arrays longer than 32 have no derived `Default`.
+impl Default for WorkerStats {
+    fn default() -> Self {
+        WorkerStats {
+            core: Default::default(),
+            dropped: std::array::from_fn(|_| AtomicU64::new(0)),
+            io: Default::default(),
+            nat64: Mutex::new(None),
+        }
+    }
 }
 
 /// A copy of the counters, one worker's or summed over all.
