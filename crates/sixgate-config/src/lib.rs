@@ -187,6 +187,8 @@ impl Loaded {
             format!("{n} {}", if n == 1 { one } else { many })
         };
         let mut out = match &self.config.nat64 {
+            // MAP-T: the DMR is pool6, and there are no EAM entries to count.
+            None if self.config.mapt.is_some() => format!("mode {}", self.mode),
             None => {
                 let n = self.config.map.eam.entries().len();
                 format!(

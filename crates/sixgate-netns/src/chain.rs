@@ -197,12 +197,14 @@ pub struct Chain {
     pub plat: Netns,
     /// The IPv4-only server.
     pub server: Netns,
+    /// Built by [`Chain::build_mapt`]: the gateways are a MAP-T CE and BR.
+    mapt: bool,
 }
 
 impl Chain {
     /// Create and wire the namespaces. On error, whatever was made is removed.
     pub fn build() -> Result<Chain> {
-        let c = Chain::namespaces_named(["client", "clat", "core", "plat", "server"])?;
+        let c = Chain::namespaces_named(["client", "clat", "core", "plat", "server"], false)?;
         c.wire(addr::CLAT_V6)
             .context("building the 464XLAT chain")?;
         Ok(c)
@@ -211,13 +213,14 @@ impl Chain {
     /// The MAP-T chain (RFC 7599): the same namespaces and links, the core routing
     /// the first CE's End-user prefix ([`mapt::addr::CE1_END_USER`]) to the CE.
     pub fn build_mapt() -> Result<Chain> {
-        let c = Chain::namespaces_named(["maptlan", "maptce", "maptcore", "maptbr", "maptsrv"])?;
+        let c =
+            Chain::namespaces_named(["maptlan", "maptce", "maptcore", "maptbr", "maptsrv"], true)?;
         c.wire(mapt::addr::CE1_END_USER)
             .context("building the MAP-T chain")?;
         Ok(c)
     }
 
-    fn namespaces_named(roles: [&str; 5]) -> Result<Chain> {
+    fn namespaces_named(roles: [&str; 5], mapt: bool) -> Result<Chain> {
         let n = crate::next_index();
         Ok(Chain {
             client: Netns::with_index(roles[0], n)?,
@@ -225,6 +228,7 @@ impl Chain {
             core: Netns::with_index(roles[2], n)?,
             plat: Netns::with_index(roles[3], n)?,
             server: Netns::with_index(roles[4], n)?,
+            mapt,
         })
     }
 
@@ -344,6 +348,24 @@ impl Chain {
     /// A table of the chain for people: role, namespace, addresses.
     pub fn describe(&self) -> String {
         use addr::*;
+        let (customer, provider) = if self.mapt {
+            (
+                format!(
+                    "MAP-T CE: LAN {CLAT_V4}, End-user prefix {}",
+                    mapt::addr::CE1_END_USER
+                ),
+                format!(
+                    "MAP-T BR: DMR {}, rule {}",
+                    mapt::addr::DMR,
+                    mapt::addr::RULE_V4
+                ),
+            )
+        } else {
+            (
+                format!("CLAT: {CLAT_V4} <-> {CLAT_V6}"),
+                format!("PLAT: pool6 {PLAT_PREFIX}"),
+            )
+        };
         let rows = [
             (
                 "IPv4-only client",
@@ -351,11 +373,9 @@ impl Chain {
                 format!("{CLIENT}/{CLAT_LAN_LEN}"),
             ),
             (
-                "CLAT",
+                "customer gateway",
                 &self.clat,
-                format!(
-                    "{CLAT_LAN}/{CLAT_LAN_LEN} | {CLAT_UPLINK}/{V6_LINK_LEN}, {CLAT_V4} <-> {CLAT_V6}"
-                ),
+                format!("{CLAT_LAN}/{CLAT_LAN_LEN} | {CLAT_UPLINK}/{V6_LINK_LEN}, {customer}"),
             ),
             (
                 "IPv6-only core",
@@ -363,11 +383,9 @@ impl Chain {
                 format!("{CORE_CLAT_SIDE}/{V6_LINK_LEN} | {CORE_PLAT_SIDE}/{V6_LINK_LEN}"),
             ),
             (
-                "PLAT",
+                "provider gateway",
                 &self.plat,
-                format!(
-                    "{PLAT_UPLINK}/{V6_LINK_LEN} | {PLAT_LAN}/{SERVER_LINK_LEN}, pool6 {PLAT_PREFIX}"
-                ),
+                format!("{PLAT_UPLINK}/{V6_LINK_LEN} | {PLAT_LAN}/{SERVER_LINK_LEN}, {provider}"),
             ),
             (
                 "IPv4-only server",
