@@ -69,7 +69,8 @@ impl Translator {
     /// ICMPv4 Port Unreachable for a held SYN whose time ran out);
     /// `Some(Verdict::Translated)` means nothing to send but more expired state is
     /// waiting. Each call does bounded work ([`nat64::SWEEP_BUDGET`] records).
-    /// Without NAT64 it returns `None` at once.
+    /// A MAP-T CE's NAPT44 tables expire the same way (they hold no SYNs).
+    /// Without either it returns `None` at once.
     pub fn tick(&mut self, now_ns: u64, scratch: &mut Scratch) -> Option<Verdict> {
         scratch.clear();
         let mut held = [0u8; nat64::HELD_SYN_BYTES];
