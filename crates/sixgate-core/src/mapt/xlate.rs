@@ -240,7 +240,7 @@ pub(crate) fn v6_to_v4(
     let (dst4, port) = match (ce, st.napt.as_deref_mut()) {
         (Some(c), Some(napt)) => {
             // The NAPT44, inbound: which LAN host owns this port of ours?
-            let pp = ports.ok_or(DropReason::Nat64Unsupported)?;
+            let pp = ports.ok_or(DropReason::MaptNoPort)?;
             let (host, port) = napt.inbound(
                 pp.proto,
                 src4,
@@ -388,7 +388,7 @@ pub(crate) fn v4_to_v6(
     let (src6, port) = match (ce, st.napt.as_deref_mut()) {
         (Some(c), Some(napt)) => {
             // The NAPT44, outbound: the LAN host's port in our port set.
-            let pp = ports.ok_or(DropReason::Nat64Unsupported)?;
+            let pp = ports.ok_or(DropReason::MaptNoPort)?;
             let (_, port) = napt.outbound(
                 pp.proto,
                 host_key(src4),
