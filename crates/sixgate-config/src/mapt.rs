@@ -19,6 +19,9 @@ use crate::schema::{MapRuleEntry, MaptSection};
 use crate::validate::{Cx, V4_PREFIX, V6_PREFIX, clean_v4_prefix, clean_v6_prefix, int_in};
 use crate::{ConfigError, Mode};
 
+/// A checked rule, the entry it came from (for error positions) and its key.
+type Checked<'a> = (MapRule, &'a Spanned<MapRuleEntry>, String);
+
 const UDP_TIMER: Timer = Timer {
     key: "napt_udp_timeout",
     rfc_min: 120,
@@ -147,7 +150,7 @@ pub(crate) fn section(
 fn ce(
     cx: &Cx<'_>,
     m: &MaptSection,
-    bmrs: &[(MapRule, &Spanned<MapRuleEntry>, String)],
+    bmrs: &[Checked<'_>],
     header: Range<usize>,
 ) -> Result<CeConfig, ConfigError> {
     let Some(e) = &m.end_user_prefix else {
@@ -220,7 +223,7 @@ fn rules<'a>(
     cx: &Cx<'_>,
     key: &str,
     list: &'a [Spanned<MapRuleEntry>],
-) -> Result<Vec<(MapRule, &'a Spanned<MapRuleEntry>, String)>, ConfigError> {
+) -> Result<Vec<Checked<'a>>, ConfigError> {
     let mut out = Vec::with_capacity(list.len());
     for (i, s) in list.iter().enumerate() {
         let e = s.get_ref();
