@@ -292,4 +292,30 @@ mod tests {
             ["2001:db8:64::/96", "192.0.2.0/28", "198.51.100.9/32"]
         );
     }
+
+    /// RFC 7599: a BR routes the DMR and the rules' IPv4 prefixes into the
+    /// device; a CE, like a CLAT, the IPv4 default route and its MAP address.
+    #[test]
+    fn mapt_routes() {
+        let rules = "[mapt]\ndmr = \"2001:db8:ffff::/96\"\nbmr = [ { ipv6_prefix = \
+                     \"2001:db8:ce::/51\", ipv4_prefix = \"192.0.2.0/24\", ea_bits = 13, \
+                     psid_offset = 0 } ]\n";
+        let br = sixgate_config::parse(
+            &format!("[translator]\nmode = \"mapt-br\"\n{rules}"),
+            "t.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = wanted_for(&br).iter().map(|r| r.to_string()).collect();
+        assert_eq!(names, ["2001:db8:ffff::/96", "192.0.2.0/24"]);
+        let ce = sixgate_config::parse(
+            &format!(
+                "[translator]\nmode = \"mapt-ce\"\n{rules}end_user_prefix = \
+                 \"2001:db8:ce:11b::/64\"\nlan = \"10.0.0.0/24\"\n"
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = wanted_for(&ce).iter().map(|r| r.to_string()).collect();
+        assert_eq!(names, ["0.0.0.0/0", "2001:db8:ce:11b:0:c000:208:1b/128"]);
+    }
 }
