@@ -8,6 +8,7 @@
 
 use super::config::{CeConfig, MaptConfig, Role};
 use super::napt44::{host_key, host_of};
+use super::rule::MapRule;
 use crate::addr::Mapper;
 use crate::nat64::config::Proto;
 use crate::nat64::packet::{self, Ports, Which};
@@ -55,46 +56,58 @@ fn ports_or_none(proto: u8, l4: &[u8], quoted: bool) -> Result<Option<Ports>, Dr
     }
 }
 
+/// A MAP address's claim: the rule it is under and the PSID it names (`None`
+/// when the rule gives whole addresses).
+type Claim<'a> = Option<(&'a MapRule, u16)>;
+
 /// An IPv6 address on the domain side as IPv4: a MAP address by its FMR (with the
 /// PSID it claims), else the DMR (RFC 7599 §5).
-fn v6_side(m: &MaptConfig, map: &Mapper, v6: u128) -> Result<(u32, Option<u16>), DropReason> {
-    if let Some(r) = m.rule_for_v6(v6) {
-        let (v4, psid) = r.decode(v6).ok_or(DropReason::MaptAddressMismatch)?;
-        return Ok((v4, (r.psid_len() > 0).then_some(psid)));
+fn v6_side<'a>(m: &'a MaptConfig, map: &Mapper, v6: u128) -> Result<(u32, Claim<'a>), DropReason> {
+    match m.rule_for_v6(v6) {
+        Some(r) => under_rule(r, v6),
+        None => map
+            .map_v6(v6)
+            .map(|a| (a, None))
+            .map_err(|_| DropReason::MaptNoRule),
     }
-    map.map_v6(v6)
-        .map(|a| (a, None))
-        .map_err(|_| DropReason::MaptNoRule)
+}
+
+/// RFC 7597 §5.2: the IPv4 address and claim of `v6`, a MAP address under `r`.
+#[inline]
+fn under_rule(r: &MapRule, v6: u128) -> Result<(u32, Claim<'_>), DropReason> {
+    let (v4, psid) = r.decode(v6).ok_or(DropReason::MaptAddressMismatch)?;
+    Ok((v4, (r.psid_len() > 0).then_some((r, psid))))
 }
 
 /// RFC 7597 §8.1: a MAP address may only send from its own port set.
-fn check_port(
-    psid: Option<u16>,
-    m: &MaptConfig,
-    v6: u128,
-    port: Option<u16>,
-) -> Result<(), DropReason> {
-    let Some(psid) = psid else { return Ok(()) };
-    let Some(port) = port else {
-        return Err(DropReason::MaptNoPort);
+fn check_port(claim: Claim<'_>, port: Option<u16>) -> Result<(), DropReason> {
+    let Some((rule, psid)) = claim else {
+        return Ok(());
     };
-    match m.rule_for_v6(v6) {
-        Some(r) if r.port_in_set(port, psid) => Ok(()),
-        _ => Err(DropReason::MaptSourceOutsidePortSet),
+    match port {
+        Some(p) if rule.port_in_set(p, psid) => Ok(()),
+        Some(_) => Err(DropReason::MaptSourceOutsidePortSet),
+        None => Err(DropReason::MaptNoPort),
     }
 }
 
 /// An IPv4 address as IPv6: by its FMR with the PSID of `port`, else the DMR.
 fn v4_side(m: &MaptConfig, map: &Mapper, v4: u32, port: Option<u16>) -> Result<u128, DropReason> {
-    if let Some(r) = m.rule_for_v4(v4) {
-        let psid = match (r.psid_len(), port) {
-            (0, _) => 0,
-            (_, Some(p)) => r.psid_of_port(p).ok_or(DropReason::MaptPortExcluded)?,
-            (_, None) => return Err(DropReason::MaptNoPort),
-        };
-        return Ok(r.map_address(v4, psid));
+    match m.rule_for_v4(v4) {
+        Some(r) => map_address(r, v4, port),
+        None => map.map_v4(v4).map_err(|e| e.drop_reason(false)),
     }
-    map.map_v4(v4).map_err(|e| e.drop_reason(false))
+}
+
+/// RFC 7597 §5.1 / §5.2: the MAP address under `r` that owns (`v4`, `port`).
+#[inline]
+fn map_address(r: &MapRule, v4: u32, port: Option<u16>) -> Result<u128, DropReason> {
+    let psid = match (r.psid_len(), port) {
+        (0, _) => 0,
+        (_, Some(p)) => r.psid_of_port(p).ok_or(DropReason::MaptPortExcluded)?,
+        (_, None) => return Err(DropReason::MaptNoPort),
+    };
+    Ok(r.map_address(v4, psid))
 }
 
 fn frag_key6(p: &Ipv6Packet) -> [u64; 5] {
@@ -165,8 +178,8 @@ pub(crate) fn v6_to_v4(
             None => {
                 // BR: the quoted packet went from IPv4 (DMR) to a CE, whose port
                 // must be its own.
-                let (qd4, psid) = v6_side(m, map, qd6)?;
-                check_port(psid, m, qd6, Some(qp.dport))?;
+                let (qd4, claim) = v6_side(m, map, qd6)?;
+                check_port(claim, Some(qp.dport))?;
                 let qs4 = map.map_v6(qs6).map_err(|_| Inner)?;
                 Ok(To4 {
                     src4,
@@ -212,16 +225,16 @@ pub(crate) fn v6_to_v4(
             }
         };
     }
-    let (src4, psid) = match (ce, m.rule_for_v6(src6)) {
+    let (src4, claim) = match (ce, m.rule_for_v6(src6)) {
+        (_, Some(r)) => under_rule(r, src6)?,
         // BR: only MAP addresses may send through the BR.
         (None, None) => return Err(DropReason::MaptNoRule),
-        _ => v6_side(m, map, src6)?,
+        (Some(_), None) => v6_side(m, map, src6)?,
     };
-    let key = frag_key6(p);
     if !p.is_first() {
         // The first fragment passed the port check and, on a CE, found the host.
         let to = st
-            .fragment_recall(&key, now_ns)
+            .fragment_recall(&frag_key6(p), now_ns)
             .ok_or(DropReason::FragmentUntracked)? as u32;
         let dst4 = if ce.is_some() { to } else { dst4 };
         return Ok(To4 {
@@ -236,7 +249,7 @@ pub(crate) fn v6_to_v4(
         .get(p.l4_off..p.total_len)
         .ok_or(DropReason::Malformed)?;
     let ports = ports_or_none(p.proto, l4, false)?;
-    check_port(psid, m, src6, ports.map(|x| x.sport))?;
+    check_port(claim, ports.map(|x| x.sport))?;
     let (dst4, port) = match (ce, st.napt.as_deref_mut()) {
         (Some(c), Some(napt)) => {
             // The NAPT44, inbound: which LAN host owns this port of ours?
@@ -257,7 +270,7 @@ pub(crate) fn v6_to_v4(
     };
     if p.is_fragmented() {
         st.fragment_remember(
-            &key,
+            &frag_key6(p),
             u128::from(if ce.is_some() { dst4 } else { src4 }),
             now_ns,
         );
@@ -362,14 +375,15 @@ pub(crate) fn v4_to_v6(
     {
         return Err(DropReason::SourceUntranslatable);
     }
-    if ce.is_none() && m.rule_for_v4(dst4).is_none() {
+    // A BR serves only the domain's IPv4 prefixes.
+    let dst_rule = m.rule_for_v4(dst4);
+    if ce.is_none() && dst_rule.is_none() {
         return Err(DropReason::MaptNoRule);
     }
-    let key = frag_key4(p);
     let src6_fixed = ce.map(|c| u128::from(c.map_address));
     if h.frag_offset() != 0 {
         let dst6 = st
-            .fragment_recall(&key, now_ns)
+            .fragment_recall(&frag_key4(p), now_ns)
             .ok_or(DropReason::FragmentUntracked)?;
         let src6 = match src6_fixed {
             Some(a) => a,
@@ -384,7 +398,10 @@ pub(crate) fn v4_to_v6(
     }
     let l4 = data.get(p.ihl..p.total_len).ok_or(DropReason::Malformed)?;
     let ports = ports_or_none(h.proto, l4, false)?;
-    let dst6 = v4_side(m, map, dst4, ports.map(|x| x.dport))?;
+    let dst6 = match dst_rule {
+        Some(r) => map_address(r, dst4, ports.map(|x| x.dport))?,
+        None => map.map_v4(dst4).map_err(|e| e.drop_reason(false))?,
+    };
     let (src6, port) = match (ce, st.napt.as_deref_mut()) {
         (Some(c), Some(napt)) => {
             // The NAPT44, outbound: the LAN host's port in our port set.
@@ -410,7 +427,7 @@ pub(crate) fn v4_to_v6(
         _ => (map.map_v4(src4).map_err(|e| e.drop_reason(true))?, None),
     };
     if h.mf() {
-        st.fragment_remember(&key, dst6, now_ns);
+        st.fragment_remember(&frag_key4(p), dst6, now_ns);
     }
     Ok(To6 {
         src6: Some(src6),
