@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::task::JoinSet;
 
-use crate::resolve::{Handler, Transport};
+use crate::resolve::{Handler, Step, Transport};
 use crate::stats::Stats;
 
 /// A TCP client idle this long between queries is dropped (RFC 7766 §6.2.3
@@ -102,16 +102,19 @@ async fn serve_udp(sock: Arc<UdpSocket>, handler: Arc<Handler>) {
         let Ok((n, peer)) = sock.recv_from(&mut buf).await else {
             continue;
         };
-        // Cache hits are answered here, without a task.
-        if let Some(reply) = handler.handle_cached(&buf[..n], peer.ip(), Transport::Udp) {
-            let _ = sock.send_to(&reply, peer).await;
-            continue;
-        }
-        let query = buf[..n].to_vec();
+        // Cache hits and bad input are answered here, without a task.
+        let pending = match handler.begin(&buf[..n], peer.ip(), Transport::Udp) {
+            Step::Done(Some(reply)) => {
+                let _ = sock.send_to(&reply, peer).await;
+                continue;
+            }
+            Step::Done(None) => continue,
+            Step::Resolve(pending) => pending,
+        };
         let (sock, handler) = (sock.clone(), handler.clone());
-        // One task per query: a slow upstream must not hold up the others.
+        // One task per miss: a slow upstream must not hold up the others.
         tokio::spawn(async move {
-            if let Some(reply) = handler.handle(&query, peer.ip(), Transport::Udp).await {
+            if let Some(reply) = handler.resolve(pending, Transport::Udp).await {
                 let _ = sock.send_to(&reply, peer).await;
             }
         });
