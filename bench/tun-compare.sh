@@ -34,6 +34,14 @@
 #    that pool out of the DUT: the classic stateful set-up around a SIIT;
 #  - nat64-1, nat64-N: sixgate mode = "nat64", pool4 198.18.0.0/24 (routed back
 #    to the DUT by the v4 host's default route), workers = 1 and = nproc.
+# MAP-T (bench/mapt-compare.sh selects them with the SIIT and NAT64 rows):
+#  - mapt-br-1, mapt-br-N: sixgate mode = "mapt-br" (RFC 7599), workers = 1 and
+#    = nproc. DMR = pool6; BMR 2001:db8:1::/51 <-> 198.18.0.0/24, 13 EA bits,
+#    PSID offset 0. The v6 host sends as the CE 198.18.0.8 PSID 1: from its MAP
+#    address 2001:db8:1:101:0:c612:8:1 (a route to pool6 with that source), UDP
+#    source ports pseudorandom in the PSID's set 2048-4095, TCP ports from that
+#    set too (the v6 host's ip_local_port_range), so every packet passes the
+#    BR's port-set check; the DUT routes 2001:db8:1:101::/64 back to it.
 # The first stateful row run is the reference of the "vs" column when the
 # kernel forwarding row is not in the run. SRC_HOSTS=N (environment, default 1;
 # bench/nat64-compare.sh sets 64) spreads the UDP sources over N addresses
@@ -45,7 +53,7 @@
 #   --quick      1 s trials, <= 5 search steps, 3 s TCP (about a minute)
 #   --out FILE   also write the table (with the machine and command) to FILE
 #   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN,
-#                nat44,tayga44,nat64-1,nat64-N
+#                nat44,tayga44,nat64-1,nat64-N,mapt-br-1,mapt-br-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
 #
 # Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
@@ -243,6 +251,11 @@ V4H_6=2001:db8:2::7
 V6H_4=192.0.2.5
 D6_4=192.0.2.1
 POOL4=198.18.0.0/24
+# MAP-T rows: the BR's rule (IPv4 side = POOL4) and the CE the v6 host plays.
+MAPT_RULE6=2001:db8:1::/51
+MAPT_CE_PREFIX=2001:db8:1:101::/64
+MAPT_CE6=2001:db8:1:101:0:c612:8:1 # 198.18.0.8, PSID 1 (EA bits 0x101)
+MAPT_PORTS=2048-4095
 
 nsx() {
     local ns=$1
@@ -684,6 +697,10 @@ case_sixgate() {
         # pool4 is the EAM prefix of the SIIT rows: the same route check below.
         section=$(printf '[translator]\nmode = "nat64"\npool6 = "%s"\n\n[nat64]\npool4 = ["%s"]\nsubscriber_prefix_len = 128\n' \
             "$POOL6" "$POOL4")
+    elif [[ $mode == mapt-br ]]; then
+        # The rule's IPv4 prefix is the EAM prefix too: the same route check.
+        section=$(printf '[translator]\nmode = "mapt-br"\n\n[mapt]\ndmr = "%s"\nbmr = [ { ipv6_prefix = "%s", ipv4_prefix = "%s", ea_bits = 13, psid_offset = 0 } ]\n' \
+            "$POOL6" "$MAPT_RULE6" "$POOL4")
     else
         section=$(printf '[translator]\nmode = "siit"\npool6 = "%s"\neam = [ { ipv4 = "%s", ipv6 = "%s" } ]\n' \
             "$POOL6" "$EAM4" "$EAM6")
@@ -735,6 +752,24 @@ EOF
         log "  warning: sixgate0 still exists after SIGTERM"
     fi
     if [[ $mode == nat64 ]]; then stateful_reference "sixgate nat64"; fi
+    # Without a kernel row (bench/mapt-compare.sh), SIIT is the reference.
+    if [[ $mode == siit ]]; then stateful_reference "sixgate SIIT"; fi
+}
+
+# MAP-T BR: the v6 host is a CE (its MAP address, ports of its set); then the
+# row as for SIIT; then the bed as it was.
+case_mapt_br() {
+    local old_range
+    old_range=$(nsx "$NS6" sysctl -n net.ipv4.ip_local_port_range)
+    ip -n "$NS6" addr add "$MAPT_CE6/128" dev v6h nodad
+    ip -n "$NS6" -6 route replace "$POOL6" via "$D6" dev v6h src "$MAPT_CE6"
+    nsx "$NS6" sysctl -qw net.ipv4.ip_local_port_range="${MAPT_PORTS/-/ }"
+    ip -n "$NSD" -6 route replace "$MAPT_CE_PREFIX" via "$V6H" dev d6
+    SRC_PORTS=$MAPT_PORTS case_sixgate "$@" mapt-br
+    ip -n "$NSD" -6 route del "$MAPT_CE_PREFIX" via "$V6H" dev d6
+    nsx "$NS6" sysctl -qw net.ipv4.ip_local_port_range="$old_range"
+    ip -n "$NS6" -6 route del "$POOL6" via "$D6" dev v6h
+    ip -n "$NS6" addr del "$MAPT_CE6/128" dev v6h
 }
 
 # --- run -------------------------------------------------------------------------
@@ -760,6 +795,8 @@ for sel in "${selected[@]}"; do
         tayga44) case_tayga44 ;;
         nat64-1) case_sixgate 1 "sixgate nat64, workers = 1" nat64 ;;
         nat64-N) case_sixgate "$WORKERS_N" "sixgate nat64, workers = $WORKERS_N ($workers_where)" nat64 ;;
+        mapt-br-1) case_mapt_br 1 "sixgate mapt-br, workers = 1" ;;
+        mapt-br-N) case_mapt_br "$WORKERS_N" "sixgate mapt-br, workers = $WORKERS_N ($workers_where)" ;;
         *) die "unknown system in --only: $sel" ;;
     esac
 done

@@ -15,7 +15,7 @@ if [[ ! $secs =~ ^[1-9][0-9]*$ ]]; then
 fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-targets=(translate_v6 translate_v4 translate_nat64)
+targets=(translate_v6 translate_v4 translate_nat64 translate_mapt)
 
 echo "fuzz-smoke: cargo fuzz build -s none (${targets[*]})"
 cargo fuzz build -s none

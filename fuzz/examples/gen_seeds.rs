@@ -503,8 +503,62 @@ fn seeds_nat64() -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Packet sequences for `translate_mapt` (RFC 7599), for each knob byte (BR or
+/// CE, PSID offset 0 or 6): a CE's flows out and back, a spoofed port, an ICMP
+/// error by inner port, fragments, a BR hairpin.
+fn seeds_mapt() -> Vec<(String, Vec<u8>)> {
+    let ce6: Ipv6Addr = "2001:db8:ce:11b:0:c000:208:1b".parse().unwrap();
+    let other6: Ipv6Addr = "2001:db8:64::c000:208".parse().unwrap();
+    let server6: Ipv6Addr = "2001:db8:64::c633:640a".parse().unwrap();
+    let (ce4, server4) = (Ipv4Addr::new(192, 0, 2, 8), Ipv4Addr::new(198, 51, 100, 10));
+    let lan = Ipv4Addr::new(10, 0, 0, 2);
+    let mut out = Vec::new();
+    for a6 in [0u8, 2] {
+        // a = 6: port 1232 + k * 1024 is PSID 0x34's with an 8-bit PSID; with
+        // 5 bits and m = 5, PSID 27 owns 1888-1919 in each range.
+        let port = if a6 != 0 { 1024 + 27 * 32 + 5 } else { 55300 };
+        let sent = Ip4::new(ce4, server4).udp(port, 53, 8);
+        let frag = Ip4::new(server4, ce4).df(false).id(7).udp(53, port, 600);
+        let mut br = vec![
+            (true, 0, Ip6::new(ce6, server6).udp(port, 53, 8)),
+            (true, 0, Ip6::new(ce6, server6).udp(80, 53, 8)),
+            (false, 1, Ip4::new(server4, ce4).udp(53, port, 8)),
+            (
+                false,
+                0,
+                Ip4::new(server4, ce4).icmp_error(3, 3, [0; 4], &sent),
+            ),
+            (true, 0, Ip6::new(ce6, other6).udp(port, 57400, 8)),
+        ];
+        br.extend(split_v4(&frag, 256).into_iter().map(|f| (false, 0, f)));
+        out.push((format!("k{a6}-br"), sixgate_fuzz::nat64_input(a6, &br)));
+        let ce = [
+            (false, 0, Ip4::new(lan, server4).udp(4000, 53, 8)),
+            (true, 0, Ip6::new(server6, ce6).udp(53, port, 8)),
+            (false, 0, Ip4::new(lan, server4).echo_request(7, 1, 8)),
+            (true, 100, Ip6::new(server6, ce6).udp(53, port, 8)),
+        ];
+        out.push((
+            format!("k{}-ce", a6 | 1),
+            sixgate_fuzz::nat64_input(a6 | 1, &ce),
+        ));
+    }
+    out
+}
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
+    let dir = root.join("translate_mapt");
+    if dir.exists() {
+        fs::remove_dir_all(&dir).unwrap();
+    }
+    fs::create_dir_all(&dir).unwrap();
+    let seeds = seeds_mapt();
+    for (name, data) in &seeds {
+        sixgate_fuzz::run_mapt(data);
+        fs::write(dir.join(name), data).unwrap();
+    }
+    println!("{}: {} seeds", dir.display(), seeds.len());
     write(&root.join("translate_v6"), &seeds_v6());
     write(&root.join("translate_v4"), &seeds_v4());
     let dir = root.join("translate_nat64");

@@ -1,4 +1,5 @@
-//! The fuzz harness shared by the `translate_v6` and `translate_v4` targets.
+//! The fuzz harness shared by the `translate_v6` and `translate_v4` targets (and
+//! the sequence harness of `translate_nat64` and `translate_mapt`).
 //!
 //! Input layout: [`Knobs::LEN`] bytes that choose the configuration (see
 //! [`Knobs::decode`]), then the packet. The target forces the packet's version
@@ -388,11 +389,64 @@ pub fn nat64_input(knobs: u8, packets: &[(bool, u8, Vec<u8>)]) -> Vec<u8> {
 /// invariants of [`run`]; every packet `tick` leaves is an ICMPv4 error that
 /// passes the structure check.
 pub fn run_nat64(data: &[u8]) {
-    let Some((&knobs, mut rest)) = data.split_first() else {
+    let Some((&knobs, rest)) = data.split_first() else {
         return;
     };
     let (cfg, workers) = nat64_config(knobs);
-    let mut t = Translator::for_worker(Arc::new(cfg), 0, workers);
+    run_sequence(Translator::for_worker(Arc::new(cfg), 0, workers), rest);
+}
+
+/// A MAP-T configuration (RFC 7599) for `translate_mapt`: bit 0, a CE (else a
+/// BR); bit 1, PSID offset 6 (else 0); the domain is Lencse & Nagy's example
+/// (BMR 2001:db8:ce::/51 ↔ 192.0.2.0/24, 13 EA bits), DMR 2001:db8:64::/96, the
+/// CE's End-user prefix 2001:db8:ce:11b::/64 and LAN 10.0.0.0/24.
+pub fn mapt_config(knobs: u8) -> Config {
+    use sixgate_core::mapt::{CeConfig, MapRule, MaptConfig, Napt44Config, Role};
+    let dmr = Rfc6052Prefix::new("2001:db8:64::".parse().expect("DMR"), 96).expect("DMR");
+    let mut cfg = Config::with_pool6(Some(dmr));
+    let a = if knobs & 2 != 0 { 6 } else { 0 };
+    let rule = MapRule::new(
+        "2001:db8:ce::".parse().expect("rule"),
+        51,
+        Ipv4Addr::new(192, 0, 2, 0),
+        24,
+        13,
+        a,
+    )
+    .expect("rule");
+    let role = if knobs & 1 != 0 {
+        let napt = Napt44Config {
+            max_sessions: 64,
+            ..Napt44Config::default()
+        };
+        let eup = ("2001:db8:ce:11b::".parse().expect("prefix"), 64);
+        let lan = (Ipv4Addr::new(10, 0, 0, 0), 24);
+        Role::Ce(Box::new(CeConfig::new(rule, eup, lan, napt).expect("CE")))
+    } else {
+        Role::Br
+    };
+    cfg.mapt = Some(MaptConfig {
+        dmr,
+        fmrs: vec![rule],
+        role,
+        hash_key: MaptConfig::DEFAULT_HASH_KEY,
+    });
+    cfg
+}
+
+/// The MAP-T harness: [`run_nat64`]'s packet sequences (same input layout, see
+/// [`nat64_input`]) through a BR or a CE chosen by the knob byte
+/// ([`mapt_config`]).
+pub fn run_mapt(data: &[u8]) {
+    let Some((&knobs, rest)) = data.split_first() else {
+        return;
+    };
+    run_sequence(Translator::new(Arc::new(mapt_config(knobs))), rest);
+}
+
+/// Packets of `rest` (header byte, length, packet; see [`nat64_input`]) through
+/// `t`, with the clock and timers between them, every outcome checked.
+fn run_sequence(mut t: Translator, mut rest: &[u8]) {
     let mut scratch = Scratch::new();
     let mut now = 0u64;
     for _ in 0..NAT64_MAX_PACKETS {
@@ -473,5 +527,29 @@ mod tests {
         frags.remove(1);
         let gap = std::panic::catch_unwind(|| check_fragments(&frags, Family::V6));
         assert!(gap.is_err());
+    }
+
+    /// MAP-T sequences: a BR's valid, spoofed and returning packets, and a CE's
+    /// NAPT44 flow out and back, all meet the invariants.
+    #[test]
+    fn mapt_sequences_run() {
+        let ce6: Ipv6Addr = "2001:db8:ce:11b:0:c000:208:1b".parse().unwrap();
+        let server6: Ipv6Addr = "2001:db8:64::c633:640a".parse().unwrap();
+        let (ce4, server4) = (Ipv4Addr::new(192, 0, 2, 8), Ipv4Addr::new(198, 51, 100, 10));
+        let lan = Ipv4Addr::new(10, 0, 0, 2);
+        for knobs in 0..4u8 {
+            let br = [
+                (true, 0, Ip6::new(ce6, server6).udp(55300, 53, 8)),
+                (true, 0, Ip6::new(ce6, server6).udp(80, 53, 8)),
+                (false, 1, Ip4::new(server4, ce4).udp(53, 55300, 8)),
+            ];
+            run_mapt(&nat64_input(knobs & 2, &br));
+            let ce = [
+                (false, 0, Ip4::new(lan, server4).udp(4000, 53, 8)),
+                (true, 0, Ip6::new(server6, ce6).udp(53, 55300, 8)),
+                (false, 100, Ip4::new(lan, server4).echo_request(7, 1, 8)),
+            ];
+            run_mapt(&nat64_input(knobs | 1, &ce));
+        }
     }
 }

@@ -28,6 +28,7 @@ pub use pref64::Pref64Settings;
 
 pub mod dns64;
 pub mod log;
+mod mapt;
 pub mod metrics;
 mod nat64;
 pub mod pref64;
@@ -47,6 +48,12 @@ pub enum Mode {
     /// Stateful NAT64 (RFC 6146): RFC 7915 headers, addresses and ports from the
     /// BIB and session tables; settings in `[nat64]`.
     Nat64,
+    /// MAP-T Border Relay (RFC 7599 §7): RFC 7915 with addresses and ports from
+    /// the Mapping Rules in `[mapt]`.
+    MaptBr,
+    /// MAP-T Customer Edge (RFC 7599 §5): a NAPT44 for the LAN, then MAP-T; see
+    /// `[mapt]`.
+    MaptCe,
 }
 
 impl Mode {
@@ -56,6 +63,8 @@ impl Mode {
             Mode::Siit => "siit",
             Mode::Clat => "clat",
             Mode::Nat64 => "nat64",
+            Mode::MaptBr => "mapt-br",
+            Mode::MaptCe => "mapt-ce",
         }
     }
 }
@@ -69,7 +78,7 @@ impl fmt::Display for Mode {
 /// Modes the file format knows: the supported ones, then the planned ones.
 pub const KNOWN_MODES: &[&str] = &["siit", "nat64", "clat", "mapt-br", "mapt-ce"];
 /// Modes that parse but are not implemented yet.
-pub const PLANNED_MODES: &[&str] = &["mapt-br", "mapt-ce"];
+pub const PLANNED_MODES: &[&str] = &[];
 
 /// A loaded, validated configuration.
 #[derive(Clone, Debug)]
@@ -188,6 +197,8 @@ impl Loaded {
             format!("{n} {}", if n == 1 { one } else { many })
         };
         let mut out = match &self.config.nat64 {
+            // MAP-T: the DMR is pool6, and there are no EAM entries to count.
+            None if self.config.mapt.is_some() => format!("mode {}", self.mode),
             None => {
                 let n = self.config.map.eam.entries().len();
                 format!(
@@ -216,6 +227,32 @@ impl Loaded {
                 )
             }
         };
+        if let Some(m) = &self.config.mapt {
+            out.push_str(&format!(
+                ", MAP-T DMR {}/{}, {}",
+                m.dmr.addr(),
+                m.dmr.len(),
+                plural(m.fmrs.len(), "mapping rule", "mapping rules")
+            ));
+            if let Some(ce) = m.ce() {
+                let first = ce.bmr.port_ranges(ce.psid).next().unwrap_or((0, 0));
+                out.push_str(&format!(
+                    ", CE {} PSID {} (ports {}-{}{}) at {}, LAN {}/{}",
+                    ce.ipv4,
+                    ce.psid,
+                    first.0,
+                    first.1,
+                    if ce.bmr.psid_offset() > 0 {
+                        ", ..."
+                    } else {
+                        ""
+                    },
+                    ce.map_address,
+                    ce.lan.0,
+                    ce.lan.1
+                ));
+            }
+        }
         if let Some(c) = &self.clat {
             out.push_str(&format!(
                 ", CLAT {}/{} <-> {}/{}, PLAT prefix ",
@@ -434,6 +471,11 @@ pub(crate) fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> Con
         .replace("expected struct ClatSection", "expected a table")
         .replace("expected struct Nat64Section", "expected a table")
         .replace("expected struct Dns64Section", "expected a table")
+        .replace("expected struct MaptSection", "expected a table")
+        .replace(
+            "expected struct MapRuleEntry",
+            "expected a table { ipv6_prefix, ipv4_prefix, ea_bits, psid_offset }",
+        )
         .replace(
             "expected struct StaticBibEntry",
             "expected a table { proto, ipv6, port6, ipv4, port4 }",

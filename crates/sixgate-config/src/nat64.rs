@@ -53,12 +53,12 @@ pub(crate) const MAX_SESSIONS: i64 = 1 << 26;
 pub(crate) const MAX_PORT_BLOCK: i64 = 32_768;
 
 /// A timeout key, its RFC floor and where the RFC sets it.
-struct Timer {
-    key: &'static str,
+pub(crate) struct Timer {
+    pub(crate) key: &'static str,
     /// Below this, warn.
-    rfc_min: u32,
+    pub(crate) rfc_min: u32,
     /// What the warning cites.
-    rule: &'static str,
+    pub(crate) rule: &'static str,
 }
 
 const UDP_TIMER: Timer = Timer {
@@ -218,7 +218,12 @@ pub(crate) fn section(
 }
 
 /// A timeout in whole seconds, `lo` to [`MAX_TIMEOUT_S`]; under the RFC floor it warns.
-fn timeout(cx: &Cx<'_>, t: &Timer, v: &Spanned<i64>, lo: i64) -> Result<u32, ConfigError> {
+pub(crate) fn timeout(
+    cx: &Cx<'_>,
+    t: &Timer,
+    v: &Spanned<i64>,
+    lo: i64,
+) -> Result<u32, ConfigError> {
     let n = *v.get_ref();
     if n == 0 && lo > 0 {
         return Err(cx.err(

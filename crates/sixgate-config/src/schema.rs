@@ -6,7 +6,8 @@
 //! misspelt key is an error, never silently ignored.
 //!
 //! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`NAT64_KEYS`], [`POOL4_KEYS`],
-//! [`STATIC_BIB_KEYS`], [`CLAT_KEYS`], [`DAEMON_KEYS`] and [`TUN_KEYS`] list the
+//! [`STATIC_BIB_KEYS`], [`CLAT_KEYS`], [`MAPT_KEYS`], [`MAP_RULE_KEYS`],
+//! [`DAEMON_KEYS`] and [`TUN_KEYS`] list the
 //! accepted keys. Tests check that they match these structs and `docs/config.md`,
 //! so the three cannot drift.
 
@@ -35,6 +36,9 @@ pub struct File {
     pub metrics: Option<Spanned<crate::metrics::MetricsSection>>,
     /// `[log]`: log format and sink, see [`crate::log`].
     pub log: Option<Spanned<crate::log::LogSection>>,
+    /// `[mapt]`: the MAP-T domain (RFC 7599); only with `mode = "mapt-br"` or
+    /// `mode = "mapt-ce"`.
+    pub mapt: Option<Spanned<MaptSection>>,
 }
 
 /// Top-level sections a file may have.
@@ -48,6 +52,7 @@ pub const SECTIONS: &[&str] = &[
     "pref64",
     "metrics",
     "log",
+    "mapt",
 ];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
@@ -314,4 +319,63 @@ pub struct ClatSection {
     pub plat_prefix: Option<Spanned<String>>,
     /// DNS server for the RFC 7050 query: an address or `ADDR:PORT` / `[ADDR]:PORT`.
     pub dns_server: Option<Spanned<String>>,
+}
+
+/// Keys of `[mapt]`, in the order of [`MaptSection`]'s fields.
+pub const MAPT_KEYS: &[&str] = &[
+    "dmr",
+    "bmr",
+    "fmr",
+    "end_user_prefix",
+    "lan",
+    "napt_udp_timeout",
+    "napt_tcp_established_timeout",
+    "napt_tcp_transitory_timeout",
+    "napt_icmp_timeout",
+    "napt_max_sessions",
+];
+
+/// `[mapt]`: a MAP-T domain (RFC 7599) as a BR or a CE sees it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaptSection {
+    /// Default Mapping Rule: an RFC 6052 prefix (RFC 7599 §5). Required.
+    pub dmr: Option<Spanned<String>>,
+    /// Basic Mapping Rules (RFC 7597 §5). A CE takes the one its End-user
+    /// prefix lies under.
+    pub bmr: Option<Vec<Spanned<MapRuleEntry>>>,
+    /// Forwarding Mapping Rules (RFC 7597 §5).
+    pub fmr: Option<Vec<Spanned<MapRuleEntry>>>,
+    /// CE: the delegated End-user IPv6 prefix (RFC 7597 §5.2).
+    pub end_user_prefix: Option<Spanned<String>>,
+    /// CE: the LAN's private IPv4 prefix behind the NAPT44.
+    pub lan: Option<Spanned<String>>,
+    /// CE NAPT44: UDP mapping lifetime, seconds.
+    pub napt_udp_timeout: Option<Spanned<i64>>,
+    /// CE NAPT44: TCP established lifetime, seconds.
+    pub napt_tcp_established_timeout: Option<Spanned<i64>>,
+    /// CE NAPT44: TCP transitory lifetime, seconds.
+    pub napt_tcp_transitory_timeout: Option<Spanned<i64>>,
+    /// CE NAPT44: ICMP query lifetime, seconds.
+    pub napt_icmp_timeout: Option<Spanned<i64>>,
+    /// CE NAPT44: most sessions.
+    pub napt_max_sessions: Option<Spanned<i64>>,
+}
+
+/// Keys of one `bmr` / `fmr` entry, in the order of [`MapRuleEntry`]'s fields.
+pub const MAP_RULE_KEYS: &[&str] = &["ipv6_prefix", "ipv4_prefix", "ea_bits", "psid_offset"];
+
+/// One Mapping Rule: `{ ipv6_prefix = "2001:db8:ce::/51", ipv4_prefix =
+/// "192.0.2.0/24", ea_bits = 13, psid_offset = 0 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapRuleEntry {
+    /// Rule IPv6 prefix.
+    pub ipv6_prefix: Spanned<String>,
+    /// Rule IPv4 prefix.
+    pub ipv4_prefix: Spanned<String>,
+    /// EA-bits length, 0..=48.
+    pub ea_bits: Spanned<i64>,
+    /// PSID offset a, 0..=15; default 6 (RFC 7597 §5.1).
+    pub psid_offset: Option<Spanned<i64>>,
 }

@@ -125,13 +125,14 @@ fn eam_only_describe() {
 #[test]
 fn key_mode() {
     assert_eq!(ok(EAM_ONLY).mode, Mode::Siit);
-    for planned in ["mapt-br", "mapt-ce"] {
-        let text = EAM_ONLY.replace("\"siit\"", &format!("{planned:?}"));
+    // MAP-T modes are real now: they want [mapt] and no EAM.
+    for mapt in ["mapt-br", "mapt-ce"] {
+        let text = EAM_ONLY.replace("\"siit\"", &format!("{mapt:?}"));
         err_at(
             &text,
-            2,
-            8,
-            &[&format!("mode {planned} is not supported yet (planned)")],
+            3,
+            9,
+            &["eam: MAP-T maps addresses by its mapping rules"],
         );
     }
     let text = EAM_ONLY.replace("\"siit\"", "\"nat46\"");
@@ -1044,7 +1045,8 @@ fn key_list_matches_schema() {
             "dns64",
             "pref64",
             "metrics",
-            "log"
+            "log",
+            "mapt"
         ]
     );
 
@@ -1256,6 +1258,12 @@ fn docs_document_exactly_the_schema_keys() {
             .map(|k| format!("metrics.{k}")),
     );
     accepted.extend(crate::log::LOG_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(crate::schema::MAPT_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(
+        crate::schema::MAP_RULE_KEYS
+            .iter()
+            .map(|k| format!("rule.{k}")),
+    );
     // Section keys are documented bare in their section's table, so no two
     // sections may share a key name (the check above could not tell them apart).
     assert_eq!(
@@ -1271,7 +1279,9 @@ fn docs_document_exactly_the_schema_keys() {
             + crate::dns64::DNS64_KEYS.len()
             + crate::pref64::PREF64_KEYS.len()
             + crate::metrics::METRICS_KEYS.len()
-            + crate::log::LOG_KEYS.len(),
+            + crate::log::LOG_KEYS.len()
+            + crate::schema::MAPT_KEYS.len()
+            + crate::schema::MAP_RULE_KEYS.len(),
         "a key name is shared between sections"
     );
     let missing: Vec<_> = accepted.difference(&documented).collect();

@@ -139,6 +139,38 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         }
         (_, None) => None,
     };
+    match (mode, file.mapt) {
+        (Mode::MaptBr | Mode::MaptCe, Some(m)) => {
+            let span = m.span();
+            crate::mapt::section(
+                &cx,
+                &mut config,
+                mode,
+                m.into_inner(),
+                span,
+                explicit.icmp_source_v6,
+            )?;
+        }
+        (Mode::MaptBr | Mode::MaptCe, None) => {
+            return Err(cx.err(
+                mode_span,
+                format!(
+                    "mode = {:?} but no [mapt] section; expected a [mapt] table with the                      domain's `dmr` and mapping rules (RFC 7599 §5)",
+                    mode.as_str()
+                ),
+            ));
+        }
+        (_, Some(m)) => {
+            return Err(cx.err(
+                m.span(),
+                format!(
+                    "[mapt] is only read in modes \"mapt-br\" and \"mapt-ce\", but mode is                      {:?}; expected one of those modes, or no [mapt] section",
+                    mode.as_str()
+                ),
+            ));
+        }
+        (_, None) => {}
+    }
     let daemon = match file.daemon {
         Some(d) => daemon(&cx, d.into_inner())?,
         None => DaemonSettings::default(),
@@ -478,6 +510,10 @@ fn translator(
 
     let mut pool6 = t.pool6.as_ref().map(|p| pool6(cx, p)).transpose()?;
     let eam_entries = t.eam.as_deref().unwrap_or(&[]);
+    let mapt = matches!(mode, Mode::MaptBr | Mode::MaptCe);
+    if mapt {
+        not_in_mapt(cx, &t)?;
+    }
     if mode == Mode::Nat64 {
         not_in_nat64(cx, &t)?;
         if pool6.is_none() {
@@ -486,7 +522,7 @@ fn translator(
         }
     }
     // A CLAT always maps its [clat] prefixes.
-    if pool6.is_none() && eam_entries.is_empty() && mode != Mode::Clat {
+    if pool6.is_none() && eam_entries.is_empty() && mode != Mode::Clat && !mapt {
         return Err(cx.err(
             header,
             "[translator] maps no addresses; expected `pool6` (an RFC 6052 prefix), \
@@ -530,6 +566,8 @@ fn translator(
         (None, Some(_)) => {} // with_pool6 embedded 192.0.0.8 in pool6.
         // A CLAT discovering its PLAT prefix: Loaded::set_plat_prefix fills it in.
         (None, None) if mode == Mode::Clat => {}
+        // MAP-T: [mapt] sets it from the DMR.
+        (None, None) if mapt => {}
         (None, None) => {
             return Err(cx.err(
                 header,
@@ -618,12 +656,39 @@ fn not_in_nat64(cx: &Cx<'_>, t: &TranslatorSection) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Keys of `[translator]` that MAP-T takes from `[mapt]` instead, refused with why.
+fn not_in_mapt(cx: &Cx<'_>, t: &TranslatorSection) -> Result<(), ConfigError> {
+    if let Some(p) = &t.pool6 {
+        return Err(cx.err(
+            p.span(),
+            "pool6: in MAP-T the off-domain prefix is the Default Mapping Rule (RFC 7599 §5);              expected no `pool6` in [translator], and dmr = \"PREFIX\" in [mapt]",
+        ));
+    }
+    if let Some(first) = t.eam.as_ref().and_then(|e| e.first()) {
+        return Err(cx.err(
+            first.span(),
+            "eam: MAP-T maps addresses by its mapping rules (RFC 7597 §5); expected no `eam` \
+             (a fixed mapping is an `fmr` entry in [mapt])",
+        ));
+    }
+    if let Some(h) = &t.hairpin {
+        return Err(cx.err(
+            h.span(),
+            "hairpin: RFC 7757 hairpinning is about EAM entries; a MAP-T BR always sends \
+             traffic for the domain's IPv4 addresses back into the domain; expected no `hairpin`",
+        ));
+    }
+    Ok(())
+}
+
 fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
     let name = m.get_ref().as_str();
     match name {
         "siit" => Ok(Mode::Siit),
         "nat64" => Ok(Mode::Nat64),
         "clat" => Ok(Mode::Clat),
+        "mapt-br" => Ok(Mode::MaptBr),
+        "mapt-ce" => Ok(Mode::MaptCe),
         _ if PLANNED_MODES.contains(&name) => Err(cx.err(
             m.span(),
             format!(
@@ -645,7 +710,7 @@ fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
 }
 
 /// Modes that work today.
-const SUPPORTED_MODES: &[&str] = &["siit", "nat64", "clat"];
+const SUPPORTED_MODES: &[&str] = &["siit", "nat64", "clat", "mapt-br", "mapt-ce"];
 
 pub(crate) fn quoted_list(names: &[&str]) -> String {
     names

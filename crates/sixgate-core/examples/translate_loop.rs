@@ -13,12 +13,16 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let name = args.next().unwrap_or_else(|| "udp_6to4".into());
     let iterations: u64 = args.next().and_then(|n| n.parse().ok()).unwrap_or(200_000);
-    let Some(case) = common::cases().into_iter().find(|c| c.name == name) else {
-        let names: Vec<_> = common::cases().iter().map(|c| c.name).collect();
+    let Some((case, cfg)) = common::case_by_name(&name) else {
+        let names: Vec<_> = common::cases()
+            .iter()
+            .chain(&common::mapt_cases())
+            .map(|c| c.name)
+            .collect();
         eprintln!("unknown case {name:?}; cases: {}", names.join(", "));
         std::process::exit(2);
     };
-    let mut t = Translator::new(common::config());
+    let mut t = Translator::new(cfg);
     let mut scratch = Scratch::new();
     let mut buf = vec![0u8; HEADROOM + 2048];
     for _ in 0..iterations {

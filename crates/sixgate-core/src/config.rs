@@ -80,6 +80,8 @@ pub struct Config {
     pub ipv4_id_key: u64,
     /// Stateful NAT64 (RFC 6146). `None`: SIIT only.
     pub nat64: Option<crate::nat64::Nat64Config>,
+    /// MAP-T (RFC 7599), BR or CE. `None`: no MAP-T. Its DMR is also `map.pool6`.
+    pub mapt: Option<crate::mapt::MaptConfig>,
 }
 
 /// Jool's default plateaus (RFC 1191 §7 table).
@@ -120,6 +122,7 @@ impl Config {
             icmp_error_burst: 50,
             ipv4_id_key: 0x5157_6761_7465_0001,
             nat64: None,
+            mapt: None,
         }
     }
 }

@@ -10,6 +10,7 @@
 //! - [`addr`]: RFC 6052 prefixes, RFC 7757 EAM, RFC 6791 pools;
 //! - [`rfc7915`]: the IP/ICMP translation algorithm itself;
 //! - [`nat64`]: stateful NAT64 (RFC 6146) state, on when `Config::nat64` is set;
+//! - [`mapt`]: MAP-T (RFC 7599) BR and CE, on when `Config::mapt` is set;
 //! - [`icmp_error`], [`rate_limit`], [`ipv4_id`]: what the translator owes on the side.
 
 pub mod addr;
@@ -18,6 +19,7 @@ pub mod config;
 mod hash;
 pub mod icmp_error;
 pub mod ipv4_id;
+pub mod mapt;
 pub mod nat64;
 pub mod packet;
 pub mod rate_limit;

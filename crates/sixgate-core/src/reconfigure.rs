@@ -36,6 +36,14 @@ impl std::error::Error for Refused {}
 /// Whether a translator running `old` can switch to `new`.
 pub fn check(old: &Config, new: &Config) -> Result<(), Refused> {
     let refuse = |key| Err(Refused { key });
+    // A MAP-T node's rules decide its port set, and a CE's NAPT44 tables were
+    // built on it: the whole [mapt] section is fixed while running.
+    match (&old.mapt, &new.mapt) {
+        (None, None) => {}
+        (Some(o), Some(n)) if o == n => {}
+        (Some(_), Some(_)) => return refuse("[mapt]"),
+        _ => return refuse("[translator] mode"),
+    }
     match (&old.nat64, &new.nat64) {
         (None, None) => Ok(()),
         (Some(_), None) | (None, Some(_)) => refuse("[translator] mode"),

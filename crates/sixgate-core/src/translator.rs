@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::icmp_error::{self, Owed};
 use crate::ipv4_id::Ipv4IdGenerator;
+use crate::mapt::Mapt;
 use crate::nat64::{self, Nat64};
 use crate::packet::{PacketBuf, Scratch};
 use crate::rate_limit::TokenBucket;
@@ -27,6 +28,8 @@ pub struct Translator {
     pub(crate) partial_csum: bool,
     /// Stateful NAT64 state (RFC 6146), when `cfg.nat64` is set.
     pub(crate) nat64: Option<Box<Nat64>>,
+    /// MAP-T state (fragments; a CE's NAPT44), when `cfg.mapt` is set.
+    pub(crate) mapt: Option<Box<Mapt>>,
     /// This worker's number and the number of workers.
     pub(crate) worker: (u16, u16),
 }
@@ -55,6 +58,7 @@ impl Translator {
                 .nat64
                 .as_ref()
                 .map(|n| Box::new(Nat64::new(n, worker, workers))),
+            mapt: cfg.mapt.as_ref().map(|m| Box::new(Mapt::new(m))),
             cfg,
         }
     }
@@ -65,12 +69,18 @@ impl Translator {
     /// ICMPv4 Port Unreachable for a held SYN whose time ran out);
     /// `Some(Verdict::Translated)` means nothing to send but more expired state is
     /// waiting. Each call does bounded work ([`nat64::SWEEP_BUDGET`] records).
-    /// Without NAT64 it returns `None` at once.
+    /// A MAP-T CE's NAPT44 tables expire the same way (they hold no SYNs).
+    /// Without either it returns `None` at once.
     pub fn tick(&mut self, now_ns: u64, scratch: &mut Scratch) -> Option<Verdict> {
         scratch.clear();
         let mut held = [0u8; nat64::HELD_SYN_BYTES];
         loop {
-            match self.nat64.as_mut()?.tick(now_ns, &mut held) {
+            // The NAT64's tables, or a MAP-T CE's NAPT44 (which holds no SYNs).
+            let tables = match self.nat64.as_deref_mut() {
+                Some(n) => n,
+                None => self.mapt.as_deref_mut()?.napt.as_deref_mut()?,
+            };
+            match tables.tick(now_ns, &mut held) {
                 Ok(len) => {
                     // RFC 6146 §3.5.2.2: nobody on the IPv6 side opened it.
                     let owed = Owed {
@@ -105,6 +115,15 @@ impl Translator {
         self.nat64.as_ref().map(|n| n.stats()).unwrap_or_default()
     }
 
+    /// A MAP-T CE's NAPT44 table sizes and port use (all zero elsewhere).
+    pub fn napt44_stats(&self) -> nat64::Stats {
+        self.mapt
+            .as_ref()
+            .and_then(|m| m.napt.as_ref())
+            .map(|n| n.stats())
+            .unwrap_or_default()
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &Config {
         &self.cfg
@@ -123,6 +142,17 @@ impl Translator {
                 self.nat64 = Some(Box::new(Nat64::new(c, w, n)));
             }
             (_, None) => self.nat64 = None,
+        }
+        // MAP-T: rules are read from the configuration per packet; the state
+        // (fragments, NAPT44 tables) stays while the role does.
+        let same_role = match (&self.cfg.mapt, &cfg.mapt) {
+            (Some(a), Some(b)) => {
+                a.ce().map(|c| (c.ipv4, c.psid)) == b.ce().map(|c| (c.ipv4, c.psid))
+            }
+            _ => false,
+        };
+        if !same_role {
+            self.mapt = cfg.mapt.as_ref().map(|m| Box::new(Mapt::new(m)));
         }
         self.icmp_bucket = TokenBucket::new(cfg.icmp_errors_per_sec, cfg.icmp_error_burst);
         self.cfg = cfg;

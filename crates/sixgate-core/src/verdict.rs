@@ -113,10 +113,26 @@ drop_reasons! {
     /// NAT64: a protocol with no BIB (neither TCP, UDP nor ICMP query), or an ICMP
     /// message that is neither a query nor an error.
     Nat64Unsupported => "nat64_unsupported",
+    /// MAP-T (RFC 7599 §5, §7): no Mapping Rule covers an address that needs one
+    /// (BR: an IPv6 source or IPv4 destination outside every FMR; CE: an IPv6
+    /// destination other than the CE's MAP address).
+    MaptNoRule => "mapt_no_rule",
+    /// MAP-T, RFC 7597 §5.2: a MAP address whose interface identifier disagrees
+    /// with its EA bits.
+    MaptAddressMismatch => "mapt_address_mismatch",
+    /// MAP-T, RFC 7597 §8.1: a MAP address sent from a port (ICMP identifier)
+    /// outside its own port set: spoofing protection.
+    MaptSourceOutsidePortSet => "mapt_source_outside_port_set",
+    /// MAP-T, RFC 7597 §5.1: an IPv4 packet to a shared address on a port no PSID
+    /// owns (0–1023 with the default PSID offset 6).
+    MaptPortExcluded => "mapt_port_excluded",
+    /// MAP-T: a packet without ports (another protocol, a non-echo ICMP query) to
+    /// or from an address shared by port sets.
+    MaptNoPort => "mapt_no_port",
 }
 
 /// Per-worker packet counters. Plain integers: one owner, summed at read time.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Counters {
     /// IPv6 packets translated to IPv4 (fragments counted once per input).
     pub translated_6to4: u64,
@@ -133,6 +149,21 @@ pub struct Counters {
     pub icmp_rate_limited: u64,
     /// Drops, indexed by `DropReason as usize`.
     pub dropped: [u64; DropReason::COUNT],
+}
+
+// Written out: arrays longer than 32 have no derived `Default`.
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            translated_6to4: 0,
+            translated_4to6: 0,
+            hairpinned: 0,
+            fragments_out: 0,
+            icmp_generated: 0,
+            icmp_rate_limited: 0,
+            dropped: [0; DropReason::COUNT],
+        }
+    }
 }
 
 impl Counters {

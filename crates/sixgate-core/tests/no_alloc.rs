@@ -218,3 +218,55 @@ fn nat64_after_reconfigure_allocates_nothing_per_packet() {
     inputs.extend((0..100).map(|i| out(20_000 + i)));
     assert_no_alloc(&mut h, &inputs);
 }
+
+#[test]
+fn mapt_br_allocates_nothing_per_packet() {
+    use common::mapt::*;
+    use sixgate_testkit::split_v4;
+    let mut inputs = vec![
+        Ip6::new(CE6, SERVER_D).udp(55300, 53, 20),
+        Ip6::new(CE6, SERVER_D).tcp(55301, 80, 200),
+        Ip6::new(CE6, SERVER_D).echo_request(55302, 1, 56),
+        Ip6::new(CE6, SERVER_D).udp(1000, 53, 20),
+        Ip4::new(SERVER, CE4).udp(53, 55300, 20),
+        Ip4::new(SERVER, CE4).echo_reply(55302, 1, 56),
+        Ip4::new(SERVER, CE4).icmp_error(3, 3, [0; 4], &Ip4::new(CE4, SERVER).udp(55300, 53, 8)),
+        // Hairpin to the CE with PSID 28.
+        Ip6::new(CE6, "2001:db8:ffff::c000:208".parse().unwrap()).udp(55300, 57400, 20),
+    ];
+    inputs.extend(split_v4(
+        &Ip4::new(SERVER, CE4).df(false).id(3).udp(53, 55300, 600),
+        256,
+    ));
+    assert_no_alloc(&mut br(), &inputs);
+}
+
+#[test]
+fn mapt_ce_allocates_nothing_per_packet() {
+    use common::mapt::*;
+    use sixgate_testkit::tcp_flag::{ACK, SYN};
+    let mut h = ce();
+    // Set up flows (these create NAPT44 state), then learn their ports.
+    let mut buf = vec![0u8; HEADROOM + 2048];
+    let mut sport_of = |h: &mut Harness, input: &[u8]| -> u16 {
+        buf[HEADROOM..HEADROOM + input.len()].copy_from_slice(input);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, input.len());
+        h.t.translate(&mut pkt, &mut h.scratch, 0);
+        let d = pkt.data();
+        u16::from_be_bytes([d[40], d[41]])
+    };
+    let udp = sport_of(&mut h, &Ip4::new(LAN_HOST, SERVER).udp(4000, 53, 20));
+    let tcp = sport_of(
+        &mut h,
+        &Ip4::new(LAN_HOST, SERVER).tcp_flags(4001, 80, SYN, 0),
+    );
+    let inputs = vec![
+        Ip4::new(LAN_HOST, SERVER).udp(4000, 53, 20),
+        Ip6::new(SERVER_D, CE6).udp(53, udp, 20),
+        Ip6::new(SERVER_D, CE6).tcp_flags(80, tcp, SYN | ACK, 0),
+        Ip4::new(LAN_HOST, SERVER).tcp_flags(4001, 80, ACK, 200),
+        Ip6::new(SERVER_D, CE6).udp(53, 1, 20),
+        Ip6::new(SERVER_D, CE6).icmp_error(1, 4, [0; 4], &Ip6::new(CE6, SERVER_D).udp(udp, 53, 8)),
+    ];
+    assert_no_alloc(&mut h, &inputs);
+}

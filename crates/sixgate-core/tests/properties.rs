@@ -309,3 +309,54 @@ proptest! {
         }
     }
 }
+
+// ---- MAP-T (RFC 7599) ---------------------------------------------------------------
+
+proptest! {
+    /// BR and CE: arbitrary bytes, and valid headers with random payloads between
+    /// the domain's addresses, never panic; what comes out is well formed.
+    #[test]
+    fn mapt_arbitrary_packets_never_panic(
+        at_ce in any::<bool>(),
+        v6 in any::<bool>(),
+        raw in any::<bool>(),
+        proto in prop_oneof![Just(1u8), Just(6), Just(17), Just(58), Just(44), any::<u8>()],
+        mut bytes in proptest::collection::vec(any::<u8>(), 0..1400),
+    ) {
+        use common::mapt::*;
+        let mut h = if at_ce { common::mapt::ce() } else { br() };
+        let p = if raw {
+            if let Some(b) = bytes.first_mut() {
+                *b = (if v6 { 6 } else { 4 } << 4) | (*b & 0x0f);
+            }
+            bytes
+        } else if v6 {
+            Ip6::new(if at_ce { SERVER_D } else { CE6 }, if at_ce { CE6 } else { SERVER_D }).raw(proto, &bytes)
+        } else {
+            let src = if at_ce { LAN_HOST } else { SERVER };
+            Ip4::new(src, if at_ce { SERVER } else { CE4 }).df(false).raw(proto, &bytes)
+        };
+        let (_, out) = h.run_unchecked(&p);
+        for o in &out {
+            prop_assert!(sixgate_testkit::check_structure(o).is_ok(), "output {:02x?}", o);
+        }
+    }
+
+    /// The BR: a packet from a MAP address passes exactly when its source port is
+    /// in the CE's set (RFC 7597 §8.1), and comes back to the same CE.
+    #[test]
+    fn mapt_br_port_check_is_the_port_set(sport in any::<u16>()) {
+        use common::mapt::*;
+        let mut h = br();
+        let (v, out) = h.run(&Ip6::new(CE6, SERVER_D).udp(sport, 53, 8));
+        if PORTS.contains(&sport) {
+            prop_assert_eq!(v, Verdict::Translated);
+            let (v, back) = h.run(&Ip4::new(SERVER, CE4).udp(53, sport, 8));
+            prop_assert_eq!(v, Verdict::Translated);
+            prop_assert_eq!(view(&back[0]).dst, std::net::IpAddr::V6(CE6));
+            prop_assert!(out.len() == 1);
+        } else {
+            prop_assert_eq!(v, Verdict::Dropped(DropReason::MaptSourceOutsidePortSet));
+        }
+    }
+}

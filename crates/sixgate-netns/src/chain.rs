@@ -12,6 +12,13 @@
 //!                2001:db8:c1a7::/125 in it   DNS: ipv4only.arpa AAAA      the IPv4 pool in it
 //! ```
 //!
+//! The same five namespaces carry MAP-T (RFC 7599; [`Chain::build_mapt`], see
+//! [`mapt`]): the client is a LAN host behind a MAP-T CE where the CLAT was, the
+//! core routes the CE's End-user prefix to it, and a MAP-T BR stands where the
+//! PLAT was, with the DMR where the PLAT prefix was. [`Chain::add_mapt_customer`]
+//! adds a second client and CE on a third core link, for two CEs sharing one IPv4
+//! address.
+//!
 //! The CLAT maps the client range 192.0.0.0/29 to its IPv6 prefix
 //! 2001:db8:c1a7::/125 (RFC 6877 §6.3) and embeds IPv4 destinations in the PLAT
 //! prefix 2001:db8:64::/96, which it learns from the core's DNS server (RFC 7050:
@@ -182,32 +189,51 @@ impl Plat {
 pub struct Chain {
     /// The IPv4-only client.
     pub client: Netns,
-    /// The CLAT gateway (forwarding on).
+    /// The CLAT gateway (forwarding on); the MAP-T CE in a MAP-T chain.
     pub clat: Netns,
     /// The IPv6-only core router, with the DNS server.
     pub core: Netns,
-    /// The PLAT gateway (forwarding on).
+    /// The PLAT gateway (forwarding on); the MAP-T BR in a MAP-T chain.
     pub plat: Netns,
     /// The IPv4-only server.
     pub server: Netns,
+    /// Built by [`Chain::build_mapt`]: the gateways are a MAP-T CE and BR.
+    mapt: bool,
 }
 
 impl Chain {
     /// Create and wire the namespaces. On error, whatever was made is removed.
     pub fn build() -> Result<Chain> {
-        let n = crate::next_index();
-        let c = Chain {
-            client: Netns::with_index("client", n)?,
-            clat: Netns::with_index("clat", n)?,
-            core: Netns::with_index("core", n)?,
-            plat: Netns::with_index("plat", n)?,
-            server: Netns::with_index("server", n)?,
-        };
-        c.wire().context("building the 464XLAT chain")?;
+        let c = Chain::namespaces_named(["client", "clat", "core", "plat", "server"], false)?;
+        c.wire(addr::CLAT_V6)
+            .context("building the 464XLAT chain")?;
         Ok(c)
     }
 
-    fn wire(&self) -> Result<()> {
+    /// The MAP-T chain (RFC 7599): the same namespaces and links, the core routing
+    /// the first CE's End-user prefix ([`mapt::addr::CE1_END_USER`]) to the CE.
+    pub fn build_mapt() -> Result<Chain> {
+        let c =
+            Chain::namespaces_named(["maptlan", "maptce", "maptcore", "maptbr", "maptsrv"], true)?;
+        c.wire(mapt::addr::CE1_END_USER)
+            .context("building the MAP-T chain")?;
+        Ok(c)
+    }
+
+    fn namespaces_named(roles: [&str; 5], mapt: bool) -> Result<Chain> {
+        let n = crate::next_index();
+        Ok(Chain {
+            client: Netns::with_index(roles[0], n)?,
+            clat: Netns::with_index(roles[1], n)?,
+            core: Netns::with_index(roles[2], n)?,
+            plat: Netns::with_index(roles[3], n)?,
+            server: Netns::with_index(roles[4], n)?,
+            mapt,
+        })
+    }
+
+    /// `customer`: the IPv6 prefix the core routes to the customer gateway.
+    fn wire(&self, customer: &str) -> Result<()> {
         use addr::*;
         veth(&self.client, ifname::CLIENT, &self.clat, ifname::CLAT_LAN)?;
         veth(
@@ -251,7 +277,8 @@ impl Chain {
             .add_address(ifname::CORE_CLAT, &v6(CORE_CLAT_SIDE))?;
         self.core
             .add_address(ifname::CORE_PLAT, &v6(CORE_PLAT_SIDE))?;
-        self.core.add_route_via(CLAT_V6, &CLAT_UPLINK.to_string())?;
+        self.core
+            .add_route_via(customer, &CLAT_UPLINK.to_string())?;
         self.core
             .add_route_via(PLAT_PREFIX, &PLAT_UPLINK.to_string())?;
 
@@ -321,6 +348,24 @@ impl Chain {
     /// A table of the chain for people: role, namespace, addresses.
     pub fn describe(&self) -> String {
         use addr::*;
+        let (customer, provider) = if self.mapt {
+            (
+                format!(
+                    "MAP-T CE: LAN {CLAT_V4}, End-user prefix {}",
+                    mapt::addr::CE1_END_USER
+                ),
+                format!(
+                    "MAP-T BR: DMR {}, rule {}",
+                    mapt::addr::DMR,
+                    mapt::addr::RULE_V4
+                ),
+            )
+        } else {
+            (
+                format!("CLAT: {CLAT_V4} <-> {CLAT_V6}"),
+                format!("PLAT: pool6 {PLAT_PREFIX}"),
+            )
+        };
         let rows = [
             (
                 "IPv4-only client",
@@ -328,11 +373,9 @@ impl Chain {
                 format!("{CLIENT}/{CLAT_LAN_LEN}"),
             ),
             (
-                "CLAT",
+                "customer gateway",
                 &self.clat,
-                format!(
-                    "{CLAT_LAN}/{CLAT_LAN_LEN} | {CLAT_UPLINK}/{V6_LINK_LEN}, {CLAT_V4} <-> {CLAT_V6}"
-                ),
+                format!("{CLAT_LAN}/{CLAT_LAN_LEN} | {CLAT_UPLINK}/{V6_LINK_LEN}, {customer}"),
             ),
             (
                 "IPv6-only core",
@@ -340,11 +383,9 @@ impl Chain {
                 format!("{CORE_CLAT_SIDE}/{V6_LINK_LEN} | {CORE_PLAT_SIDE}/{V6_LINK_LEN}"),
             ),
             (
-                "PLAT",
+                "provider gateway",
                 &self.plat,
-                format!(
-                    "{PLAT_UPLINK}/{V6_LINK_LEN} | {PLAT_LAN}/{SERVER_LINK_LEN}, pool6 {PLAT_PREFIX}"
-                ),
+                format!("{PLAT_UPLINK}/{V6_LINK_LEN} | {PLAT_LAN}/{SERVER_LINK_LEN}, {provider}"),
             ),
             (
                 "IPv4-only server",
@@ -361,6 +402,142 @@ impl Chain {
 
 /// The TUN device both translators of the chain use (one per namespace).
 pub const CHAIN_TUN: &str = SIXGATE_TUN;
+
+/// MAP-T on the chain (RFC 7599): Lencse & Nagy's example domain with the chain's
+/// addresses. BMR 2001:db8:ce::/51 ↔ 198.18.0.0/24, 13 EA bits, PSID offset 0:
+/// 5-bit PSIDs, 2048 ports each. Both CEs are 198.18.0.8; the first has PSID 27
+/// (ports 55296–57343), the second PSID 28 (57344–59391). The DMR is the PLAT
+/// prefix, so the server has the same IPv6 face as in 464XLAT.
+pub mod mapt {
+    use super::*;
+
+    /// Addresses of the MAP-T chain (the rest are [`super::addr`]'s).
+    pub mod addr {
+        use std::net::{Ipv4Addr, Ipv6Addr};
+
+        /// The Default Mapping Rule (= the PLAT prefix of the 464XLAT chain).
+        pub const DMR: &str = super::super::addr::PLAT_PREFIX;
+        /// The BMR's IPv4 prefix, routed into the BR.
+        pub const RULE_V4: &str = "198.18.0.0/24";
+        /// The IPv4 address both CEs share.
+        pub const SHARED_V4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 8);
+        /// The first CE's End-user prefix: EA bits 0x11b (suffix 8, PSID 27).
+        pub const CE1_END_USER: &str = "2001:db8:ce:11b::/64";
+        /// Its MAP address (RFC 7597 §5.2).
+        pub const CE1_MAP: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xce, 0x11b, 0, 0xc612, 8, 0x1b);
+        /// Its ports.
+        pub const CE1_PORTS: std::ops::RangeInclusive<u16> = 55296..=57343;
+        /// The second CE's End-user prefix: PSID 28.
+        pub const CE2_END_USER: &str = "2001:db8:ce:11c::/64";
+        /// Its MAP address.
+        pub const CE2_MAP: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xce, 0x11c, 0, 0xc612, 8, 0x1c);
+        /// Its ports.
+        pub const CE2_PORTS: std::ops::RangeInclusive<u16> = 57344..=59391;
+        /// The second CE's uplink and the core on that link.
+        pub const CE2_UPLINK: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 2);
+        /// The core router on the second CE's link.
+        pub const CORE_CE2_SIDE: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc, 0, 0, 0, 0, 1);
+        /// The core's interface to the second CE.
+        pub const CORE_CE2_IF: &str = "eth2";
+    }
+
+    const RULE: &str = "bmr = [ { ipv6_prefix = \"2001:db8:ce::/51\", ipv4_prefix = \"198.18.0.0/24\", ea_bits = 13, psid_offset = 0 } ]";
+
+    /// The BR's configuration.
+    pub fn br_toml() -> String {
+        format!(
+            "[translator]\nmode = \"mapt-br\"\n\n[mapt]\ndmr = \"{}\"\n{RULE}\n\n[tun]\nname = \"{CHAIN_TUN}\"\n",
+            addr::DMR
+        )
+    }
+
+    /// A CE's configuration, for End-user prefix `end_user`.
+    pub fn ce_toml(end_user: &str) -> String {
+        format!(
+            "[translator]\nmode = \"mapt-ce\"\n\n[mapt]\ndmr = \"{}\"\n{RULE}\nend_user_prefix = \"{end_user}\"\nlan = \"{}\"\n\n[tun]\nname = \"{CHAIN_TUN}\"\n",
+            addr::DMR,
+            super::addr::CLAT_V4
+        )
+    }
+
+    /// A second customer: a client behind a CE on a link of its own to the core,
+    /// with the same LAN addresses as the first. Removed on drop.
+    #[derive(Debug)]
+    pub struct Customer {
+        /// The LAN host.
+        pub client: Netns,
+        /// Its CE.
+        pub ce: Netns,
+    }
+
+    impl Chain {
+        /// Add the second customer ([`addr::CE2_END_USER`]) to a MAP-T chain.
+        pub fn add_mapt_customer(&self) -> Result<Customer> {
+            let n = crate::next_index();
+            let c = Customer {
+                client: Netns::with_index("maptlan", n)?,
+                ce: Netns::with_index("maptce", n)?,
+            };
+            self.wire_customer(&c)
+                .context("adding the second MAP-T customer")?;
+            Ok(c)
+        }
+
+        fn wire_customer(&self, c: &Customer) -> Result<()> {
+            use super::addr::*;
+            veth(&c.client, ifname::CLIENT, &c.ce, ifname::CLAT_LAN)?;
+            veth(&c.ce, ifname::CLAT_UPLINK, &self.core, addr::CORE_CE2_IF)?;
+            c.client
+                .add_address(ifname::CLIENT, &format!("{CLIENT}/{CLAT_LAN_LEN}"))?;
+            c.client.add_route_via("default", &CLAT_LAN.to_string())?;
+            c.ce.enable_forwarding()?;
+            c.ce.sysctl(&[
+                ("net.ipv6.icmp.ratelimit", "0"),
+                ("net.ipv4.icmp_ratelimit", "0"),
+            ])?;
+            c.ce.add_address(ifname::CLAT_LAN, &format!("{CLAT_LAN}/{CLAT_LAN_LEN}"))?;
+            c.ce.add_address(
+                ifname::CLAT_UPLINK,
+                &format!("{}/{V6_LINK_LEN}", addr::CE2_UPLINK),
+            )?;
+            c.ce.add_route_via("default", &addr::CORE_CE2_SIDE.to_string())?;
+            self.core.add_address(
+                addr::CORE_CE2_IF,
+                &format!("{}/{V6_LINK_LEN}", addr::CORE_CE2_SIDE),
+            )?;
+            self.core
+                .add_route_via(addr::CE2_END_USER, &addr::CE2_UPLINK.to_string())
+        }
+
+        /// Start the BR in the PLAT's place; ready when the DMR and the rule's
+        /// IPv4 prefix are routed into it.
+        pub fn start_mapt_br<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+            start_sixgate_with_config(&self.plat, binary, &br_toml(), &[addr::DMR, addr::RULE_V4])
+        }
+
+        /// Start the first CE in the CLAT's place.
+        pub fn start_mapt_ce<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+            start_ce(&self.clat, binary, addr::CE1_END_USER, addr::CE1_MAP)
+        }
+    }
+
+    impl Customer {
+        /// Start its CE.
+        pub fn start_ce<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+            start_ce(&self.ce, binary, addr::CE2_END_USER, addr::CE2_MAP)
+        }
+    }
+
+    fn start_ce<'a>(
+        ns: &'a Netns,
+        binary: &Path,
+        end_user: &str,
+        map: std::net::Ipv6Addr,
+    ) -> Result<RunningTranslator<'a>> {
+        let map = format!("{map}/128");
+        start_sixgate_with_config(ns, binary, &ce_toml(end_user), &["0.0.0.0/0", &map])
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -381,5 +558,16 @@ mod tests {
         assert!(PLAT_NAT64_TOML.contains(addr::PLAT_POOL4));
         assert_eq!(addr::CLIENT_AS_V6.to_string(), "2001:db8:c1a7::2");
         assert_eq!(addr::SERVER_AS_V6.to_string(), "2001:db8:64::cb00:7107");
+        // MAP-T: the configurations load, and their numbers are the ones named.
+        let br = sixgate_config::parse(&mapt::br_toml(), "br").unwrap();
+        assert!(br.config.mapt.is_some());
+        for (eup, map) in [
+            (mapt::addr::CE1_END_USER, mapt::addr::CE1_MAP),
+            (mapt::addr::CE2_END_USER, mapt::addr::CE2_MAP),
+        ] {
+            let l = sixgate_config::parse(&mapt::ce_toml(eup), "ce").unwrap();
+            let ce = l.config.mapt.as_ref().unwrap().ce().unwrap().clone();
+            assert_eq!((ce.map_address, ce.ipv4), (map, mapt::addr::SHARED_V4));
+        }
     }
 }

@@ -153,7 +153,8 @@ pub fn pcap_bytes() -> Vec<u8> {
     pcap_of(packets().into_iter().map(|(t, _, p)| (t, p)))
 }
 
-fn pcap_of(packets: impl IntoIterator<Item = (Duration, Vec<u8>)>) -> Vec<u8> {
+/// `packets` (time from the start, bytes) as a LINKTYPE_RAW pcap file.
+pub fn pcap_of(packets: impl IntoIterator<Item = (Duration, Vec<u8>)>) -> Vec<u8> {
     let header = PcapHeader {
         version_major: 2,
         version_minor: 4,

@@ -355,7 +355,8 @@ struct Engine {
 impl Engine {
     fn new(cfg: Arc<Config>) -> Self {
         Engine {
-            timers: cfg.nat64.is_some(),
+            // A MAP-T CE's NAPT44 has NAT64's tables and timers.
+            timers: cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()),
             timer_packets: 0,
             clock_ns: None,
             translator: Translator::new(cfg),
@@ -517,7 +518,11 @@ impl Engine {
                     .collect(),
             ),
             nat64: self.timers.then(|| {
-                let s = self.translator.nat64_stats();
+                let s = if self.translator.config().nat64.is_some() {
+                    self.translator.nat64_stats()
+                } else {
+                    self.translator.napt44_stats()
+                };
                 Nat64Tables {
                     bib_entries: s.bib.total(),
                     sessions: s.sessions.total(),

@@ -194,6 +194,14 @@ impl Gateway {
                 }
                 _ => None,
             };
+            // A MAP-T CE's NAPT44 is stateful and nothing steers its flows to
+            // one worker: its tables live in one.
+            if n > 1 && cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()) {
+                warn!(
+                    "mapt-ce: the NAPT44 tables belong to one worker and nothing steers a                      flow's packets to it; running ONE worker instead of {n}"
+                );
+                n = 1;
+            }
             for (sysctl, what) in system::forwarding_off() {
                 warn!("{sysctl} = 0: {what}; enable it with `sysctl -w {sysctl}=1`");
             }
@@ -333,6 +341,9 @@ impl Gateway {
         cfg.ipv4_id_key = system::random_u64();
         if let Some(nat) = &mut cfg.nat64 {
             nat.hash_key = system::random_u64();
+        }
+        if let Some(m) = &mut cfg.mapt {
+            m.hash_key = system::random_u64();
         }
         let event_log = cfg
             .nat64

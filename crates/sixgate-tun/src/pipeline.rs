@@ -136,7 +136,8 @@ impl Pipeline {
     /// translator owns that worker's share of pool4 ports and subscribers.
     pub fn for_worker(cfg: Arc<Config>, vnet: bool, worker: u16, workers: u16) -> Self {
         let limits = Limits::of(&cfg);
-        let nat64 = cfg.nat64.is_some();
+        // A MAP-T CE's NAPT44 has the same tables and timers as the NAT64.
+        let nat64 = cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
         Pipeline {
             nat64,
             translator: Translator::for_worker(cfg, worker, workers),
@@ -208,9 +209,17 @@ impl Pipeline {
         self.translator.drain_events(f);
     }
 
-    /// NAT64 table sizes and pool4 port use (`None` outside nat64 mode).
+    /// NAT64 table sizes and pool4 port use; a MAP-T CE's NAPT44 tables and port
+    /// set (`None` in the other modes).
     pub fn nat64_stats(&self) -> Option<nat64::Stats> {
-        self.nat64.then(|| self.translator.nat64_stats())
+        self.nat64.then(|| {
+            let s = self.translator.nat64_stats();
+            if self.translator.config().nat64.is_some() {
+                s
+            } else {
+                self.translator.napt44_stats()
+            }
+        })
     }
 
     /// True in stateful NAT64 mode: [`Pipeline::tick`] is due every [`TICK_NS`].

@@ -1,6 +1,7 @@
-//! `[tun] manage_routes`: route pool6, every EAM IPv4 prefix and (stateful NAT64)
-//! every pool4 prefix into the device (a CLAT: the IPv4 default route and its IPv6
-//! prefix), with `ip` (iproute2), and take exactly those routes away again.
+//! `[tun] manage_routes`: route pool6, every EAM IPv4 prefix, (stateful NAT64)
+//! every pool4 prefix and (MAP-T BR) every mapping rule's IPv4 prefix into the
+//! device (a CLAT or a MAP-T CE: the IPv4 default route and its own IPv6 prefix or
+//! address), with `ip` (iproute2), and take exactly those routes away again.
 
 use std::net::Ipv4Addr;
 use std::process::Command;
@@ -43,6 +44,18 @@ pub fn wanted(cfg: &Config) -> Vec<Route> {
             out.push(r);
         }
     }
+    // RFC 7599 §7: a BR takes the domain's IPv4 prefixes from the IPv4 side (the
+    // DMR, pool6, is already there for the IPv6 side).
+    for r in cfg.mapt.iter().flat_map(|m| &m.fmrs) {
+        let (a, len) = r.ipv4_prefix();
+        let r = Route {
+            prefix: format!("{a}/{len}"),
+            v6: false,
+        };
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
     for p in cfg.nat64.iter().flat_map(|n| &n.pool4) {
         let r = Route {
             prefix: format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len),
@@ -61,6 +74,19 @@ pub fn wanted(cfg: &Config) -> Vec<Route> {
 /// customer IPv4 range stay where they are: towards the IPv6 network and on the
 /// customer LAN.
 pub fn wanted_for(loaded: &Loaded) -> Vec<Route> {
+    // A MAP-T CE (RFC 7599 §5): the same shape as a CLAT, with its MAP address.
+    if let Some(ce) = loaded.config.mapt.as_ref().and_then(|m| m.ce()) {
+        return vec![
+            Route {
+                prefix: "0.0.0.0/0".to_owned(),
+                v6: false,
+            },
+            Route {
+                prefix: format!("{}/128", ce.map_address),
+                v6: true,
+            },
+        ];
+    }
     match &loaded.clat {
         Some(c) => vec![
             Route {
@@ -291,5 +317,31 @@ mod tests {
             names,
             ["2001:db8:64::/96", "192.0.2.0/28", "198.51.100.9/32"]
         );
+    }
+
+    /// RFC 7599: a BR routes the DMR and the rules' IPv4 prefixes into the
+    /// device; a CE, like a CLAT, the IPv4 default route and its MAP address.
+    #[test]
+    fn mapt_routes() {
+        let rules = "[mapt]\ndmr = \"2001:db8:ffff::/96\"\nbmr = [ { ipv6_prefix = \
+                     \"2001:db8:ce::/51\", ipv4_prefix = \"192.0.2.0/24\", ea_bits = 13, \
+                     psid_offset = 0 } ]\n";
+        let br = sixgate_config::parse(
+            &format!("[translator]\nmode = \"mapt-br\"\n{rules}"),
+            "t.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = wanted_for(&br).iter().map(|r| r.to_string()).collect();
+        assert_eq!(names, ["2001:db8:ffff::/96", "192.0.2.0/24"]);
+        let ce = sixgate_config::parse(
+            &format!(
+                "[translator]\nmode = \"mapt-ce\"\n{rules}end_user_prefix = \
+                 \"2001:db8:ce:11b::/64\"\nlan = \"10.0.0.0/24\"\n"
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = wanted_for(&ce).iter().map(|r| r.to_string()).collect();
+        assert_eq!(names, ["0.0.0.0/0", "2001:db8:ce:11b:0:c000:208:1b/128"]);
     }
 }

@@ -14,7 +14,7 @@ use sixgate_core::{Counters, DropReason, nat64};
 use crate::pipeline::IoCounters;
 
 /// Every counter of one worker, as atomics.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WorkerStats {
     core: [AtomicU64; 6],
     dropped: [AtomicU64; DropReason::COUNT],
@@ -24,6 +24,19 @@ pub struct WorkerStats {
     nat64: Mutex<Option<nat64::Stats>>,
     /// The configuration generation this worker runs (see `live`).
     pub(crate) applied: AtomicU64,
+}
+
+// Written out: arrays longer than 32 have no derived `Default`.
+impl Default for WorkerStats {
+    fn default() -> Self {
+        WorkerStats {
+            core: Default::default(),
+            dropped: std::array::from_fn(|_| AtomicU64::new(0)),
+            io: Default::default(),
+            nat64: Mutex::new(None),
+            applied: AtomicU64::new(0),
+        }
+    }
 }
 
 /// A copy of the counters, one worker's or summed over all.

@@ -125,6 +125,27 @@ fn config_check_nat64_sample() {
     assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
 }
 
+/// The MAP-T samples (RFC 7599): the CE's numbers come from its End-user prefix.
+#[test]
+fn config_check_mapt_samples() {
+    for (file, want) in [
+        (
+            "samples/mapt-br.toml",
+            "ok (mode mapt-br, MAP-T DMR 2001:db8:ffff::/96, 1 mapping rule)",
+        ),
+        (
+            "samples/mapt-ce.toml",
+            "ok (mode mapt-ce, MAP-T DMR 2001:db8:ffff::/96, 1 mapping rule, CE 192.0.2.8 \
+             PSID 27 (ports 55296-57343) at 2001:db8:ce:11b:0:c000:208:1b, LAN 10.0.0.0/24)",
+        ),
+    ] {
+        let o = sixgate(&["config", "check", file]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stdout), format!("{file}: {want}\n"));
+        assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+    }
+}
+
 /// RFC 6146 §3.5.1: a UDP timeout under 2 minutes loads (tests need short
 /// timers) but the check warns, citing the section, and still succeeds.
 #[test]

@@ -13,6 +13,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use sixgate_core::addr::{Eam, EamTable, Rfc6052Prefix};
+use sixgate_core::mapt::{MapRule, MaptConfig, Role};
 use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_testkit::{Ip4, Ip6, truncate};
 
@@ -95,6 +96,59 @@ pub fn cases() -> Vec<Case> {
         sixgate_testkit::check(&c.packet).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     }
     cases
+}
+
+/// A MAP-T BR (RFC 7599) of Lencse & Nagy's example domain: BMR
+/// 2001:db8:ce::/51 ↔ 192.0.2.0/24, 13 EA bits, a = 0; the DMR is [`config`]'s
+/// pool6, so the IPv4 host is the same.
+pub fn mapt_br_config() -> Arc<Config> {
+    let dmr = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).expect("DMR");
+    let mut cfg = Config::with_pool6(Some(dmr));
+    let rule = MapRule::new(
+        "2001:db8:ce::".parse().unwrap(),
+        51,
+        Ipv4Addr::new(192, 0, 2, 0),
+        24,
+        13,
+        0,
+    )
+    .expect("rule");
+    cfg.mapt = Some(MaptConfig {
+        dmr,
+        fmrs: vec![rule],
+        role: Role::Br,
+        hash_key: MaptConfig::DEFAULT_HASH_KEY,
+    });
+    Arc::new(cfg)
+}
+
+/// The BR's cases, sized as [`cases`]' UDP ones: the CE 192.0.2.8 PSID 27
+/// (MAP address 2001:db8:ce:11b:0:c000:208:1b) with port 55300, in its set.
+pub fn mapt_cases() -> Vec<Case> {
+    let ce6: Ipv6Addr = "2001:db8:ce:11b:0:c000:208:1b".parse().unwrap();
+    let ce4 = Ipv4Addr::new(192, 0, 2, 8);
+    vec![
+        Case {
+            name: "mapt_br_udp_6to4",
+            packet: Ip6::new(ce6, v4_host_v6()).udp(55300, 53, UDP_PAYLOAD),
+        },
+        Case {
+            name: "mapt_br_udp_4to6",
+            packet: Ip4::new(V4_HOST, ce4).udp(53, 55300, UDP_PAYLOAD),
+        },
+    ]
+}
+
+/// A case by name, with its configuration: [`cases`] with [`config`], or
+/// [`mapt_cases`] with [`mapt_br_config`].
+pub fn case_by_name(name: &str) -> Option<(Case, Arc<Config>)> {
+    if let Some(c) = cases().into_iter().find(|c| c.name == name) {
+        return Some((c, config()));
+    }
+    mapt_cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .map(|c| (c, mapt_br_config()))
 }
 
 /// A translator, scratch area and buffer ready to translate `packet` in place.

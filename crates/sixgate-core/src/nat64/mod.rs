@@ -18,7 +18,7 @@ mod bib;
 pub mod config;
 pub mod event;
 pub(crate) mod filtering;
-mod fragments;
+pub(crate) mod fragments;
 pub(crate) mod packet;
 mod port_alloc;
 mod runtime;

@@ -5,7 +5,7 @@
 //! fragment got.
 
 use super::config::Proto;
-use super::packet::{self, Ports};
+use super::packet::{self, Ports, Which};
 use crate::packet::ipv4::{self, Ipv4Packet};
 use crate::packet::ipv6::{self, Ipv6Packet};
 use crate::packet::l4::ICMP_HEADER_LEN;
@@ -23,12 +23,15 @@ pub(crate) struct Out {
     pub hairpin: bool,
 }
 
-/// A quoted IPv6 packet (sent from `remote` to the IPv6 host) in IPv4 terms.
+/// A quoted IPv6 packet in IPv4 terms: its new addresses, and which of its ports
+/// becomes what (NAT64: the destination, the IPv6 host's; the MAP-T CE: the
+/// source, the LAN host's).
 pub(crate) struct InnerTo4 {
     pub src: [u8; 4],
     pub dst: [u8; 4],
     pub proto: Proto,
-    pub dport: u16,
+    pub which: Which,
+    pub port: u16,
 }
 
 /// 4→6: the packet's new destination, and its new destination port.
@@ -39,12 +42,15 @@ pub(crate) struct In {
     pub inner: Option<InnerTo6>,
 }
 
-/// A quoted IPv4 packet (sent from pool4 to a remote) in IPv6 terms.
+/// A quoted IPv4 packet in IPv6 terms: its new addresses, and which of its ports
+/// becomes what (NAT64: the source, sent from pool4; the MAP-T CE: the
+/// destination, the MAP address's).
 pub(crate) struct InnerTo6 {
     pub src: [u8; 16],
     pub dst: [u8; 16],
     pub proto: Proto,
-    pub sport: u16,
+    pub which: Which,
+    pub port: u16,
 }
 
 /// The remote "port" of a session. An ICMP query session (§3.5.3) is one per
@@ -107,7 +113,8 @@ pub(crate) fn v6_to_v4(
                 src: remote4.to_be_bytes(),
                 dst: v4.to_be_bytes(),
                 proto: ports.proto,
-                dport: port4,
+                which: Which::Destination,
+                port: port4,
             }),
             hairpin: false,
         });
@@ -201,7 +208,8 @@ pub(crate) fn v4_to_v6(
                 src: v6.to_be_bytes(),
                 dst: remote6.to_be_bytes(),
                 proto: ports.proto,
-                sport: port6,
+                which: Which::Source,
+                port: port6,
             }),
         });
     }

@@ -12,7 +12,7 @@ use super::transport;
 use super::v4_to_v6::Outer6;
 use crate::checksum;
 use crate::icmp_error::ICMPV6_ERROR_MAX;
-use crate::nat64::packet::{Which, rewrite_port};
+use crate::nat64::packet::rewrite_port;
 use crate::nat64::xlate::InnerTo6;
 use crate::packet::PacketBuf;
 use crate::packet::ipv4::{self, Ipv4Packet};
@@ -91,7 +91,7 @@ pub(crate) fn translate_error(
             }
         }
         if let Some(n) = nat {
-            rewrite_port(ql4, n.proto, Which::Source, n.sport, false);
+            rewrite_port(ql4, n.proto, n.which, n.port, false);
         }
     }
 

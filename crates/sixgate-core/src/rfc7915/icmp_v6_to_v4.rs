@@ -12,7 +12,7 @@ use super::transport;
 use super::v6_to_v4::Outer;
 use crate::checksum;
 use crate::icmp_error::ICMPV4_ERROR_MAX;
-use crate::nat64::packet::{Which, rewrite_port};
+use crate::nat64::packet::rewrite_port;
 use crate::nat64::xlate::InnerTo4;
 use crate::packet::ipv4::{self, DF, MF};
 use crate::packet::ipv6::{self, nh};
@@ -96,7 +96,7 @@ pub(crate) fn translate_error(
             }
         }
         if let Some(n) = nat {
-            rewrite_port(ql4, n.proto, Which::Destination, n.dport, false);
+            rewrite_port(ql4, n.proto, n.which, n.port, false);
         }
     }
 

@@ -6,6 +6,7 @@ use super::{fragment, icmp_v4_to_v6, transport};
 use crate::checksum;
 use crate::config::UdpZeroChecksum;
 use crate::icmp_error::{self, Owed};
+use crate::mapt;
 use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, Ipv4Error};
 use crate::packet::ipv6::{self, nh};
@@ -117,7 +118,16 @@ fn run(
     let (src4, dst4) = (u32::from_be_bytes(h.src), u32::from_be_bytes(h.dst));
     // RFC 6146: a packet to pool4 finds its IPv6 destination in the BIB and
     // session tables.
-    let nat = if t.nat64.as_ref().is_some_and(|n| n.in_pool4(dst4)) {
+    // RFC 7599 §6: with MAP-T the rules and ports give both addresses.
+    let mapt = if t.mapt.is_some() {
+        match mapt::xlate::v4_to_v6(t, pkt.data(), &p, icmp_error, hairpin, now_ns) {
+            Ok(o) => Some(o),
+            Err(r) => return Verdict::Dropped(r),
+        }
+    } else {
+        None
+    };
+    let nat = if mapt.is_none() && t.nat64.as_ref().is_some_and(|n| n.in_pool4(dst4)) {
         match nat64::xlate::v4_to_v6(t, pkt.data(), &p, icmp_error, now_ns) {
             Ok(i) => Some(i),
             // RFC 6146 §3.5.1.2 / §3.5.3: tell the sender, as Jool does: no mapping
@@ -143,10 +153,12 @@ fn run(
     } else {
         None
     };
-    let dst6 = match nat
-        .as_ref()
-        .map_or_else(|| t.cfg.map.map_v4(dst4), |i| Ok(i.dst6))
-    {
+    let mapped_dst = match (&nat, &mapt) {
+        (Some(i), _) => Ok(i.dst6),
+        (_, Some(m)) => Ok(m.dst6),
+        (None, None) => t.cfg.map.map_v4(dst4),
+    };
+    let dst6 = match mapped_dst {
         Ok(a) => a,
         Err(e) => {
             // §4.4: tell the sender, as a router with no route would.
@@ -160,7 +172,11 @@ fn run(
             return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
         }
     };
-    let src6 = match (t.cfg.map.map_v4(src4), t.cfg.rfc6791_v6) {
+    let mapped_src = match mapt.as_ref().map(|m| m.src6) {
+        Some(Some(a)) => Ok(a),
+        Some(None) | None => t.cfg.map.map_v4(src4),
+    };
+    let src6 = match (mapped_src, t.cfg.rfc6791_v6) {
         (Ok(a), _) => a,
         // An ICMPv4 error from a router we cannot map: RFC 6791's IPv6 counterpart.
         (Err(_), Some(pool)) if icmp_error => u128::from(pool),
@@ -178,7 +194,10 @@ fn run(
             src: src6,
             dst: dst6,
         };
-        let inner = nat.as_ref().and_then(|i| i.inner.as_ref());
+        let inner = nat
+            .as_ref()
+            .and_then(|i| i.inner.as_ref())
+            .or(mapt.as_ref().and_then(|m| m.inner.as_ref()));
         return icmp_v4_to_v6::translate_error(t, pkt, &p, &out, inner);
     }
 
@@ -214,6 +233,9 @@ fn run(
     // new port.
     if let Some((proto, port)) = nat.as_ref().and_then(|i| i.port) {
         nat64::packet::rewrite_port(l4, proto, Which::Destination, port, t.partial_csum);
+    }
+    if let Some((proto, which, port)) = mapt.as_ref().and_then(|m| m.port) {
+        nat64::packet::rewrite_port(l4, proto, which, port, t.partial_csum);
     }
     let nh6 = if h.proto == nh::ICMP {
         nh::ICMPV6

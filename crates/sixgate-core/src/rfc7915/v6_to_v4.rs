@@ -7,6 +7,7 @@ use crate::checksum;
 use crate::config::HairpinMode;
 use crate::hash;
 use crate::icmp_error::{self, Owed};
+use crate::mapt;
 use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, DF, MF};
 use crate::packet::ipv6::{self, Ipv6Error, Ipv6Packet, nh};
@@ -85,7 +86,19 @@ pub fn translate(
     // §5.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
     // Each address becomes an integer once; mapping and checksum sums work on those.
     let (src6, dst6) = (u128::from_be_bytes(h.src), u128::from_be_bytes(h.dst));
-    let dst4 = match t.cfg.map.map_v6(dst6) {
+    // RFC 7599 §6: with MAP-T the rules and ports give both addresses.
+    let mapt = if t.mapt.is_some() {
+        match mapt::xlate::v6_to_v4(t, pkt.data(), &p, icmp_error, now_ns) {
+            Ok(o) => Some(o),
+            Err(r) => return Verdict::Dropped(r),
+        }
+    } else {
+        None
+    };
+    let dst4 = match mapt
+        .as_ref()
+        .map_or_else(|| t.cfg.map.map_v6(dst6), |m| Ok(m.dst4))
+    {
         Ok(a) => a,
         Err(e) => {
             // §5.4: tell the sender, as a router with no route would.
@@ -108,7 +121,7 @@ pub fn translate(
     };
     // RFC 6146: with NAT64 on, a source without an EAM entry gets its pool4
     // transport address from the BIB and session tables.
-    let nat = if t.nat64.is_some() && t.cfg.map.eam.lookup_v6(src6).is_none() {
+    let nat = if mapt.is_none() && t.nat64.is_some() && t.cfg.map.eam.lookup_v6(src6).is_none() {
         match nat64::xlate::v6_to_v4(t, pkt.data(), &p, dst4, icmp_error, now_ns) {
             Ok(o) => Some(o),
             Err(r) => return Verdict::Dropped(r),
@@ -116,9 +129,13 @@ pub fn translate(
     } else {
         None
     };
-    let src4 = match &nat {
-        Some(o) => o.src4,
-        None => match t.cfg.map.map_v6(src6) {
+    let src4 = match (&nat, &mapt) {
+        (Some(o), _) => o.src4,
+        (_, Some(m)) => match m.src4 {
+            Some(a) => a,
+            None => rfc6791_source(t, &h.src),
+        },
+        (None, None) => match t.cfg.map.map_v6(src6) {
             Ok(a) => a,
             // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
             Err(_) if icmp_error => rfc6791_source(t, &h.src),
@@ -138,7 +155,9 @@ pub fn translate(
         t.cfg.map.eam.lookup_v4(dst4_int).is_some() && t.cfg.map.eam.lookup_v6(dst6).is_none();
     // RFC 6146 §3.8: back into IPv6 through the tables (or, when another worker
     // owns the destination port, out to the kernel, which routes it back to us).
-    let hairpin = eam_hairpin || nat.as_ref().is_some_and(|o| o.hairpin);
+    let hairpin = eam_hairpin
+        || nat.as_ref().is_some_and(|o| o.hairpin)
+        || mapt.as_ref().is_some_and(|m| m.hairpin);
     if eam_hairpin && nat.is_none() {
         let allowed = match t.cfg.hairpin {
             HairpinMode::Off => false,
@@ -199,7 +218,10 @@ pub fn translate(
             flags: 0,
         };
         (out.id, out.flags) = identification(t, &p, src4, dst4, proto4);
-        let inner = nat.as_ref().and_then(|o| o.inner.as_ref());
+        let inner = nat
+            .as_ref()
+            .and_then(|o| o.inner.as_ref())
+            .or(mapt.as_ref().and_then(|m| m.inner.as_ref()));
         let v = icmp_v6_to_v4::translate_error(t, pkt, &p, &out, inner);
         return finish(t, pkt, scratch, now_ns, v, hairpin);
     }
@@ -209,6 +231,9 @@ pub fn translate(
     let l4 = &mut buf[start + p.l4_off..start + total];
     if let Some((proto, port)) = nat.as_ref().and_then(|o| o.port) {
         nat64::packet::rewrite_port(l4, proto, Which::Source, port, t.partial_csum);
+    }
+    if let Some((proto, which, port)) = mapt.as_ref().and_then(|m| m.port) {
+        nat64::packet::rewrite_port(l4, proto, which, port, t.partial_csum);
     }
     if p.is_first() {
         let v6_sum = checksum::v6_pair_sum(src6, dst6);

@@ -118,3 +118,65 @@ pub fn l4(p: &[u8]) -> &[u8] {
         _ => &p[40..],
     }
 }
+
+/// MAP-T (RFC 7599): Lencse & Nagy's example domain, BMR = FMR 2001:db8:ce::/51 ↔
+/// 192.0.2.0/24, 13 EA bits, a = 0; DMR 2001:db8:ffff::/96.
+pub mod mapt {
+    use super::Harness;
+    use sixgate_core::Config;
+    use sixgate_core::addr::Rfc6052Prefix;
+    use sixgate_core::mapt::{CeConfig, MapRule, MaptConfig, Napt44Config, Role};
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    pub const CE4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 8);
+    /// 2001:db8:ce:11b:0:c000:208:1b, the CE's MAP address (RFC 7597 §5.2).
+    pub const CE6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xce, 0x11b, 0, 0xc000, 0x0208, 0x1b);
+    pub const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
+    /// SERVER through the DMR.
+    pub const SERVER_D: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xffff, 0, 0, 0, 0xc633, 0x640a);
+    pub const LAN_HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    pub const PORTS: std::ops::RangeInclusive<u16> = 55296..=57343;
+
+    pub fn bmr() -> MapRule {
+        MapRule::new(
+            "2001:db8:ce::".parse().unwrap(),
+            51,
+            "192.0.2.0".parse().unwrap(),
+            24,
+            13,
+            0,
+        )
+        .unwrap()
+    }
+
+    pub fn dmr() -> Rfc6052Prefix {
+        Rfc6052Prefix::new("2001:db8:ffff::".parse().unwrap(), 96).unwrap()
+    }
+
+    pub fn config(role: Role) -> Config {
+        let mut cfg = Config::with_pool6(Some(dmr()));
+        cfg.map.wkp_strict = false;
+        cfg.mapt = Some(MaptConfig {
+            dmr: dmr(),
+            fmrs: vec![bmr()],
+            role,
+            hash_key: 7,
+        });
+        cfg
+    }
+
+    pub fn br() -> Harness {
+        Harness::new(config(Role::Br))
+    }
+
+    pub fn ce() -> Harness {
+        let c = CeConfig::new(
+            bmr(),
+            ("2001:db8:ce:11b::".parse().unwrap(), 64),
+            (Ipv4Addr::new(10, 0, 0, 0), 24),
+            Napt44Config::default(),
+        )
+        .unwrap();
+        Harness::new(config(Role::Ce(Box::new(c))))
+    }
+}

@@ -145,7 +145,17 @@ pub fn run(args: &Args) -> CmdResult {
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
     if let Some(n) = report.totals.nat64_summary() {
-        println!("sixgate: {n}");
+        // A MAP-T CE's NAPT44 keeps NAT64's tables: say which it is.
+        match loaded.mode {
+            sixgate_config::Mode::MaptCe => {
+                let n = n.replacen("nat64:", "napt44:", 1);
+                println!(
+                    "sixgate: {}",
+                    n.replacen("pool4 ports", "port-set ports", 1)
+                );
+            }
+            _ => println!("sixgate: {n}"),
+        }
     }
     if report.workers.len() > 1 {
         let per: Vec<String> = report

@@ -85,6 +85,11 @@ pub fn run(args: &Args) -> CmdResult {
     } else {
         &mut |_| {}
     };
+    // A MAP-T CE's NAPT44 keeps NAT64's tables: the summary names them so.
+    let tables = match loaded.mode {
+        sixgate_config::Mode::MaptCe => "NAPT44",
+        _ => "NAT64",
+    };
     let result = sixgate_pcap::translate_pcap_traced(
         Arc::new(loaded.config),
         BufReader::new(input),
@@ -108,7 +113,7 @@ pub fn run(args: &Args) -> CmdResult {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
         println!("{text}");
     } else {
-        print!("{}", table(&summary, args));
+        print!("{}", table(&summary, args, tables));
     }
     std::io::stdout().flush().map_err(|e| e.to_string())
 }
@@ -121,8 +126,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The human summary: one aligned row per count, drops broken down by reason.
-fn table(s: &Summary, args: &Args) -> String {
+/// The human summary: one aligned row per count, drops broken down by reason;
+/// `tables` names the stateful tables (NAT64, or a MAP-T CE's NAPT44).
+fn table(s: &Summary, args: &Args, tables: &str) -> String {
     let mut rows: Vec<(String, u64)> = vec![
         ("input packets".into(), s.input_packets),
         ("skipped, not IP".into(), s.skipped_non_ip),
@@ -148,9 +154,9 @@ fn table(s: &Summary, args: &Args) -> String {
     rows.extend(s.dropped.0.iter().map(|&(r, n)| (format!("  {r}"), n)));
     if let Some(n) = s.nat64 {
         rows.extend([
-            ("NAT64 BIB entries at end".into(), n.bib_entries),
-            ("NAT64 sessions at end".into(), n.sessions),
-            ("NAT64 held SYNs at end".into(), n.held_syns),
+            (format!("{tables} BIB entries at end"), n.bib_entries),
+            (format!("{tables} sessions at end"), n.sessions),
+            (format!("{tables} held SYNs at end"), n.held_syns),
         ]);
     }
 
@@ -188,7 +194,7 @@ mod tests {
             json: false,
             verbose: false,
         };
-        let t = table(&s, &args);
+        let t = table(&s, &args, "NAT64");
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "in.pcap -> out.pcap");
         assert!(lines.contains(&"  input packets           12"), "{t}");
@@ -209,7 +215,7 @@ mod tests {
             }),
             ..s
         };
-        let t = table(&s, &args);
+        let t = table(&s, &args, "NAT64");
         assert!(t.contains("  sent by timers              1\n"), "{t}");
         assert!(t.contains("  NAT64 sessions at end       3\n"), "{t}");
     }

@@ -1,0 +1,337 @@
+//! MAP-T end to end (RFC 7599): an IPv4 LAN host behind sixgate as a MAP-T CE
+//! (`mode = "mapt-ce"`, NAPT44 built in), an IPv6-only core, sixgate as the MAP-T
+//! BR (`mode = "mapt-br"`) and an IPv4-only server. The namespaces are the
+//! 464XLAT chain's (`sixgate_netns::chain`, [`Chain::build_mapt`]); the domain is
+//! Lencse & Nagy's example with the chain's addresses (BMR 2001:db8:ce::/51 ↔
+//! 198.18.0.0/24, 13 EA bits, a = 0), so the server sees 198.18.0.8 with a port of
+//! the CE's set (PSID 27: 55296–57343; the second CE, PSID 28: 57344–59391).
+//!
+//! ```text
+//! cargo test -p sixgate --test mapt -- --nocapture
+//! ```
+//!
+//! Skips (printing `skipped: <test>: <reason>` and passing) only when the machine
+//! cannot make namespaces; missing tools (ping, curl, python3, iperf3) are
+//! failures. Tests take turns (the shared `SERIAL` lock).
+
+mod common;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::path::Path;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
+use sixgate_netns::chain::mapt::{Customer, addr as maddr};
+use sixgate_netns::chain::{Chain, addr};
+use sixgate_netns::{
+    Proto, RunningTranslator, ScratchDir, Stopped, check_host, cleanup_stale, list_namespaces,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+
+/// The running chain a test body gets.
+struct Running<'a> {
+    chain: &'a Chain,
+    ce: RunningTranslator<'a>,
+    br: RunningTranslator<'a>,
+    /// The second customer and its CE, when asked for.
+    second: Option<(&'a Customer, RunningTranslator<'a>)>,
+}
+
+impl Running<'_> {
+    fn logs(&self) -> String {
+        let mut s = format!("--- CE:\n{}\n--- BR:\n{}", self.ce.log(), self.br.log());
+        if let Some((_, ce2)) = &self.second {
+            s.push_str(&format!("\n--- CE 2:\n{}", ce2.log()));
+        }
+        s
+    }
+}
+
+/// Build the MAP-T chain (with the second customer if `two`), start the BR and
+/// the CE(s), run `body`, stop every translator (each must stop cleanly), check
+/// the namespaces are gone, and return how the BR stopped (its summary).
+fn with_mapt(test: &str, two: bool, body: impl FnOnce(&Running)) -> Option<Stopped> {
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return None;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    static CLEANUP: Once = Once::new();
+    CLEANUP.call_once(|| {
+        for what in cleanup_stale().unwrap_or_default() {
+            println!("removed stale {what}");
+        }
+    });
+    let t0 = Instant::now();
+    let chain = Chain::build_mapt().unwrap_or_else(|e| panic!("{test}: {e}"));
+    let customer = two.then(|| {
+        chain
+            .add_mapt_customer()
+            .unwrap_or_else(|e| panic!("{test}: {e}"))
+    });
+    let mut names: Vec<String> = chain
+        .namespaces()
+        .iter()
+        .map(|n| n.name().to_owned())
+        .collect();
+    if let Some(c) = &customer {
+        names.extend([c.client.name().to_owned(), c.ce.name().to_owned()]);
+    }
+    let bin = Path::new(BIN);
+    let br = chain
+        .start_mapt_br(bin)
+        .unwrap_or_else(|e| panic!("{test}: BR: {e}"));
+    let ce = chain
+        .start_mapt_ce(bin)
+        .unwrap_or_else(|e| panic!("{test}: CE: {e}"));
+    let second = customer.as_ref().map(|c| {
+        let t = c
+            .start_ce(bin)
+            .unwrap_or_else(|e| panic!("{test}: CE 2: {e}"));
+        (c, t)
+    });
+    println!(
+        "{test}: BR ready in {} ms, CE in {} ms\n{}",
+        br.ready_after().as_millis(),
+        ce.ready_after().as_millis(),
+        chain.describe()
+    );
+    let running = Running {
+        chain: &chain,
+        ce,
+        br,
+        second,
+    };
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&running))) {
+        eprintln!("{test}: logs:\n{}", running.logs());
+        drop(running);
+        drop(customer);
+        drop(chain);
+        resume_unwind(panic);
+    }
+    let br_stopped = stop_all(test, running);
+    drop(customer);
+    drop(chain);
+    let listed = list_namespaces().unwrap_or_else(|e| panic!("{e}"));
+    let left: Vec<&String> = names.iter().filter(|n| listed.contains(n)).collect();
+    assert!(left.is_empty(), "{test}: namespaces left behind: {left:?}");
+    println!("{test}: passed in {:.1} s", t0.elapsed().as_secs_f32());
+    br_stopped
+}
+
+/// Stop every translator (each must stop cleanly); how the BR stopped.
+fn stop_all(test: &str, running: Running) -> Option<Stopped> {
+    let Running { ce, br, second, .. } = running;
+    let mut all = vec![("CE", ce), ("BR", br)];
+    if let Some((_, t)) = second {
+        all.push(("CE 2", t));
+    }
+    let mut br_stopped = None;
+    for (what, t) in all {
+        t.check_running()
+            .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+        let stopped = t.stop().unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+        stopped
+            .check_clean()
+            .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+        println!("{test}: {what}: {}", stopped.stdout.trim());
+        if what == "BR" {
+            br_stopped = Some(stopped);
+        }
+    }
+    br_stopped
+}
+
+/// ICMP Echo through the CE's NAPT44 (identifier in its port set) and both
+/// translations (RFC 7915 §4.2, §5.2).
+#[test]
+fn mapt_ping_lan_host_to_server() {
+    with_mapt("mapt_ping_lan_host_to_server", false, |r| {
+        let rtts = ping(&r.chain.client, &addr::SERVER.to_string(), 5);
+        println!("ping {}: RTT {rtts:?} ms", addr::SERVER);
+    });
+}
+
+/// curl fetches 1 MiB from `python3 -m http.server`; the server sees the CE's
+/// shared IPv4 address.
+#[test]
+fn mapt_http_lan_host_to_server() {
+    with_mapt("mapt_http_lan_host_to_server", false, |r| {
+        let dir = ScratchDir::new("mapthttp").unwrap();
+        let content = pattern(1 << 20);
+        dir.write("file.bin", &content).unwrap();
+        let server = http_server(&r.chain.server, addr::SERVER.into(), &dir);
+        fetch_and_compare(
+            &r.chain.client,
+            &addr::SERVER.to_string(),
+            &dir,
+            "file.bin",
+            &content,
+        );
+        let seen = http_client_seen(&server);
+        assert_eq!(seen, maddr::SHARED_V4.to_string(), "the server saw {seen}");
+        println!("the server saw the LAN host as {seen}");
+    });
+}
+
+fn iperf3_test(test: &str, what: &str, args: &'static [&'static str]) {
+    with_mapt(test, false, |r| {
+        let server: IpAddr = addr::SERVER.into();
+        let m = iperf3(&r.chain.client, &r.chain.server, server, server, args);
+        assert!(m.mbit_s > 0.0, "{what}: nothing arrived");
+        println!("THROUGHPUT {what}: {:.0} Mbit/s, {}", m.mbit_s, m.detail);
+    });
+}
+
+#[test]
+fn mapt_iperf3_tcp_lan_host_to_server() {
+    iperf3_test(
+        "mapt_iperf3_tcp_lan_host_to_server",
+        "MAP-T CE+BR TCP client -> server",
+        &[],
+    );
+}
+
+#[test]
+fn mapt_iperf3_udp_lan_host_to_server() {
+    iperf3_test(
+        "mapt_iperf3_udp_lan_host_to_server",
+        "MAP-T CE+BR UDP client -> server, 200 Mbit/s offered",
+        &["-u", "-b", "200M", "-l", "1200"],
+    );
+}
+
+/// A TCP server printing each peer as `ADDR PORT`, answering one HTTP line.
+const PEER_SERVER: &str = r#"
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(16)
+for _ in range(int(sys.argv[3])):
+    c, a = s.accept()
+    c.recv(4096)
+    print(a[0], a[1], flush=True)
+    c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    c.close()
+"#;
+
+/// Two CEs share 198.18.0.8 with PSIDs 27 and 28 (RFC 7597 §5.1), both at once:
+/// the server sees one address, with ports from the two sets.
+#[test]
+fn mapt_two_ces_share_one_ipv4_address() {
+    with_mapt("mapt_two_ces_share_one_ipv4_address", true, |r| {
+        const PORT: u16 = 9000;
+        const EACH: usize = 3;
+        let server = r
+            .chain
+            .server
+            .spawn(
+                "python3",
+                [
+                    "-c",
+                    PEER_SERVER,
+                    &addr::SERVER.to_string(),
+                    &PORT.to_string(),
+                    &(2 * EACH).to_string(),
+                ],
+            )
+            .unwrap();
+        r.chain
+            .server
+            .wait_listening(Proto::Tcp, PORT, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (customer, _) = r.second.as_ref().unwrap();
+        let url = format!("http://{}:{PORT}/", addr::SERVER);
+        // Both LANs at the same time, several connections each.
+        let clients: Vec<_> = [&r.chain.client, &customer.client]
+            .into_iter()
+            .flat_map(|ns| std::iter::repeat_n(ns, EACH))
+            .map(|ns| ns.spawn("curl", ["-sS", "--max-time", "10", &url]).unwrap())
+            .collect();
+        for c in clients {
+            let f = c.wait(Duration::from_secs(20)).unwrap();
+            assert!(f.status.success(), "curl: {}", f.stderr);
+            assert_eq!(f.stdout, "ok");
+        }
+        let f = server.wait(Duration::from_secs(10)).unwrap();
+        let peers: Vec<(Ipv4Addr, u16)> = f
+            .stdout
+            .lines()
+            .map(|l| {
+                let (a, p) = l.split_once(' ').unwrap();
+                (a.parse().unwrap(), p.parse().unwrap())
+            })
+            .collect();
+        println!("the server saw {peers:?}");
+        assert_eq!(peers.len(), 2 * EACH);
+        assert!(peers.iter().all(|(a, _)| *a == maddr::SHARED_V4));
+        let in1 = peers
+            .iter()
+            .filter(|(_, p)| maddr::CE1_PORTS.contains(p))
+            .count();
+        let in2 = peers
+            .iter()
+            .filter(|(_, p)| maddr::CE2_PORTS.contains(p))
+            .count();
+        assert_eq!((in1, in2), (EACH, EACH), "ports {peers:?}");
+    });
+}
+
+/// Sends `count` UDP datagrams with a raw IPv6 header (any source address).
+const RAW_UDP6: &str = r#"
+import socket, struct, sys
+src = socket.inet_pton(socket.AF_INET6, sys.argv[1])
+dst = socket.inet_pton(socket.AF_INET6, sys.argv[2])
+sport, dport, count = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+payload = b"spoofed!"
+n = 8 + len(payload)
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+pseudo = src + dst + struct.pack("!IxxxB", n, 17)
+c = csum(pseudo + struct.pack("!HHHH", sport, dport, n, 0) + payload) or 0xffff
+pkt = struct.pack("!IHBB", 6 << 28, n, 17, 64) + src + dst + struct.pack("!HHHH", sport, dport, n, c) + payload
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)
+for _ in range(count):
+    s.sendto(pkt, (sys.argv[2], 0))
+"#;
+
+/// RFC 7597 §8.1: a packet from the CE's MAP address with a source port outside
+/// its set, crafted in the core, is dropped by the BR and counted.
+#[test]
+fn mapt_br_drops_ports_outside_the_set() {
+    const SPOOFED: u32 = 3;
+    let stopped = with_mapt("mapt_br_drops_ports_outside_the_set", false, |r| {
+        r.chain
+            .core
+            .run_timeout(
+                "python3",
+                [
+                    "-c",
+                    RAW_UDP6,
+                    &maddr::CE1_MAP.to_string(),
+                    &addr::SERVER_AS_V6.to_string(),
+                    "1000",
+                    "9",
+                    &SPOOFED.to_string(),
+                ],
+                Duration::from_secs(10),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The CE still works.
+        ping(&r.chain.client, &addr::SERVER.to_string(), 1);
+    });
+    let Some(stopped) = stopped else { return };
+    let want = format!("mapt_source_outside_port_set {SPOOFED}");
+    assert!(
+        stopped.stdout.contains(&want),
+        "the BR's summary lacks {want:?}:\n{}",
+        stopped.stdout
+    );
+}
