@@ -375,7 +375,11 @@ mod tests {
         let sum = match p.net {
             Some(NetSlice::Ipv4(v4)) => {
                 let h = v4.header().to_header();
-                assert_eq!(h.header_checksum, h.calc_header_checksum(), "IPv4 header checksum");
+                assert_eq!(
+                    h.header_checksum,
+                    h.calc_header_checksum(),
+                    "IPv4 header checksum"
+                );
                 udp.to_header().calc_checksum_ipv4(&h, payload).unwrap()
             }
             Some(NetSlice::Ipv6(v6)) => {
@@ -435,7 +439,10 @@ mod tests {
                     check_valid(frame);
                     let seen = parse(frame).expect("our frame");
                     assert_eq!(seen.tag, stamp.tag);
-                    assert_eq!((seen.src_port, seen.dst_port), (stamp.src_port, stamp.dst_port));
+                    assert_eq!(
+                        (seen.src_port, seen.dst_port),
+                        (stamp.src_port, stamp.dst_port)
+                    );
                 }
             }
         }

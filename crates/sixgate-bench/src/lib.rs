@@ -9,20 +9,20 @@
 //! - [`ring`] and [`engine`]: AF_PACKET TX/RX rings, paced pinned senders.
 //! - [`search`]: the RFC 8219 §7.1 throughput binary search.
 //! - [`stats`]: percentiles, latency, PDV and IPDV (RFC 8219 §7.2–7.4).
-//! - [`tests`]: the measurements (throughput, frame loss rate, latency, PDV,
+//! - [`measure`]: the measurements (throughput, frame loss rate, latency, PDV,
 //!   RFC 9693 stateful), [`report`] and [`plot`]: their output.
 //! - [`cli`]: the `sixgate bench` command line.
 //!
 //! Linux only, and root (namespaces, packet sockets).
 
-//pub mod bed;
-//pub mod cli;
-//pub mod dut;
+pub mod bed;
+pub mod cli;
+pub mod dut;
 pub mod engine;
 pub mod frame;
-//pub mod plot;
-//pub mod report;
+pub mod measure;
+pub mod plot;
+pub mod report;
 pub mod ring;
 pub mod search;
 pub mod stats;
-//pub mod tests;

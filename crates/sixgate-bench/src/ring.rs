@@ -252,14 +252,7 @@ impl TxRing {
             return Ok(());
         }
         // SAFETY: a zero-length send on our own socket: it flushes the ring.
-        let r = unsafe {
-            libc::send(
-                self.fd.as_raw_fd(),
-                std::ptr::null(),
-                0,
-                libc::MSG_DONTWAIT,
-            )
-        };
+        let r = unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
         if r < 0 {
             let e = io::Error::last_os_error();
             if !matches!(

@@ -243,7 +243,11 @@ mod tests {
     #[test]
     fn loss_goal_accepts_small_loss() {
         let lossy = |rate: u64| -> Result<Outcome, ()> {
-            let lost = if rate > 40_000 { rate / 10 } else { (rate / 20_000).max(1) };
+            let lost = if rate > 40_000 {
+                rate / 10
+            } else {
+                (rate / 20_000).max(1)
+            };
             Ok(Outcome {
                 sent: rate,
                 received: rate - lost,
@@ -255,7 +259,11 @@ mod tests {
         let mut p = params(100_000, 100);
         p.loss_goal_pct = 0.01;
         let relaxed = binary_search(&p, lossy, || false).unwrap();
-        assert!((39_900..=40_000).contains(&relaxed.rate), "{}", relaxed.rate);
+        assert!(
+            (39_900..=40_000).contains(&relaxed.rate),
+            "{}",
+            relaxed.rate
+        );
     }
 
     /// A noisy DUT (a rare random loss below capacity) still gives a result
@@ -268,7 +276,11 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let blip = x % 7 == 0;
-            let received = if rate > 70_000 || blip { rate - 1 } else { rate };
+            let received = if rate > 70_000 || blip {
+                rate - 1
+            } else {
+                rate
+            };
             Ok(Outcome {
                 sent: rate,
                 received,

@@ -134,7 +134,10 @@ mod tests {
         assert_eq!(l.pdv_ns, 998);
         // Constant delays: no variation at all.
         let flat = Latency::from_delays(&[50; 600]).unwrap();
-        assert_eq!((flat.pdv_ns, flat.ipdv_median_ns, flat.ipdv_p999_ns), (0, 0, 0));
+        assert_eq!(
+            (flat.pdv_ns, flat.ipdv_median_ns, flat.ipdv_p999_ns),
+            (0, 0, 0)
+        );
         // One step of 10 between consecutive frames.
         let step = Latency::from_delays(&[10, 20, 10, 20]).unwrap();
         assert_eq!((step.ipdv_median_ns, step.ipdv_p999_ns), (10, 10));

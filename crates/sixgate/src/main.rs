@@ -40,6 +40,10 @@ enum Command {
     /// Run the DNS64 server (RFC 6147) of a file's [dns64] section (foreground;
     /// stop with SIGINT or SIGTERM).
     Dns64(cmd::dns64::Args),
+    /// Measure a translator (RFC 8219 / RFC 9693): a namespace bed, DUT presets
+    /// (kernel, nat44, TAYGA, sixgate), throughput, frame loss, latency, stateful
+    /// tests and charts (needs root).
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Command::Config(c) => cmd::config::run(&c),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Dns64(args) => cmd::dns64::run(&args),
+        Command::Bench(args) => cmd::bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
