@@ -270,6 +270,7 @@ impl Sender<'_> {
         }
         let spec = self.spec;
         let frames_cap = spec.frames.unwrap_or(u64::MAX).min(self.dir.tuples.count());
+        let capped = spec.frames.is_some();
         // A capped trial (phase 1) lasts as long as its frames take.
         let duration = if frames_cap < u64::MAX {
             Duration::from_nanos(
@@ -325,6 +326,8 @@ impl Sender<'_> {
         loop {
             let now = start.elapsed();
             let n = match pacer.step(sent, now) {
+                // Phase 1 must offer every connection, however late.
+                Step::Done if capped && sent < total => (batch as u64).min(total - sent),
                 Step::Done => break,
                 Step::WaitUntil(t) => {
                     let left = t.saturating_sub(now);
