@@ -23,7 +23,8 @@
 # Environment: TRIAL_S (10), STEPS (12), REPS (1), BEHIND (0.001 %),
 # LOSS_GOAL (0 %), DUT_CPU (last CPU; TAYGA and the 1-worker rows are pinned
 # to it), CONNECTIONS (10000, stateful rows), MAX_RATE (default: 1.1 × the
-# self-test ceiling).
+# self-test ceiling), HOSTS (16: RFC 4814-style pseudorandom source addresses;
+# one sixgate NAT64 subscriber per address, so both workers get some).
 # Needs root, iproute2, tayga, nftables, conntrack (scripts/setup.sh).
 set -euo pipefail
 export LC_ALL=C
@@ -35,6 +36,7 @@ REPS=${REPS:-1}
 BEHIND=${BEHIND:-0.001}
 LOSS_GOAL=${LOSS_GOAL:-0}
 CONNECTIONS=${CONNECTIONS:-10000}
+HOSTS=${HOSTS:-16}
 DUT_CPU=${DUT_CPU:-$(($(nproc) - 1))}
 out=""
 only="self,kernel,tayga,siit1,siit2,nat44,tayga44,nat64-1,nat64-2"
@@ -89,7 +91,7 @@ trap cleanup EXIT
 trap 'log interrupted; exit 130' INT TERM
 started=$SECONDS
 
-common=(--duration "$TRIAL_S" --steps "$STEPS" --repetitions "$REPS"
+common=(--duration "$TRIAL_S" --steps "$STEPS" --repetitions "$REPS" --hosts "$HOSTS"
     --behind-limit "$BEHIND" --loss-goal "$LOSS_GOAL" --quiet)
 IFS=, read -r -a selected <<<"$only"
 rows=()

@@ -405,13 +405,15 @@ fn measure_on(
     let (mut src_ports, mut dst_ports) = (a.src_ports.clone(), a.dst_ports.clone());
     if dut.traffic.stateful {
         // Phase 2 may only use the tuples phase 1 opened.
-        let n = a.connections.max(1);
-        let src_n = n.min(64_512);
-        let dst_n = n.div_ceil(64_512);
+        let hosts = u64::from(a.hosts.max(1));
+        let per_host = a.connections.max(1).div_ceil(hosts);
+        let src_n = per_host.min(64_512);
+        let dst_n = per_host.div_ceil(src_n);
+        let n = hosts * src_n * dst_n;
         src_ports = format!("1024-{}", 1024 + src_n - 1);
         dst_ports = format!("80-{}", 80 + dst_n - 1);
         notes.push(format!(
-            "stateful DUT: {n} connections (source ports {src_ports} × destination ports {dst_ports}), opened by phase 1 at {} fps",
+            "stateful DUT: {n} connections ({hosts} source address(es) × source ports {src_ports} × destination ports {dst_ports}), opened by phase 1 at {} fps",
             a.phase1_rate
         ));
     }

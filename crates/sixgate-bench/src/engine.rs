@@ -97,11 +97,13 @@ pub enum Tuples {
         src_hosts: u16,
         dst_hosts: u16,
     },
-    /// RFC 9693 phase 1: every (source port, destination port) pair once, in
-    /// a pseudorandom order, so each frame opens a new connection.
+    /// RFC 9693 phase 1: every (source host, source port, destination port)
+    /// combination once, in a pseudorandom order, so each frame opens a new
+    /// connection.
     Enumerate {
         src_ports: PortRange,
         dst_ports: PortRange,
+        src_hosts: u16,
     },
     /// RFC 9693 phase 2, the responder's side: answer only tuples learned in
     /// phase 1, picked pseudorandomly.
@@ -116,7 +118,12 @@ impl Tuples {
             Tuples::Enumerate {
                 src_ports,
                 dst_ports,
-            } => u64::from(src_ports.len()) * u64::from(dst_ports.len()),
+                src_hosts,
+            } => {
+                u64::from(src_ports.len())
+                    * u64::from(dst_ports.len())
+                    * u64::from((*src_hosts).max(1))
+            }
             Tuples::Learned(v) => v.len() as u64,
         }
     }
@@ -357,12 +364,15 @@ impl Sender<'_> {
                     Tuples::Enumerate {
                         src_ports,
                         dst_ports,
+                        src_hosts,
                     } => {
                         let i = perm.at(seq % perm.n);
+                        let h = u64::from((*src_hosts).max(1));
                         let w = u64::from(src_ports.len());
                         Stamp {
-                            src_port: src_ports.first + (i % w) as u16,
-                            dst_port: dst_ports.first + (i / w) as u16,
+                            src_host: (i % h) as u16,
+                            src_port: src_ports.first + (i / h % w) as u16,
+                            dst_port: dst_ports.first + (i / h / w) as u16,
                             ..Stamp::default()
                         }
                     }

@@ -365,6 +365,7 @@ impl Tester {
             tuples: Tuples::Enumerate {
                 src_ports,
                 dst_ports,
+                src_hosts: self.settings.hosts.max(1),
             },
             stream: self.stream(),
         };
@@ -577,10 +578,12 @@ impl Tester {
         deadline: Instant,
     ) -> io::Result<u64> {
         let src_len = u64::from(self.src_ports.len());
+        let hosts = u64::from(self.settings.hosts.max(1));
         let mut try_n = |n: u64, me: &mut Tester| -> io::Result<bool> {
             reset()?;
-            let dst_count = n.div_ceil(src_len).max(1);
-            let src_count = n.min(src_len);
+            let per_host = n.div_ceil(hosts);
+            let dst_count = per_host.div_ceil(src_len).max(1);
+            let src_count = per_host.min(src_len);
             let src = PortRange {
                 first: me.src_ports.first,
                 last: me.src_ports.first + (src_count - 1) as u16,
