@@ -243,14 +243,14 @@ pub fn run(args: Args, sixgate: &Path) -> Result<(), String> {
             println!("wrote {}", out.display());
             Ok(())
         }
-        Command::SelfTest(a) => measure(&a, sixgate, Test::SelfTest),
-        Command::Throughput(a) => measure(&a, sixgate, Test::Throughput),
-        Command::FrameLoss(a) => measure(&a.run, sixgate, Test::FrameLoss(a.step_pct)),
-        Command::Latency(a) => measure(&a.run, sixgate, Test::Latency(a.rate)),
+        Command::SelfTest(a) => measure(&a, sixgate, Measurement::SelfTest),
+        Command::Throughput(a) => measure(&a, sixgate, Measurement::Throughput),
+        Command::FrameLoss(a) => measure(&a.run, sixgate, Measurement::FrameLoss(a.step_pct)),
+        Command::Latency(a) => measure(&a.run, sixgate, Measurement::Latency(a.rate)),
         Command::Stateful(a) => measure(
             &a.run,
             sixgate,
-            Test::Stateful {
+            Measurement::Stateful {
                 establishment: !a.no_establishment,
                 capacity_max: a.capacity_max,
                 throughput: !a.no_throughput,
@@ -260,7 +260,7 @@ pub fn run(args: Args, sixgate: &Path) -> Result<(), String> {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Test {
+enum Measurement {
     SelfTest,
     Throughput,
     FrameLoss(u32),
@@ -322,7 +322,7 @@ fn write_out(path: &Path, text: &str) -> Result<(), String> {
     }
 }
 
-fn measure(a: &RunArgs, sixgate: &Path, test: Test) -> Result<(), String> {
+fn measure(a: &RunArgs, sixgate: &Path, test: Measurement) -> Result<(), String> {
     sixgate_netns::check_host()?;
     interrupt::install().map_err(|e| e.to_string())?;
     let sizes = frame_sizes(&a.frame_sizes)?;
@@ -342,7 +342,7 @@ fn measure(a: &RunArgs, sixgate: &Path, test: Test) -> Result<(), String> {
     if a.duration <= 0.0 || a.drain < 0.0 {
         return Err("--duration must be positive and --drain not negative".into());
     }
-    let self_test = matches!(test, Test::SelfTest);
+    let self_test = matches!(test, Measurement::SelfTest);
     // The bed: the one that is up, or one for this run.
     let (bed, temporary) = if self_test {
         let name = if a.name.is_empty() {
@@ -384,12 +384,12 @@ fn measure_on(
     bed: &Bed,
     a: &RunArgs,
     sixgate: &Path,
-    test: Test,
+    test: Measurement,
     sizes: &[u16],
     tx_cpus: Vec<usize>,
     rx_cpus: Vec<usize>,
 ) -> Result<(), String> {
-    let self_test = matches!(test, Test::SelfTest);
+    let self_test = matches!(test, Measurement::SelfTest);
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.timeout.max(1.0));
     let dut = RunningDut::start(
@@ -482,7 +482,7 @@ fn measure_on(
     let run = (|| -> std::io::Result<()> {
         let loop_bed = bed.kind == Kind::Loop;
         match test {
-            Test::SelfTest | Test::Throughput => {
+            Measurement::SelfTest | Measurement::Throughput => {
                 for &size in sizes {
                     let t = tester.throughput(
                         size,
@@ -498,13 +498,13 @@ fn measure_on(
                     }
                 }
             }
-            Test::FrameLoss(step) => {
+            Measurement::FrameLoss(step) => {
                 for &size in sizes {
                     let pts = tester.frame_loss(size, max_rate, step, deadline, loop_bed)?;
                     report.frame_loss.extend(pts);
                 }
             }
-            Test::Latency(rate) => {
+            Measurement::Latency(rate) => {
                 for &size in sizes {
                     let r = match rate {
                         Some(r) => r,
@@ -522,7 +522,7 @@ fn measure_on(
                     report.latency.extend(tester.latency(size, r, loop_bed)?);
                 }
             }
-            Test::Stateful {
+            Measurement::Stateful {
                 establishment,
                 capacity_max,
                 throughput,

@@ -275,7 +275,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let blip = x % 7 == 0;
+            let blip = x.is_multiple_of(7);
             let received = if rate > 70_000 || blip {
                 rate - 1
             } else {

@@ -43,7 +43,7 @@ enum Command {
     /// Measure a translator (RFC 8219 / RFC 9693): a namespace bed, DUT presets
     /// (kernel, nat44, TAYGA, sixgate), throughput, frame loss, latency, stateful
     /// tests and charts (needs root).
-    Bench(cmd::bench::Args),
+    Bench(Box<cmd::bench::Args>),
 }
 
 fn main() -> ExitCode {
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         Command::Config(c) => cmd::config::run(&c),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Dns64(args) => cmd::dns64::run(&args),
-        Command::Bench(args) => cmd::bench::run(args),
+        Command::Bench(args) => cmd::bench::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
