@@ -21,8 +21,8 @@
 #                self,kernel,tayga,siit1,siit2,nat44,tayga44,nat64-1,nat64-2
 #   --no-build   use target/release/sixgate as it is (SIXGATE= overrides)
 # Environment: TRIAL_S (10), STEPS (12), REPS (1), BEHIND (0.001 %),
-# LOSS_GOAL (0 %), DUT_CPU (last CPU; TAYGA and the 1-worker rows are pinned
-# to it), CONNECTIONS (10000, stateful rows), MAX_RATE (default: 1.1 × the
+# LOSS_GOAL (0 %), DUT_CPU (unset: the DUT is not pinned; set, TAYGA and the
+# 1-worker rows are pinned to it), CONNECTIONS (10000, stateful rows), MAX_RATE (default: 1.1 × the
 # self-test ceiling), HOSTS (16: RFC 4814-style pseudorandom source addresses;
 # one sixgate NAT64 subscriber per address, so both workers get some).
 # Needs root, iproute2, tayga, nftables, conntrack (scripts/setup.sh).
@@ -37,7 +37,7 @@ BEHIND=${BEHIND:-0.001}
 LOSS_GOAL=${LOSS_GOAL:-0}
 CONNECTIONS=${CONNECTIONS:-10000}
 HOSTS=${HOSTS:-16}
-DUT_CPU=${DUT_CPU:-$(($(nproc) - 1))}
+DUT_CPU=${DUT_CPU:-}
 out=""
 only="self,kernel,tayga,siit1,siit2,nat44,tayga44,nat64-1,nat64-2"
 build=1
@@ -121,13 +121,15 @@ row() {
     fi
 }
 cfg=$root/bench/configs
+pin=()
+if [[ -n $DUT_CPU ]]; then pin=(--dut-cpu "$DUT_CPU"); fi
 row kernel "kernel IPv6 forwarding (kernel-v6)" --dut kernel-v6
-row tayga "TAYGA $(dpkg-query -W -f='${Version}' tayga 2>/dev/null || echo '?') (tayga)" --dut tayga --dut-cpu "$DUT_CPU"
-row siit1 "sixgate SIIT, TUN, workers = 1" --dut sixgate --config "$cfg/siit.toml" --dut-cpu "$DUT_CPU"
+row tayga "TAYGA $(dpkg-query -W -f='${Version}' tayga 2>/dev/null || echo '?') (tayga)" --dut tayga "${pin[@]}"
+row siit1 "sixgate SIIT, TUN, workers = 1" --dut sixgate --config "$cfg/siit.toml" "${pin[@]}"
 row siit2 "sixgate SIIT, TUN, workers = 2" --dut sixgate --config "$cfg/siit-2w.toml"
 row nat44 "kernel NAT44, nft masquerade (nat44)" --dut nat44 --connections "$CONNECTIONS"
-row tayga44 "TAYGA + NAT44 (tayga-nat44)" --dut tayga-nat44 --dut-cpu "$DUT_CPU" --connections "$CONNECTIONS"
-row nat64-1 "sixgate NAT64, TUN, workers = 1" --dut sixgate --config "$cfg/nat64.toml" --dut-cpu "$DUT_CPU" --connections "$CONNECTIONS"
+row tayga44 "TAYGA + NAT44 (tayga-nat44)" --dut tayga-nat44 "${pin[@]}" --connections "$CONNECTIONS"
+row nat64-1 "sixgate NAT64, TUN, workers = 1" --dut sixgate --config "$cfg/nat64.toml" "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-2 "sixgate NAT64, TUN, workers = 2" --dut sixgate --config "$cfg/nat64-2w.toml" --connections "$CONNECTIONS"
 
 elapsed=$((SECONDS - started))
@@ -166,7 +168,7 @@ for label, fps, t, flags, invalid, n in res:
     print(f"| {label} | {k(fps['median'])} | {k(fps['p1'])} / {k(fps['p99'])} | {vs} | {n} ({invalid}) | {flags} |")
 if machine:
     print()
-    print(f"{machine['cpus']} CPUs ({machine['model']}), kernel {machine['kernel']}, load average at the start of the last row {machine['load_average']}.")
+    print(f"{machine['cpus']} CPUs ({machine['model']}), kernel {machine['kernel']}, load average at the start of the first row {machine['load_average']}.")
 print(f"Command: `{cmdline}` ({elapsed} s).")
 EOF
 cat "$tmp/table.md"
