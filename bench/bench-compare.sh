@@ -30,6 +30,8 @@ set -euo pipefail
 export LC_ALL=C
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+TRIAL_S_IN=${TRIAL_S:-10}
+STEPS_IN=${STEPS:-12}
 TRIAL_S=${TRIAL_S:-10}
 STEPS=${STEPS:-12}
 REPS=${REPS:-1}
@@ -41,7 +43,7 @@ DUT_CPU=${DUT_CPU:-}
 out=""
 only="self,kernel,tayga,siit1,siit2,nat44,tayga44,nat64-1,nat64-2"
 build=1
-cmdline="bench/bench-compare.sh $*"
+cmdline="TRIAL_S=$TRIAL_S_IN STEPS=$STEPS_IN BEHIND=${BEHIND:-0.001} LOSS_GOAL=${LOSS_GOAL:-0} bench/bench-compare.sh $*"
 
 while (($# > 0)); do
     case "$1" in
@@ -158,7 +160,7 @@ for r in rows:
     if key == "kernel" and fps:
         kernel = fps["median"]
     res.append((label, fps, t, ", ".join(flags), invalid, len(j["trials"])))
-print("| system | zero-loss frames/s per direction (median) | 1st / 99th pct | vs kernel forwarding | trials (invalid) | flags |")
+print("| system | throughput, frames/s per direction (median) | 1st / 99th pct | vs kernel forwarding | trials (invalid) | flags |")
 print("|---|---:|---:|---:|---:|---|")
 for label, fps, t, flags, invalid, n in res:
     if fps is None:
