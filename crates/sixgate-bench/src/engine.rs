@@ -583,6 +583,31 @@ mod tests {
         }
     }
 
+    /// RFC 4814 §4: pseudorandom ports, inside the configured ranges, with no
+    /// fixed pattern (no constant step, no short period, every port drawn).
+    #[test]
+    fn rfc4814_ports_in_range_without_a_fixed_pattern() {
+        let range = PortRange {
+            first: 1024,
+            last: 1087,
+        };
+        let mut g = PortGen::new(range, 4814);
+        let v: Vec<u16> = (0..20_000).map(|_| g.next_port()).collect();
+        assert!(v.iter().all(|p| (1024..=1087).contains(p)));
+        assert!((1024..=1087).all(|p| v.contains(&p)), "every port drawn");
+        let steps: std::collections::HashSet<i32> = v
+            .windows(2)
+            .map(|w| i32::from(w[1]) - i32::from(w[0]))
+            .collect();
+        assert!(steps.len() > 50, "{} distinct steps", steps.len());
+        for period in 1..=256 {
+            assert!(
+                v.iter().zip(&v[period..]).filter(|(a, b)| a == b).count() < v.len() / 8,
+                "period {period}"
+            );
+        }
+    }
+
     #[test]
     fn batches_follow_the_rate() {
         assert_eq!(batch_for(1_000), 1);
