@@ -2,6 +2,7 @@
 //! neighbours, and programs run inside.
 
 use std::ffi::OsStr;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,8 @@ use crate::process::{self, Background, DEFAULT_TIMEOUT};
 #[derive(Debug)]
 pub struct Netns {
     name: String,
+    /// Deleted on drop (false for one attached with [`Netns::attach`]).
+    owned: bool,
 }
 
 /// The state of a network interface, from `ip link show`.
@@ -74,7 +77,7 @@ impl Netns {
         let name = crate::unique_name(role, index);
         process::run_admin(Command::new("ip").args(["netns", "add", &name]))?;
         // From here on, drop deletes it.
-        let ns = Netns { name };
+        let ns = Netns { name, owned: true };
         ns.ip(["link", "set", "lo", "up"])?;
         // `default` applies to interfaces created later (the veths), `all` to the
         // existing ones.
@@ -84,6 +87,49 @@ impl Netns {
             ("net.ipv6.conf.default.accept_ra", "0"),
         ])?;
         Ok(ns)
+    }
+
+    /// A namespace with a fixed `name` chosen by the caller (for beds that outlive
+    /// the process, such as `sixgate bench bed up`), set up like [`Netns::new`];
+    /// an error if it exists. Deleted on drop unless [`Netns::persist`] is called.
+    pub fn named(name: &str) -> Result<Netns> {
+        process::run_admin(Command::new("ip").args(["netns", "add", name]))?;
+        let ns = Netns {
+            name: name.to_owned(),
+            owned: true,
+        };
+        ns.ip(["link", "set", "lo", "up"])?;
+        ns.sysctl(&[
+            ("net.ipv6.conf.all.accept_dad", "0"),
+            ("net.ipv6.conf.default.accept_dad", "0"),
+            ("net.ipv6.conf.default.accept_ra", "0"),
+        ])?;
+        Ok(ns)
+    }
+
+    /// Keep the namespace after this value is dropped; returns its name.
+    pub fn persist(mut self) -> String {
+        self.owned = false;
+        std::mem::take(&mut self.name)
+    }
+
+    /// The existing namespace `name`, left in place when this value is dropped.
+    pub fn attach(name: &str) -> Result<Netns> {
+        if !Path::new("/run/netns").join(name).exists() {
+            return Err(Error::new(format!("no network namespace {name}")));
+        }
+        Ok(Netns {
+            name: name.to_owned(),
+            owned: false,
+        })
+    }
+
+    /// Delete the namespace `name` made earlier (killing what runs inside), if
+    /// it exists.
+    pub fn delete(name: &str) {
+        if Path::new("/run/netns").join(name).exists() {
+            delete_namespace(name);
+        }
     }
 
     /// The namespace's name, as `ip netns list` shows it.
@@ -355,6 +401,9 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         delete_namespace(&self.name);
     }
 }

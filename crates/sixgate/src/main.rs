@@ -56,6 +56,10 @@ enum Command {
     /// Write manual pages or shell completions (for packaging).
     #[command(subcommand, hide = true)]
     Generate(cmd::generate::Command),
+    /// Measure a translator (RFC 8219 / RFC 9693): a namespace bed, DUT presets
+    /// (kernel, nat44, TAYGA, sixgate), throughput, frame loss, latency, stateful
+    /// tests and charts (needs root).
+    Bench(Box<cmd::bench::Args>),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Command::Bib(c) => cmd::change::bib(&c),
         Command::Reload(a) => cmd::change::reload(&a),
         Command::Generate(c) => cmd::generate::run(&c),
+        Command::Bench(args) => cmd::bench::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -61,6 +61,30 @@ fn help_lists_the_subcommands() {
     let out = text(&o.stdout);
     assert!(out.contains("translate") && out.contains("config"), "{out}");
     assert!(out.contains("demo"), "{out}");
+    assert!(out.contains("bench"), "{out}");
+}
+
+/// `sixgate bench` lists its measurements, and a bad frame size is a clear
+/// error naming RFC 8219's range (before anything needs root).
+#[test]
+fn bench_help_and_bad_input() {
+    let o = sixgate(&["bench", "--help"]);
+    assert!(o.status.success());
+    let out = text(&o.stdout);
+    for sub in [
+        "bed",
+        "self-test",
+        "throughput",
+        "frame-loss",
+        "latency",
+        "stateful",
+        "plot",
+    ] {
+        assert!(out.contains(sub), "{sub}: {out}");
+    }
+    let o = sixgate(&["bench", "plot", "/nonexistent.json", "--out", "/tmp/x.svg"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("/nonexistent.json"));
 }
 
 /// Until the daemon lands, `sixgate demo` says so, points to the TAYGA demo and

@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes its clap arguments and a `run` that
 //! returns `Err(message)` for `main` to print and turn into exit status 1.
 
+pub mod bench;
 pub mod change;
 pub mod config;
 pub mod demo;
