@@ -19,7 +19,8 @@ pub const ENV_TRANSLATOR: &str = "SIXGATE_E2E_TRANSLATOR";
 /// Environment variable naming the sixgate executable to test instead of the one
 /// passed to [`Translator::from_env`] (a release build, or a stand-in).
 pub const ENV_BINARY: &str = "SIXGATE_E2E_BINARY";
-/// Environment variable that picks sixgate's data plane: `tun` (the default).
+/// Environment variable that picks sixgate's data plane: `tun` (the default) or
+/// `xdp`.
 pub const ENV_DATAPLANE: &str = "SIXGATE_E2E_DATAPLANE";
 /// Environment variable with extra TOML merged into sixgate's generated config,
 /// e.g. `[daemon]` / `workers = 2`.
@@ -42,13 +43,17 @@ pub enum Dataplane {
     /// prefixes into it, sixgate translates and writes the packets back.
     #[default]
     Tun,
+    /// AF_XDP sockets on the gateway's two veth interfaces (`[daemon] dataplane
+    /// = "xdp"`, `[xdp]` naming `eth6` and `eth4`): the XDP program redirects
+    /// what to translate, the kernel keeps the rest.
+    Xdp,
 }
 
 impl Dataplane {
     /// All data planes the bed knows, by name.
-    pub const ALL: [Dataplane; 1] = [Dataplane::Tun];
+    pub const ALL: [Dataplane; 2] = [Dataplane::Tun, Dataplane::Xdp];
 
-    /// Parse a name (`tun`).
+    /// Parse a name (`tun`, `xdp`).
     pub fn parse(name: &str) -> Result<Dataplane> {
         Dataplane::ALL
             .into_iter()
@@ -66,6 +71,7 @@ impl Dataplane {
     pub fn name(self) -> &'static str {
         match self {
             Dataplane::Tun => "tun",
+            Dataplane::Xdp => "xdp",
         }
     }
 
@@ -73,6 +79,12 @@ impl Dataplane {
     fn toml(self) -> String {
         match self {
             Dataplane::Tun => format!("[tun]\nname = \"{SIXGATE_TUN}\"\n"),
+            Dataplane::Xdp => format!(
+                "[daemon]\ndataplane = \"xdp\"\n\n[xdp]\nipv6_interface = \"{}\"\n\
+                 ipv4_interface = \"{}\"\n",
+                crate::topology::ifname::GATEWAY_V6,
+                crate::topology::ifname::GATEWAY_V4
+            ),
         }
     }
 }
@@ -224,6 +236,8 @@ struct SixgateConfig {
     tun: String,
     manage_routes: bool,
     keep: bool,
+    /// XDP data plane: its two interfaces (ready when both have the program).
+    xdp: Option<[String; 2]>,
 }
 
 fn sixgate_config(dataplane: Dataplane, extra: &str) -> Result<SixgateConfig> {
@@ -267,6 +281,22 @@ fn tun_settings(table: &toml::Table, text: String) -> SixgateConfig {
             .and_then(|v| v.as_bool())
             .unwrap_or(true),
         keep: tun_key("keep").and_then(|v| v.as_bool()).unwrap_or(false),
+        xdp: (table
+            .get("daemon")
+            .and_then(|d| d.get("dataplane"))
+            .and_then(|d| d.as_str())
+            == Some("xdp"))
+        .then(|| {
+            let key = |k: &str| {
+                table
+                    .get("xdp")
+                    .and_then(|x| x.get(k))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            [key("ipv6_interface"), key("ipv4_interface")]
+        }),
     }
 }
 
@@ -376,6 +406,7 @@ fn launch_sixgate<'a>(
         delete_tun_on_stop: false,
         translator_removes_tun: !cfg.keep,
         ready_routes,
+        xdp: cfg.xdp,
         _dir: dir,
     };
     t.wait_ready(!cfg.manage_routes)?;
@@ -402,6 +433,7 @@ fn start_tayga(gateway: &Netns) -> Result<RunningTranslator<'_>> {
         delete_tun_on_stop: true,
         translator_removes_tun: false,
         ready_routes: bed_routes(),
+        xdp: None,
         _dir: dir,
     };
     gateway.link_up(TAYGA_TUN)?;
@@ -451,6 +483,9 @@ pub struct RunningTranslator<'a> {
     translator_removes_tun: bool,
     /// Prefixes whose routes must point into the TUN device before it is ready.
     ready_routes: Vec<String>,
+    /// XDP data plane: the interfaces its program must be attached to (and
+    /// detached from when it stops); no TUN device then.
+    xdp: Option<[String; 2]>,
     _dir: ScratchDir,
 }
 
@@ -472,6 +507,8 @@ pub struct Stopped {
     pub tun_left_behind: bool,
     /// Counters of the TUN device just before the translator was stopped.
     pub tun_stats: Option<LinkStats>,
+    /// XDP data plane: interfaces that still had an XDP program after it exited.
+    pub xdp_left_behind: Vec<String>,
 }
 
 impl Stopped {
@@ -489,6 +526,12 @@ impl Stopped {
         }
         if self.tun_left_behind {
             problems.push("it left its TUN device behind".into());
+        }
+        if !self.xdp_left_behind.is_empty() {
+            problems.push(format!(
+                "it left its XDP program on {}",
+                self.xdp_left_behind.join(", ")
+            ));
         }
         if problems.is_empty() {
             Ok(())
@@ -569,6 +612,9 @@ impl RunningTranslator<'_> {
     /// Wait until the TUN device is up with carrier and the routes point into it.
     /// With `add_routes_itself`, the bed adds the routes once the device is up.
     fn wait_ready(&mut self, add_routes_itself: bool) -> Result<()> {
+        if let Some(ifaces) = self.xdp.clone() {
+            return self.wait_xdp_ready(&ifaces);
+        }
         let deadline = Instant::now() + READY_TIMEOUT;
         let mut routes_added = false;
         loop {
@@ -611,6 +657,32 @@ impl RunningTranslator<'_> {
         }
     }
 
+    /// XDP: ready when the program is on both interfaces (sixgate attaches it
+    /// last, once the sockets are bound and their fill rings filled).
+    fn wait_xdp_ready(&self, ifaces: &[String; 2]) -> Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            self.check_running()?;
+            if self.gateway.has_xdp(&ifaces[0])? && self.gateway.has_xdp(&ifaces[1])? {
+                // The workers start right after the attach message.
+                if self.log().contains("workers started") {
+                    return Ok(());
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::new(format!(
+                    "not ready after {} s: no XDP program on {} and {}; its output:\n{}",
+                    READY_TIMEOUT.as_secs(),
+                    ifaces[0],
+                    ifaces[1],
+                    self.log()
+                )));
+            }
+            crate::interrupt::check()?;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn routes_ready(&self) -> Result<bool> {
         let dev = format!("dev {} ", self.tun);
         for prefix in &self.ready_routes {
@@ -636,6 +708,16 @@ impl RunningTranslator<'_> {
                 .ip(["link", "del", &self.tun])
                 .context("removing the TUN device")?;
         }
+        let mut xdp_left_behind = Vec::new();
+        for i in self.xdp.iter().flatten() {
+            if self.gateway.has_xdp(i)? {
+                xdp_left_behind.push(i.clone());
+                let _ = self.gateway.ip(["link", "set", "dev", i, "xdp", "off"]);
+                let _ = self
+                    .gateway
+                    .ip(["link", "set", "dev", i, "xdpgeneric", "off"]);
+            }
+        }
         let finished =
             finished.ok_or_else(|| Error::new(format!("{} never started", self.name)))?;
         Ok(Stopped {
@@ -646,6 +728,7 @@ impl RunningTranslator<'_> {
             stderr: finished.stderr,
             tun_left_behind: still_there && self.translator_removes_tun && !self.delete_tun_on_stop,
             tun_stats,
+            xdp_left_behind,
         })
     }
 }
@@ -722,7 +805,12 @@ mod tests {
     #[test]
     fn dataplane_names() {
         assert_eq!(Dataplane::parse("tun").unwrap(), Dataplane::Tun);
-        let e = Dataplane::parse("xdp").unwrap_err().to_string();
-        assert!(e.contains("\"xdp\"") && e.contains("tun"), "{e}");
+        assert_eq!(Dataplane::parse("xdp").unwrap(), Dataplane::Xdp);
+        let e = Dataplane::parse("dpdk").unwrap_err().to_string();
+        assert!(e.contains("\"dpdk\"") && e.contains("tun, xdp"), "{e}");
+        let c = sixgate_config(Dataplane::Xdp, "").unwrap();
+        assert_eq!(c.xdp, Some(["eth6".to_owned(), "eth4".to_owned()]));
+        let t: toml::Table = c.text.parse().unwrap();
+        assert_eq!(t["daemon"]["dataplane"].as_str(), Some("xdp"));
     }
 }

@@ -29,7 +29,7 @@ use sixgate_config::Loaded;
 use tracing::{info, warn};
 
 pub mod device;
-mod events;
+pub mod events;
 pub mod gso;
 pub mod pipeline;
 pub mod pool4_default;
@@ -55,6 +55,12 @@ impl fmt::Display for SetupError {
 }
 
 impl std::error::Error for SetupError {}
+
+impl From<String> for SetupError {
+    fn from(why: String) -> Self {
+        SetupError(why)
+    }
+}
 
 /// Why [`Gateway::wait`] returned.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -64,10 +64,9 @@ pub fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
-    let gw =
-        sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
+    let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let why = gw.wait();
-    tracing::info!(device = %gw.name(), "stopping: {why}");
+    tracing::info!("stopping: {why}");
     let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
@@ -96,4 +95,38 @@ pub fn run(args: &Args) -> CmdResult {
         return Err(format!("sixgate run: stopped: {why}"));
     }
     Ok(())
+}
+
+/// The data plane `[daemon] dataplane` picks; both report alike.
+enum Gateway {
+    Tun(sixgate_tun::Gateway),
+    Xdp(sixgate_xdp::Gateway),
+}
+
+impl Gateway {
+    fn start(
+        loaded: &sixgate_config::Loaded,
+        keep: bool,
+    ) -> Result<Gateway, sixgate_tun::SetupError> {
+        Ok(match loaded.daemon.dataplane {
+            sixgate_config::Dataplane::Tun => {
+                Gateway::Tun(sixgate_tun::Gateway::start(loaded, keep)?)
+            }
+            sixgate_config::Dataplane::Xdp => Gateway::Xdp(sixgate_xdp::Gateway::start(loaded)?),
+        })
+    }
+
+    fn wait(&self) -> sixgate_tun::Stop {
+        match self {
+            Gateway::Tun(g) => g.wait(),
+            Gateway::Xdp(g) => g.wait(),
+        }
+    }
+
+    fn stop(self) -> sixgate_tun::Report {
+        match self {
+            Gateway::Tun(g) => g.stop(),
+            Gateway::Xdp(g) => g.stop(),
+        }
+    }
 }
