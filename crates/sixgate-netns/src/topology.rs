@@ -138,6 +138,12 @@ pub struct TopologyOptions {
     /// Receive and transmit queues of the gateway's two links (both ends);
     /// 0 or 1: one. The XDP data plane runs one worker per queue.
     pub queues: u32,
+    /// Turn transmit checksum offload off on the hosts' interfaces, so that
+    /// every packet on the links carries a complete checksum, as from a real
+    /// NIC. Without it, veth hands packets of a local sender over with a partial
+    /// checksum (`CHECKSUM_PARTIAL`), which AF_XDP cannot tell apart: the XDP
+    /// data plane needs it (docs/xdp.md).
+    pub complete_checksums: bool,
 }
 
 /// The four namespaces of the standard bed, configured and routed, without a
@@ -216,6 +222,10 @@ impl Topology {
         }
         if self.options.static_neighbours {
             self.pin_neighbours()?;
+        }
+        if self.options.complete_checksums {
+            h6.run("ethtool", ["-K", ifname::V6_HOST, "tx", "off"])?;
+            h4.run("ethtool", ["-K", ifname::V4_HOST, "tx", "off"])?;
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Context, Error, Result};
 use crate::netns::{LinkStats, Netns};
 use crate::process::{self, Background, ScratchDir, describe};
-use crate::topology::{TRANSLATOR_TOML, addr};
+use crate::topology::{TRANSLATOR_TOML, TopologyOptions, addr};
 
 /// Environment variable that picks the translator for [`Translator::from_env`]:
 /// `sixgate` (the default) or `tayga`.
@@ -142,6 +142,31 @@ impl Translator {
             other => Err(Error::new(format!(
                 "{ENV_TRANSLATOR}={other:?}: expected \"sixgate\" or \"tayga\""
             ))),
+        }
+    }
+
+    /// `options` with what this translator needs of the bed: for sixgate on XDP,
+    /// complete checksums on the links and as many veth queues as workers.
+    pub fn bed_options(&self, options: TopologyOptions) -> TopologyOptions {
+        match self {
+            Translator::Sixgate {
+                dataplane: Dataplane::Xdp,
+                extra_toml,
+                ..
+            } => {
+                let workers = extra_toml
+                    .parse::<toml::Table>()
+                    .ok()
+                    .and_then(|t| t.get("daemon")?.get("workers")?.as_integer())
+                    .unwrap_or(1)
+                    .clamp(1, 64) as u32;
+                TopologyOptions {
+                    complete_checksums: true,
+                    queues: options.queues.max(workers),
+                    ..options
+                }
+            }
+            _ => options,
         }
     }
 

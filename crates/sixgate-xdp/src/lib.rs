@@ -188,6 +188,23 @@ impl Gateway {
         for name in &self.interfaces {
             self.programs.push(Program::load(name, &dst)?);
         }
+        // The kernel does not check what an AF_XDP socket sends against the
+        // interface's MTU: the translator does (RFC 7915 §4 Packet Too Big /
+        // Fragmentation Needed), with each side's MTU unless configured.
+        for (side, name) in self.interfaces.iter().enumerate() {
+            let mtu =
+                nexthop::mtu_of(name).map_err(|e| format!("{name}: cannot read its MTU: {e}"))?;
+            let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
+            let (key, slot) = if side == 0 {
+                ("ipv6_mtu", &mut cfg.ipv6_mtu)
+            } else {
+                ("ipv4_mtu", &mut cfg.ipv4_mtu)
+            };
+            if slot.is_none() {
+                *slot = Some(mtu);
+                info!(interface = %name, mtu, "{key} not set: the interface's MTU is used");
+            }
+        }
         cfg.ipv4_id_key = system::random_u64();
         if let Some(nat) = &mut cfg.nat64 {
             nat.hash_key = system::random_u64();

@@ -145,29 +145,42 @@ fn slot_of(key: u128) -> usize {
     (x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize
 }
 
-/// The MAC address of `ifindex` (`SIOCGIFHWADDR`).
-pub fn mac_of(name: &str) -> std::io::Result<[u8; 6]> {
+/// `ioctl` `req` on interface `name`, returning the filled request.
+fn if_ioctl(name: &str, req: libc::c_ulong) -> std::io::Result<libc::ifreq> {
     // SAFETY: plain socket(2), closed below.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: zeroed is a valid ifreq.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in req.ifr_name.iter_mut().zip(name.bytes().take(15)) {
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in ifr.ifr_name.iter_mut().zip(name.bytes().take(15)) {
         *d = s as libc::c_char;
     }
-    // SAFETY: SIOCGIFHWADDR fills the ifreq we pass.
-    let r = unsafe { libc::ioctl(fd, libc::SIOCGIFHWADDR, &mut req) };
+    // SAFETY: the interface ioctls fill the ifreq we pass.
+    let r = unsafe { libc::ioctl(fd, req as _, &mut ifr) };
     let err = std::io::Error::last_os_error();
     // SAFETY: our descriptor.
     unsafe { libc::close(fd) };
     if r < 0 {
         return Err(err);
     }
+    Ok(ifr)
+}
+
+/// The MAC address of interface `name` (`SIOCGIFHWADDR`).
+pub fn mac_of(name: &str) -> std::io::Result<[u8; 6]> {
+    let ifr = if_ioctl(name, libc::SIOCGIFHWADDR as libc::c_ulong)?;
     // SAFETY: after SIOCGIFHWADDR the union holds ifru_hwaddr.
-    let sa = unsafe { req.ifr_ifru.ifru_hwaddr };
+    let sa = unsafe { ifr.ifr_ifru.ifru_hwaddr };
     Ok(std::array::from_fn(|i| sa.sa_data[i] as u8))
+}
+
+/// The MTU of interface `name` (`SIOCGIFMTU`).
+pub fn mtu_of(name: &str) -> std::io::Result<u32> {
+    let ifr = if_ioctl(name, libc::SIOCGIFMTU as libc::c_ulong)?;
+    // SAFETY: after SIOCGIFMTU the union holds ifru_mtu.
+    Ok(unsafe { ifr.ifr_ifru.ifru_mtu } as u32)
 }
 
 #[cfg(test)]
@@ -187,7 +200,9 @@ mod tests {
     }
 
     #[test]
-    fn loopback_mac_is_zero() {
+    fn loopback_mac_is_zero_and_mtu_known() {
         assert_eq!(mac_of("lo").unwrap(), [0; 6]);
+        assert!(mtu_of("lo").unwrap() >= 1280);
+        assert!(mtu_of("no-such-if0").is_err());
     }
 }

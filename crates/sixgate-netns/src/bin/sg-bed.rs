@@ -104,12 +104,13 @@ fn run(cli: &Cli) -> Result<ExitCode, String> {
         },
     };
     translator.check_available()?;
-    let bed = Topology::build(TopologyOptions {
+    let bed = Topology::build(translator.bed_options(TopologyOptions {
         v4_link_mtu: cli.v4_link_mtu,
         v6_link_mtu: cli.v6_link_mtu,
         static_neighbours: cli.static_neighbours,
         queues: cli.queues,
-    })
+        ..TopologyOptions::default()
+    }))
     .map_err(|e| e.to_string())?;
     let running = bed.start(&translator).map_err(|e| e.to_string())?;
     eprintln!(
