@@ -132,8 +132,10 @@ impl Translator {
                 binary: var(ENV_BINARY)
                     .map(PathBuf::from)
                     .unwrap_or_else(|| sixgate_binary.into()),
+                // The first of a list (see `all_from_env`).
                 dataplane: match var(ENV_DATAPLANE) {
-                    Some(d) => Dataplane::parse(d.trim()).context(ENV_DATAPLANE)?,
+                    Some(d) => Dataplane::parse(d.split(',').next().unwrap_or("").trim())
+                        .context(ENV_DATAPLANE)?,
                     None => Dataplane::Tun,
                 },
                 extra_toml: var(ENV_EXTRA_TOML).unwrap_or_default(),
@@ -168,6 +170,38 @@ impl Translator {
             }
             _ => options,
         }
+    }
+
+    /// Every translator the environment asks for: as [`Translator::from_env`],
+    /// but [`ENV_DATAPLANE`] may list several data planes (`tun,xdp`), and
+    /// without it sixgate runs on each data plane the bed knows, so that one
+    /// test run covers them all. TAYGA is one translator.
+    pub fn all_from_env(sixgate_binary: impl Into<PathBuf>) -> Result<Vec<Translator>> {
+        let one = Translator::from_env(sixgate_binary)?;
+        let Translator::Sixgate {
+            binary, extra_toml, ..
+        } = &one
+        else {
+            return Ok(vec![one]);
+        };
+        let planes: Vec<Dataplane> = match std::env::var(ENV_DATAPLANE)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
+            Some(list) => list
+                .split(',')
+                .map(|d| Dataplane::parse(d.trim()).context(ENV_DATAPLANE))
+                .collect::<Result<_>>()?,
+            None => Dataplane::ALL.to_vec(),
+        };
+        Ok(planes
+            .into_iter()
+            .map(|dataplane| Translator::Sixgate {
+                binary: binary.clone(),
+                dataplane,
+                extra_toml: extra_toml.clone(),
+            })
+            .collect())
     }
 
     /// `sixgate` or `tayga`.
