@@ -10,6 +10,10 @@
 //   anything else (ARP, Neighbour Discovery, traffic to the host itself)
 //       -> XDP_PASS, the kernel handles it as if sixgate were not there
 //
+// The tries' value says which: 1 translate, 0 pass. The interfaces' own
+// addresses are in them with 0, so a wide prefix (a CLAT's 0.0.0.0/0) never
+// takes the host's own traffic.
+//
 // A queue without a socket in xsks also passes (bpf_redirect_map's fallback
 // action), so nothing is lost while sixgate starts or stops. The daemon fills
 // both tries from the configuration before attaching the program.
@@ -77,14 +81,16 @@ int sixgate_xdp(struct xdp_md *ctx)
 			return XDP_PASS;
 		struct lpm6_key k = { .prefixlen = 128 };
 		__builtin_memcpy(k.addr, ip + 24, 16);
-		hit = bpf_map_lookup_elem(&dst6, &k) != 0;
+		__u8 *v = bpf_map_lookup_elem(&dst6, &k);
+		hit = v && *v;
 	} else if (proto == ETH_P_IP_) {
 		// Destination: bytes 16..20 of the IPv4 header.
 		if ((void *)(ip + 20) > end)
 			return XDP_PASS;
 		struct lpm4_key k = { .prefixlen = 32 };
 		__builtin_memcpy(&k.addr, ip + 16, 4);
-		hit = bpf_map_lookup_elem(&dst4, &k) != 0;
+		__u8 *v = bpf_map_lookup_elem(&dst4, &k);
+		hit = v && *v;
 	}
 	if (!hit)
 		return XDP_PASS;

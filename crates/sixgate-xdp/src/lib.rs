@@ -184,7 +184,12 @@ impl Gateway {
     ) -> Result<(), String> {
         let x = &loaded.xdp;
         let routes = sixgate_tun::routes::wanted_for(loaded);
-        let dst = Destinations::from_prefixes(routes.iter().map(|r| r.prefix.as_str()))?;
+        let mut dst = Destinations::from_prefixes(routes.iter().map(|r| r.prefix.as_str()))?;
+        for name in &self.interfaces {
+            let (v4, v6) = program::local_addresses(name)?;
+            dst.local_v4.extend(v4);
+            dst.local_v6.extend(v6);
+        }
         for name in &self.interfaces {
             self.programs.push(Program::load(name, &dst)?);
         }

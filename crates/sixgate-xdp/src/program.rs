@@ -31,6 +31,11 @@ pub struct Destinations {
     pub v4: Vec<(Ipv4Addr, u8)>,
     /// IPv6 prefixes.
     pub v6: Vec<(Ipv6Addr, u8)>,
+    /// The host's own IPv4 addresses: never redirected, whatever prefix
+    /// covers them.
+    pub local_v4: Vec<Ipv4Addr>,
+    /// The host's own IPv6 addresses, likewise.
+    pub local_v6: Vec<Ipv6Addr>,
 }
 
 impl Destinations {
@@ -59,6 +64,34 @@ impl Destinations {
         }
         Ok(d)
     }
+}
+
+/// The addresses configured on `interface` (`ip -o addr show dev`).
+pub fn local_addresses(interface: &str) -> Result<(Vec<Ipv4Addr>, Vec<Ipv6Addr>), String> {
+    let out = Command::new("ip")
+        .args(["-o", "addr", "show", "dev", interface])
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "interface {interface}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let (mut v4, mut v6) = (Vec::new(), Vec::new());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut words = text.split_whitespace();
+    while let Some(w) = words.next() {
+        let Some(a) = words.clone().next().and_then(|a| a.split('/').next()) else {
+            continue;
+        };
+        match w {
+            "inet" => v4.extend(a.parse::<Ipv4Addr>().ok()),
+            "inet6" => v6.extend(a.parse::<Ipv6Addr>().ok()),
+            _ => {}
+        }
+    }
+    Ok((v4, v6))
 }
 
 /// How the program ended up attached.
@@ -122,8 +155,9 @@ impl Program {
             let mut t: LpmTrie<_, u32, u8> =
                 LpmTrie::try_from(ebpf.map_mut("dst4").ok_or("no map dst4")?)
                     .map_err(|e| format!("dst4: {e}"))?;
-            for (a, l) in &dst.v4 {
-                t.insert(&Key::new(u32::from(*l), u32::from(*a).to_be()), 1, 0)
+            let pass = dst.local_v4.iter().map(|a| (*a, 32, 0));
+            for (a, l, v) in dst.v4.iter().map(|(a, l)| (*a, *l, 1)).chain(pass) {
+                t.insert(&Key::new(u32::from(l), u32::from(a).to_be()), v, 0)
                     .map_err(|e| format!("cannot add {a}/{l} to the XDP program: {e}"))?;
             }
         }
@@ -131,8 +165,9 @@ impl Program {
             let mut t: LpmTrie<_, [u8; 16], u8> =
                 LpmTrie::try_from(ebpf.map_mut("dst6").ok_or("no map dst6")?)
                     .map_err(|e| format!("dst6: {e}"))?;
-            for (a, l) in &dst.v6 {
-                t.insert(&Key::new(u32::from(*l), a.octets()), 1, 0)
+            let pass = dst.local_v6.iter().map(|a| (*a, 128, 0));
+            for (a, l, v) in dst.v6.iter().map(|(a, l)| (*a, *l, 1)).chain(pass) {
+                t.insert(&Key::new(u32::from(l), a.octets()), v, 0)
                     .map_err(|e| format!("cannot add {a}/{l} to the XDP program: {e}"))?;
             }
         }
