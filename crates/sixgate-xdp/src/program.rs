@@ -179,6 +179,14 @@ impl Program {
         })
     }
 
+    /// The loaded program (for `BPF_PROG_TEST_RUN` in tests).
+    pub fn program(&self) -> &Xdp {
+        self.ebpf
+            .program(PROGRAM)
+            .and_then(|p| <&Xdp>::try_from(p).ok())
+            .expect("loaded in Program::load")
+    }
+
     /// Put the AF_XDP socket `fd` at `queue` of the socket map: from now on the
     /// program redirects that queue's packets to it.
     pub fn set_socket(&mut self, queue: u32, fd: RawFd) -> Result<(), String> {
