@@ -715,6 +715,11 @@ EOF
     elif [[ -n $DUT_CPUS ]]; then
         pin=(taskset -c "$DUT_CPUS")
     fi
+    if [[ $dataplane == xdp ]]; then
+        # As many queues as workers: a queue with no socket would hand its
+        # packets to the kernel untranslated.
+        veth_channels "$workers"
+    fi
     ip netns exec "$NSD" "${pin[@]}" "$SIXGATE" run --config "$conf" >"$tmp/sixgate.log" 2>&1 &
     pid=$!
     if [[ $dataplane == xdp ]]; then
@@ -750,6 +755,15 @@ EOF
     if [[ $mode == nat64 ]]; then stateful_reference "sixgate nat64"; fi
 }
 
+# Receive and transmit queues in use on the four veth ends (at most XDP_QUEUES).
+veth_channels() {
+    local n=$1
+    nsx "$NS6" ethtool -L v6h rx "$n" tx "$n" 2>/dev/null || true
+    nsx "$NSD" ethtool -L d6 rx "$n" tx "$n" 2>/dev/null || true
+    nsx "$NSD" ethtool -L d4 rx "$n" tx "$n" 2>/dev/null || true
+    nsx "$NS4" ethtool -L v4h rx "$n" tx "$n" 2>/dev/null || true
+}
+
 # The rest of case_sixgate on the XDP data plane: ready once the program is on
 # both interfaces and the workers run; no routes (the program redirects).
 case_sixgate_xdp() {
@@ -781,6 +795,7 @@ case_sixgate_xdp() {
         log "  perf profile of worker 0 at $R_ZERO pps written to $PERF_XDP"
     fi
     stop_dut "$pid"
+    veth_channels "$XDP_QUEUES"
     log "  sixgate at exit: $(grep '^sixgate: ' "$tmp/sixgate.log" | tr '\n' ' ')"
     if ip -n "$NSD" -d link show d6 | grep -q prog/xdp; then
         log "  warning: an XDP program is still on d6 after SIGTERM"

@@ -122,6 +122,13 @@ impl Gateway {
             );
             n = 1;
         }
+        if n < queues {
+            warn!(
+                "the interfaces have {queues} receive queues but only {n} worker(s): packets \
+                 arriving on queues {n} and up go to the kernel untranslated; set [daemon] \
+                 workers = {queues}, or `ethtool -L IFACE rx {n} tx {n}`"
+            );
+        }
 
         // Signals first, so that a SIGTERM during set-up still ends in a clean stop.
         let (wake_rd, wake_wr) =
