@@ -158,3 +158,68 @@ fn run() {
         assert_eq!(got, want, "{what}");
     }
 }
+
+/// A sixgate program left on an interface by a crashed run (attached the old
+/// way, over netlink, so the kernel did not take it off with the process) is
+/// removed when sixgate attaches, and sixgate's own program goes on; detaching
+/// leaves the interface bare.
+#[test]
+fn stale_program_is_replaced_and_detach_leaves_nothing() {
+    std::thread::spawn(stale).join().expect("test thread");
+}
+
+fn ip(args: &[&str]) -> bool {
+    std::process::Command::new("ip")
+        .args(args)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn xdp_attached(dev: &str) -> bool {
+    let out = std::process::Command::new("ip")
+        .args(["-d", "link", "show", "dev", dev])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).contains("prog/xdp")
+}
+
+fn stale() {
+    if let Err(why) = private_loopback() {
+        println!("skipped: stale_program_is_replaced_and_detach_leaves_nothing: {why}");
+        return;
+    }
+    assert!(ip(&[
+        "link", "add", "sgx0", "type", "veth", "peer", "name", "sgx1"
+    ]));
+    assert!(ip(&["link", "set", "sgx0", "up"]));
+    assert!(ip(&["link", "set", "sgx1", "up"]));
+    let object = concat!(env!("OUT_DIR"), "/xdp_redirect.o");
+    if !ip(&[
+        "link",
+        "set",
+        "dev",
+        "sgx0",
+        "xdpgeneric",
+        "obj",
+        object,
+        "sec",
+        "xdp",
+    ]) {
+        println!("skipped: this ip cannot load XDP objects (iproute2 without libbpf)");
+        return;
+    }
+    assert!(xdp_attached("sgx0"), "the stale program is on");
+    let dst = Destinations::from_prefixes(["2001:db8:64::/96"]).unwrap();
+    let mut prog = match Program::load("sgx0", &dst) {
+        Ok(p) => p,
+        Err(e) => {
+            println!("skipped: {e}");
+            return;
+        }
+    };
+    prog.attach(sixgate_config::XdpAttach::Generic)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(xdp_attached("sgx0"), "sixgate's program is on");
+    prog.detach().unwrap();
+    assert!(!xdp_attached("sgx0"), "nothing left after detach");
+}
