@@ -14,19 +14,18 @@
 //! kernel ([`kernel_path`]). [`Gateway::stop`] detaches the programs first (the
 //! kernel then handles every packet again), then stops the workers.
 //!
-//! The counters, [`Stop`] and [`Report`] are the TUN data plane's, so that
-//! `sixgate run` reports both alike.
+//! The counters, the signal handling ([`sixgate_tun::control`]), [`Stop`] and
+//! [`Report`] are the TUN data plane's, so that `sixgate run` stops and reports
+//! both alike.
 
-use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
 
-use signal_hook::SigId;
 use sixgate_config::{Loaded, ZeroCopy};
 use sixgate_core::{Scratch, Translator};
+use sixgate_tun::control::{Signals, pipe};
 use sixgate_tun::stats::WorkerStats;
 use sixgate_tun::{IoCounters, Report, SetupError, Snapshot, Stop, system};
 use tracing::{info, warn};
@@ -48,10 +47,7 @@ pub struct Gateway {
     stats: Vec<Arc<WorkerStats>>,
     stop_flag: Arc<AtomicBool>,
     stop_wr: Option<OwnedFd>,
-    wake_rd: UnixStream,
-    signal: Arc<AtomicUsize>,
-    sig_ids: Vec<SigId>,
-    failure: Arc<Mutex<Option<String>>>,
+    signals: Signals,
 }
 
 fn ifindex(name: &str, key: &str) -> Result<u32, String> {
@@ -131,21 +127,7 @@ impl Gateway {
         }
 
         // Signals first, so that a SIGTERM during set-up still ends in a clean stop.
-        let (wake_rd, wake_wr) =
-            UnixStream::pair().map_err(|e| format!("cannot create a socket pair: {e}"))?;
-        let signal = Arc::new(AtomicUsize::new(0));
-        let mut sig_ids = Vec::new();
-        for sig in [libc::SIGINT, libc::SIGTERM] {
-            let a = signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
-                .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-            sig_ids.push(a);
-            let w = wake_wr
-                .try_clone()
-                .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-            let b = signal_hook::low_level::pipe::register(sig, w)
-                .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-            sig_ids.push(b);
-        }
+        let signals = Signals::install()?;
         let (stop_rd, stop_wr) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
         let mut gw = Gateway {
             interfaces: [x.ipv6_interface.clone(), x.ipv4_interface.clone()],
@@ -154,21 +136,9 @@ impl Gateway {
             stats: Vec::new(),
             stop_flag: Arc::new(AtomicBool::new(false)),
             stop_wr: Some(stop_wr),
-            wake_rd,
-            signal,
-            sig_ids,
-            failure: Arc::new(Mutex::new(None)),
+            signals,
         };
-        match gw.build(
-            loaded,
-            &mut cfg,
-            [if6, if4],
-            n,
-            &cpus,
-            user,
-            stop_rd,
-            wake_wr,
-        ) {
+        match gw.build(loaded, &mut cfg, [if6, if4], n, &cpus, user, stop_rd) {
             Ok(()) => Ok(gw),
             Err(e) => {
                 let _ = gw.stop();
@@ -187,7 +157,6 @@ impl Gateway {
         cpus: &[usize],
         user: Option<(String, system::User)>,
         stop_rd: OwnedFd,
-        wake_wr: UnixStream,
     ) -> Result<(), String> {
         let x = &loaded.xdp;
         let routes = sixgate_tun::routes::wanted_for(loaded);
@@ -295,8 +264,8 @@ impl Gateway {
                 stats: s.clone(),
                 stop: self.stop_flag.clone(),
                 stop_fd: Arc::new(stop_rd.try_clone().map_err(|e| e.to_string())?),
-                wake: wake_wr.try_clone().map_err(|e| e.to_string())?,
-                failure: self.failure.clone(),
+                wake: self.signals.waker().map_err(|e| e.to_string())?,
+                failure: self.signals.failure(),
                 nat64,
                 event_log,
             };
@@ -372,26 +341,7 @@ impl Gateway {
 
     /// Block until SIGINT/SIGTERM or a worker failure.
     pub fn wait(&self) -> Stop {
-        loop {
-            if let Some(why) = self
-                .failure
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-            {
-                return Stop::WorkerFailed(why);
-            }
-            let sig = self.signal.load(Relaxed);
-            if sig != 0 {
-                return Stop::Signal(sig as i32);
-            }
-            let mut b = [0u8; 16];
-            match (&self.wake_rd).read(&mut b) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Stop::WorkerFailed(format!("cannot wait for signals: {e}")),
-            }
-        }
+        self.signals.wait()
     }
 
     /// Detach the programs (the kernel handles all traffic again), stop the
@@ -415,24 +365,10 @@ impl Gateway {
                 Err(_) => errors.push(format!("worker {i} panicked")),
             }
         }
-        for id in &self.sig_ids {
-            signal_hook::low_level::unregister(*id);
-        }
         Report {
             totals: self.snapshot(),
             workers: self.stats.iter().map(|s| s.snapshot()).collect(),
             errors,
         }
     }
-}
-
-/// A pipe, close-on-exec: (read end, write end).
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors we own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
