@@ -170,6 +170,22 @@ impl Worker {
         }
         let result = self.run_loop();
         self.stats.publish(self.translator.counters(), &self.io.io);
+        // What the kernel dropped before the worker saw it: not in the summary's
+        // counters (they count what sixgate handled), so said here.
+        for (side, x) in self.io.xsks.iter().enumerate() {
+            if let Ok(st) = x.statistics() {
+                tracing::info!(
+                    worker = self.index,
+                    socket = if side == 0 { "ipv6 side" } else { "ipv4 side" },
+                    rx_dropped = st.rx_dropped,
+                    rx_ring_full = st.rx_ring_full,
+                    fill_ring_empty = st.rx_fill_ring_empty_descs,
+                    rx_invalid = st.rx_invalid_descs,
+                    tx_invalid = st.tx_invalid_descs,
+                    "AF_XDP socket statistics"
+                );
+            }
+        }
         if let Err(e) = &result {
             let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
             f.get_or_insert_with(|| e.clone());

@@ -498,6 +498,29 @@ impl Xsk {
         consumed != self.tx.local
     }
 
+    /// The kernel's counters of this socket (`XDP_STATISTICS`): packets it
+    /// dropped before sixgate saw them (rx ring full, fill ring empty) and
+    /// descriptors it refused.
+    pub fn statistics(&self) -> io::Result<libc::xdp_statistics> {
+        // SAFETY: zeroed is a valid xdp_statistics; the kernel fills it.
+        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: st has room for len bytes.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                (&mut st as *mut libc::xdp_statistics).cast(),
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(st)
+    }
+
     /// Frames whose transmission is complete, back onto `free`.
     pub fn complete(&mut self, free: &mut Vec<u64>) -> u32 {
         let n = self.comp.ready();
