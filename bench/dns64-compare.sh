@@ -14,19 +14,29 @@
 #   miss: unique names (every query misses the cache: AAAA then A upstream)
 # and the figure is dnsperf's "Queries per second" (with the share lost).
 #
-# usage: bench/dns64-compare.sh [--duration S] [--out FILE] [--no-build]
+# With --rounds N the servers take turns N times (sixgate, [--compare], Unbound,
+# BIND, then again), so load from elsewhere on the machine hits all of them
+# alike, and the report ends with each one's median. --compare BIN adds a
+# second sixgate binary (an older build, say) to every round.
+#
+# usage: bench/dns64-compare.sh [--duration S] [--rounds N] [--compare BIN]
+#                               [--out FILE] [--no-build]
 # Needs root, bind9, unbound and dnsperf (scripts/setup.sh --bench installs them).
 set -euo pipefail
 
 DURATION=10
+ROUNDS=1
+COMPARE=""
 OUT=""
 BUILD=1
 while (($#)); do
     case $1 in
     --duration) DURATION=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --compare) COMPARE=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
-    *) echo "usage: $0 [--duration S] [--out FILE] [--no-build]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--duration S] [--rounds N] [--compare BIN] [--out FILE] [--no-build]" >&2; exit 2 ;;
     esac
 done
 
@@ -162,15 +172,34 @@ run_one() { # name server command...
     wait "$pid" 2>/dev/null || true
 }
 
-run_one "sixgate dns64" 127.0.0.4 "$SIXGATE" dns64 --config "$dir/sixgate.toml"
-run_one "BIND $(/usr/sbin/named -v | awk '{print $2}')" 127.0.0.3 /usr/sbin/named -g -c "$dir/ref.conf"
-run_one "Unbound $(/usr/sbin/unbound -V | awk '/^Version/ {print $2}')" 127.0.0.5 /usr/sbin/unbound -d -c "$dir/unbound.conf"
+bind_label="BIND $(/usr/sbin/named -v | awk '{print $2}')"
+unbound_label="Unbound $(/usr/sbin/unbound -V | awk '/^Version/ {print $2}')"
+for _ in $(seq 1 "$ROUNDS"); do
+    run_one "sixgate dns64" 127.0.0.4 "$SIXGATE" dns64 --config "$dir/sixgate.toml"
+    if [[ -n $COMPARE ]]; then
+        run_one "sixgate $(basename "$COMPARE")" 127.0.0.4 "$COMPARE" dns64 --config "$dir/sixgate.toml"
+    fi
+    run_one "$unbound_label" 127.0.0.5 /usr/sbin/unbound -d -c "$dir/unbound.conf"
+    run_one "$bind_label" 127.0.0.3 /usr/sbin/named -g -c "$dir/ref.conf"
+done
 kill "$auth_pid" 2>/dev/null || true
 
 report=$(
     echo "# DNS64 query rate, $(date -u +%Y-%m-%d), $(nproc) CPUs ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo))"
     echo "# dnsperf -c 10 -q 500 -l $DURATION, AAAA for A-only names; hit = 100 names, miss = unique names"
     printf '%s\n' "${results[@]}"
+    if ((ROUNDS > 1)); then
+        echo "# medians over $ROUNDS rounds"
+        printf '%s\n' "${results[@]}" | awk '
+            { name = $0; sub(/ +(hit|miss) +[0-9]+ qps.*/, "", name)
+              load = ($0 ~ / hit /) ? "hit" : "miss"
+              for (i = 1; i <= NF; i++) if ($(i + 1) == "qps") q = $i
+              k = name "\t" load; v[k] = v[k] " " q; if (!(k in seen)) { seen[k] = 1; keys[n++] = k } }
+            END { for (j = 0; j < n; j++) { c = split(v[keys[j]], a, " ")
+                      for (x = 1; x <= c; x++) for (y = x + 1; y <= c; y++) if (a[y] < a[x]) { t = a[x]; a[x] = a[y]; a[y] = t }
+                      m = (c % 2) ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
+                      split(keys[j], kk, "\t"); printf "%-30s %-5s median %8.0f qps  (%s)\n", kk[1], kk[2], m, substr(v[keys[j]], 2) } }'
+    fi
 )
 echo "$report"
 if [[ -n $OUT ]]; then echo "$report" >"$OUT"; fi

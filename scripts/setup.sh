@@ -18,12 +18,13 @@ set -euo pipefail
 # The namespace bed (crates/sixgate-netns, e2e tests, `sixgate demo`) uses
 # iproute2 (ip, ss), procps (sysctl), tayga, python3, curl, iperf3, iputils; the
 # 464XLAT chain test also dnsmasq-base (the DNS server for RFC 7050 discovery);
-# bind9 (named) is the authoritative server and reference DNS64 of the DNS64
-# tests (crates/sixgate/tests/dns64.rs).
+# bind9 (named) is the authoritative server, validating resolver and reference
+# DNS64 of the DNS64 tests (crates/sixgate/tests/dns64.rs), bind9-utils
+# (dnssec-keygen, dnssec-signzone) signs their DNSSEC test zone.
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
-    pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9
+    pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9 bind9-utils
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2

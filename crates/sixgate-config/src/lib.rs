@@ -22,9 +22,13 @@ use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::config::IPV4_DUMMY_ADDRESS;
 
 pub use dns64::{Dns64File, Dns64Settings, load_dns64, parse_dns64};
+pub use log::{LogFormat, LogSettings, LogTarget};
+pub use metrics::MetricsSettings;
 pub use pref64::Pref64Settings;
 
 pub mod dns64;
+pub mod log;
+pub mod metrics;
 mod nat64;
 pub mod pref64;
 pub mod schema;
@@ -87,6 +91,10 @@ pub struct Loaded {
     pub dns64: Option<Dns64Settings>,
     /// `[pref64]`, if the file has one: RFC 8781 Router Advertisements.
     pub pref64: Option<Pref64Settings>,
+    /// `[metrics]` with a `listen` address; `None`: no metrics endpoint.
+    pub metrics: Option<MetricsSettings>,
+    /// `[log]`, with defaults filled in (text to standard error at info).
+    pub log: LogSettings,
     /// Values that load but go against an RFC (timeouts below RFC 6146's minimums,
     /// for instance). `sixgate config check` and the daemon print them.
     pub warnings: Vec<ConfigWarning>,
@@ -125,13 +133,15 @@ pub enum PlatPrefix {
 pub const DNS_PORT: u16 = 53;
 
 /// `[daemon]`: how `sixgate run` runs. Only the live data plane reads it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaemonSettings {
     /// Worker threads, one TUN queue each. `0`: one per online CPU.
     pub workers: u16,
     /// Switch to this user (and its primary group, no supplementary groups)
     /// once the device, its queues and the routes are set up.
     pub user: Option<String>,
+    /// The Unix socket of the daemon's API (`sixgate show`, `reload`, …).
+    pub socket: std::path::PathBuf,
     /// Which live data plane `sixgate run` uses.
     pub dataplane: Dataplane,
 }
@@ -312,6 +322,9 @@ impl Loaded {
                 ", PREF64 RAs on {} every {} s",
                 r.interface, r.interval
             ));
+        }
+        if let Some(m) = &self.metrics {
+            out.push_str(&format!(", metrics on {}", m.listen));
         }
         out
     }
@@ -546,3 +559,17 @@ fn key_path(e: &toml::de::Error) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// Where the daemon's API listens unless `[daemon] socket` says otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/sixgate/sixgate.sock";
+
+impl Default for DaemonSettings {
+    fn default() -> Self {
+        DaemonSettings {
+            workers: 0,
+            user: None,
+            socket: DEFAULT_SOCKET.into(),
+            dataplane: Dataplane::Tun,
+        }
+    }
+}

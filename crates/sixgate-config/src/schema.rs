@@ -33,6 +33,10 @@ pub struct File {
     pub dns64: Option<Spanned<crate::dns64::Dns64Section>>,
     /// `[pref64]`: PREF64 Router Advertisements (RFC 8781), see [`crate::pref64`].
     pub pref64: Option<Spanned<crate::pref64::Pref64Section>>,
+    /// `[metrics]`: the Prometheus endpoint, see [`crate::metrics`].
+    pub metrics: Option<Spanned<crate::metrics::MetricsSection>>,
+    /// `[log]`: log format and sink, see [`crate::log`].
+    pub log: Option<Spanned<crate::log::LogSection>>,
 }
 
 /// Top-level sections a file may have.
@@ -45,6 +49,8 @@ pub const SECTIONS: &[&str] = &[
     "clat",
     "dns64",
     "pref64",
+    "metrics",
+    "log",
 ];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
@@ -262,7 +268,7 @@ pub struct StaticBibEntry {
 }
 
 /// Keys of `[daemon]`, in the order of [`DaemonSection`]'s fields.
-pub const DAEMON_KEYS: &[&str] = &["workers", "user", "dataplane"];
+pub const DAEMON_KEYS: &[&str] = &["workers", "user", "socket", "dataplane"];
 
 /// `[daemon]`: how `sixgate run` runs.
 #[derive(Debug, Deserialize)]
@@ -272,6 +278,8 @@ pub struct DaemonSection {
     pub workers: Option<Spanned<i64>>,
     /// User to switch to after set-up.
     pub user: Option<Spanned<String>>,
+    /// Unix socket of the API, an absolute path.
+    pub socket: Option<Spanned<String>>,
     /// "tun" (default) or "xdp".
     pub dataplane: Option<Spanned<String>>,
 }

@@ -811,7 +811,7 @@ fn daemon_and_tun_unknown_keys_and_types() {
         1,
         &[
             "daemon: unknown key `threads`",
-            "`workers`, `user`, `dataplane`",
+            "`workers`, `user`, `socket`, `dataplane`",
         ],
     );
     err_at(
@@ -937,6 +937,7 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "icmp_error_burst" => "5",
         "daemon.workers" => "2",
         "daemon.user" => r#""nobody""#,
+        "daemon.socket" => r#""/run/sg-test/api.sock""#,
         "daemon.dataplane" => r#""xdp""#,
         "xdp.ipv6_interface" => r#""eth6""#,
         "xdp.ipv4_interface" => r#""eth4""#,
@@ -1048,7 +1049,9 @@ fn key_list_matches_schema() {
             "xdp",
             "clat",
             "dns64",
-            "pref64"
+            "pref64",
+            "metrics",
+            "log"
         ]
     );
 
@@ -1071,9 +1074,15 @@ fn key_list_matches_schema() {
     let schema::DaemonSection {
         workers,
         user,
+        socket,
         dataplane,
     } = file.daemon.unwrap().into_inner();
-    let set = [workers.is_some(), user.is_some(), dataplane.is_some()];
+    let set = [
+        workers.is_some(),
+        user.is_some(),
+        socket.is_some(),
+        dataplane.is_some(),
+    ];
     assert_eq!(set.len(), DAEMON_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");
     let schema::TunSection {
@@ -1274,6 +1283,13 @@ fn docs_document_exactly_the_schema_keys() {
     accepted.extend(STATIC_BIB_KEYS.iter().map(|k| format!("static_bib.{k}")));
     accepted.extend(crate::dns64::DNS64_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(crate::pref64::PREF64_KEYS.iter().map(|k| k.to_string()));
+    // `listen` is also a [dns64] key, so [metrics] keys are documented qualified.
+    accepted.extend(
+        crate::metrics::METRICS_KEYS
+            .iter()
+            .map(|k| format!("metrics.{k}")),
+    );
+    accepted.extend(crate::log::LOG_KEYS.iter().map(|k| k.to_string()));
     // Section keys are documented bare in their section's table, so no two
     // sections may share a key name (the check above could not tell them apart).
     assert_eq!(
@@ -1288,7 +1304,9 @@ fn docs_document_exactly_the_schema_keys() {
             + STATIC_BIB_KEYS.len()
             + CLAT_KEYS.len()
             + crate::dns64::DNS64_KEYS.len()
-            + crate::pref64::PREF64_KEYS.len(),
+            + crate::pref64::PREF64_KEYS.len()
+            + crate::metrics::METRICS_KEYS.len()
+            + crate::log::LOG_KEYS.len(),
         "a key name is shared between sections"
     );
     let missing: Vec<_> = accepted.difference(&documented).collect();
@@ -1368,6 +1386,18 @@ fn docs_toml_examples_are_valid() {
             full.contains(&format!("\n{key} = ")),
             "the [dns64] example lacks {key}"
         );
+    }
+    for (section, keys) in [
+        ("[metrics]", crate::metrics::METRICS_KEYS),
+        ("[log]", crate::log::LOG_KEYS),
+    ] {
+        let b = blocks.iter().rfind(|b| b.contains(section)).unwrap();
+        for key in keys {
+            assert!(
+                b.contains(&format!("\n{key} = ")),
+                "the {section} example lacks {key}"
+            );
+        }
     }
     let pref64 = blocks.iter().rfind(|b| b.contains("[pref64]")).unwrap();
     for key in crate::pref64::PREF64_KEYS {

@@ -183,6 +183,14 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         }
         None => None,
     };
+    let metrics = match file.metrics {
+        Some(m) => crate::metrics::section(&cx, m.into_inner())?,
+        None => None,
+    };
+    let log = match file.log {
+        Some(l) => crate::log::section(&cx, l.into_inner())?,
+        None => crate::LogSettings::default(),
+    };
     Ok(Loaded {
         config,
         mode,
@@ -192,6 +200,8 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         clat,
         dns64,
         pref64,
+        metrics,
+        log,
         warnings: cx.warnings.into_inner(),
     })
 }
@@ -409,6 +419,19 @@ fn daemon(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, ConfigError> 
             ));
         }
         out.user = Some(name.clone());
+    }
+    if let Some(p) = &d.socket {
+        let path = p.get_ref();
+        // sun_path holds 108 bytes with the terminating NUL.
+        if !path.starts_with('/') || path.len() > 107 || path.ends_with('/') {
+            return Err(cx.bad(
+                "socket",
+                p,
+                "not an absolute socket path of at most 107 bytes",
+                "an absolute path such as \"/run/sixgate/sixgate.sock\"",
+            ));
+        }
+        out.socket = path.into();
     }
     if let Some(v) = &d.dataplane {
         out.dataplane = match v.get_ref().as_str() {

@@ -21,6 +21,7 @@ pub mod ipv4_id;
 pub mod nat64;
 pub mod packet;
 pub mod rate_limit;
+pub mod reconfigure;
 pub mod rfc7915;
 pub mod translator;
 pub mod verdict;

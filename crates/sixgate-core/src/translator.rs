@@ -110,7 +110,8 @@ impl Translator {
         &self.cfg
     }
 
-    /// Swap in a new configuration (a reload); counters and ID state are kept.
+    /// Swap in a new configuration without [`crate::reconfigure::check`];
+    /// counters and ID state are kept.
     /// NAT64 state is kept when the new configuration still has NAT64 (its new
     /// limits and timeouts apply from now on; tables keep their size), created
     /// when it gains it, and dropped when it loses it.

@@ -189,3 +189,32 @@ fn nat64_allocates_nothing_per_packet() {
     assert_eq!(allocs() - before, 0, "allocations on the NAT64 packet path");
     assert!(h.t.nat64_stats().sessions.total() > 0);
 }
+
+#[test]
+fn nat64_after_reconfigure_allocates_nothing_per_packet() {
+    use sixgate_core::Config;
+    use sixgate_core::nat64::{Nat64Config, Pool4Entry};
+    use std::net::Ipv4Addr;
+    use std::sync::Arc;
+
+    // A runtime change (Translator::reconfigure) may allocate; the packets after
+    // it may not: a flow on a removed (draining) pool4 address, and new flows
+    // on the added one.
+    let (old4, new4) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(192, 0, 2, 2));
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry::single(old4)],
+        max_sessions: 4096,
+        max_sessions_per_subscriber: 1000,
+        ..Nat64Config::default()
+    });
+    let mut h = Harness::new(cfg.clone());
+    let out = |sport| Ip6::new(CLIENT6, SERVER6).udp(sport, 53, 20);
+    let first = h.one(&out(5000));
+    let port = u16::from_be_bytes([first[20], first[21]]);
+    cfg.nat64.as_mut().unwrap().pool4 = vec![Pool4Entry::single(new4)];
+    h.t.reconfigure(Arc::new(cfg)).unwrap();
+    let mut inputs = vec![out(5000), Ip4::new(SERVER4, old4).udp(53, port, 20)];
+    inputs.extend((0..100).map(|i| out(20_000 + i)));
+    assert_no_alloc(&mut h, &inputs);
+}

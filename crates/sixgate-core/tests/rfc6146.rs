@@ -852,3 +852,111 @@ fn rfc6146_s3_8_hairpin_refused_quietly() {
     assert_eq!(v, Verdict::Dropped(DropReason::Filtered));
     assert!(out.is_empty());
 }
+
+// ---- Runtime changes (Translator::reconfigure) -------------------------------------------
+
+/// A second pool4 address, added and removed at runtime.
+const POOL4_B: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
+
+fn reconfigure(h: &mut Harness, f: impl FnOnce(&mut Nat64Config)) {
+    let mut cfg = h.t.config().clone();
+    f(cfg.nat64.as_mut().unwrap());
+    h.t.reconfigure(Arc::new(cfg)).unwrap();
+}
+
+#[test]
+fn rfc6146_s3_5_removed_pool4_address_drains_its_sessions_survive() {
+    let mut h = nat(|_| {});
+    let port = udp_out(&mut h, CLIENT6, 5000);
+    // POOL4 goes, POOL4_B comes: the established session keeps POOL4 both ways.
+    reconfigure(&mut h, |n| n.pool4 = vec![Pool4Entry::single(POOL4_B)]);
+    assert_eq!(udp_out(&mut h, CLIENT6, 5000), port);
+    let back = h.one(&Ip4::new(SERVER4, POOL4).udp(53, port, 10));
+    assert_eq!(dst6(&back), (IpAddr::V6(CLIENT6), 5000));
+    // A new mapping takes the new address (RFC 6146 §3.5.1.1: from pool4).
+    let p = h.one(&out6(CLIENT_B, SERVER6).udp(6000, 53, 10));
+    assert_eq!(src4(&p).0, IpAddr::V4(POOL4_B));
+    assert_eq!(stats(&h).sessions.udp, 2);
+    // Once its session and BIB entry expired, POOL4 is no longer ours.
+    at(&mut h, 2000);
+    at(&mut h, 2200); // the freed port's RFC 6888 reuse delay
+    assert_eq!(stats(&h).bib.udp, 0);
+    reconfigure(&mut h, |_| {});
+    let (v, out) = h.run_unchecked(&Ip4::new(SERVER4, POOL4).udp(53, port, 10));
+    assert!(v != Verdict::Translated || dst6(&out[0]).0 != IpAddr::V6(CLIENT6));
+}
+
+#[test]
+fn rfc6146_s3_5_added_pool4_address_is_used_at_once() {
+    let mut h = nat(|n| {
+        // One UDP port: the second subscriber finds pool4 full.
+        n.pool4[0].udp = PortRange::new(61001, 61001);
+    });
+    udp_out(&mut h, CLIENT6, 5000);
+    let full = h.run(&out6(CLIENT_B, SERVER6).udp(6000, 53, 10)).0;
+    assert!(matches!(full, Verdict::Dropped(_) | Verdict::Replied(_)));
+    reconfigure(&mut h, |n| n.pool4.push(Pool4Entry::single(POOL4_B)));
+    let p = h.one(&out6(CLIENT_B, SERVER6).udp(6000, 53, 10));
+    assert_eq!(src4(&p).0, IpAddr::V4(POOL4_B));
+    // The first subscriber's session was kept.
+    assert_eq!(stats(&h).sessions.udp, 2);
+}
+
+#[test]
+fn rfc6146_s3_1_static_bib_added_and_removed_at_runtime() {
+    let mut h = nat(|_| {});
+    let entry = StaticBib {
+        proto: Proto::Tcp,
+        v6: CLIENT6,
+        port6: 80,
+        v4: POOL4,
+        port4: 8080,
+    };
+    let port = udp_out(&mut h, CLIENT6, 5000);
+    reconfigure(&mut h, |n| n.static_bib = vec![entry]);
+    assert_eq!(stats(&h).bib.tcp, 1);
+    let r = h.one(&in4(SERVER4).tcp_flags(40000, 8080, tcp_flag::SYN, 0));
+    assert_eq!(dst6(&r), (IpAddr::V6(CLIENT6), 80));
+    // Removed: the mapping and its session go; the UDP session stays.
+    reconfigure(&mut h, |n| n.static_bib.clear());
+    assert_eq!((stats(&h).bib.tcp, stats(&h).sessions.tcp), (0, 0));
+    assert_eq!(udp_out(&mut h, CLIENT6, 5000), port);
+}
+
+#[test]
+fn rfc6146_runtime_refuses_what_the_tables_are_built_on() {
+    let mut h = nat(|_| {});
+    let mut cfg = h.t.config().clone();
+    cfg.nat64.as_mut().unwrap().max_sessions = 5;
+    let e = h.t.reconfigure(Arc::new(cfg)).unwrap_err();
+    assert_eq!(e.key, "[nat64] max_sessions");
+    let e =
+        h.t.reconfigure(Arc::new(Config::with_pool6(Some(pool6()))))
+            .unwrap_err();
+    assert_eq!(e.key, "[translator] mode");
+}
+
+#[test]
+fn rfc6146_s3_1_tables_are_walked_in_chunks() {
+    let mut h = nat(|_| {});
+    for sport in 5000..5010 {
+        udp_out(&mut h, CLIENT6, sport);
+    }
+    let (mut bibs, mut sessions) = (0, 0);
+    let mut cursor = Some(0);
+    while let Some(from) = cursor {
+        cursor = h.t.walk_bib(from, 3, |b| {
+            assert_eq!((b.proto, b.v6, b.is_static), (Proto::Udp, CLIENT6, false));
+            bibs += 1;
+        });
+    }
+    let mut cursor = Some(0);
+    while let Some(from) = cursor {
+        cursor = h.t.walk_sessions(from, 4, h.now_ns, |s| {
+            assert_eq!((s.remote4, s.rport), (SERVER4, 53));
+            assert!(s.expires_in_ms > 0);
+            sessions += 1;
+        });
+    }
+    assert_eq!((bibs, sessions), (10, 10));
+}

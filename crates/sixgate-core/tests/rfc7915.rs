@@ -921,3 +921,29 @@ fn trailing_link_padding_is_ignored() {
     let out = h.one(&input);
     assert_eq!(out.len(), 40 + 8 + 8);
 }
+
+#[test]
+fn rfc7757_s3_eam_entry_added_and_removed_at_runtime() {
+    use sixgate_core::addr::Eam;
+    let mut h = Harness::sample();
+    let host6: Ipv6Addr = "2001:db8:2::5".parse().unwrap();
+    let probe = Ip6::new(host6, SERVER6).udp(5000, 53, 10);
+    assert_eq!(
+        h.run(&probe).0,
+        Verdict::Dropped(DropReason::SourceUntranslatable)
+    );
+    let entry = Eam::parse("198.18.1.0/24", "2001:db8:2::/120").unwrap();
+    let mut cfg = h.t.config().clone();
+    cfg.map.eam.insert(entry).unwrap();
+    h.t.reconfigure(std::sync::Arc::new(cfg.clone())).unwrap();
+    let out = h.one(&probe);
+    assert_eq!(view(&out).src, IpAddr::V4(Ipv4Addr::new(198, 18, 1, 5)));
+    cfg.map.eam.remove(&entry);
+    h.t.reconfigure(std::sync::Arc::new(cfg)).unwrap();
+    assert_eq!(
+        h.run(&probe).0,
+        Verdict::Dropped(DropReason::SourceUntranslatable)
+    );
+    // The counters were kept across both changes.
+    assert_eq!(h.t.counters().drops(DropReason::SourceUntranslatable), 2);
+}

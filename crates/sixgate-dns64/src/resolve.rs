@@ -15,7 +15,7 @@ use sixgate_config::Dns64Settings;
 use crate::cache::{Cache, Hit, Key};
 use crate::stats::Stats;
 use crate::synth::{AaaaOutcome, Policy, classify_aaaa, synthesize};
-use crate::upstream::{EDNS_PAYLOAD, Upstream};
+use crate::upstream::{EDNS_PAYLOAD, Exchange, Upstream};
 use crate::{ipv4only, ptr};
 
 /// How the query came.
@@ -29,6 +29,24 @@ pub enum Transport {
 
 /// Minimum UDP reply size every client takes (RFC 1035 §4.2.1).
 const PLAIN_UDP_SIZE: usize = 512;
+
+/// What [`Handler::begin`] made of a query.
+// Not boxed: a `Step` lives for a moment, and a miss's `Pending` moves into its
+// task anyway; a box would be one more allocation per miss.
+#[allow(clippy::large_enum_variant)]
+pub enum Step {
+    /// Send this now (`None`: nothing, the datagram was dropped).
+    Done(Option<Vec<u8>>),
+    /// A cache miss: [`Handler::resolve`] it (in a task of its own, so a slow
+    /// upstream holds up nobody else).
+    Resolve(Pending),
+}
+
+/// A parsed query waiting for the resolvers.
+pub struct Pending {
+    request: Message,
+    key: Key,
+}
 
 /// The query handler shared by every listener.
 pub struct Handler {
@@ -66,99 +84,118 @@ impl Handler {
     }
 
     /// The reply to the query `wire` from `client`, or `None` to send nothing
-    /// (a datagram too broken to answer, counted).
+    /// (a datagram too broken to answer, counted): [`Handler::begin`], then
+    /// [`Handler::resolve`] if it has to wait for the resolvers.
     pub async fn handle(
         &self,
         wire: &[u8],
         client: IpAddr,
         transport: Transport,
     ) -> Option<Vec<u8>> {
+        match self.begin(wire, client, transport) {
+            Step::Done(reply) => reply,
+            Step::Resolve(pending) => self.resolve(pending, transport).await,
+        }
+    }
+
+    /// Everything about the query `wire` that needs no waiting: the checks
+    /// (bad input, opcode, ACL) and the cache. A listener sends what comes back
+    /// as [`Step::Done`] at once, without a task; only a cache miss is left for
+    /// [`Handler::resolve`], with the query parsed once.
+    pub fn begin(&self, wire: &[u8], client: IpAddr, transport: Transport) -> Step {
         self.stats.queries();
         // Without a full header there is no ID to answer to; a response is
         // never answered (that way lie loops).
         if wire.len() < 12 || wire[2] & 0x80 != 0 {
             self.stats.dropped_malformed();
-            return None;
+            return Step::Done(None);
         }
         let id = u16::from_be_bytes([wire[0], wire[1]]);
         let request = match Message::from_vec(wire) {
             Ok(m) => m,
             Err(_) => {
                 self.stats.formerr();
-                return encode_plain(Message::error_msg(id, OpCode::Query, ResponseCode::FormErr));
+                return Step::Done(encode_plain(Message::error_msg(
+                    id,
+                    OpCode::Query,
+                    ResponseCode::FormErr,
+                )));
             }
         };
         if request.metadata.op_code != OpCode::Query {
-            return encode_plain(Message::error_msg(
+            return Step::Done(encode_plain(Message::error_msg(
                 id,
                 request.metadata.op_code,
                 ResponseCode::NotImp,
-            ));
+            )));
         }
         if request.queries.len() != 1 || request.metadata.message_type != MessageType::Query {
             self.stats.formerr();
-            return encode_plain(Message::error_msg(id, OpCode::Query, ResponseCode::FormErr));
+            return Step::Done(encode_plain(Message::error_msg(
+                id,
+                OpCode::Query,
+                ResponseCode::FormErr,
+            )));
         }
         // A dual-stack socket shows IPv4 clients as ::ffff:a.b.c.d; the ACL says a.b.c.d.
         let client = client.to_canonical();
-        let reply = if !self.acl.iter().any(|n| n.contains(&client)) {
+        if !self.acl.iter().any(|n| n.contains(&client)) {
             self.stats.refused();
             let mut m = Message::error_msg(id, OpCode::Query, ResponseCode::Refused);
             m.queries = request.queries.clone();
-            m
-        } else {
-            self.answer(&request).await
-        };
+            return Step::Done(self.finish(&request, m, transport));
+        }
+        let key = cache_key(&request);
+        if let Some(reply) = self.cached(wire, &request, &key, transport) {
+            self.stats.cache_hits();
+            return Step::Done(Some(reply));
+        }
+        self.stats.cache_misses();
+        Step::Resolve(Pending { request, key })
+    }
+
+    /// The reply to a query [`Handler::begin`] could not answer from the cache.
+    pub async fn resolve(&self, pending: Pending, transport: Transport) -> Option<Vec<u8>> {
+        let Pending { request, key } = pending;
+        let reply = self.answer(&request, key).await;
         self.finish(&request, reply, transport)
     }
 
-    /// The fast path for datagrams: the reply if `wire` is a well-formed query
-    /// from an allowed client whose answer is in the cache, else `None` (then
-    /// [`Handler::handle`] does everything, counting included). It never waits, so
-    /// a listener answers cache hits without spawning a task.
-    pub fn handle_cached(
+    /// The cached reply to `request` (`wire` as received), encoded.
+    fn cached(
         &self,
         wire: &[u8],
-        client: IpAddr,
+        request: &Message,
+        key: &Key,
         transport: Transport,
     ) -> Option<Vec<u8>> {
-        if wire.len() < 12 || wire[2] & 0x80 != 0 {
-            return None;
-        }
-        let request = Message::from_vec(wire).ok()?;
-        let client = client.to_canonical();
-        if request.metadata.op_code != OpCode::Query
-            || request.queries.len() != 1
-            || !self.acl.iter().any(|n| n.contains(&client))
-        {
-            return None;
-        }
-        let key = cache_key(&request);
         // The reply's OPT depends on whether the query had one, and its DO bit.
         let variant = match &request.edns {
             None => 0,
             Some(e) => 1 | (u8::from(e.flags().dnssec_ok) << 1),
         };
-        let bytes = match self.cache.hit(&key, Instant::now(), variant)? {
+        match self.cache.hit(key, Instant::now(), variant)? {
             Hit::Encoded(mut bytes) => {
-                if !patch_encoded(&mut bytes, wire) {
-                    return None;
+                // The question bytes differ in more than case (a compressed
+                // question, say): encode afresh.
+                if patch_encoded(&mut bytes, wire) {
+                    return Some(bytes);
                 }
-                bytes
+                let reply = self.cache.get(key, Instant::now())?;
+                self.finish(request, reply, transport)
             }
             Hit::Reply { reply, age } => {
-                let bytes = self.finish(&request, reply, transport)?;
+                let bytes = self.finish(request, reply, transport)?;
                 // Only replies that fit any client's datagram (512 bytes) are
-                // kept encoded: bigger ones depend on the client's size.
-                if bytes.len() <= PLAIN_UDP_SIZE {
-                    self.cache.remember(&key, age, variant, &bytes);
+                // kept encoded: bigger ones depend on the client's size, and a
+                // truncated one (TC, byte 2) only suits clients over UDP
+                // with as small a size.
+                if bytes.len() <= PLAIN_UDP_SIZE && bytes[2] & 0x02 == 0 {
+                    self.cache.remember(key, age, variant, &bytes);
                 }
-                bytes
+                Some(bytes)
             }
-        };
-        self.stats.queries();
-        self.stats.cache_hits();
-        Some(bytes)
+        }
     }
 
     /// Set the header and OPT of `reply` for `request`, encode it, and truncate
@@ -205,45 +242,39 @@ impl Handler {
         t.to_vec().ok()
     }
 
-    /// The reply to a well-formed query from an allowed client.
-    async fn answer(&self, request: &Message) -> Message {
+    /// The reply to a well-formed query from an allowed client, not in the
+    /// cache; it goes into the cache.
+    async fn answer(&self, request: &Message, key: Key) -> Message {
         let q = &request.queries[0];
         let dnssec_ok = request.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
         let cd = request.metadata.checking_disabled;
-        let key = cache_key(request);
         let now = Instant::now();
-        if let Some(m) = self.cache.get(&key, now) {
-            self.stats.cache_hits();
-            return m;
-        }
-        self.stats.cache_misses();
+        let mut up = self.upstream.exchange();
         let reply = if ipv4only::is_ipv4only(&q.name) {
+            // A local, fixed answer: not cached, so its TTL never ages
+            // (RFC 8880 §7.2 gives the records fixed contents).
             self.stats.ipv4only();
-            ipv4only::answer(q, &self.policy)
+            return ipv4only::answer(q, &self.policy);
         } else if q.query_class == DNSClass::IN
             && q.query_type == RecordType::AAAA
             && !(cd && dnssec_ok)
         {
             // RFC 6147 §5.5: with CD and DO both set the client validates, and
             // synthesized data would fail its validation: no synthesis.
-            self.aaaa(q, dnssec_ok, cd).await
+            self.aaaa(&mut up, q, dnssec_ok, cd).await
         } else if let Some(target) = (q.query_type == RecordType::PTR)
             .then(|| ptr::cname_target(&q.name, &self.policy))
             .flatten()
         {
-            self.ptr(q, target, dnssec_ok, cd).await
+            self.ptr(&mut up, q, target, dnssec_ok, cd).await
         } else {
-            self.forward(q, dnssec_ok, cd).await
+            match up.ask(q, dnssec_ok, cd).await {
+                Ok(m) => m,
+                Err(_) => self.servfail(q),
+            }
         };
         self.cache.put(key, &reply, now);
         reply
-    }
-
-    async fn forward(&self, q: &Query, dnssec_ok: bool, cd: bool) -> Message {
-        match self.upstream.ask(q, dnssec_ok, cd).await {
-            Ok(m) => m,
-            Err(_) => self.servfail(q),
-        }
     }
 
     fn servfail(&self, q: &Query) -> Message {
@@ -254,16 +285,16 @@ impl Handler {
     }
 
     /// RFC 6147 §5.1: AAAA first; A and synthesis only without usable AAAA.
-    async fn aaaa(&self, q: &Query, dnssec_ok: bool, cd: bool) -> Message {
+    async fn aaaa(&self, up: &mut Exchange<'_>, q: &Query, dnssec_ok: bool, cd: bool) -> Message {
         // §5.1.3: no answer (timeout or failure) counts as RCODE 2, which §5.1.2
         // treats as NODATA.
-        let answer = self.upstream.ask(q, dnssec_ok, cd).await.ok();
+        let answer = up.ask(q, dnssec_ok, cd).await.ok();
         let (nodata, soa_ttl) = match classify_aaaa(answer, &self.policy) {
             AaaaOutcome::Answer(m) | AaaaOutcome::NameError(m) => return m,
             AaaaOutcome::Synthesize { nodata, soa_ttl } => (nodata, soa_ttl),
         };
         let a_query = Query::query(q.name.clone(), RecordType::A);
-        let a = match self.upstream.ask(&a_query, dnssec_ok, cd).await {
+        let a = match up.ask(&a_query, dnssec_ok, cd).await {
             Ok(a) => a,
             Err(_) => return nodata.unwrap_or_else(|| self.servfail(q)),
         };
@@ -277,6 +308,7 @@ impl Handler {
     /// RFC 6147 §5.3.1: a CNAME to the in-addr.arpa name, and what it leads to.
     async fn ptr(
         &self,
+        up: &mut Exchange<'_>,
         q: &Query,
         target: hickory_proto::rr::Name,
         dnssec_ok: bool,
@@ -289,7 +321,7 @@ impl Handler {
             RData::CNAME(CNAME(target.clone())),
         );
         let chase = Query::query(target, RecordType::PTR);
-        let mut m = match self.upstream.ask(&chase, dnssec_ok, cd).await {
+        let mut m = match up.ask(&chase, dnssec_ok, cd).await {
             Ok(m) => m,
             Err(_) => {
                 let mut m = Message::error_msg(0, OpCode::Query, ResponseCode::NoError);

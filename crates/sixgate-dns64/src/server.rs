@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::task::JoinSet;
 
-use crate::resolve::{Handler, Transport};
+use crate::resolve::{Handler, Step, Transport};
 use crate::stats::Stats;
 
 /// A TCP client idle this long between queries is dropped (RFC 7766 §6.2.3
@@ -102,16 +102,19 @@ async fn serve_udp(sock: Arc<UdpSocket>, handler: Arc<Handler>) {
         let Ok((n, peer)) = sock.recv_from(&mut buf).await else {
             continue;
         };
-        // Cache hits are answered here, without a task.
-        if let Some(reply) = handler.handle_cached(&buf[..n], peer.ip(), Transport::Udp) {
-            let _ = sock.send_to(&reply, peer).await;
-            continue;
-        }
-        let query = buf[..n].to_vec();
+        // Cache hits and bad input are answered here, without a task.
+        let pending = match handler.begin(&buf[..n], peer.ip(), Transport::Udp) {
+            Step::Done(Some(reply)) => {
+                let _ = sock.send_to(&reply, peer).await;
+                continue;
+            }
+            Step::Done(None) => continue,
+            Step::Resolve(pending) => pending,
+        };
         let (sock, handler) = (sock.clone(), handler.clone());
-        // One task per query: a slow upstream must not hold up the others.
+        // One task per miss: a slow upstream must not hold up the others.
         tokio::spawn(async move {
-            if let Some(reply) = handler.handle(&query, peer.ip(), Transport::Udp).await {
+            if let Some(reply) = handler.resolve(pending, Transport::Udp).await {
                 let _ = sock.send_to(&reply, peer).await;
             }
         });
@@ -169,6 +172,7 @@ async fn serve_tcp_client(
 /// that has other work, such as the gateway of `sixgate run`.
 pub struct ServerThread {
     local: Vec<SocketAddr>,
+    stats: Arc<Stats>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<crate::StatsSnapshot>>,
 }
@@ -184,6 +188,7 @@ impl ServerThread {
             .build()?;
         let server = rt.block_on(Server::start(settings))?;
         let local = server.local_addrs().to_vec();
+        let stats = server.stats().clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("dns64".into())
@@ -197,6 +202,7 @@ impl ServerThread {
             })?;
         Ok(ServerThread {
             local,
+            stats,
             stop: Some(tx),
             thread: Some(thread),
         })
@@ -205,6 +211,11 @@ impl ServerThread {
     /// The addresses it listens on.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local
+    }
+
+    /// The live counters (for the metrics endpoint).
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
     }
 
     /// Stop serving; the final counters.

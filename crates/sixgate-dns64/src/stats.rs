@@ -28,6 +28,7 @@ pub struct Stats {
     refused: AtomicU64,
     truncated: AtomicU64,
     latency: [AtomicU64; LATENCY_BUCKETS_MS.len() + 1],
+    latency_sum_us: AtomicU64,
 }
 
 /// One reading of [`Stats`].
@@ -67,6 +68,8 @@ pub struct StatsSnapshot {
     pub truncated: u64,
     /// Upstream round trips per bucket of [`LATENCY_BUCKETS_MS`], plus one for slower.
     pub latency: [u64; LATENCY_BUCKETS_MS.len() + 1],
+    /// Sum of every upstream round trip, microseconds (a histogram's sum).
+    pub latency_sum_us: u64,
 }
 
 macro_rules! bump {
@@ -109,6 +112,8 @@ impl Stats {
             .position(|&b| ms < b)
             .unwrap_or(LATENCY_BUCKETS_MS.len());
         self.latency[i].fetch_add(1, Relaxed);
+        self.latency_sum_us
+            .fetch_add(rtt.as_micros() as u64, Relaxed);
     }
 
     /// Read every counter.
@@ -131,6 +136,7 @@ impl Stats {
             refused: self.refused.load(Relaxed),
             truncated: self.truncated.load(Relaxed),
             latency: std::array::from_fn(|i| self.latency[i].load(Relaxed)),
+            latency_sum_us: self.latency_sum_us.load(Relaxed),
         }
     }
 }
@@ -149,5 +155,6 @@ mod tests {
         assert_eq!(l[0], 1);
         assert_eq!(l[3], 1, "7 ms is under 10 ms");
         assert_eq!(l[LATENCY_BUCKETS_MS.len()], 1);
+        assert_eq!(s.snapshot().latency_sum_us, 5_007_500);
     }
 }

@@ -122,7 +122,9 @@ pub fn negative_ttl(m: &Message) -> Option<u32> {
 /// owner name and class of the A record, and a TTL no longer than the A record's
 /// and the AAAA negative answer's (§5.1.7). A and RRSIG records go (an RRSIG over
 /// an A set proves nothing about a AAAA set). AD is never set: synthesized data
-/// is not validated (§5.5).
+/// is not validated (§5.5). Without A records the reply is the AAAA negative
+/// answer (§5.1.6), or `a`'s error when that is SERVFAIL (§5.5: Bogus A data
+/// gives SERVFAIL, never a synthesis nor a NODATA).
 pub fn synthesize(
     query: &Query,
     mut a: Message,
@@ -158,7 +160,15 @@ pub fn synthesize(
     if made == 0 {
         // §5.1.6: "the empty result or error is used as the basis for the
         // answer". The AAAA NODATA says it best (its SOA is for AAAA); else A's.
-        let mut base = nodata.unwrap_or(a);
+        // But a SERVFAIL for A wins over the NODATA (§5.5, RFC 4035 §5.5): from
+        // a validating resolver it means the A set is Bogus, and the client
+        // must hear the failure, not a NODATA it would cache for the SOA's
+        // negative TTL.
+        let a_failed = a.metadata.response_code == ResponseCode::ServFail;
+        let mut base = match nodata {
+            Some(n) if !a_failed => n,
+            _ => a,
+        };
         base.queries = vec![query.clone()];
         base.metadata.authentic_data = false;
         if base.metadata.response_code == ResponseCode::NoError {

@@ -1,12 +1,15 @@
 //! Forwarding to the configured resolvers: UDP first, TCP when the UDP answer
-//! comes back truncated (RFC 7766 §5). Each question gets a random ID from a
-//! fresh socket (a kernel-chosen random source port, RFC 5452 §9.2), and only an
-//! answer from the server asked, with that ID and the same question, is taken
-//! (RFC 5452 §4.1, the basics against cache poisoning). A question is tried at
-//! most `attempts` times, each on the next resolver and each bounded by
-//! `timeout`, so a client hears SERVFAIL within `attempts × timeout`.
+//! comes back truncated (RFC 7766 §5). Each client query talks to the
+//! resolvers through an [`Exchange`]: one fresh socket per address family,
+//! whose random source port the kernel picks when it first sends (RFC 5452
+//! §9.2), shared by that query's questions (AAAA, then A; a PTR chase) and
+//! closed with it. Every question gets a random ID, and only an answer from the
+//! server asked, with that ID and the same question, is taken (RFC 5452 §4.1,
+//! the basics against cache poisoning). A question is tried at most `attempts`
+//! times, each on the next resolver and each bounded by `timeout`, so a client
+//! hears SERVFAIL within `attempts × timeout`.
 
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -67,88 +70,13 @@ impl Upstream {
         }
     }
 
-    /// The resolvers' answer to `q`, asked with recursion and the client's DO
-    /// and CD bits (so DNSSEC data passes through to a validating client).
-    pub async fn ask(
-        &self,
-        q: &Query,
-        dnssec_ok: bool,
-        checking_disabled: bool,
-    ) -> Result<Message, UpstreamError> {
-        let mut last = UpstreamError::Failed;
-        let first = self.next.fetch_add(1, Ordering::Relaxed);
-        for attempt in 0..self.attempts as usize {
-            let server = self.servers[(first + attempt) % self.servers.len()];
-            let request = request(q, dnssec_ok, checking_disabled);
-            let Ok(wire) = request.to_vec() else {
-                return Err(UpstreamError::Failed);
-            };
-            self.stats.upstream_queries();
-            let started = Instant::now();
-            let deadline = tokio::time::Instant::now() + self.timeout;
-            let mut outcome = self.udp(server, &request, &wire, deadline).await;
-            if matches!(outcome, Try::Truncated) {
-                self.stats.upstream_tcp_retries();
-                let deadline = tokio::time::Instant::now() + self.timeout;
-                outcome = self.tcp(server, &request, &wire, deadline).await;
-            }
-            match outcome {
-                Try::Answer(m) => {
-                    self.stats.upstream_latency(started.elapsed());
-                    return Ok(m);
-                }
-                Try::Timeout => {
-                    self.stats.upstream_timeouts();
-                    last = UpstreamError::Timeout;
-                }
-                Try::Failed | Try::Truncated => {
-                    self.stats.upstream_errors();
-                    last = UpstreamError::Failed;
-                }
-            }
-        }
-        Err(last)
-    }
-
-    async fn udp(
-        &self,
-        server: SocketAddr,
-        request: &Message,
-        wire: &[u8],
-        deadline: tokio::time::Instant,
-    ) -> Try {
-        let local: SocketAddr = match server {
-            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
-        };
-        let Ok(sock) = UdpSocket::bind(local).await else {
-            return Try::Failed;
-        };
-        // Connected: the kernel drops datagrams from any other address.
-        if sock.connect(server).await.is_err() || sock.send(wire).await.is_err() {
-            return Try::Failed;
-        }
-        // We advertise 1232 bytes; a server that sends more than this is broken,
-        // and its cut-off datagram fails to parse like any other bad one. (A
-        // 64 KiB buffer zeroed per query was a measurable share of a cache miss.)
-        let mut buf = vec![0u8; RECV_BUFFER];
-        loop {
-            let n = match timeout_at(deadline, sock.recv(&mut buf)).await {
-                Err(_) => return Try::Timeout,
-                Ok(Err(_)) => return Try::Failed,
-                Ok(Ok(n)) => n,
-            };
-            match Message::from_vec(&buf[..n]) {
-                Ok(m) if matches(request, &m) => {
-                    return if m.metadata.truncation {
-                        Try::Truncated
-                    } else {
-                        Try::Answer(m)
-                    };
-                }
-                // A stray or forged datagram: keep waiting for the real one.
-                _ => self.stats.upstream_mismatched(),
-            }
+    /// A conversation with the resolvers for one client query.
+    pub fn exchange(&self) -> Exchange<'_> {
+        Exchange {
+            upstream: self,
+            v4: None,
+            v6: None,
+            buf: Vec::new(),
         }
     }
 
@@ -182,6 +110,131 @@ impl Upstream {
             },
         }
     }
+}
+
+/// One client query's questions to the resolvers (see the module doc): its
+/// sockets are made on first use and closed when it is dropped.
+pub struct Exchange<'a> {
+    upstream: &'a Upstream,
+    v4: Option<UdpSocket>,
+    v6: Option<UdpSocket>,
+    buf: Vec<u8>,
+}
+
+impl Exchange<'_> {
+    /// The resolvers' answer to `q`, asked with recursion and the client's DO
+    /// and CD bits (so DNSSEC data passes through to a validating client).
+    pub async fn ask(
+        &mut self,
+        q: &Query,
+        dnssec_ok: bool,
+        checking_disabled: bool,
+    ) -> Result<Message, UpstreamError> {
+        let up = self.upstream;
+        let mut last = UpstreamError::Failed;
+        let first = up.next.fetch_add(1, Ordering::Relaxed);
+        for attempt in 0..up.attempts as usize {
+            let server = up.servers[(first + attempt) % up.servers.len()];
+            let request = request(q, dnssec_ok, checking_disabled);
+            let Ok(wire) = request.to_vec() else {
+                return Err(UpstreamError::Failed);
+            };
+            up.stats.upstream_queries();
+            let started = Instant::now();
+            let deadline = tokio::time::Instant::now() + up.timeout;
+            let mut outcome = self.udp(server, &request, &wire, deadline).await;
+            if matches!(outcome, Try::Truncated) {
+                up.stats.upstream_tcp_retries();
+                let deadline = tokio::time::Instant::now() + up.timeout;
+                outcome = up.tcp(server, &request, &wire, deadline).await;
+            }
+            match outcome {
+                Try::Answer(m) => {
+                    up.stats.upstream_latency(started.elapsed());
+                    return Ok(m);
+                }
+                Try::Timeout => {
+                    up.stats.upstream_timeouts();
+                    last = UpstreamError::Timeout;
+                }
+                Try::Failed | Try::Truncated => {
+                    up.stats.upstream_errors();
+                    last = UpstreamError::Failed;
+                }
+            }
+        }
+        Err(last)
+    }
+
+    async fn udp(
+        &mut self,
+        server: SocketAddr,
+        request: &Message,
+        wire: &[u8],
+        deadline: tokio::time::Instant,
+    ) -> Try {
+        let Exchange { v4, v6, buf, .. } = self;
+        let slot = if server.is_ipv4() { v4 } else { v6 };
+        match slot {
+            Some(sock) => {
+                if sock.send_to(wire, server).await.is_err() {
+                    return Try::Failed;
+                }
+            }
+            None => match first_send(wire, server) {
+                Ok(sock) => *slot = Some(sock),
+                Err(_) => return Try::Failed,
+            },
+        }
+        let Some(sock) = slot.as_ref() else {
+            return Try::Failed;
+        };
+        // We advertise 1232 bytes; a server that sends more than this is broken,
+        // and its cut-off datagram fails to parse like any other bad one.
+        if buf.is_empty() {
+            buf.resize(RECV_BUFFER, 0);
+        }
+        loop {
+            let (n, from) = match timeout_at(deadline, sock.recv_from(buf)).await {
+                Err(_) => return Try::Timeout,
+                Ok(Err(_)) => return Try::Failed,
+                Ok(Ok(got)) => got,
+            };
+            if from != server {
+                self.upstream.stats.upstream_mismatched();
+                continue;
+            }
+            match Message::from_vec(&buf[..n]) {
+                Ok(m) if matches(request, &m) => {
+                    return if m.metadata.truncation {
+                        Try::Truncated
+                    } else {
+                        Try::Answer(m)
+                    };
+                }
+                // A stray or forged datagram, or a late answer to an earlier
+                // question of this exchange: keep waiting for the real one.
+                _ => self.upstream.stats.upstream_mismatched(),
+            }
+        }
+    }
+}
+
+/// A fresh non-blocking UDP socket of `server`'s family that has sent `wire` to
+/// it. Not bound, not connected: the kernel picks a random port on this first
+/// send (two syscalls fewer than bind and connect), and the source of every
+/// answer is checked instead. The send comes before the socket joins the
+/// runtime, which would first wait a turn of its event loop to learn that a new
+/// socket is writable.
+fn first_send(wire: &[u8], server: SocketAddr) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(
+        Domain::for_address(server),
+        Type::DGRAM.nonblocking().cloexec(),
+        Some(Protocol::UDP),
+    )?;
+    s.send_to(wire, &server.into())?;
+    UdpSocket::from_std(s.into())
 }
 
 /// A recursive query for `q` with a fresh random ID and our EDNS.

@@ -1,7 +1,7 @@
 //! Fuzz-style robustness of the query path (RFC 1035 §4.1 parsing, RFC 6147
 //! server behaviour on bad input): random datagrams, and valid queries with bytes
-//! overwritten and cut short, go through `Handler::handle_cached` and
-//! `Handler::handle`. Nothing may panic; every datagram is counted; a reply is
+//! overwritten and cut short, go through `Handler::handle` (`Handler::begin`,
+//! the checks and the cache, then `Handler::resolve` for a miss). Nothing may panic; every datagram is counted; a reply is
 //! always a parsable response with the query's ID; a datagram without a full
 //! header, or one that is a response, is dropped (`dropped_malformed`); a FORMERR
 //! reply is counted as `formerr`. The upstream is a closed port with a 10 ms
@@ -45,9 +45,8 @@ fn valid_query(name: &str, t: RecordType) -> Vec<u8> {
     m.to_vec().unwrap()
 }
 
-/// One datagram through both entry points, with the checks of the module doc.
+/// One datagram through the handler, with the checks of the module doc.
 fn check(h: &Handler, rt: &tokio::runtime::Runtime, wire: &[u8], transport: Transport) {
-    let _ = h.handle_cached(wire, CLIENT, transport);
     let before = h.stats().snapshot();
     let reply = rt.block_on(h.handle(wire, CLIENT, transport));
     let after = h.stats().snapshot();

@@ -12,7 +12,8 @@ use sixgate_dns64::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
-/// An upstream that answers `a.example.` with A 192.0.2.1 and no AAAA, and
+/// An upstream that answers `a.example.` with A 192.0.2.1 and no AAAA (and
+/// `big.example.` with 40 A records), and
 /// before every real answer sends one with the wrong ID (a spoofing attempt).
 async fn scripted_upstream() -> SocketAddr {
     let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
@@ -25,12 +26,20 @@ async fn scripted_upstream() -> SocketAddr {
             let mut r = Message::response(q.metadata.id, OpCode::Query);
             r.queries = q.queries.clone();
             let query = &q.queries[0];
+            // `big.example.` has 40 A records: 40 synthesized AAAA are 1.2 KB.
+            let count = if query.name.to_ascii() == "big.example." {
+                40
+            } else {
+                1
+            };
             match query.query_type {
-                RecordType::A => r.answers.push(Record::from_rdata(
-                    query.name.clone(),
-                    300,
-                    RData::A(A(Ipv4Addr::new(192, 0, 2, 1))),
-                )),
+                RecordType::A => r.answers.extend((1..=count).map(|i| {
+                    Record::from_rdata(
+                        query.name.clone(),
+                        300,
+                        RData::A(A(Ipv4Addr::new(192, 0, 2, i))),
+                    )
+                })),
                 _ => r.authorities.push(Record::from_rdata(
                     Name::from_ascii("example.").unwrap(),
                     3600,
@@ -165,5 +174,35 @@ async fn synthesizes_ignores_forgeries_caches_and_refuses_bad_input() {
     assert_eq!(s.formerr, 1);
     assert_eq!(s.dropped_malformed, 2);
     assert_eq!(s.latency.iter().sum::<u64>(), 3);
+    server.shutdown();
+}
+
+/// RFC 2181 §9: a reply too big for a client's datagram goes out truncated (TC,
+/// question only), and stays so for the next such client from the cache; a
+/// client asking over TCP then gets every record, not the remembered truncation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rfc2181_s9_truncated_replies_are_not_served_over_tcp_from_the_cache() {
+    let upstream = scripted_upstream().await;
+    let server = Server::start(&settings(upstream)).await.unwrap();
+    let at = server.local_addrs()[0];
+    let q = query("big.example.", RecordType::AAAA);
+    for _ in 0..2 {
+        let udp = Message::from_vec(&ask_udp(at, &q).await.unwrap()).unwrap();
+        assert!(udp.metadata.truncation && udp.answers.is_empty(), "{udp:?}");
+    }
+    let mut tcp = TcpStream::connect(at).await.unwrap();
+    tcp.write_all(&(q.len() as u16).to_be_bytes())
+        .await
+        .unwrap();
+    tcp.write_all(&q).await.unwrap();
+    let len = tcp.read_u16().await.unwrap();
+    let mut buf = vec![0u8; usize::from(len)];
+    tcp.read_exact(&mut buf).await.unwrap();
+    let full = Message::from_vec(&buf).unwrap();
+    assert!(!full.metadata.truncation);
+    assert_eq!(full.answers.len(), 40);
+    let s = server.stats().snapshot();
+    assert_eq!(s.cache_hits, 2, "{s:?}");
+    assert_eq!(s.truncated, 2, "{s:?}");
     server.shutdown();
 }

@@ -447,6 +447,11 @@ fn launch_sixgate<'a>(
     ready_routes: Vec<String>,
 ) -> Result<RunningTranslator<'a>> {
     let dir = ScratchDir::new("sixgate")?;
+    // Each daemon its own API socket, so beds side by side do not collide on
+    // the default one.
+    let mut cfg = cfg;
+    let (text, api_socket) = with_api_socket(&cfg.text, &dir.path().join("api.sock"))?;
+    cfg.text = text;
     let path = dir.write("sixgate.toml", &cfg.text)?;
     let mut cmd = gateway.command(binary);
     cmd.arg("run").arg("--config").arg(&path);
@@ -466,11 +471,35 @@ fn launch_sixgate<'a>(
         translator_removes_tun: !cfg.keep,
         ready_routes,
         xdp: cfg.xdp,
+        api_socket: Some(api_socket),
         _dir: dir,
     };
     t.wait_ready(!cfg.manage_routes)?;
     t.ready_after = started.elapsed();
     Ok(t)
+}
+
+/// `text` with `[daemon] socket` set to `default` unless it names one; and the
+/// socket.
+fn with_api_socket(text: &str, default: &Path) -> Result<(String, PathBuf)> {
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e| Error::new(format!("sixgate config: {e}")))?;
+    let daemon = table
+        .entry("daemon")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let Some(daemon) = daemon.as_table_mut() else {
+        return Err(Error::new("sixgate config: [daemon] is not a table"));
+    };
+    if let Some(s) = daemon.get("socket").and_then(|v| v.as_str()) {
+        return Ok((text.to_owned(), PathBuf::from(s)));
+    }
+    daemon.insert(
+        "socket".into(),
+        toml::Value::String(default.to_string_lossy().into_owned()),
+    );
+    let text = toml::to_string(&table).map_err(|e| Error::new(format!("sixgate config: {e}")))?;
+    Ok((text, default.to_owned()))
 }
 
 fn start_tayga(gateway: &Netns) -> Result<RunningTranslator<'_>> {
@@ -493,6 +522,7 @@ fn start_tayga(gateway: &Netns) -> Result<RunningTranslator<'_>> {
         translator_removes_tun: false,
         ready_routes: bed_routes(),
         xdp: None,
+        api_socket: None,
         _dir: dir,
     };
     gateway.link_up(TAYGA_TUN)?;
@@ -545,6 +575,8 @@ pub struct RunningTranslator<'a> {
     /// XDP data plane: the interfaces its program must be attached to (and
     /// detached from when it stops); no TUN device then.
     xdp: Option<[String; 2]>,
+    /// sixgate's API socket (`[daemon] socket`); none for TAYGA.
+    api_socket: Option<PathBuf>,
     _dir: ScratchDir,
 }
 
@@ -625,6 +657,11 @@ impl RunningTranslator<'_> {
     /// Where the configuration file is.
     pub fn config_path(&self) -> &Path {
         &self.config_path
+    }
+
+    /// sixgate's API socket (docs/control.md); `None` for TAYGA.
+    pub fn api_socket(&self) -> Option<&Path> {
+        self.api_socket.as_deref()
     }
 
     /// The command line it runs with.

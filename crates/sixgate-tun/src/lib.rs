@@ -29,6 +29,7 @@ pub mod control;
 pub mod device;
 pub mod events;
 pub mod gso;
+pub mod live;
 pub mod pipeline;
 pub mod pool4_default;
 pub mod routes;
@@ -39,8 +40,9 @@ pub mod vnet;
 mod worker;
 
 pub use device::Offload;
+pub use live::Live;
 pub use pipeline::IoCounters;
-pub use stats::Snapshot;
+pub use stats::{Snapshot, StatsHandle};
 
 /// Why the gateway could not start. Nothing it created is left behind.
 #[derive(Debug)]
@@ -98,7 +100,7 @@ pub struct Gateway {
     privileged: bool,
     steered: bool,
     device: Option<device::Device>,
-    routes: routes::Routes,
+    live: Arc<Live>,
     divert: Option<pool4_default::Divert>,
     workers: Vec<JoinHandle<Result<(), String>>>,
     stats: Vec<Arc<WorkerStats>>,
@@ -253,10 +255,12 @@ impl Gateway {
                 privileged = false;
                 info!(user = %name, uid = u.uid, gid = u.gid, "dropped privileges");
             }
-            Ok((dev, routes, divert, n, cpus, privileged, steered))
+            let steering = steering.filter(|_| steered);
+            Ok((dev, routes, divert, n, cpus, privileged, steering))
         })();
-        let (mut dev, routes, divert, n, cpus, privileged, steered) = result?;
+        let (mut dev, routes, divert, n, cpus, privileged, steering) = result?;
 
+        let steered = steering.is_some();
         info!(
             device = %dev.name,
             mtu = tun.mtu,
@@ -318,6 +322,17 @@ impl Gateway {
         let (stop_rd, stop_wr) =
             control::pipe().map_err(|e| err(format!("cannot create a pipe: {e}")))?;
         let stop_rd = Arc::new(stop_rd);
+        let stats: Vec<Arc<WorkerStats>> = (0..n).map(|_| Arc::default()).collect();
+        let manage = tun.manage_routes && loaded.clat.is_none();
+        let (live, followers) = Live::new(
+            cfg.clone(),
+            stats.clone(),
+            routes,
+            steering,
+            manage,
+            default_pool4,
+        )
+        .map_err(|e| err(format!("cannot create the control channels: {e}")))?;
         let mut gw = Gateway {
             name: dev.name.clone(),
             offload: dev.offload.clone(),
@@ -326,7 +341,7 @@ impl Gateway {
             privileged,
             steered,
             device: Some(dev),
-            routes,
+            live,
             divert,
             workers: Vec::with_capacity(n),
             stats: Vec::with_capacity(n),
@@ -334,8 +349,8 @@ impl Gateway {
             stop_wr: Some(stop_wr),
             signals,
         };
-        for (i, queue) in queues.into_iter().enumerate() {
-            let s = Arc::new(WorkerStats::default());
+        for (i, (queue, follower)) in queues.into_iter().zip(followers).enumerate() {
+            let s = stats[i].clone();
             let spawned = gw.signals.waker().and_then(|wake| {
                 let w = worker::Worker {
                     index: i,
@@ -348,6 +363,7 @@ impl Gateway {
                     wake,
                     failure: gw.signals.failure(),
                     event_log,
+                    follower,
                 };
                 std::thread::Builder::new()
                     .name(format!("sixgate-w{i}"))
@@ -399,6 +415,12 @@ impl Gateway {
         self.steered
     }
 
+    /// The control plane's handle: configuration changes, table listings,
+    /// counters (see [`live`]).
+    pub fn live(&self) -> Arc<Live> {
+        self.live.clone()
+    }
+
     /// All workers' counters, summed, as last published.
     pub fn snapshot(&self) -> Snapshot {
         let mut total = Snapshot::default();
@@ -411,6 +433,11 @@ impl Gateway {
     /// Each worker's counters, as last published, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
         self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// A reader of the workers' counters for another thread (metrics, API).
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.stats.iter().cloned().collect())
     }
 
     /// Block until SIGINT/SIGTERM or a worker failure.
@@ -441,24 +468,28 @@ impl Gateway {
                 d.forget();
             }
         }
+        let mut routes = self
+            .live
+            .take_routes()
+            .unwrap_or_else(|| routes::Routes::none(&self.name));
         if self.keep {
-            let left = self.routes.forget();
+            let left = routes.forget();
             info!(
                 device = %self.name,
                 routes = left.len(),
                 "keep: leaving the device and its routes in place"
             );
         } else if self.privileged {
-            for r in self.routes.added() {
+            for r in routes.added() {
                 info!(device = %self.name, "removing route {r}");
             }
-            errors.extend(self.routes.remove());
-        } else if !self.routes.added().is_empty() {
+            errors.extend(routes.remove());
+        } else if !routes.added().is_empty() {
             info!(
                 device = %self.name,
                 "privileges were dropped: the kernel removes the routes with the device"
             );
-            self.routes.forget();
+            routes.forget();
         }
         for (i, h) in self.workers.drain(..).enumerate() {
             match h.join() {

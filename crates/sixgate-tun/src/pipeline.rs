@@ -106,6 +106,19 @@ struct Limits {
     ipv4_mtu_set: bool,
 }
 
+impl Limits {
+    fn of(cfg: &Config) -> Limits {
+        Limits {
+            frag_limit: usize::from(
+                cfg.ipv6_mtu
+                    .map_or(cfg.lowest_ipv6_mtu, |m| m.min(cfg.lowest_ipv6_mtu)),
+            ),
+            ipv6_mtu_set: cfg.ipv6_mtu.is_some(),
+            ipv4_mtu_set: cfg.ipv4_mtu.is_some(),
+        }
+    }
+}
+
 /// A worker's translator, buffers and counters. Everything is allocated here,
 /// once; [`Pipeline::process`] allocates nothing.
 pub struct Pipeline {
@@ -131,14 +144,7 @@ impl Pipeline {
     /// The pipeline of worker `worker` of `workers`: in nat64 mode its
     /// translator owns that worker's share of pool4 ports and subscribers.
     pub fn for_worker(cfg: Arc<Config>, vnet: bool, worker: u16, workers: u16) -> Self {
-        let limits = Limits {
-            frag_limit: usize::from(
-                cfg.ipv6_mtu
-                    .map_or(cfg.lowest_ipv6_mtu, |m| m.min(cfg.lowest_ipv6_mtu)),
-            ),
-            ipv6_mtu_set: cfg.ipv6_mtu.is_some(),
-            ipv4_mtu_set: cfg.ipv4_mtu.is_some(),
-        };
+        let limits = Limits::of(&cfg);
         let nat64 = cfg.nat64.is_some();
         Pipeline {
             nat64,
@@ -152,6 +158,23 @@ impl Pipeline {
             limits,
             io: IoCounters::default(),
         }
+    }
+
+    /// A runtime change (see [`sixgate_core::reconfigure`]): the translator
+    /// keeps its state; the offload limits follow the new MTUs.
+    pub fn reconfigure(
+        &mut self,
+        cfg: Arc<Config>,
+    ) -> Result<(), sixgate_core::reconfigure::Refused> {
+        let limits = Limits::of(&cfg);
+        self.translator.reconfigure(cfg)?;
+        self.limits = limits;
+        Ok(())
+    }
+
+    /// The translator, to read its tables (control plane).
+    pub fn translator(&self) -> &Translator {
+        &self.translator
     }
 
     /// True when packets carry a virtio-net header.

@@ -140,6 +140,32 @@ impl Routes {
         problems
     }
 
+    /// A runtime change (`sixgate eam add`, reload): route `route` into the
+    /// device too. Already there (through the device): nothing to do.
+    pub fn add_one(&mut self, route: &Route) -> Result<(), String> {
+        if self.added.contains(route) || self.present.contains(route) {
+            return Ok(());
+        }
+        if add(&self.dev, route)? {
+            self.added.push(route.clone());
+        } else {
+            self.present.push(route.clone());
+        }
+        Ok(())
+    }
+
+    /// A runtime change took `route` away: remove it if this process added it.
+    pub fn remove_one(&mut self, route: &Route) -> Result<(), String> {
+        let Some(i) = self.added.iter().position(|r| r == route) else {
+            self.present.retain(|r| r != route);
+            return Ok(());
+        };
+        ip(route.v6, &["route", "del", &route.prefix, "dev", &self.dev])
+            .map_err(|e| format!("cannot remove route {route} dev {}: {e}", self.dev))?;
+        self.added.remove(i);
+        Ok(())
+    }
+
     /// Leave the routes in place: nothing will remove them.
     pub fn forget(&mut self) -> Vec<Route> {
         std::mem::take(&mut self.added)

@@ -22,6 +22,8 @@ pub struct WorkerStats {
     /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
     /// batch: they change slowly and are bigger than a few counters.
     nat64: Mutex<Option<nat64::Stats>>,
+    /// The configuration generation this worker runs (see `live`).
+    pub(crate) applied: AtomicU64,
 }
 
 /// A copy of the counters, one worker's or summed over all.
@@ -102,6 +104,32 @@ impl Snapshot {
             s.push_str(&format!("; to kernel {}", io.to_kernel));
         }
         s
+    }
+}
+
+/// Every worker's published counters, readable from any thread for as long as
+/// it is held (the metrics endpoint and the API read through one); cloning is cheap.
+#[derive(Clone, Debug)]
+pub struct StatsHandle(pub(crate) std::sync::Arc<[std::sync::Arc<WorkerStats>]>);
+
+impl StatsHandle {
+    /// A handle on these workers' counters (another data plane's workers).
+    pub fn new(workers: std::sync::Arc<[std::sync::Arc<WorkerStats>]>) -> StatsHandle {
+        StatsHandle(workers)
+    }
+
+    /// Each worker's counters, as last published, in worker order.
+    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
+        self.0.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// All workers' counters, summed.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut total = Snapshot::default();
+        for s in self.0.iter() {
+            total.merge(&s.snapshot());
+        }
+        total
     }
 }
 

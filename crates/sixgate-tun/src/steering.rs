@@ -123,26 +123,42 @@ impl Steering {
             .map_err(|e| format!("steering program: {e}"))?;
         prog.load()
             .map_err(|e| format!("the kernel refused the steering program: {}", chain(&e)))?;
-        let map = ebpf
+        let mut s = Steering { ebpf };
+        s.update_static_bib(&[], &p.static_bib)?;
+        Ok(s)
+    }
+
+    /// Static BIB entries changed at runtime (`sixgate bib add|remove`, reload):
+    /// take `old` ones that are not in `new` out of the map, put `new` ones in.
+    pub fn update_static_bib(
+        &mut self,
+        old: &[StaticEntry],
+        new: &[StaticEntry],
+    ) -> Result<(), String> {
+        let map = self
+            .ebpf
             .map_mut("static_bib")
             .ok_or("the steering object has no map static_bib")?;
         let mut map: HashMap<_, Key, u32> =
             HashMap::try_from(map).map_err(|e| format!("static_bib map: {e}"))?;
-        for e in &p.static_bib {
-            let k = Key {
-                addr: u32::from(e.addr).to_be(),
-                port: e.port,
-                proto: e.proto,
-                pad: 0,
-            };
-            map.insert(k, u32::from(e.worker), 0).map_err(|err| {
+        let key = |e: &StaticEntry| Key {
+            addr: u32::from(e.addr).to_be(),
+            port: e.port,
+            proto: e.proto,
+            pad: 0,
+        };
+        for e in old.iter().filter(|e| !new.contains(e)) {
+            let _ = map.remove(&key(e));
+        }
+        for e in new {
+            map.insert(key(e), u32::from(e.worker), 0).map_err(|err| {
                 format!(
                     "cannot add static BIB entry {}:{} (protocol {}) to the steering map: {err}",
                     e.addr, e.port, e.proto
                 )
             })?;
         }
-        Ok(Steering { ebpf })
+        Ok(())
     }
 
     /// The loaded program (for `BPF_PROG_TEST_RUN` in tests).

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use tun_rs::SyncDevice;
 
+use crate::live::Follower;
 use crate::pipeline::{Pipeline, TICK_NS};
 use crate::stats::WorkerStats;
 use crate::vnet::VnetHdr;
@@ -42,6 +43,8 @@ pub(crate) struct Worker {
     pub failure: Arc<Mutex<Option<String>>>,
     /// Log NAT64 events (`[nat64] event_log`).
     pub event_log: bool,
+    /// New configurations and questions from the control plane.
+    pub follower: Follower,
 }
 
 impl Worker {
@@ -99,6 +102,9 @@ impl Worker {
                 }
                 next_tick = now_ns + TICK_NS;
             }
+            if self.follower.changed() {
+                self.follower.follow(&mut self.pipeline, now_ns);
+            }
             let mut dry = false;
             for _ in 0..BATCH {
                 let r = {
@@ -136,8 +142,8 @@ impl Worker {
         }
     }
 
-    /// Sleep until the queue has a packet or `timeout_ms` ran out (false), or the
-    /// stop pipe hangs up (true).
+    /// Sleep until the queue has a packet, the control plane has something, or
+    /// `timeout_ms` ran out (false), or the stop pipe hangs up (true).
     fn wait_readable(&self, timeout_ms: i32) -> Result<bool, String> {
         let mut fds = [
             libc::pollfd {
@@ -150,9 +156,14 @@ impl Worker {
                 events: libc::POLLIN,
                 revents: 0,
             },
+            libc::pollfd {
+                fd: self.follower.wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
         loop {
-            // SAFETY: fds is a valid array of two pollfd.
+            // SAFETY: fds is a valid array of three pollfd.
             let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
             if r >= 0 {
                 break;
@@ -164,6 +175,9 @@ impl Worker {
         }
         if fds[1].revents != 0 {
             return Ok(true);
+        }
+        if fds[2].revents != 0 {
+            self.follower.drain_wake();
         }
         if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
             && fds[0].revents & libc::POLLIN == 0

@@ -314,3 +314,63 @@ fn truncated_and_unknown_packets_go_to_queue_zero() {
         assert!(matches!(got, Ok(0)), "{pkt:02x?}: {got:?}");
     }
 }
+
+/// The queue the program picks for IPv4 packet `pkt`.
+fn queue_of_v4(steering: &Steering, pkt: &[u8]) -> u32 {
+    let mut frame = vec![0u8; 12];
+    frame.extend_from_slice(&[0x08, 0x00]);
+    frame.extend_from_slice(pkt);
+    steering
+        .program()
+        .test_run(TestRunOptions {
+            data_in: Some(&frame),
+            ..TestRunOptions::default()
+        })
+        .expect("BPF_PROG_TEST_RUN")
+        .return_value
+}
+
+#[test]
+fn static_bib_entries_added_and_removed_at_runtime_steer_their_ipv4_side() {
+    let workers = 4;
+    let cfg = Nat64Config {
+        subscriber_prefix_len: 64,
+        ..Nat64Config::default()
+    };
+    let p = Params::new(&cfg, workers);
+    let Some(mut steering) = load_or_skip(&p) else {
+        return;
+    };
+    // A static entry whose IPv6 side another worker owns than its port would say.
+    let port = 8080;
+    let by_port = port_owner(port, cfg.port_block_size, workers);
+    let v6 = (1u16..)
+        .map(|n| Ipv6Addr::new(0x2001, 0xdb8, n, 0, 0, 0, 0, 5))
+        .find(|a| subscriber_worker(u128::from(*a), 64, workers) != by_port)
+        .unwrap();
+    let entry = StaticBib {
+        proto: Proto::Tcp,
+        v6,
+        port6: 80,
+        v4: POOL4[0],
+        port4: port,
+    };
+    let pkt = Ip4::new(SERVER4, POOL4[0]).tcp_flags(40000, port, 0x02, 0);
+    assert_eq!(queue_of_v4(&steering, &pkt), u32::from(by_port));
+    let with = Params::new(
+        &Nat64Config {
+            static_bib: vec![entry],
+            ..cfg.clone()
+        },
+        workers,
+    );
+    steering
+        .update_static_bib(&p.static_bib, &with.static_bib)
+        .unwrap();
+    let owner = subscriber_worker(u128::from(v6), 64, workers);
+    assert_eq!(queue_of_v4(&steering, &pkt), u32::from(owner));
+    steering
+        .update_static_bib(&with.static_bib, &p.static_bib)
+        .unwrap();
+    assert_eq!(queue_of_v4(&steering, &pkt), u32::from(by_port));
+}

@@ -334,6 +334,12 @@ impl Gateway {
         total
     }
 
+    /// A handle on the workers' counters for readers that outlive a borrow
+    /// (the metrics endpoint).
+    pub fn stats_handle(&self) -> sixgate_tun::StatsHandle {
+        sixgate_tun::StatsHandle::new(self.stats.iter().cloned().collect())
+    }
+
     /// Each worker's counters, as last published, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
         self.stats.iter().map(|s| s.snapshot()).collect()

@@ -40,6 +40,22 @@ enum Command {
     /// Run the DNS64 server (RFC 6147) of a file's [dns64] section (foreground;
     /// stop with SIGINT or SIGTERM).
     Dns64(cmd::dns64::Args),
+    /// Show what the running daemon is doing (its API socket; see docs/control.md).
+    Show(cmd::show::Args),
+    /// Change the running daemon's RFC 7757 EAM table.
+    #[command(subcommand)]
+    Eam(cmd::change::Eam),
+    /// Change the running daemon's NAT64 pool4.
+    #[command(subcommand)]
+    Pool4(cmd::change::Pool4),
+    /// Change the running daemon's static NAT64 BIB entries.
+    #[command(subcommand)]
+    Bib(cmd::change::Bib),
+    /// Make the running daemon re-read its configuration file (as SIGHUP).
+    Reload(cmd::change::ReloadArgs),
+    /// Write manual pages or shell completions (for packaging).
+    #[command(subcommand, hide = true)]
+    Generate(cmd::generate::Command),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +66,12 @@ fn main() -> ExitCode {
         Command::Config(c) => cmd::config::run(&c),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Dns64(args) => cmd::dns64::run(&args),
+        Command::Show(args) => cmd::show::run(&args),
+        Command::Eam(c) => cmd::change::eam(&c),
+        Command::Pool4(c) => cmd::change::pool4(&c),
+        Command::Bib(c) => cmd::change::bib(&c),
+        Command::Reload(a) => cmd::change::reload(&a),
+        Command::Generate(c) => cmd::generate::run(&c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,12 +16,31 @@ mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 const NAMED: &str = "/usr/sbin/named";
+const SIGNZONE: &str = "/usr/bin/dnssec-signzone";
 
 /// The authoritative server, the BIND DNS64 and sixgate's addresses (on lo).
 const AUTH: &str = "127.0.0.2";
 const BIND64: &str = "127.0.0.3";
 const SIX64: &str = "127.0.0.4";
 const PREFIX: &str = "2001:db8:64::/96";
+/// How far a TTL of ours may be from BIND's: BIND answers from its cache, aged
+/// by the seconds since it first asked, which grow to a few on a loaded machine.
+const TTL_SLACK: u32 = 5;
+/// With [`Bed::dnssec`]: the validating resolver (BIND, `dnssec-validation yes`),
+/// and a second BIND DNS64 with `break-dnssec yes`.
+const VALIDATOR: &str = "127.0.0.6";
+const BIND64_BREAK_DNSSEC: &str = "127.0.0.7";
+/// The signed zone of [`Bed::dnssec`].
+const SIGNED: &str = "dnssec.test";
+const SIGNED_ZONE: &str = "$TTL 300
+@         IN SOA ns hostmaster 1 3600 600 86400 60
+@         IN NS  ns
+ns        IN A   127.0.0.2
+sec-a     IN A   198.51.100.20
+sec-both  IN A   198.51.100.21
+sec-both  IN AAAA 2001:db8::21
+bogus     IN A   198.51.100.66
+";
 
 const ZONE: &str = "$TTL 300
 @         IN SOA ns.example. hostmaster.example. 1 3600 600 86400 60
@@ -58,18 +77,35 @@ fn skip(test: &str) -> bool {
     false
 }
 
-/// One namespace with the two `named`s and `sixgate dns64` running.
+/// One namespace with the two `named`s and `sixgate dns64` running (with
+/// [`Bed::dnssec`]: four, see there).
 struct Bed {
     ns: Netns,
     dir: ScratchDir,
     _auth: Background,
     _bind64: Background,
+    /// The validating resolver and the second reference DNS64 of [`Bed::dnssec`].
+    _more: Vec<Background>,
+    /// The resolver sixgate and the reference DNS64s forward to.
+    upstream: &'static str,
     sixgate: Option<Background>,
 }
 
 impl Bed {
     /// `extra` is appended to sixgate's `[dns64]` section.
     fn new(extra: &str) -> Bed {
+        Bed::build(extra, false)
+    }
+
+    /// The bed with the signed zone [`SIGNED`] on the authoritative server and a
+    /// validating resolver ([`VALIDATOR`]) between it and the DNS64s: sixgate,
+    /// BIND's dns64 as it comes ([`BIND64`]) and with `break-dnssec yes`
+    /// ([`BIND64_BREAK_DNSSEC`]), both BINDs validating with the same anchor.
+    fn dnssec() -> Bed {
+        Bed::build("", true)
+    }
+
+    fn build(extra: &str, dnssec: bool) -> Bed {
         let ns = Netns::new("dns64").unwrap();
         ns.ip(["link", "set", "lo", "up"]).unwrap();
         for a in 2..=9 {
@@ -85,9 +121,19 @@ impl Bed {
         }
         dir.write("example.zone", zone).unwrap();
         dir.write("rev.zone", REVERSE_ZONE).unwrap();
+        let anchor_key = dnssec.then(|| sign_zone(dir.path()));
+        let dnssec = anchor_key.as_deref();
         for sub in ["auth", "ref"] {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         }
+        for sub in ["val", "ref2"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        let signed_zone = if dnssec.is_some() {
+            format!("zone \"{SIGNED}\" {{ type primary; file \"{d}/signed.zone\"; }};")
+        } else {
+            String::new()
+        };
         let auth = dir
             .write(
                 "auth.conf",
@@ -96,33 +142,78 @@ impl Bed {
                        listen-on-v6 {{ none; }}; recursion no; dnssec-validation no; }};
                      controls {{ }};
                      zone \"example\" {{ type primary; file \"{d}/example.zone\"; }};
-                     zone \"100.51.198.in-addr.arpa\" {{ type primary; file \"{d}/rev.zone\"; }};\n"
+                     zone \"100.51.198.in-addr.arpa\" {{ type primary; file \"{d}/rev.zone\"; }};
+                     {signed_zone}\n"
                 ),
             )
             .unwrap();
-        let reference = dir
-            .write(
-                "ref.conf",
+        // Without DNSSEC the DNS64s ask the authoritative server; with it, they
+        // ask the validating resolver and validate with the same trust anchor
+        // (BIND's dns64 only when it validates itself: forwarding without
+        // validation, it asks with CD=1 and synthesizes from Bogus data).
+        let (upstream, validation, anchor) = match dnssec {
+            None => (AUTH, "no", String::new()),
+            Some(key) => (
+                VALIDATOR,
+                "yes",
+                format!("trust-anchors {{ {SIGNED}. static-key 257 3 13 \"{key}\"; }};"),
+            ),
+        };
+        let reference = |name: &str, addr: &str, dns64_extra: &str| {
+            dir.write(
+                &format!("{name}.conf"),
                 format!(
-                    "options {{ directory \"{d}/ref\"; pid-file none; listen-on port 53 {{ {BIND64}; }};
+                    "options {{ directory \"{d}/{name}\"; pid-file none; listen-on port 53 {{ {addr}; }};
                        listen-on-v6 {{ none; }}; recursion yes; allow-recursion {{ any; }};
-                       forwarders {{ {AUTH}; }}; forward only; dnssec-validation no;
-                       dns64 {PREFIX} {{ clients {{ any; }}; }}; }};
+                       forwarders {{ {upstream}; }}; forward only; dnssec-validation {validation};
+                       dns64 {PREFIX} {{ clients {{ any; }}; {dns64_extra} }}; }};
+                     {anchor}
                      controls {{ }};\n"
                 ),
             )
-            .unwrap();
+            .unwrap()
+        };
+        let bind64 = reference("ref", BIND64, "");
         let auth = ns
             .spawn(NAMED, ["-g", "-c", &auth.display().to_string()])
             .unwrap();
         let bind64 = ns
-            .spawn(NAMED, ["-g", "-c", &reference.display().to_string()])
+            .spawn(NAMED, ["-g", "-c", &bind64.display().to_string()])
             .unwrap();
+        let mut more = Vec::new();
+        if dnssec.is_some() {
+            let validator = dir
+                .write(
+                    "val.conf",
+                    format!(
+                        "options {{ directory \"{d}/val\"; pid-file none; listen-on port 53 {{ {VALIDATOR}; }};
+                           listen-on-v6 {{ none; }}; recursion yes; allow-recursion {{ any; }};
+                           dnssec-validation yes; }};
+                         {anchor}
+                         controls {{ }};
+                         zone \"{SIGNED}\" {{ type static-stub; server-addresses {{ {AUTH}; }}; }};
+                         zone \"example\" {{ type static-stub; server-addresses {{ {AUTH}; }}; }};\n"
+                    ),
+                )
+                .unwrap();
+            // BIND's `break-dnssec yes`: synthesis for DO=1 too (RFC 6147 §5.5
+            // item 2); by default BIND does not synthesize when the client set DO
+            // and the A records are signed.
+            let breaking = reference("ref2", BIND64_BREAK_DNSSEC, "break-dnssec yes;");
+            for conf in [validator, breaking] {
+                more.push(
+                    ns.spawn(NAMED, ["-g", "-c", &conf.display().to_string()])
+                        .unwrap(),
+                );
+            }
+        }
         let mut bed = Bed {
             ns,
             dir,
             _auth: auth,
             _bind64: bind64,
+            _more: more,
+            upstream,
             sixgate: None,
         };
         bed.start_sixgate(extra);
@@ -133,6 +224,8 @@ impl Bed {
         let deadline = Instant::now() + Duration::from_secs(10);
         while bed.dig(BIND64, &["both.example", "A"]).status != "NOERROR"
             || bed.dig(AUTH, &["both.example", "A", "+norec"]).status != "NOERROR"
+            || (dnssec.is_some()
+                && bed.dig(BIND64_BREAK_DNSSEC, &["both.example", "A"]).status != "NOERROR")
         {
             assert!(Instant::now() < deadline, "named did not start");
             std::thread::sleep(Duration::from_millis(100));
@@ -146,8 +239,9 @@ impl Bed {
             .write(
                 "sixgate.toml",
                 format!(
-                    "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{AUTH}\"]\n\
-                     prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n{extra}"
+                    "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{}\"]\n\
+                     prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n{extra}",
+                    self.upstream
                 ),
             )
             .unwrap();
@@ -187,6 +281,71 @@ impl Bed {
         assert!(f.status.success(), "sixgate dns64 failed: {}", f.stderr);
         f.stdout
     }
+}
+
+/// Sign [`SIGNED_ZONE`] into `dir/signed.zone` with a fresh KSK and ZSK (ECDSA
+/// P-256, RFC 6605) and NSEC (RFC 4035 §2.3), then make `bogus` Bogus: its A
+/// record's address changes after signing, so its RRSIG no longer verifies
+/// (RFC 4035 §5.3.3) though the rest of the zone does. Returns the KSK's public
+/// key (base64) for the trust anchors.
+fn sign_zone(dir: &Path) -> String {
+    let keys = dir.join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let zone = dir.join("dnssec.test.zone");
+    std::fs::write(&zone, SIGNED_ZONE).unwrap();
+    let run = |program: &str, args: &[&str]| {
+        let out = std::process::Command::new(program)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("{program}: {e}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let k = keys.display().to_string();
+    let ksk = run(
+        "dnssec-keygen",
+        &["-q", "-K", &k, "-a", "ECDSAP256SHA256", "-f", "KSK", SIGNED],
+    );
+    run(
+        "dnssec-keygen",
+        &["-q", "-K", &k, "-a", "ECDSAP256SHA256", SIGNED],
+    );
+    let z = zone.display().to_string();
+    run(
+        "dnssec-signzone",
+        &[
+            "-S",
+            "-K",
+            &k,
+            "-o",
+            SIGNED,
+            "-d",
+            ".",
+            "-f",
+            "signed.zone",
+            &z,
+        ],
+    );
+    let signed = std::fs::read_to_string(dir.join("signed.zone")).unwrap();
+    assert!(signed.contains("198.51.100.66"), "{signed}");
+    std::fs::write(
+        dir.join("signed.zone"),
+        signed.replace("198.51.100.66", "198.51.100.99"),
+    )
+    .unwrap();
+    // "dnssec.test. IN DNSKEY 257 3 13 <base64 in one or more words>"
+    let public = std::fs::read_to_string(keys.join(format!("{}.key", ksk.trim()))).unwrap();
+    let line = public.lines().find(|l| l.contains(" 257 3 13 ")).unwrap();
+    line.split(" 257 3 13 ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect()
 }
 
 /// What dig printed: the status, header flags and answer records.
@@ -307,7 +466,7 @@ fn rfc6147_answers_match_bind_dns64() {
     for case in cases {
         let ours = bed.dig(SIX64, case);
         let bind = bed.dig(BIND64, case);
-        // BIND caches too, so its TTLs may have aged by a second or two.
+        // BIND caches too, so its TTLs may have aged (TTL_SLACK).
         assert_eq!(
             (&ours.status, ours.without_ttls()),
             (&bind.status, bind.without_ttls()),
@@ -315,7 +474,7 @@ fn rfc6147_answers_match_bind_dns64() {
         );
         for (o, b) in ours.ttls().iter().zip(bind.ttls()) {
             assert!(
-                o.abs_diff(b) <= 2,
+                o.abs_diff(b) <= TTL_SLACK,
                 "{case:?}: TTL {o} vs BIND's {b}: {ours:?} {bind:?}"
             );
         }
@@ -400,6 +559,135 @@ fn rfc6147_s5_5_cd_and_do_never_synthesize() {
         let d = bed.dig(SIX64, &["a-only.example", "AAAA", flags[0], flags[1]]);
         assert_eq!(d.answers.len(), 2, "{flags:?}: {d:?}");
         assert!(!d.has_flag("ad"));
+    }
+}
+
+/// RFC 6147 §5.5 with DNSSEC: a signed zone (an A-only name, a name with A and
+/// AAAA, and a Bogus A-only name whose RRSIG does not verify) behind a validating
+/// resolver, which is sixgate's upstream and BIND's. Each case is asked of
+/// sixgate and of BIND's dns64 (validating with the same trust anchor); where
+/// the two BIND settings differ, the one that follows §5.5 is the reference.
+#[test]
+fn rfc6147_s5_5_dnssec_signed_names_match_bind() {
+    let test = "rfc6147_s5_5_dnssec_signed_names_match_bind";
+    if skip(test) {
+        return;
+    }
+    if !Path::new(SIGNZONE).exists() {
+        println!("skipped: {test}: {SIGNZONE} missing (scripts/setup.sh installs bind9-utils)");
+        return;
+    }
+    let bed = Bed::dnssec();
+    let agree = |case: &[&str], ours: &Dig, bind: &Dig| {
+        assert_eq!(
+            (&ours.status, ours.without_ttls()),
+            (&bind.status, bind.without_ttls()),
+            "{case:?}: sixgate (left) and BIND (right) disagree"
+        );
+        for (o, b) in ours.ttls().iter().zip(bind.ttls()) {
+            assert!(
+                o.abs_diff(b) <= TTL_SLACK,
+                "{case:?}: TTL {o} vs BIND's {b}"
+            );
+        }
+    };
+    // `owner ttl class type rdata`: AAAA records, not RRSIGs over them.
+    let aaaa_count = |d: &Dig| {
+        d.answers
+            .iter()
+            .filter(|a| a.split(' ').nth(3) == Some("AAAA"))
+            .count()
+    };
+    let sec_a = "sec-a.dnssec.test";
+
+    // §5.5 items 1 and 2 (CD=0): synthesized from the validated A set, with no
+    // AD (sixgate does not validate the synthesis itself) and no RRSIG (the A
+    // set's signature covers A). BIND's dns64 synthesizes for DO=1 only with
+    // `break-dnssec yes`, and then sets AD as the validator it is.
+    for case in [
+        &[sec_a, "AAAA", "+nodnssec", "+nocdflag"][..],
+        &[sec_a, "AAAA", "+dnssec", "+nocdflag"][..],
+    ] {
+        let ours = bed.dig(SIX64, case);
+        agree(case, &ours, &bed.dig(BIND64_BREAK_DNSSEC, case));
+        assert_eq!(
+            ours.answers,
+            [format!(
+                "{sec_a}. {} IN AAAA 2001:db8:64::c633:6414",
+                ours.ttls()[0]
+            )],
+            "{case:?}"
+        );
+        assert!(!ours.has_flag("ad"), "{case:?}: AD on synthesized data");
+    }
+    let bind_default = bed.dig(BIND64, &[sec_a, "AAAA", "+dnssec", "+nocdflag"]);
+    println!("{test}: BIND's default (break-dnssec no) for DO=1: {bind_default:?}");
+
+    // §5.5 item 3: CD=1 and DO=1, no synthesis: the resolver's NODATA with its
+    // NSEC and RRSIGs, header bits (AD included) as the resolver set them.
+    let case = &[sec_a, "AAAA", "+dnssec", "+cdflag", "+authority"][..];
+    let ours = bed.dig(SIX64, case);
+    agree(case, &ours, &bed.dig(BIND64, case));
+    let resolver = bed.dig(VALIDATOR, case);
+    agree(case, &ours, &resolver);
+    assert_eq!(ours.flags, resolver.flags, "{case:?}");
+    assert_eq!(aaaa_count(&ours), 0, "{ours:?}");
+    assert!(
+        ours.answers.iter().any(|a| a.contains(" NSEC ")),
+        "{ours:?}"
+    );
+    assert!(
+        ours.answers.iter().any(|a| a.contains(" RRSIG ")),
+        "{ours:?}"
+    );
+
+    // Bogus A data, CD=0: the resolver says SERVFAIL; so does sixgate (not the
+    // valid AAAA NODATA, and never a synthesis), as BIND does.
+    for case in [
+        &["bogus.dnssec.test", "AAAA", "+nodnssec", "+nocdflag"][..],
+        &["bogus.dnssec.test", "AAAA", "+dnssec", "+nocdflag"][..],
+    ] {
+        let ours = bed.dig(SIX64, case);
+        assert_eq!(ours.status, "SERVFAIL", "{case:?}: {ours:?}");
+        agree(case, &ours, &bed.dig(BIND64, case));
+        agree(case, &ours, &bed.dig(BIND64_BREAK_DNSSEC, case));
+    }
+    // CD=1 without DO (§5.5 has no item for it): the client turned checking
+    // off and cannot validate, so it gets what checking-disabled resolution
+    // gives, synthesized (RFC 4035 §3.2.2: CD goes upstream), as from BIND.
+    let case = &["bogus.dnssec.test", "AAAA", "+nodnssec", "+cdflag"][..];
+    let ours = bed.dig(SIX64, case);
+    agree(case, &ours, &bed.dig(BIND64, case));
+    assert_eq!(aaaa_count(&ours), 1, "{ours:?}");
+    assert!(!ours.has_flag("ad"), "{ours:?}");
+    // With DO too: item 3, no synthesis.
+    let case = &[
+        "bogus.dnssec.test",
+        "AAAA",
+        "+dnssec",
+        "+cdflag",
+        "+authority",
+    ][..];
+    let ours = bed.dig(SIX64, case);
+    agree(case, &ours, &bed.dig(BIND64, case));
+    assert_eq!(aaaa_count(&ours), 0, "{ours:?}");
+
+    // §5.1.1: a signed name with AAAA: the AAAA set and its RRSIG pass through,
+    // AD as the resolver set it (it validated them).
+    for case in [
+        &["sec-both.dnssec.test", "AAAA", "+dnssec", "+nocdflag"][..],
+        &["sec-both.dnssec.test", "AAAA", "+dnssec", "+cdflag"][..],
+    ] {
+        let ours = bed.dig(SIX64, case);
+        agree(case, &ours, &bed.dig(BIND64, case));
+        let resolver = bed.dig(VALIDATOR, case);
+        assert_eq!(ours.flags, resolver.flags, "{case:?}");
+        assert!(ours.has_flag("ad"), "{case:?}: {ours:?}");
+        assert_eq!(aaaa_count(&ours), 1, "{ours:?}");
+        assert!(
+            ours.answers.iter().any(|a| a.contains(" RRSIG AAAA ")),
+            "{ours:?}"
+        );
     }
 }
 

@@ -131,16 +131,36 @@ impl Netns {
 
     /// Write a config file (CONFIG plus `extra`) and return its path.
     fn config(&self, extra: &str) -> String {
-        let p = self.dir.join("sixgate.toml");
+        self.config_as("sixgate", extra)
+    }
+
+    /// Write config file `NAME.toml` (CONFIG plus `extra`, with its own API
+    /// socket `NAME.sock` beside it) and return its path.
+    fn config_as(&self, name: &str, extra: &str) -> String {
+        let p = self.dir.join(format!("{name}.toml"));
+        let socket = format!(
+            "socket = \"{}\"\n",
+            self.dir.join(format!("{name}.sock")).display()
+        );
+        let extra = match extra.split_once("[daemon]\n") {
+            Some((a, b)) => format!("{a}[daemon]\n{socket}{b}"),
+            None => format!("{extra}[daemon]\n{socket}"),
+        };
         std::fs::write(&p, format!("{CONFIG}{extra}")).unwrap();
         p.to_str().unwrap().to_owned()
     }
 
     /// Start `sixgate run ARGS` in the namespace.
     fn sixgate(&self, args: &[&str]) -> Gateway {
+        self.sixgate_env(args, &[])
+    }
+
+    /// Start `sixgate run ARGS` in the namespace with `env` added to its environment.
+    fn sixgate_env(&self, args: &[&str], env: &[(&str, &str)]) -> Gateway {
         let child = Command::new("ip")
             .args(["netns", "exec", &self.name, BIN, "run"])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -613,7 +633,13 @@ fn a_running_device_is_not_taken_over() {
     let cfg = ns.config("[daemon]\nworkers = 1\n");
     let mut first = ns.sixgate(&["--config", &cfg]);
     first.wait_for("workers started");
+    // The same file: refused at its API socket.
     let (ok, _, log) = ns.sixgate(&["--config", &cfg]).finish();
+    assert!(!ok);
+    assert!(log.contains("another daemon answers"), "{log}");
+    // Another socket, the same device: refused at the device.
+    let other = ns.config_as("second", "[daemon]\nworkers = 1\n");
+    let (ok, _, log) = ns.sixgate(&["--config", &other]).finish();
     assert!(!ok);
     assert!(log.contains("in use by another process"), "{log}");
     // The first one is unharmed.
@@ -686,4 +712,250 @@ fn device_removed_under_it_stops_with_an_error() {
         out.starts_with("sixgate: rx "),
         "summary still printed: {out}"
     );
+}
+
+/// `GET PATH` on `port` of 127.0.0.1 inside the namespace: (status line, body).
+fn http_get(ns: &Netns, port: u16, path: &str) -> (String, String) {
+    let path = path.to_owned();
+    ns.thread(move || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to /metrics");
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: sixgate\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+        (
+            head.lines().next().unwrap_or("").to_owned(),
+            body.to_owned(),
+        )
+    })
+    .join()
+    .unwrap()
+}
+
+/// The value of the sample `series` (name and labels exactly as rendered).
+fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in:\n{metrics}"))
+        .parse()
+        .unwrap()
+}
+
+/// `[metrics]`: the endpoint counts a ping per worker and direction, lists every
+/// drop reason at zero, answers 404 elsewhere; with `[dns64]`, a dig query moves
+/// the DNS64 counters (`ipv4only.arpa` is answered locally, RFC 8880 §7.2, so no
+/// upstream is needed).
+#[test]
+fn metrics_endpoint_counts_ping_per_worker_and_dns64_queries() {
+    require_root_netns!();
+    let ns = Netns::new();
+    let cfg = ns.config(
+        "[daemon]\nworkers = 2\n\n[metrics]\nlisten = \"127.0.0.1:9464\"\n\n\
+         [dns64]\nlisten = [\"127.0.0.1:5353\"]\nupstream = [\"127.0.0.1:5354\"]\n",
+    );
+    let mut gw = ns.sixgate(&["--config", &cfg]);
+    gw.wait_for("workers started");
+    assert!(
+        gw.log()
+            .contains("metrics on http://127.0.0.1:9464/metrics"),
+        "{}",
+        gw.log()
+    );
+    ping_6to4(&ns);
+    ping_4to6(&ns);
+    let dig = Command::new("ip")
+        .args([
+            "netns", "exec", &ns.name, "dig", "+short", "+time=2", "+tries=1",
+        ])
+        .args(["@127.0.0.1", "-p", "5353", "AAAA", "ipv4only.arpa"])
+        .output();
+    let dug = match dig {
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            assert!(text.contains("2001:db8:64::c000:aa"), "dig: {text}");
+            true
+        }
+        Err(e) => {
+            eprintln!("dig part skipped: cannot run dig ({e})");
+            false
+        }
+    };
+    // Workers publish after every batch: the counters are there at once, but
+    // allow a moment for the last echo reply's batch.
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, m) = http_get(&ns, 9464, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    eprintln!(
+        "{}",
+        m.lines()
+            .filter(|l| l.contains("translated"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let per_worker = |dir: &str| -> Vec<f64> {
+        (0..2)
+            .map(|w| {
+                sample(
+                    &m,
+                    &format!(
+                        "sixgate_translated_packets_total{{worker=\"{w}\",direction=\"{dir}\"}}"
+                    ),
+                )
+            })
+            .collect()
+    };
+    // 3 requests one way and 3 replies back, each direction, over the workers.
+    assert!(per_worker("6to4").iter().sum::<f64>() >= 6.0, "{m}");
+    assert!(per_worker("4to6").iter().sum::<f64>() >= 6.0, "{m}");
+    let rx: f64 = (0..2)
+        .map(|w| {
+            sample(
+                &m,
+                &format!("sixgate_tun_rx_packets_total{{worker=\"{w}\"}}"),
+            )
+        })
+        .sum();
+    assert!(rx >= 12.0, "{m}");
+    let drops: Vec<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("sixgate_dropped_packets_total{"))
+        .collect();
+    assert_eq!(drops.len(), sixgate_core::DropReason::COUNT, "{m}");
+    // bad_destination may count the kernel's own link-local traffic on the new
+    // device (docs/tun.md, troubleshooting); the pings cause no drop.
+    assert!(
+        drops
+            .iter()
+            .all(|l| l.ends_with(" 0") || l.contains("\"bad_destination\"")),
+        "drops: {drops:?}"
+    );
+    assert_eq!(sample(&m, "sixgate_workers"), 2.0);
+    assert!(m.contains("sixgate_build_info{version=\""), "{m}");
+    if dug {
+        assert!(sample(&m, "sixgate_dns64_queries_total") >= 1.0, "{m}");
+        assert!(
+            sample(&m, "sixgate_dns64_ipv4only_answers_total") >= 1.0,
+            "{m}"
+        );
+    }
+    let (status, _) = http_get(&ns, 9464, "/");
+    assert!(status.contains("404"), "{status}");
+    let (ok, _, log) = gw.terminate();
+    assert!(ok, "{log}");
+}
+
+/// A port already taken for `[metrics]` stops `sixgate run` before it touches
+/// anything, with the address in the message.
+#[test]
+fn metrics_port_in_use_is_a_clear_error() {
+    require_root_netns!();
+    let ns = Netns::new();
+    let holder = ns
+        .thread(|| TcpListener::bind("127.0.0.1:9464").unwrap())
+        .join()
+        .unwrap();
+    let cfg = ns.config("[metrics]\nlisten = \"127.0.0.1:9464\"\n");
+    let gw = ns.sixgate(&["--config", &cfg]);
+    let (ok, _, log) = gw.finish();
+    drop(holder);
+    assert!(!ok);
+    assert!(
+        log.contains("[metrics] listen = \"127.0.0.1:9464\": cannot bind"),
+        "{log}"
+    );
+    assert!(!ns.link_exists("sixgate0"));
+}
+
+/// `sixgate run` under a service manager (`Type=notify`): READY=1 once the
+/// gateway forwards, STOPPING=1 on SIGTERM, to the socket in $NOTIFY_SOCKET.
+#[test]
+fn sd_notify_ready_and_stopping_under_a_fake_notify_socket() {
+    require_root_netns!();
+    let ns = Netns::new();
+    let sock_path = ns.dir.join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let cfg = ns.config("");
+    let gw = ns.sixgate_env(
+        &["--config", &cfg],
+        &[("NOTIFY_SOCKET", sock_path.to_str().unwrap())],
+    );
+    let mut b = [0u8; 64];
+    let n = sock.recv(&mut b).expect("READY=1 within 20 s");
+    assert_eq!(&b[..n], b"READY=1");
+    // Ready means forwarding.
+    assert!(ns.route(true, "2001:db8:64::/96").contains("dev sixgate0"));
+    ping_6to4(&ns);
+    let (ok, _, log) = gw.terminate();
+    assert!(ok, "{log}");
+    let n = sock.recv(&mut b).expect("STOPPING=1");
+    assert_eq!(&b[..n], b"STOPPING=1");
+}
+
+/// `[log] format = "json" target = "file"` in mode nat64 with the RFC 6888 event
+/// log on: the file holds one JSON object per line, the session events among
+/// them, and standard error stays quiet.
+#[test]
+fn json_log_file_carries_the_nat64_session_events() {
+    require_root_netns!();
+    let ns = Netns::new();
+    let log_path = ns.dir.join("sixgate.json.log");
+    let cfg = ns.dir.join("nat64.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[translator]\nmode = \"nat64\"\npool6 = \"2001:db8:64::/96\"\n\n\
+             [nat64]\npool4 = [\"198.18.0.0/24\"]\nevent_log = \"sessions\"\n\n\
+             [daemon]\nsocket = \"{}\"\n\n\
+             [log]\nformat = \"json\"\ntarget = \"file\"\nfile = \"{}\"\n",
+            ns.dir.join("nat64.sock").display(),
+            log_path.display()
+        ),
+    )
+    .unwrap();
+    let gw = ns.sixgate(&["--config", cfg.to_str().unwrap()]);
+    // Ready: the routes are in (the log is in the file, not on stderr).
+    let t0 = Instant::now();
+    while !ns.route(false, "198.18.0.0/24").contains("dev sixgate0") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "not ready:\n{}",
+            gw.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    ping_6to4(&ns);
+    // Events are drained every timer tick (100 ms).
+    std::thread::sleep(Duration::from_millis(500));
+    let (ok, _, stderr) = gw.terminate();
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.trim().is_empty(),
+        "logs went to stderr too:\n{stderr}"
+    );
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(
+        records.iter().any(|r| r["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("starting"))),
+        "{text}"
+    );
+    let created: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| r["target"] == "sixgate::nat64" && r["event"] == "session_created")
+        .collect();
+    assert!(!created.is_empty(), "no session_created event:\n{text}");
+    assert_eq!(created[0]["proto"], "icmp", "{text}");
+    assert_eq!(created[0]["v6"], HOST6, "{text}");
 }

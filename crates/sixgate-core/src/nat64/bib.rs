@@ -209,17 +209,7 @@ impl Nat64 {
             {
                 continue; // duplicates are the config's to reject; keep the first
             }
-            let b = Bib {
-                v6: s.v6.octets(),
-                v4: u32::from(s.v4),
-                port6: s.port6,
-                port4: s.port4,
-                proto: p,
-                flags: STATIC,
-                sessions: NIL,
-                cool: Link::NONE,
-                cool_until: 0,
-            };
+            let b = super::runtime::static_record(&s);
             let _ = self.bib_insert(b, 0);
         }
     }

@@ -21,6 +21,7 @@ pub(crate) mod filtering;
 mod fragments;
 pub(crate) mod packet;
 mod port_alloc;
+mod runtime;
 mod session;
 mod slab;
 pub mod stats;
@@ -28,6 +29,7 @@ pub mod steering;
 mod subscriber;
 mod syn_store;
 pub mod tcp;
+pub mod walk;
 pub(crate) mod xlate;
 
 pub use bib::BIB_RECORD_BYTES;
@@ -39,6 +41,7 @@ pub use event::{Event, EventKind};
 pub use session::SESSION_RECORD_BYTES;
 pub use stats::{PerProto, Stats};
 pub use syn_store::HELD_BYTES as HELD_SYN_BYTES;
+pub use walk::{BibView, SessionView};
 
 use bib::Bib;
 use event::EventRing;
@@ -95,6 +98,9 @@ pub(crate) struct Nat64 {
     /// IPv4 transport addresses of every static BIB entry (of all workers), sorted:
     /// never handed out dynamically.
     reserved: Vec<(u8, u32, u16)>,
+    /// Removed pool4 prefixes whose BIB entries have not all expired yet
+    /// (`runtime`): still ours on the IPv4 side, never used for new mappings.
+    draining: Vec<Pool4Entry>,
     /// RFC 6056 algorithm 3's `next_ephemeral`.
     next_ephemeral: u32,
     bib_count: PerProto,
@@ -140,6 +146,7 @@ impl Nat64 {
             frags: FragmentTable::new(),
             events: EventRing::new(EVENT_RING_CAPACITY),
             reserved,
+            draining: Vec::new(),
             next_ephemeral: 0,
             bib_count: PerProto::default(),
             session_count: PerProto::default(),
@@ -147,31 +154,6 @@ impl Nat64 {
         n.set_timeouts();
         n.install_static_bib();
         n
-    }
-
-    /// A reload: new limits, timeouts, filtering and logging apply from now on.
-    /// Table capacities, pool4, static entries, port blocks, the subscriber
-    /// prefix length and the hash key stay as they were at start (the tables and
-    /// the steering depend on them; changing them needs a restart of the data
-    /// plane).
-    pub(crate) fn reconfigure(&mut self, cfg: &Nat64Config) {
-        let (pool4, statics, max, block, prefix_len, key) = (
-            self.cfg.pool4.clone(),
-            self.cfg.static_bib.clone(),
-            self.cfg.max_sessions,
-            self.cfg.port_block_size,
-            self.cfg.subscriber_prefix_len,
-            self.cfg.hash_key,
-        );
-        self.cfg = cfg.clone();
-        self.cfg.pool4 = pool4;
-        self.cfg.static_bib = statics;
-        self.cfg.max_sessions = max;
-        self.cfg.port_block_size = block;
-        self.cfg.subscriber_prefix_len = prefix_len;
-        self.cfg.hash_key = key;
-        self.subs.set_limits(&self.cfg);
-        self.set_timeouts();
     }
 
     fn set_timeouts(&mut self) {
@@ -204,7 +186,7 @@ impl Nat64 {
     /// Whether `a` is one of pool4's addresses.
     #[inline]
     pub(crate) fn in_pool4(&self, a: u32) -> bool {
-        self.cfg.pool4.iter().any(|p| p.contains(a))
+        self.cfg.pool4.iter().any(|p| p.contains(a)) || self.draining_has(a)
     }
 
     pub(crate) fn stats(&self) -> Stats {

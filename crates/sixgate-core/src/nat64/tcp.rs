@@ -23,6 +23,19 @@ pub enum TcpState {
 }
 
 impl TcpState {
+    /// Stable lower-case name, as `show sessions` prints it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TcpState::V4Init => "v4_init",
+            TcpState::V6Init => "v6_init",
+            TcpState::Established => "established",
+            TcpState::V4FinRcv => "v4_fin_rcv",
+            TcpState::V6FinRcv => "v6_fin_rcv",
+            TcpState::V4FinV6FinRcv => "v4_fin_v6_fin_rcv",
+            TcpState::Trans => "trans",
+        }
+    }
+
     pub(crate) fn from_u8(v: u8) -> TcpState {
         match v {
             0 => TcpState::V4Init,

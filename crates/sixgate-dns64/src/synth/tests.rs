@@ -293,3 +293,58 @@ fn excluded_ipv4_is_not_synthesized() {
     let (m, made) = synthesize(&q, a, None, None, &p);
     assert_eq!((made, m.answers.len()), (0, 0));
 }
+
+/// RFC 6147 §5.5 (and RFC 4035 §5.5): behind a validating resolver, Bogus A data
+/// comes back as SERVFAIL. The client hears SERVFAIL, not the (valid) AAAA
+/// NODATA, and nothing is synthesized.
+#[test]
+fn rfc6147_s5_5_bogus_a_gives_servfail_not_nodata() {
+    let q = aaaa_q("bogus.example.");
+    let mut nodata = reply(&q, ResponseCode::NoError);
+    nodata.authorities.push(soa("example.", 3600, 300));
+    let a = reply(
+        &Query::query(name("bogus.example."), RecordType::A),
+        ResponseCode::ServFail,
+    );
+    let (m, made) = synthesize(&q, a, Some(nodata), Some(300), &policy(&["64:ff9b::/96"]));
+    assert_eq!(made, 0);
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    assert!(m.answers.is_empty() && !m.metadata.authentic_data);
+    assert_eq!(m.queries, [q]);
+}
+
+/// RFC 6147 §5.5 item 2 and §5.4: synthesized records carry no AD bit and no
+/// RRSIG (the A set's signatures cover A, not AAAA), even when the A answer was
+/// validated (AD) and signed.
+#[test]
+fn rfc6147_s5_5_synthesized_answer_has_no_ad_and_no_rrsig() {
+    let q = aaaa_q("signed.example.");
+    let mut a = reply(
+        &Query::query(name("signed.example."), RecordType::A),
+        ResponseCode::NoError,
+    );
+    a.metadata.authentic_data = true;
+    a.answers
+        .push(a_rec("signed.example.", 300, [198, 51, 100, 20]));
+    // An RRSIG as this crate reads one (no `dnssec` feature): opaque data.
+    a.answers.push(Record::from_rdata(
+        name("signed.example."),
+        300,
+        RData::Unknown {
+            code: RecordType::RRSIG,
+            rdata: hickory_proto::rr::rdata::NULL::with(vec![0; 80]),
+        },
+    ));
+    let mut nodata = reply(&q, ResponseCode::NoError);
+    nodata.metadata.authentic_data = true;
+    let (m, made) = synthesize(&q, a, Some(nodata), None, &policy(&["64:ff9b::/96"]));
+    assert_eq!(made, 1);
+    assert!(!m.metadata.authentic_data);
+    assert_eq!(
+        m.answers
+            .iter()
+            .map(|r| r.record_type())
+            .collect::<Vec<_>>(),
+        [RecordType::AAAA]
+    );
+}

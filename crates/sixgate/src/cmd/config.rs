@@ -12,6 +12,14 @@ pub enum Command {
         /// The TOML file (see docs/config.md).
         file: PathBuf,
     },
+    /// Write the running daemon's configuration (derived from its live state)
+    /// to FILE, or print it: restarting from it reproduces the same state.
+    Save {
+        /// Where to write it; standard output without.
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        socket: super::show::SocketArg,
+    },
 }
 
 pub fn run(cmd: &Command) -> CmdResult {
@@ -23,6 +31,19 @@ pub fn run(cmd: &Command) -> CmdResult {
                 eprintln!("{w}");
             }
             println!("{}: ok ({})", file.display(), loaded.describe());
+            Ok(())
+        }
+        Command::Save { file, socket } => {
+            let c: sixgate_control::api::types::RunningConfig =
+                socket.client().get("/v1/config")?;
+            match file {
+                None => print!("{}", c.toml),
+                Some(f) => {
+                    sixgate_control::api::server::write_atomically(f, &c.toml)
+                        .map_err(|e| format!("{}: {e}", f.display()))?;
+                    eprintln!("running configuration saved to {}", f.display());
+                }
+            }
             Ok(())
         }
     }

@@ -1,10 +1,13 @@
 //! One module per subcommand. Each exposes its clap arguments and a `run` that
 //! returns `Err(message)` for `main` to print and turn into exit status 1.
 
+pub mod change;
 pub mod config;
 pub mod demo;
 pub mod dns64;
+pub mod generate;
 pub mod run;
+pub mod show;
 pub mod translate;
 
 /// What a subcommand returns: nothing, or a message for the user. Messages start
@@ -12,16 +15,8 @@ pub mod translate;
 /// error), the form editors and grep understand.
 pub type CmdResult = Result<(), String>;
 
-/// Logs of the long-running subcommands go to standard error; RUST_LOG overrides
-/// the level (default info).
+/// Logs of the long-running subcommands without a `[log]` section go to standard
+/// error as text; RUST_LOG overrides the level (default info).
 pub fn init_logging() {
-    use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
+    let _ = sixgate_control::logging::init(&sixgate_config::LogSettings::default());
 }

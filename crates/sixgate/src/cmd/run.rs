@@ -4,6 +4,10 @@
 //! one-line summary of the counters.
 
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use sixgate_control::ReloadStatus;
+use sixgate_control::metrics::{Collect, MetricsServer, Scrape};
 
 use super::CmdResult;
 
@@ -19,9 +23,16 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    super::init_logging();
-
-    let mut loaded = sixgate_config::load(&args.config).map_err(|e| e.to_string())?;
+    // The file as the running configuration (docs/control.md): runtime changes
+    // edit it, `config save` writes it.
+    let text = std::fs::read_to_string(&args.config)
+        .map_err(|e| format!("{}: {e}", args.config.display()))?;
+    let running =
+        sixgate_control::running_config::Running::parse(&text, &args.config.display().to_string())?;
+    let mut loaded = running.loaded.clone();
+    // [log] picks the sink, so logging starts once the file is read; its file or
+    // socket is opened now, before privileges are dropped.
+    sixgate_control::logging::init(&loaded.log).map_err(|e| format!("sixgate run: {e}"))?;
     tracing::info!(
         config = %args.config.display(),
         "sixgate {} starting: {}",
@@ -64,10 +75,80 @@ pub fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
+    // [metrics]: bound before privileges are dropped; it reports the workers
+    // once the gateway has them.
+    let reloads = Arc::new(ReloadStatus::default());
+    let workers: Arc<OnceLock<sixgate_tun::StatsHandle>> = Arc::new(OnceLock::new());
+    let metrics = match &loaded.metrics {
+        Some(m) => {
+            let collect = collector(&loaded, &workers, dns64.as_ref(), &reloads);
+            let srv =
+                MetricsServer::spawn(m.listen, collect).map_err(|e| format!("sixgate run: {e}"))?;
+            tracing::info!("metrics on http://{}/metrics", srv.local_addr());
+            Some(srv)
+        }
+        None => None,
+    };
+    // The API socket is bound before the gateway drops privileges.
+    let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
+        .map_err(|e| format!("sixgate run: {e}"))?;
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
+    let _ = workers.set(gw.stats_handle());
+    // A CLAT that discovered its PLAT prefix keeps it across reloads.
+    let plat = loaded.config.map.pool6;
+    let prepare = move |l: &mut sixgate_config::Loaded| {
+        if let (
+            Some(sixgate_config::ClatSettings {
+                plat_prefix: sixgate_config::PlatPrefix::Discover { .. },
+                ..
+            }),
+            Some(p),
+        ) = (&l.clat, plat)
+        {
+            l.set_plat_prefix(p);
+        }
+    };
+    // The API changes a running TUN gateway; the XDP data plane has no
+    // runtime changes yet (docs/xdp.md).
+    let api = match gw.live() {
+        Some(live) => sixgate_control::api::server::spawn(
+            socket,
+            sixgate_control::api::server::Daemon {
+                live,
+                config_file: std::fs::canonicalize(&args.config).unwrap_or(args.config.clone()),
+                device: gw.name().to_owned(),
+                reload: reloads.clone(),
+                running,
+                prepare: Box::new(prepare),
+            },
+        ),
+        None => {
+            drop(socket);
+            Err("the API is not available on the XDP data plane yet".to_owned())
+        }
+    };
+    let api = match api {
+        Ok(a) => {
+            tracing::info!(socket = %loaded.daemon.socket.display(), "API listening (root only)");
+            Some(a)
+        }
+        Err(e) => {
+            tracing::error!("{e}; running without the API");
+            None
+        }
+    };
+    // systemd (Type=notify): forwarding from now on.
+    notify("READY=1");
     let why = gw.wait();
-    tracing::info!("stopping: {why}");
+    tracing::info!(device = %gw.name(), "stopping: {why}");
+    notify("STOPPING=1");
     let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
+    if let Some(a) = api {
+        a.stop();
+    }
+    if let Some(m) = metrics {
+        m.stop();
+    }
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
     if let Some(n) = report.totals.nat64_summary() {
@@ -128,5 +209,61 @@ impl Gateway {
             Gateway::Tun(g) => g.stop(),
             Gateway::Xdp(g) => g.stop(),
         }
+    }
+
+    /// The TUN device, or the XDP data plane's IPv6-side interface.
+    fn name(&self) -> &str {
+        match self {
+            Gateway::Tun(g) => g.name(),
+            Gateway::Xdp(g) => &g.interfaces()[0],
+        }
+    }
+
+    fn stats_handle(&self) -> sixgate_tun::StatsHandle {
+        match self {
+            Gateway::Tun(g) => g.stats_handle(),
+            Gateway::Xdp(g) => g.stats_handle(),
+        }
+    }
+
+    /// Runtime changes and table listings: TUN only, so far.
+    fn live(&self) -> Option<Arc<sixgate_tun::Live>> {
+        match self {
+            Gateway::Tun(g) => Some(g.live()),
+            Gateway::Xdp(_) => None,
+        }
+    }
+}
+
+/// What a scrape reads: the workers' published counters (none before the
+/// gateway is up), the DNS64 server's and the reload status.
+fn collector(
+    loaded: &sixgate_config::Loaded,
+    workers: &Arc<OnceLock<sixgate_tun::StatsHandle>>,
+    dns64: Option<&sixgate_dns64::ServerThread>,
+    reloads: &Arc<ReloadStatus>,
+) -> Collect {
+    let mode = loaded.mode.as_str().to_string();
+    let workers = workers.clone();
+    let dns64 = dns64.map(|d| d.stats().clone());
+    let reloads = reloads.clone();
+    Arc::new(move || Scrape {
+        mode: mode.clone(),
+        workers: workers
+            .get()
+            .map(|w| w.worker_snapshots())
+            .unwrap_or_default(),
+        dns64: dns64.as_ref().map(|d| d.snapshot()),
+        reload: reloads.read(),
+    })
+}
+
+/// Tell the service manager, if there is one (sd_notify(3)); a failure is
+/// logged, never fatal.
+fn notify(state: &str) {
+    match sixgate_control::notify::notify(state) {
+        Ok(true) => tracing::debug!("told the service manager {state}"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!("cannot tell the service manager {state}: {e}"),
     }
 }

@@ -1,0 +1,32 @@
+//! Prometheus metrics (issue 6): `GET /metrics` on a TCP address of `[metrics]`.
+//!
+//! Nothing is counted here. The workers keep bumping their own plain counters and
+//! publish them after every batch (`sixgate_tun::WorkerStats`); a scrape reads
+//! those, the DNS64 server's atomics and the reload status into a [`Scrape`], and
+//! [`render`] builds a fresh registry from it. Every metric and its meaning is in
+//! docs/metrics.md (a test keeps the two in step).
+
+mod render;
+mod series;
+mod server;
+
+pub use render::{CONTENT_TYPE, render};
+pub use server::MetricsServer;
+
+use crate::reload_status::ReloadReading;
+
+/// Everything one scrape reports, read from the running daemon.
+#[derive(Clone, Debug, Default)]
+pub struct Scrape {
+    /// The translator mode (`siit`, `nat64`, `clat`), for `sixgate_build_info`.
+    pub mode: String,
+    /// Each worker's counters, in worker order (empty before the gateway is up).
+    pub workers: Vec<sixgate_tun::Snapshot>,
+    /// The DNS64 server's counters, when `[dns64]` runs in the daemon.
+    pub dns64: Option<sixgate_dns64::StatsSnapshot>,
+    /// Configuration reloads so far.
+    pub reload: ReloadReading,
+}
+
+/// What the endpoint calls for every scrape.
+pub type Collect = std::sync::Arc<dyn Fn() -> Scrape + Send + Sync>;

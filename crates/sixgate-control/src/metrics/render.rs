@@ -1,0 +1,395 @@
+//! A [`Scrape`] in the Prometheus text format: a registry built for this one
+//! scrape, names `sixgate_*`, units in the names, `_total` on counters, a HELP
+//! line each. Series with a fixed label set (every drop reason, every worker,
+//! every protocol) are all present, zeros included.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::registry::Registry;
+use sixgate_core::DropReason;
+use sixgate_core::nat64::PerProto;
+use sixgate_dns64::stats::LATENCY_BUCKETS_MS;
+
+use super::Scrape;
+use super::series::{Histogram, Labels, Ratios, Samples};
+
+/// The `Content-Type` of [`render`]'s output (OpenMetrics text, which
+/// Prometheus reads; it ends with `# EOF`).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Render one scrape.
+pub fn render(s: &Scrape) -> String {
+    let mut r = Registry::with_prefix("sixgate");
+    build_info(&mut r, s);
+    data_plane(&mut r, s);
+    drops(&mut r, s);
+    tun(&mut r, s);
+    nat64(&mut r, s);
+    reloads(&mut r, s);
+    if let Some(d) = &s.dns64 {
+        dns64(&mut r, d);
+    }
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut out, &r);
+    out
+}
+
+fn worker(i: usize) -> Labels {
+    vec![("worker", i.to_string())]
+}
+
+/// One counter per worker, read by `f`.
+fn per_worker(s: &Scrape, f: impl Fn(&sixgate_tun::Snapshot) -> u64) -> Samples {
+    s.workers
+        .iter()
+        .enumerate()
+        .fold(Samples::counter(), |m, (i, w)| m.with(worker(i), f(w)))
+}
+
+fn build_info(r: &mut Registry, s: &Scrape) {
+    r.register(
+        "build_info",
+        "Always 1; the labels say which sixgate runs and in which translator mode",
+        Samples::gauge().with(
+            vec![
+                ("version", env!("CARGO_PKG_VERSION").to_string()),
+                ("mode", s.mode.clone()),
+            ],
+            1,
+        ),
+    );
+    r.register(
+        "workers",
+        "Data-plane worker threads (one TUN queue each)",
+        Samples::gauge().value(s.workers.len() as u64),
+    );
+}
+
+fn data_plane(r: &mut Registry, s: &Scrape) {
+    let mut translated = Samples::counter();
+    for (i, w) in s.workers.iter().enumerate() {
+        for (dir, n) in [
+            ("6to4", w.core.translated_6to4),
+            ("4to6", w.core.translated_4to6),
+        ] {
+            let mut l = worker(i);
+            l.push(("direction", dir.to_string()));
+            translated = translated.with(l, n);
+        }
+    }
+    r.register(
+        "translated_packets",
+        "Packets translated, per worker and direction (6to4: IPv6 to IPv4); a \
+         fragmented or segmented input counts once",
+        translated,
+    );
+    r.register(
+        "hairpinned_packets",
+        "IPv6 packets hairpinned back into IPv6 (RFC 7757 section 4), per worker",
+        per_worker(s, |w| w.core.hairpinned),
+    );
+    r.register(
+        "fragments_sent",
+        "Fragments produced by RFC 7915 fragmentation, per worker",
+        per_worker(s, |w| w.core.fragments_out),
+    );
+    r.register(
+        "icmp_errors_generated",
+        "ICMP errors sixgate generated itself (Time Exceeded, Packet Too Big, ...), per worker",
+        per_worker(s, |w| w.core.icmp_generated),
+    );
+    r.register(
+        "icmp_errors_rate_limited",
+        "ICMP errors owed but suppressed by the token bucket, per worker",
+        per_worker(s, |w| w.core.icmp_rate_limited),
+    );
+}
+
+fn drops(r: &mut Registry, s: &Scrape) {
+    let mut m = Samples::counter();
+    for reason in DropReason::ALL {
+        let n = s.workers.iter().map(|w| w.core.drops(*reason)).sum();
+        m = m.with(vec![("reason", reason.as_str().to_string())], n);
+    }
+    r.register(
+        "dropped_packets",
+        "Packets the translator dropped, by reason (all workers; see DropReason)",
+        m,
+    );
+}
+
+fn tun(r: &mut Registry, s: &Scrape) {
+    type Field = fn(&sixgate_tun::IoCounters) -> u64;
+    let io: [(&str, &str, Field); 12] = [
+        (
+            "tun_rx_packets",
+            "Packets read from the TUN device (a GSO super-packet counts once)",
+            |c| c.rx_packets,
+        ),
+        ("tun_rx_bytes", "Bytes read from the TUN device", |c| {
+            c.rx_bytes
+        }),
+        (
+            "tun_tx_packets",
+            "Packets written to the TUN device (a super-packet counts once)",
+            |c| c.tx_packets,
+        ),
+        ("tun_tx_bytes", "Bytes written to the TUN device", |c| {
+            c.tx_bytes
+        }),
+        ("tun_rx_errors", "Failed reads from the TUN device", |c| {
+            c.rx_errors
+        }),
+        ("tun_tx_errors", "Failed writes to the TUN device", |c| {
+            c.tx_errors
+        }),
+        (
+            "tun_rx_truncated_packets",
+            "Reads dropped as truncated or shorter than the virtio-net header",
+            |c| c.rx_truncated,
+        ),
+        ("tun_gso_packets", "GSO super-packets read", |c| c.gso_in),
+        (
+            "tun_gso_whole_packets",
+            "Super-packets translated as one",
+            |c| c.gso_whole,
+        ),
+        (
+            "tun_gso_split_packets",
+            "Super-packets segmented in software before translation",
+            |c| c.gso_split,
+        ),
+        (
+            "tun_checksum_software_packets",
+            "Partial checksums finished in software",
+            |c| c.csum_sw,
+        ),
+        (
+            "tun_offload_dropped_packets",
+            "Packets dropped by the offload handling (bad virtio-net header, unsupported GSO)",
+            |c| c.offload_dropped,
+        ),
+    ];
+    for (name, help, f) in io {
+        let help = format!("{help}, per worker");
+        r.register(name, help, per_worker(s, |w| f(&w.io)));
+    }
+}
+
+fn nat64(r: &mut Registry, s: &Scrape) {
+    let mut n = sixgate_core::nat64::Stats::default();
+    let mut any = false;
+    for w in &s.workers {
+        if let Some(x) = &w.nat64 {
+            n.merge(x);
+            any = true;
+        }
+    }
+    if !any {
+        return;
+    }
+    let per_proto = |p: &PerProto| {
+        [("tcp", p.tcp), ("udp", p.udp), ("icmp", p.icmp)]
+            .into_iter()
+            .fold(Samples::gauge(), |m, (proto, v)| {
+                m.with(vec![("protocol", proto.to_string())], v)
+            })
+    };
+    r.register(
+        "nat64_sessions",
+        "NAT64 sessions (RFC 6146), per protocol",
+        per_proto(&n.sessions),
+    );
+    r.register(
+        "nat64_bib_entries",
+        "NAT64 BIB entries, static and dynamic, per protocol",
+        per_proto(&n.bib),
+    );
+    r.register(
+        "nat64_pool4_ports_in_use",
+        "Pool4 ports (ICMP: identifiers) held by BIB entries or resting before reuse, per protocol",
+        per_proto(&n.ports_in_use),
+    );
+    r.register(
+        "nat64_pool4_ports",
+        "Pool4 ports (ICMP: identifiers) the workers may hand out, per protocol",
+        per_proto(&n.ports_owned),
+    );
+    let ratio = |used: u64, owned: u64| {
+        if owned == 0 {
+            0.0
+        } else {
+            used as f64 / owned as f64
+        }
+    };
+    r.register(
+        "nat64_pool4_utilization_ratio",
+        "Pool4 ports in use over pool4 ports, per protocol (0 to 1)",
+        Ratios(
+            [
+                ("tcp", n.ports_in_use.tcp, n.ports_owned.tcp),
+                ("udp", n.ports_in_use.udp, n.ports_owned.udp),
+                ("icmp", n.ports_in_use.icmp, n.ports_owned.icmp),
+            ]
+            .into_iter()
+            .map(|(p, u, o)| (vec![("protocol", p.to_string())], ratio(u, o)))
+            .collect(),
+        ),
+    );
+    let gauges = [
+        (
+            "nat64_session_capacity",
+            "Most sessions the tables hold (max_sessions)",
+            n.session_capacity,
+        ),
+        (
+            "nat64_subscribers",
+            "Subscribers (RFC 6888) with state",
+            n.subscribers,
+        ),
+        (
+            "nat64_port_blocks",
+            "Port blocks held by subscribers (RFC 7422)",
+            n.port_blocks,
+        ),
+        (
+            "nat64_held_syns",
+            "IPv4 SYNs held for a simultaneous open (RFC 6146 section 3.5.2.2)",
+            n.held_syns,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        r.register(name, help, Samples::gauge().value(v));
+    }
+    r.register(
+        "nat64_events_lost",
+        "RFC 6888 log events that did not fit in the event ring",
+        Samples::counter().value(n.events_lost),
+    );
+}
+
+fn reloads(r: &mut Registry, s: &Scrape) {
+    let l = &s.reload;
+    r.register(
+        "reloads",
+        "Configuration reloads (sixgate reload, SIGHUP), by result",
+        Samples::counter()
+            .with(vec![("result", "ok".into())], l.succeeded)
+            .with(vec![("result", "failed".into())], l.failed),
+    );
+    r.register(
+        "last_reload_success",
+        "1 if the last reload took effect (or none was tried), 0 if it was refused",
+        Samples::gauge().value(u64::from(l.last_ok)),
+    );
+    r.register(
+        "last_reload_timestamp_seconds",
+        "When the last reload was tried, seconds since the Unix epoch (0: never)",
+        Samples::gauge().value(l.last_unix_s),
+    );
+}
+
+fn dns64(r: &mut Registry, d: &sixgate_dns64::StatsSnapshot) {
+    let counters = [
+        (
+            "dns64_queries",
+            "DNS queries received, well-formed or not",
+            d.queries,
+        ),
+        (
+            "dns64_synthesized_answers",
+            "AAAA answers synthesized from A records (RFC 6147 section 5.1.7)",
+            d.synthesized,
+        ),
+        (
+            "dns64_ptr_synthesized_answers",
+            "PTR queries under a prefix answered with a CNAME (RFC 6147 section 5.3.1)",
+            d.ptr_synthesized,
+        ),
+        (
+            "dns64_ipv4only_answers",
+            "ipv4only.arpa queries answered locally (RFC 8880 section 7.2)",
+            d.ipv4only,
+        ),
+        (
+            "dns64_cache_hits",
+            "Answers served from the cache",
+            d.cache_hits,
+        ),
+        (
+            "dns64_cache_misses",
+            "Lookups the cache could not serve",
+            d.cache_misses,
+        ),
+        (
+            "dns64_upstream_queries",
+            "Queries sent upstream (each try counts)",
+            d.upstream_queries,
+        ),
+        (
+            "dns64_upstream_errors",
+            "Upstream I/O errors and unparsable answers",
+            d.upstream_errors,
+        ),
+        (
+            "dns64_upstream_timeouts",
+            "Upstream tries that got no answer in time",
+            d.upstream_timeouts,
+        ),
+        (
+            "dns64_upstream_mismatched_answers",
+            "Upstream datagrams ignored: wrong source, ID or question",
+            d.upstream_mismatched,
+        ),
+        (
+            "dns64_upstream_tcp_retries",
+            "Truncated upstream answers asked again over TCP",
+            d.upstream_tcp_retries,
+        ),
+        (
+            "dns64_servfail_answers",
+            "SERVFAIL answers sent because no upstream answered",
+            d.servfail,
+        ),
+        (
+            "dns64_formerr_answers",
+            "Malformed queries answered FORMERR",
+            d.formerr,
+        ),
+        (
+            "dns64_malformed_dropped",
+            "Malformed datagrams dropped unanswered",
+            d.dropped_malformed,
+        ),
+        (
+            "dns64_refused_answers",
+            "Queries refused by the ACL",
+            d.refused,
+        ),
+        (
+            "dns64_truncated_answers",
+            "UDP answers sent truncated (TC=1)",
+            d.truncated,
+        ),
+    ];
+    for (name, help, v) in counters {
+        r.register(name, help, Samples::counter().value(v));
+    }
+    let mut buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_MS
+        .iter()
+        .zip(&d.latency)
+        .map(|(&ms, &n)| (ms as f64 / 1000.0, n))
+        .collect();
+    buckets.push((f64::INFINITY, d.latency[LATENCY_BUCKETS_MS.len()]));
+    r.register(
+        "dns64_upstream_latency_seconds",
+        "Upstream round-trip time of answered tries",
+        Histogram {
+            sum: d.latency_sum_us as f64 / 1e6,
+            buckets,
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests;

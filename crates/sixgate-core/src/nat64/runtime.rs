@@ -1,0 +1,119 @@
+//! Runtime changes to a running NAT64 (`sixgate pool4|bib add|remove`, reload):
+//! what a new configuration does to the tables one worker owns.
+//!
+//! - pool4 (RFC 6146 §3.5.1.1 takes new mappings from it): added addresses are
+//!   usable at once. A removed address takes no new mapping, but its BIB entries
+//!   and sessions stay until they expire: it is *draining*, still recognised as
+//!   ours on the IPv4 side (so the established sessions keep working), and
+//!   forgotten at the first change after its last BIB entry went. Jool flushes
+//!   them instead; we don't, so a pool4 change never cuts an established flow.
+//! - static BIB entries (RFC 6146 §3.1 "manually configured"): added ones are
+//!   installed by the worker that owns their IPv6 side; a removed one goes with
+//!   its sessions (the operator took that mapping away).
+//! - Table capacities, port blocks, the subscriber prefix and the hash key stay
+//!   (tables and steering are built on them); the daemon refuses a change to them
+//!   before it gets here.
+
+use super::Nat64;
+use super::bib::{Bib, STATIC};
+use super::config::{Nat64Config, Pool4Entry, StaticBib};
+use super::slab::{Link, NIL};
+
+impl Nat64 {
+    /// Apply `cfg`: limits, timeouts, filtering and logging from now on; pool4
+    /// and static BIB entries as described in the module documentation.
+    pub(crate) fn reconfigure(&mut self, cfg: &Nat64Config) {
+        let old = std::mem::replace(&mut self.cfg, cfg.clone());
+        // Built on at start: kept (the daemon refuses changing them).
+        self.cfg.max_sessions = old.max_sessions;
+        self.cfg.port_block_size = old.port_block_size;
+        self.cfg.subscriber_prefix_len = old.subscriber_prefix_len;
+        self.cfg.hash_key = old.hash_key;
+        self.subs.set_limits(&self.cfg);
+        self.set_timeouts();
+        self.pool4_changed(&old.pool4);
+        self.static_bib_changed(&old.static_bib);
+    }
+
+    /// RFC 6146 §3.5.1.1: removed pool4 prefixes drain, re-added ones are live.
+    fn pool4_changed(&mut self, old: &[Pool4Entry]) {
+        for p in old {
+            if !self
+                .cfg
+                .pool4
+                .iter()
+                .any(|n| n.addr == p.addr && n.prefix_len == p.prefix_len)
+                && !self.draining.contains(p)
+            {
+                self.draining.push(*p);
+            }
+        }
+        let pool4 = std::mem::take(&mut self.cfg.pool4);
+        self.draining.retain(|d| {
+            !pool4
+                .iter()
+                .any(|n| n.addr == d.addr && n.prefix_len == d.prefix_len)
+        });
+        self.cfg.pool4 = pool4;
+        // Forget the drained ones: no BIB entry left on them.
+        let mut draining = std::mem::take(&mut self.draining);
+        draining.retain(|d| self.live_bibs().any(|(_, b)| d.contains(b.v4)));
+        self.draining = draining;
+    }
+
+    /// RFC 6146 §3.1: static entries added and removed.
+    fn static_bib_changed(&mut self, old: &[StaticBib]) {
+        let new = self.cfg.static_bib.clone();
+        for s in old.iter().filter(|s| !new.contains(s)) {
+            let p = s.proto as u8;
+            let Some(i) = self.bib_by4(p, u32::from(s.v4), s.port4) else {
+                continue; // another worker's
+            };
+            if self.bibs.get(i).flags & STATIC == 0 {
+                continue;
+            }
+            while self.bibs.get(i).sessions != NIL {
+                let first = self.bibs.get(i).sessions;
+                self.session_remove(first, 0, 0);
+            }
+            self.bib_remove(i, 0);
+        }
+        self.reserved = new
+            .iter()
+            .map(|s| (s.proto as u8, u32::from(s.v4), s.port4))
+            .collect();
+        self.reserved.sort_unstable();
+        self.install_static_bib();
+    }
+
+    /// Indices and records of the BIB entries in use.
+    pub(crate) fn live_bibs(&self) -> impl Iterator<Item = (u32, &Bib)> {
+        self.bibs
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as u32, b))
+            .filter(|&(i, b)| self.bib_by4(b.proto, b.v4, b.port4) == Some(i))
+    }
+
+    /// Whether `a` is a removed pool4 address that still has BIB entries.
+    #[inline]
+    pub(crate) fn draining_has(&self, a: u32) -> bool {
+        !self.draining.is_empty() && self.draining.iter().any(|p| p.contains(a))
+    }
+}
+
+/// A fresh static BIB record for `s`.
+pub(crate) fn static_record(s: &StaticBib) -> Bib {
+    Bib {
+        v6: s.v6.octets(),
+        v4: u32::from(s.v4),
+        port6: s.port6,
+        port4: s.port4,
+        proto: s.proto as u8,
+        flags: STATIC,
+        sessions: NIL,
+        cool: Link::NONE,
+        cool_until: 0,
+    }
+}

@@ -1,0 +1,453 @@
+//! The running gateway as the control plane sees it: configuration snapshots
+//! published to the workers, and questions the workers answer about their
+//! tables.
+//!
+//! - Configuration: the running [`Config`] sits in an `ArcSwap`. A change
+//!   ([`Live::apply`]) is checked ([`sixgate_core::reconfigure::check`]), its
+//!   routes and steering-map entries are put in place, then it is stored and
+//!   the generation number bumped. Each worker compares the generation with the
+//!   one it saw, one relaxed load per batch of packets (not per packet), and on a
+//!   change swaps the snapshot into its translator, which keeps its NAT64
+//!   tables. `apply` returns once every worker runs the new configuration.
+//! - Tables: each worker owns its BIB and sessions, so nothing else may read
+//!   them. A reader sends a [`Request`] (a slab range) on the worker's channel
+//!   and bumps the same generation; the worker answers between two batches with
+//!   one [`Chunk`] and the cursor to go on from. A listing of a million sessions
+//!   is so many small chunks, never one big copy, and the packet path never
+//!   waits for a lock.
+
+use std::io::{Read, Write};
+use std::net::Ipv4Addr;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use sixgate_core::Config;
+use sixgate_core::nat64::{BibView, SessionView};
+
+use crate::routes::{self, Route, Routes};
+use crate::stats::{Snapshot, WorkerStats};
+use crate::steering::{self, Steering};
+
+/// How long a change or a question waits for the workers.
+const WORKER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A question about one worker's tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Query {
+    /// RFC 6146 §3.1 BIB entries.
+    Bib,
+    /// RFC 6146 §3.2 sessions.
+    Sessions,
+}
+
+/// The rows of one [`Chunk`].
+#[derive(Debug)]
+pub enum Rows {
+    /// BIB entries.
+    Bib(Vec<BibView>),
+    /// Sessions.
+    Sessions(Vec<SessionView>),
+}
+
+/// One worker's answer: the rows of a slab range and where to go on.
+#[derive(Debug)]
+pub struct Chunk {
+    /// The rows found.
+    pub rows: Rows,
+    /// The cursor to ask with next; `None`: this worker has no more.
+    pub next: Option<u32>,
+}
+
+/// A question as it travels to a worker.
+pub(crate) struct Request {
+    pub query: Query,
+    pub from: u32,
+    pub span: u32,
+    pub reply: SyncSender<Chunk>,
+}
+
+/// The control plane's side of one worker.
+struct Link {
+    requests: Mutex<Sender<Request>>,
+    wake: UnixStream,
+}
+
+/// What a worker keeps to follow the control plane.
+pub(crate) struct Follower {
+    live: Arc<Live>,
+    index: usize,
+    seen: u64,
+    seen_config: u64,
+    requests: Receiver<Request>,
+    /// Read end of the wake-up socket (non-blocking), polled with the queue.
+    pub wake: UnixStream,
+}
+
+/// The running gateway's shared state.
+pub struct Live {
+    config: ArcSwap<Config>,
+    /// Bumped for every change and every question: what workers watch.
+    generation: AtomicU64,
+    /// Bumped for configuration changes only.
+    config_generation: AtomicU64,
+    links: Vec<Link>,
+    stats: Vec<Arc<WorkerStats>>,
+    routes: Mutex<Option<Routes>>,
+    steering: Mutex<Option<Steering>>,
+    /// Route new EAM and pool4 prefixes (`[tun] manage_routes`, not a CLAT).
+    manage_routes: bool,
+    /// The default pool4 (no `pool4` key): kept when a change has none either.
+    default_pool4: Option<Ipv4Addr>,
+    /// One change at a time.
+    changing: Mutex<()>,
+}
+
+/// A runtime change that did not happen.
+pub type Refusal = String;
+
+impl Live {
+    /// Shared state for `stats.len()` workers; returns each worker's follower.
+    pub(crate) fn new(
+        cfg: Arc<Config>,
+        stats: Vec<Arc<WorkerStats>>,
+        routes: Routes,
+        steering: Option<Steering>,
+        manage_routes: bool,
+        default_pool4: Option<Ipv4Addr>,
+    ) -> std::io::Result<(Arc<Live>, Vec<Follower>)> {
+        let mut links = Vec::new();
+        let mut ends = Vec::new();
+        for _ in &stats {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (wake_rd, wake_wr) = UnixStream::pair()?;
+            wake_rd.set_nonblocking(true)?;
+            wake_wr.set_nonblocking(true)?;
+            links.push(Link {
+                requests: Mutex::new(tx),
+                wake: wake_wr,
+            });
+            ends.push((rx, wake_rd));
+        }
+        let live = Arc::new(Live {
+            config: ArcSwap::new(cfg),
+            generation: AtomicU64::new(0),
+            config_generation: AtomicU64::new(0),
+            links,
+            stats,
+            routes: Mutex::new(Some(routes)),
+            steering: Mutex::new(steering),
+            manage_routes,
+            default_pool4,
+            changing: Mutex::new(()),
+        });
+        let followers = ends
+            .into_iter()
+            .enumerate()
+            .map(|(index, (requests, wake))| Follower {
+                live: live.clone(),
+                index,
+                seen: 0,
+                seen_config: 0,
+                requests,
+                wake,
+            })
+            .collect();
+        Ok((live, followers))
+    }
+
+    /// The running translator configuration (with the keys the gateway fills
+    /// in at start: the default pool4, hash keys).
+    pub fn config(&self) -> Arc<Config> {
+        self.config.load_full()
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.stats.len()
+    }
+
+    /// All workers' counters, summed.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut total = Snapshot::default();
+        for s in &self.stats {
+            total.merge(&s.snapshot());
+        }
+        total
+    }
+
+    /// Each worker's counters, in worker order.
+    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
+        self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// Run `new` from now on, keeping the translators' state. Refused (the
+    /// running configuration unchanged) when a key that cannot change at runtime
+    /// differs, or a route cannot be added. `Ok` carries warnings.
+    pub fn apply(&self, mut new: Config) -> Result<Vec<String>, Refusal> {
+        let _one = self.changing.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.config.load_full();
+        // What the gateway chose at start stays.
+        new.ipv4_id_key = old.ipv4_id_key;
+        if let (Some(n), Some(o)) = (&mut new.nat64, &old.nat64) {
+            n.hash_key = o.hash_key;
+            if n.pool4.is_empty()
+                && let Some(a) = self.default_pool4
+            {
+                n.pool4 = vec![crate::pool4_default::entry(a)];
+            }
+        }
+        sixgate_core::reconfigure::check(&old, &new).map_err(|e| e.to_string())?;
+        let mut warnings = Vec::new();
+        if self.manage_routes {
+            self.reroute(&old, &new, &mut warnings)?;
+        }
+        if let (Some(o), Some(n)) = (&old.nat64, &new.nat64)
+            && let Some(s) = self
+                .steering
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+        {
+            let w = self.workers() as u16;
+            let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
+            s.update_static_bib(&po.static_bib, &pn.static_bib)?;
+        }
+        self.config.store(Arc::new(new));
+        // Release: a worker that reads the new number reads this snapshot.
+        let g = self.config_generation.fetch_add(1, Ordering::Release) + 1;
+        self.poke_all();
+        let deadline = Instant::now() + WORKER_TIMEOUT;
+        for (i, s) in self.stats.iter().enumerate() {
+            while s.applied.load(Ordering::Acquire) < g {
+                if Instant::now() > deadline {
+                    warnings.push(format!(
+                        "worker {i} has not taken the change within {} s (busy or stopped); it \
+                         will at its next batch",
+                        WORKER_TIMEOUT.as_secs()
+                    ));
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(warnings)
+    }
+
+    /// Routes: new EAM and pool4 prefixes into the device; removed EAM
+    /// prefixes out. Removed pool4 prefixes keep theirs: their sessions drain.
+    fn reroute(&self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal> {
+        let mut guard = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(r) = guard.as_mut() else {
+            return Ok(());
+        };
+        let (was, now) = (routes::wanted(old), routes::wanted(new));
+        let mut added: Vec<Route> = Vec::new();
+        for route in now.iter().filter(|r| !was.contains(r)) {
+            if let Err(e) = r.add_one(route) {
+                for a in &added {
+                    let _ = r.remove_one(a);
+                }
+                return Err(e);
+            }
+            added.push(route.clone());
+        }
+        let pool4 = |c: &Config, route: &Route| {
+            c.nat64.iter().flat_map(|n| &n.pool4).any(|p| {
+                route.prefix == format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len)
+            })
+        };
+        for route in was.iter().filter(|r| !now.contains(r) && !pool4(old, r)) {
+            if let Err(e) = r.remove_one(route) {
+                warn.push(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ask worker `worker` for the rows at slab positions `from..from + span`.
+    pub fn chunk(
+        &self,
+        worker: usize,
+        query: Query,
+        from: u32,
+        span: u32,
+    ) -> Result<Chunk, String> {
+        let link = self
+            .links
+            .get(worker)
+            .ok_or_else(|| format!("no worker {worker}"))?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        link.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(Request {
+                query,
+                from,
+                span,
+                reply: tx,
+            })
+            .map_err(|_| format!("worker {worker} has stopped"))?;
+        self.generation.fetch_add(1, Ordering::Release);
+        let _ = (&link.wake).write(&[1]);
+        rx.recv_timeout(WORKER_TIMEOUT)
+            .map_err(|_| format!("worker {worker} did not answer"))
+    }
+
+    fn poke_all(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+        for l in &self.links {
+            // Full: it has a wake-up pending anyway.
+            let _ = (&l.wake).write(&[1]);
+        }
+    }
+
+    /// The routes, for the gateway to take down at exit.
+    pub(crate) fn take_routes(&self) -> Option<Routes> {
+        self.routes.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+impl Follower {
+    /// Empty the wake-up socket (a wake-up may come after the change it
+    /// announces was taken: left there, it would wake every `poll` at once).
+    pub(crate) fn drain_wake(&self) {
+        let mut drain = [0u8; 64];
+        while matches!((&self.wake).read(&mut drain), Ok(n) if n > 0) {}
+    }
+
+    /// Between two batches: anything new? One relaxed load when nothing is.
+    #[inline]
+    pub(crate) fn changed(&self) -> bool {
+        self.live.generation.load(Ordering::Relaxed) != self.seen
+    }
+
+    /// Take a new configuration and answer questions. `now_ns` is the worker's
+    /// clock; the translator state stays the worker's own.
+    pub(crate) fn follow(&mut self, p: &mut crate::pipeline::Pipeline, now_ns: u64) {
+        // Pairs with the Release bumps: what was stored before them is seen.
+        self.seen = self.live.generation.load(Ordering::Acquire);
+        self.drain_wake();
+        let g = self.live.config_generation.load(Ordering::Acquire);
+        if g != self.seen_config {
+            let cfg = self.live.config.load_full();
+            if let Err(e) = p.reconfigure(cfg) {
+                // check() ran before the store: not expected.
+                tracing::error!(worker = self.index, "{e}");
+            }
+            self.seen_config = g;
+            self.live.stats[self.index]
+                .applied
+                .store(g, Ordering::Release);
+        }
+        while let Ok(r) = self.requests.try_recv() {
+            let t = p.translator();
+            let chunk = match r.query {
+                Query::Bib => {
+                    let mut rows = Vec::new();
+                    let next = t.walk_bib(r.from, r.span, |b| rows.push(b));
+                    Chunk {
+                        rows: Rows::Bib(rows),
+                        next,
+                    }
+                }
+                Query::Sessions => {
+                    let mut rows = Vec::new();
+                    let next = t.walk_sessions(r.from, r.span, now_ns, |s| rows.push(s));
+                    Chunk {
+                        rows: Rows::Sessions(rows),
+                        next,
+                    }
+                }
+            };
+            let _ = r.reply.try_send(chunk);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::Pipeline;
+    use sixgate_core::nat64::{Nat64Config, Pool4Entry};
+    use std::sync::atomic::AtomicBool;
+
+    fn nat64(pool4: &[[u8; 4]]) -> Config {
+        let mut c = Config::with_pool6(Some(
+            sixgate_core::addr::Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap(),
+        ));
+        c.nat64 = Some(Nat64Config {
+            pool4: pool4
+                .iter()
+                .map(|a| Pool4Entry::single(Ipv4Addr::from(*a)))
+                .collect(),
+            max_sessions: 64,
+            ..Nat64Config::default()
+        });
+        c
+    }
+
+    /// Two stand-in workers that only follow (no packets): a change reaches
+    /// both before `apply` returns, keeping the keys the gateway chose; a
+    /// listing is answered chunk by chunk; a refused change leaves all as it was.
+    #[test]
+    fn changes_and_questions_reach_every_worker() {
+        let mut start = nat64(&[[192, 0, 2, 1]]);
+        start.ipv4_id_key = 42;
+        start.nat64.as_mut().unwrap().hash_key = 7;
+        let start = Arc::new(start);
+        let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+        let (live, followers) = Live::new(
+            start.clone(),
+            stats,
+            Routes::none("sg-test"),
+            None,
+            false,
+            None,
+        )
+        .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers: Vec<_> = followers
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut f)| {
+                let stop = stop.clone();
+                let cfg = start.clone();
+                std::thread::spawn(move || {
+                    let mut p = Pipeline::for_worker(cfg, false, i as u16, 2);
+                    while !stop.load(Ordering::Relaxed) {
+                        if f.changed() {
+                            f.follow(&mut p, 0);
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    p.translator().config().clone()
+                })
+            })
+            .collect();
+        let warnings = live
+            .apply(nat64(&[[192, 0, 2, 1], [192, 0, 2, 2]]))
+            .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        for w in 0..2 {
+            let c = live.chunk(w, Query::Sessions, 0, 4096).unwrap();
+            assert!(matches!(c.rows, Rows::Sessions(ref r) if r.is_empty()));
+            assert_eq!(c.next, None);
+        }
+        let mut bad = nat64(&[[192, 0, 2, 1]]);
+        bad.nat64.as_mut().unwrap().max_sessions = 1;
+        let e = live.apply(bad).unwrap_err();
+        assert!(e.contains("[nat64] max_sessions"), "{e}");
+        stop.store(true, Ordering::Relaxed);
+        for w in workers {
+            let c = w.join().unwrap();
+            let n = c.nat64.as_ref().unwrap();
+            assert_eq!((n.pool4.len(), n.hash_key, c.ipv4_id_key), (2, 7, 42));
+        }
+        assert_eq!(live.config().nat64.as_ref().unwrap().pool4.len(), 2);
+        assert!(live.chunk(5, Query::Bib, 0, 1).is_err());
+    }
+}

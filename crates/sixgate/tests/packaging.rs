@@ -1,0 +1,149 @@
+//! Packaging (issue 6): the systemd unit and example configuration in `dist/`,
+//! and what `cargo install --path crates/sixgate` needs. The manual pages and
+//! completions are checked next to their generator (`cmd/generate.rs`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(repo().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// `KEY=VALUE` settings of a unit file (comments and sections left out).
+fn settings(unit: &str) -> Vec<(String, String)> {
+    unit.lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#') && !l.starts_with('[') && !l.is_empty())
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn get<'a>(s: &'a [(String, String)], key: &str) -> Vec<&'a str> {
+    s.iter()
+        .filter(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+#[test]
+fn unit_is_notify_restarts_on_failure_and_is_hardened() {
+    let s = settings(&read("dist/sixgate.service"));
+    assert_eq!(get(&s, "Type"), ["notify"]);
+    assert_eq!(get(&s, "Restart"), ["on-failure"]);
+    for (key, value) in [
+        ("NoNewPrivileges", "yes"),
+        ("ProtectSystem", "strict"),
+        ("ProtectHome", "yes"),
+        ("PrivateTmp", "yes"),
+        ("DeviceAllow", "/dev/net/tun rw"),
+        ("RuntimeDirectory", "sixgate"),
+    ] {
+        assert_eq!(get(&s, key), [value], "{key}");
+    }
+    let caps = get(&s, "CapabilityBoundingSet").join(" ");
+    for cap in [
+        "CAP_NET_ADMIN",
+        "CAP_NET_RAW",
+        "CAP_BPF",
+        "CAP_PERFMON",
+        "CAP_SYS_ADMIN",
+    ] {
+        assert!(caps.contains(cap), "{cap} missing from {caps}");
+    }
+    // The file the unit starts with is the shipped example's install path.
+    assert!(
+        get(&s, "ExecStart")[0].ends_with("run --config /etc/sixgate/sixgate.toml"),
+        "{s:?}"
+    );
+}
+
+/// `systemd-analyze verify` (with ExecStart pointing at the built binary, which
+/// it checks exists) must accept the unit without a single complaint.
+#[test]
+fn unit_passes_systemd_analyze_verify() {
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipped: systemd-analyze is not installed (Debian package systemd)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("sixgate-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let unit = dir.join("sixgate.service");
+    std::fs::write(
+        &unit,
+        read("dist/sixgate.service").replace("/usr/local/bin/sixgate", BIN),
+    )
+    .unwrap();
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&unit)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    // Complaints about the unit name its path; other lines (e.g. about units
+    // of the host's) are not ours.
+    let ours: Vec<&str> = said.lines().filter(|l| l.contains("sixgate")).collect();
+    assert!(
+        out.status.success() && ours.is_empty(),
+        "systemd-analyze verify: {said}"
+    );
+}
+
+#[test]
+fn example_config_checks_and_turns_on_metrics_and_logs() {
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(repo().join("dist/sixgate.toml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("metrics on 127.0.0.1:9464"), "{text}");
+    let l = sixgate_config::load(&repo().join("dist/sixgate.toml")).unwrap();
+    assert_eq!(l.log.format, sixgate_config::LogFormat::Json);
+}
+
+/// `cargo install --path crates/sixgate` builds the `sixgate` binary; every
+/// workspace dependency on a sibling crate carries a version next to its path,
+/// as a registry would need too.
+#[test]
+fn installable_with_cargo_install() {
+    let manifest = read("crates/sixgate/Cargo.toml");
+    assert!(
+        manifest.contains("[[bin]]\nname = \"sixgate\""),
+        "{manifest}"
+    );
+    let root = read("Cargo.toml");
+    for line in root.lines().filter(|l| l.contains("path = \"crates/")) {
+        assert!(line.contains("version = "), "path-only dependency: {line}");
+    }
+    for krate in std::fs::read_dir(repo().join("crates")).unwrap() {
+        let path = krate.unwrap().path().join("Cargo.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let stray: Vec<&str> = text.lines().filter(|l| l.contains("path = \"..")).collect();
+        assert!(
+            stray.is_empty(),
+            "{}: path dependencies outside the workspace table: {stray:?}",
+            path.display()
+        );
+    }
+}
