@@ -90,8 +90,14 @@ pub fn run(args: &Args) -> CmdResult {
         None => None,
     };
     // The API socket is bound before the gateway drops privileges.
-    let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
-        .map_err(|e| format!("sixgate run: {e}"))?;
+    // (Not on the XDP data plane, which has no runtime changes yet.)
+    let socket = match loaded.daemon.dataplane {
+        sixgate_config::Dataplane::Tun => Some(
+            sixgate_control::api::server::bind(&loaded.daemon.socket)
+                .map_err(|e| format!("sixgate run: {e}"))?,
+        ),
+        sixgate_config::Dataplane::Xdp => None,
+    };
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let _ = workers.set(gw.stats_handle());
     // A CLAT that discovered its PLAT prefix keeps it across reloads.
@@ -110,8 +116,8 @@ pub fn run(args: &Args) -> CmdResult {
     };
     // The API changes a running TUN gateway; the XDP data plane has no
     // runtime changes yet (docs/xdp.md).
-    let api = match gw.live() {
-        Some(live) => sixgate_control::api::server::spawn(
+    let api = match (gw.live(), socket) {
+        (Some(live), Some(socket)) => sixgate_control::api::server::spawn(
             socket,
             sixgate_control::api::server::Daemon {
                 live,
@@ -122,10 +128,7 @@ pub fn run(args: &Args) -> CmdResult {
                 prepare: Box::new(prepare),
             },
         ),
-        None => {
-            drop(socket);
-            Err("the API is not available on the XDP data plane yet".to_owned())
-        }
+        _ => Err("the API is not available on the XDP data plane yet".to_owned()),
     };
     let api = match api {
         Ok(a) => {
