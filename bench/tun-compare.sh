@@ -12,8 +12,11 @@
 # 2001:db8:2::7/64, and the traffic is plain IPv6 forwarding to 2001:db8:2::7.
 #
 # For each system, in this order: kernel, TAYGA, sixgate workers = 1, sixgate
-# workers = nproc (the sixgate rows need `sixgate run`; without it they say
-# "skipped: sixgate run not available"):
+# workers = nproc, and on the AF_XDP data plane (docs/xdp.md) sixgate XDP
+# workers = 1 and = nproc (the sixgate rows need `sixgate run`; without it they
+# say "skipped: sixgate run not available"). The DUT's veths have nproc queues
+# (XDP_QUEUES), one per XDP worker; for the XDP rows the hosts' veths send
+# complete checksums (`ethtool -K ... tx off`, as a real NIC's link would carry):
 #  - zero-loss throughput of 64-byte UDP IPv6->IPv4 (RFC 8219 sizes: 18-byte
 #    payload, 66-byte IPv6 / 46-byte IPv4 packets, 84 / 64-byte frames; RFC 4814
 #    pseudorandom source ports, 3 s trials): an unpaced probe gives the most the
@@ -53,7 +56,7 @@
 #   --quick      1 s trials, <= 5 search steps, 3 s TCP (about a minute)
 #   --out FILE   also write the table (with the machine and command) to FILE
 #   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN,
-#                nat44,tayga44,nat64-1,nat64-N,mapt-br-1,mapt-br-N
+#                xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,xdp-nat64,mapt-br-1,mapt-br-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
 #
 # Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
@@ -87,7 +90,7 @@ SRC_PORTS=${SRC_PORTS:-1024-65535} # RFC 4814 pseudorandom source ports
 UDP_PORT=5001
 TCP_PORT=5201
 out=""
-only="kernel,tayga,sixgate1,sixgateN"
+only="kernel,tayga,sixgate1,sixgateN,xdp1,xdpN"
 build=1
 quick=0
 cmdline="bench/tun-compare.sh $*"
@@ -154,6 +157,7 @@ if ((SENDERS > 1 || RECEIVERS > 1)); then
     pinning="$SENDERS sender(s) on CPUs $SENDER_CPUS, $RECEIVERS receiver(s) on CPUs $RECEIVER_CPUS, DUT CPU $DUT_CPU"
 fi
 if [[ -n $DUT_CPUS ]]; then pinning="$pinning, N workers on CPUs $DUT_CPUS"; fi
+XDP_QUEUES=${XDP_QUEUES:-$WORKERS_N}
 
 log() { printf 'tun-compare: %s\n' "$*" >&2; }
 die() {
@@ -274,8 +278,12 @@ build_bed() {
     nsx "$NSD" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv4.ip_forward=1 \
         net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
 
-    ip link add v6h netns "$NS6" address "$MAC_V6H" type veth peer name d6 netns "$NSD" address "$MAC_D6"
-    ip link add d4 netns "$NSD" address "$MAC_D4" type veth peer name v4h netns "$NS4" address "$MAC_V4H"
+    # XDP_QUEUES queues on every veth: one AF_XDP socket (worker) per queue.
+    local q="numtxqueues $XDP_QUEUES numrxqueues $XDP_QUEUES"
+    # shellcheck disable=SC2086 # $q is two options
+    ip link add v6h netns "$NS6" address "$MAC_V6H" $q type veth peer name d6 netns "$NSD" address "$MAC_D6" $q
+    # shellcheck disable=SC2086
+    ip link add d4 netns "$NSD" address "$MAC_D4" $q type veth peer name v4h netns "$NS4" address "$MAC_V4H" $q
 
     ip -n "$NS6" addr add "$V6H/64" dev v6h nodad
     ip -n "$NSD" addr add "$D6/64" dev d6 nodad
@@ -687,7 +695,7 @@ EOF
 }
 
 case_sixgate() {
-    local workers=$1 label=$2 mode=${3:-siit} conf="$tmp/sixgate.toml" pid pin=() section
+    local workers=$1 label=$2 mode=${3:-siit} dataplane=${4:-tun} conf="$tmp/sixgate.toml" pid pin=() section plane
     if ((!have_sixgate_run)); then
         add_row "$label" "skipped: sixgate run not available" - - - - - - -
         log "== $label: skipped: sixgate run not available"
@@ -705,16 +713,17 @@ case_sixgate() {
         section=$(printf '[translator]\nmode = "siit"\npool6 = "%s"\neam = [ { ipv4 = "%s", ipv6 = "%s" } ]\n' \
             "$POOL6" "$EAM4" "$EAM6")
     fi
+    if [[ $dataplane == xdp ]]; then
+        plane=$(printf 'dataplane = "xdp"\n\n[xdp]\nipv6_interface = "d6"\nipv4_interface = "d4"\n')
+    else
+        plane=$(printf '\n[tun]\nname = "sixgate0"\noffload = true\nmanage_routes = true\n')
+    fi
     cat >"$conf" <<EOF
 $section
 
 [daemon]
 workers = $workers
-
-[tun]
-name = "sixgate0"
-offload = true
-manage_routes = true
+$plane
 EOF
     # One worker: pinned like TAYGA. All workers: on DUT_CPUS if given, else
     # wherever the scheduler allows (sixgate pins each worker to one of them).
@@ -723,8 +732,17 @@ EOF
     elif [[ -n $DUT_CPUS ]]; then
         pin=(taskset -c "$DUT_CPUS")
     fi
+    if [[ $dataplane == xdp ]]; then
+        # As many queues as workers: a queue with no socket would hand its
+        # packets to the kernel untranslated.
+        veth_channels "$workers"
+    fi
     ip netns exec "$NSD" "${pin[@]}" "$SIXGATE" run --config "$conf" >"$tmp/sixgate.log" 2>&1 &
     pid=$!
+    if [[ $dataplane == xdp ]]; then
+        case_sixgate_xdp "$pid" "$label" "$mode"
+        return
+    fi
     if ! wait_for_link sixgate0; then
         log "  sixgate did not create its TUN device: $(tail -n 3 "$tmp/sixgate.log")"
         add_row "$label" "failed: did not start" - - - - - - -
@@ -772,6 +790,54 @@ case_mapt_br() {
     ip -n "$NS6" addr del "$MAPT_CE6/128" dev v6h
 }
 
+# Receive and transmit queues in use on the four veth ends (at most XDP_QUEUES).
+veth_channels() {
+    local n=$1
+    nsx "$NS6" ethtool -L v6h rx "$n" tx "$n" 2>/dev/null || true
+    nsx "$NSD" ethtool -L d6 rx "$n" tx "$n" 2>/dev/null || true
+    nsx "$NSD" ethtool -L d4 rx "$n" tx "$n" 2>/dev/null || true
+    nsx "$NS4" ethtool -L v4h rx "$n" tx "$n" 2>/dev/null || true
+}
+
+# The rest of case_sixgate on the XDP data plane: ready once the program is on
+# both interfaces and the workers run; no routes (the program redirects).
+case_sixgate_xdp() {
+    local pid=$1 label=$2 mode=$3 i
+    for i in $(seq 100); do
+        grep -q "workers started" "$tmp/sixgate.log" && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if ! grep -q "workers started" "$tmp/sixgate.log"; then
+        log "  sixgate (xdp) did not start: $(tail -n 3 "$tmp/sixgate.log")"
+        add_row "$label" "failed: did not start" - - - - - - -
+        stop_dut "$pid"
+        return
+    fi
+    log "  $(grep -o 'XDP program sixgate_xdp attached.*' "$tmp/sixgate.log" | head -1)"
+    nsx "$NS6" ethtool -K v6h tx off >/dev/null
+    nsx "$NS4" ethtool -K v4h tx off >/dev/null
+    run_case "$label" "[$V4H_VIA_POOL6]:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$V4H_VIA_POOL6"
+    nsx "$NS6" ethtool -K v6h tx on >/dev/null
+    nsx "$NS4" ethtool -K v4h tx on >/dev/null
+    if [[ -n ${PERF_XDP:-} ]] && [[ $label == *"workers = 1"* ]]; then
+        # Profile the worker under the zero-loss rate (PERF_XDP=FILE).
+        perf record -g -o "$PERF_XDP" -t "$(ps -L -o tid=,comm= -p "$pid" | awk '$2 == "sixgate-x0" { print $1 }')" \
+            -- sleep 4 >/dev/null 2>&1 &
+        local perf_pid=$!
+        trial "[$V4H_VIA_POOL6]:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$R_ZERO" 5
+        wait "$perf_pid" || true
+        log "  perf profile of worker 0 at $R_ZERO pps written to $PERF_XDP"
+    fi
+    stop_dut "$pid"
+    veth_channels "$XDP_QUEUES"
+    log "  sixgate at exit: $(grep '^sixgate: ' "$tmp/sixgate.log" | tr '\n' ' ')"
+    if ip -n "$NSD" -d link show d6 | grep -q prog/xdp; then
+        log "  warning: an XDP program is still on d6 after SIGTERM"
+    fi
+    if [[ $mode == nat64 ]]; then stateful_reference "sixgate nat64 (xdp)"; fi
+}
+
 # --- run -------------------------------------------------------------------------
 model=$(lscpu | awk -F: '/^Model name/ { gsub(/^[ \t]+/, "", $2); print $2; exit }')
 kernel=$(uname -r)
@@ -797,6 +863,9 @@ for sel in "${selected[@]}"; do
         nat64-N) case_sixgate "$WORKERS_N" "sixgate nat64, workers = $WORKERS_N ($workers_where)" nat64 ;;
         mapt-br-1) case_mapt_br 1 "sixgate mapt-br, workers = 1" ;;
         mapt-br-N) case_mapt_br "$WORKERS_N" "sixgate mapt-br, workers = $WORKERS_N ($workers_where)" ;;
+        xdp1) case_sixgate 1 "sixgate XDP, workers = 1" siit xdp ;;
+        xdpN) case_sixgate "$WORKERS_N" "sixgate XDP, workers = $WORKERS_N ($workers_where)" siit xdp ;;
+        xdp-nat64) case_sixgate 1 "sixgate nat64 XDP, workers = 1" nat64 xdp ;;
         *) die "unknown system in --only: $sel" ;;
     esac
 done

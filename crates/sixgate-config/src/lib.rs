@@ -92,6 +92,8 @@ pub struct Loaded {
     pub daemon: DaemonSettings,
     /// `[tun]`, with defaults filled in.
     pub tun: TunSettings,
+    /// `[xdp]`, with defaults filled in (interfaces empty without the section).
+    pub xdp: XdpSettings,
     /// `[clat]`, for `mode = "clat"`; `None` in every other mode.
     pub clat: Option<ClatSettings>,
     /// `[dns64]`, if the file has one.
@@ -149,6 +151,82 @@ pub struct DaemonSettings {
     pub user: Option<String>,
     /// The Unix socket of the daemon's API (`sixgate show`, `reload`, …).
     pub socket: std::path::PathBuf,
+    /// Which live data plane `sixgate run` uses.
+    pub dataplane: Dataplane,
+}
+
+/// `[daemon] dataplane`: how packets reach the translator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dataplane {
+    /// A TUN device the kernel routes into (`[tun]`, docs/tun.md).
+    #[default]
+    Tun,
+    /// AF_XDP sockets on two Ethernet interfaces (`[xdp]`, docs/xdp.md).
+    Xdp,
+}
+
+impl Dataplane {
+    /// The name in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dataplane::Tun => "tun",
+            Dataplane::Xdp => "xdp",
+        }
+    }
+}
+
+/// `[xdp] attach_mode`: how the XDP program is attached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum XdpAttach {
+    /// Native (driver) XDP, falling back to generic with a warning.
+    #[default]
+    Auto,
+    /// Native only: an error if the driver has no XDP support.
+    Native,
+    /// Generic (SKB) XDP only.
+    Generic,
+}
+
+/// `[xdp] zero_copy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ZeroCopy {
+    /// Zero-copy where the driver supports it, else copy mode.
+    #[default]
+    Auto,
+    /// Zero-copy or an error.
+    Require,
+    /// Copy mode always.
+    Off,
+}
+
+/// `[xdp]`: the AF_XDP data plane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XdpSettings {
+    /// Interface facing the IPv6 side.
+    pub ipv6_interface: String,
+    /// Interface facing the IPv4 side.
+    pub ipv4_interface: String,
+    /// Native or generic XDP.
+    pub attach_mode: XdpAttach,
+    /// Zero-copy sockets.
+    pub zero_copy: ZeroCopy,
+    /// UMEM frames per worker (shared by its two sockets).
+    pub frames: u32,
+}
+
+/// Default `[xdp] frames`.
+pub const DEFAULT_XDP_FRAMES: u32 = 4096;
+
+impl Default for XdpSettings {
+    fn default() -> Self {
+        XdpSettings {
+            ipv6_interface: String::new(),
+            ipv4_interface: String::new(),
+            attach_mode: XdpAttach::Auto,
+            zero_copy: ZeroCopy::Auto,
+            frames: DEFAULT_XDP_FRAMES,
+        }
+    }
 }
 
 /// `[tun]`: the TUN device of the live data plane.
@@ -468,6 +546,7 @@ pub(crate) fn syntax_error(e: &toml::de::Error, text: &str, origin: &str) -> Con
         .replace("expected struct TranslatorSection", "expected a table")
         .replace("expected struct DaemonSection", "expected a table")
         .replace("expected struct TunSection", "expected a table")
+        .replace("expected struct XdpSection", "expected a table")
         .replace("expected struct ClatSection", "expected a table")
         .replace("expected struct Nat64Section", "expected a table")
         .replace("expected struct Dns64Section", "expected a table")
@@ -532,6 +611,7 @@ impl Default for DaemonSettings {
             workers: 0,
             user: None,
             socket: DEFAULT_SOCKET.into(),
+            dataplane: Dataplane::Tun,
         }
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`NAT64_KEYS`], [`POOL4_KEYS`],
 //! [`STATIC_BIB_KEYS`], [`CLAT_KEYS`], [`MAPT_KEYS`], [`MAP_RULE_KEYS`],
-//! [`DAEMON_KEYS`] and [`TUN_KEYS`] list the
+//! [`DAEMON_KEYS`], [`TUN_KEYS`] and [`XDP_KEYS`] list the
 //! accepted keys. Tests check that they match these structs and `docs/config.md`,
 //! so the three cannot drift.
 
@@ -26,6 +26,8 @@ pub struct File {
     pub daemon: Option<Spanned<DaemonSection>>,
     /// `[tun]`: the TUN device of the live data plane (`sixgate run`). Optional.
     pub tun: Option<Spanned<TunSection>>,
+    /// `[xdp]`: the AF_XDP data plane (`[daemon] dataplane = "xdp"`).
+    pub xdp: Option<Spanned<XdpSection>>,
     /// `[clat]`: the customer side of 464XLAT (RFC 6877); only with `mode = "clat"`.
     pub clat: Option<Spanned<ClatSection>>,
     /// `[dns64]`: the DNS64 server (RFC 6147), see [`crate::dns64`]. Optional.
@@ -47,6 +49,7 @@ pub const SECTIONS: &[&str] = &[
     "nat64",
     "daemon",
     "tun",
+    "xdp",
     "clat",
     "dns64",
     "pref64",
@@ -270,7 +273,7 @@ pub struct StaticBibEntry {
 }
 
 /// Keys of `[daemon]`, in the order of [`DaemonSection`]'s fields.
-pub const DAEMON_KEYS: &[&str] = &["workers", "user", "socket"];
+pub const DAEMON_KEYS: &[&str] = &["workers", "user", "socket", "dataplane"];
 
 /// `[daemon]`: how `sixgate run` runs.
 #[derive(Debug, Deserialize)]
@@ -282,6 +285,33 @@ pub struct DaemonSection {
     pub user: Option<Spanned<String>>,
     /// Unix socket of the API, an absolute path.
     pub socket: Option<Spanned<String>>,
+    /// "tun" (default) or "xdp".
+    pub dataplane: Option<Spanned<String>>,
+}
+
+/// Keys of `[xdp]`, in the order of [`XdpSection`]'s fields.
+pub const XDP_KEYS: &[&str] = &[
+    "ipv6_interface",
+    "ipv4_interface",
+    "attach_mode",
+    "zero_copy",
+    "frames",
+];
+
+/// `[xdp]`: the AF_XDP data plane's interfaces and sockets.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XdpSection {
+    /// Interface facing the IPv6 side. Required with `dataplane = "xdp"`.
+    pub ipv6_interface: Option<Spanned<String>>,
+    /// Interface facing the IPv4 side. Required with `dataplane = "xdp"`.
+    pub ipv4_interface: Option<Spanned<String>>,
+    /// "auto" (default), "native" or "generic".
+    pub attach_mode: Option<Spanned<String>>,
+    /// "auto" (default: try zero-copy, else copy), "require" or "off".
+    pub zero_copy: Option<Spanned<String>>,
+    /// UMEM frames per worker, 512..=65536, a power of two.
+    pub frames: Option<Spanned<i64>>,
 }
 
 /// Keys of `[tun]`, in the order of [`TunSection`]'s fields.

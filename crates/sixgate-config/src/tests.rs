@@ -10,7 +10,7 @@ use sixgate_core::config::{DEFAULT_MTU_PLATEAUS, HairpinMode, UdpZeroChecksum};
 use super::*;
 use crate::schema::{
     CLAT_KEYS, DAEMON_KEYS, EAM_KEYS, NAT64_KEYS, POOL4_KEYS, SECTIONS, STATIC_BIB_KEYS,
-    TRANSLATOR_KEYS, TUN_KEYS,
+    TRANSLATOR_KEYS, TUN_KEYS, XDP_KEYS,
 };
 
 const SAMPLE: &str = r#"[translator]
@@ -812,7 +812,7 @@ fn daemon_and_tun_unknown_keys_and_types() {
         1,
         &[
             "daemon: unknown key `threads`",
-            "`workers`, `user`, `socket`",
+            "`workers`, `user`, `socket`, `dataplane`",
         ],
     );
     err_at(
@@ -939,6 +939,12 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "daemon.workers" => "2",
         "daemon.user" => r#""nobody""#,
         "daemon.socket" => r#""/run/sg-test/api.sock""#,
+        "daemon.dataplane" => r#""xdp""#,
+        "xdp.ipv6_interface" => r#""eth6""#,
+        "xdp.ipv4_interface" => r#""eth4""#,
+        "xdp.attach_mode" => r#""generic""#,
+        "xdp.zero_copy" => r#""off""#,
+        "xdp.frames" => "8192",
         "tun.name" => r#""sg-test0""#,
         "tun.mtu" => "9000",
         "tun.offload" => "false",
@@ -1041,6 +1047,7 @@ fn key_list_matches_schema() {
             "nat64",
             "daemon",
             "tun",
+            "xdp",
             "clat",
             "dns64",
             "pref64",
@@ -1052,7 +1059,11 @@ fn key_list_matches_schema() {
 
     // [daemon] and [tun], the same way.
     let mut text = String::new();
-    for (section, keys) in [("daemon", DAEMON_KEYS), ("tun", TUN_KEYS)] {
+    for (section, keys) in [
+        ("daemon", DAEMON_KEYS),
+        ("tun", TUN_KEYS),
+        ("xdp", XDP_KEYS),
+    ] {
         text.push_str(&format!("[{section}]\n"));
         for key in keys {
             text.push_str(&format!(
@@ -1066,8 +1077,14 @@ fn key_list_matches_schema() {
         workers,
         user,
         socket,
+        dataplane,
     } = file.daemon.unwrap().into_inner();
-    let set = [workers.is_some(), user.is_some(), socket.is_some()];
+    let set = [
+        workers.is_some(),
+        user.is_some(),
+        socket.is_some(),
+        dataplane.is_some(),
+    ];
     assert_eq!(set.len(), DAEMON_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");
     let schema::TunSection {
@@ -1085,6 +1102,22 @@ fn key_list_matches_schema() {
         keep.is_some(),
     ];
     assert_eq!(set.len(), TUN_KEYS.len());
+    assert!(set.iter().all(|&s| s), "{set:?}");
+    let schema::XdpSection {
+        ipv6_interface,
+        ipv4_interface,
+        attach_mode,
+        zero_copy,
+        frames,
+    } = file.xdp.unwrap().into_inner();
+    let set = [
+        ipv6_interface.is_some(),
+        ipv4_interface.is_some(),
+        attach_mode.is_some(),
+        zero_copy.is_some(),
+        frames.is_some(),
+    ];
+    assert_eq!(set.len(), XDP_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");
 
     // [clat], the same way.
@@ -1245,6 +1278,7 @@ fn docs_document_exactly_the_schema_keys() {
     accepted.extend(EAM_KEYS.iter().map(|k| format!("eam.{k}")));
     accepted.extend(DAEMON_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(TUN_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(XDP_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(CLAT_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(NAT64_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(POOL4_KEYS.iter().map(|k| format!("pool4.{k}")));
@@ -1272,6 +1306,7 @@ fn docs_document_exactly_the_schema_keys() {
             + EAM_KEYS.len()
             + DAEMON_KEYS.len()
             + TUN_KEYS.len()
+            + XDP_KEYS.len()
             + NAT64_KEYS.len()
             + POOL4_KEYS.len()
             + STATIC_BIB_KEYS.len()
@@ -1320,7 +1355,12 @@ fn docs_toml_examples_are_valid() {
         .iter()
         .rfind(|b| b.contains("mode = \"siit\""))
         .unwrap();
-    for key in TRANSLATOR_KEYS.iter().chain(DAEMON_KEYS).chain(TUN_KEYS) {
+    for key in TRANSLATOR_KEYS
+        .iter()
+        .chain(DAEMON_KEYS)
+        .chain(TUN_KEYS)
+        .chain(XDP_KEYS)
+    {
         assert!(
             full.contains(&format!("\n{key} = ")),
             "full example lacks {key}"
@@ -1658,5 +1698,56 @@ interface = "eth1"
         l.describe(),
         "mode siit, pool6 2001:db8:64::/96, 0 EAM entries, DNS64 on 2 addresses to \
          1 upstream, PREF64 RAs on eth1 every 600 s"
+    );
+}
+
+#[test]
+fn xdp_dataplane_needs_its_section_and_checks_it() {
+    let base = "[translator]\nmode = \"siit\"\npool6 = \"64:ff9b::/96\"\n";
+    let l = ok(&format!(
+        "{base}[daemon]\ndataplane = \"xdp\"\n[xdp]\nipv6_interface = \"eth6\"\nipv4_interface = \"eth4\"\n"
+    ));
+    assert_eq!(l.daemon.dataplane, crate::Dataplane::Xdp);
+    assert_eq!(l.xdp.ipv6_interface, "eth6");
+    assert_eq!(l.xdp.attach_mode, crate::XdpAttach::Auto);
+    assert_eq!(l.xdp.frames, crate::DEFAULT_XDP_FRAMES);
+    assert_eq!(ok(base).daemon.dataplane, crate::Dataplane::Tun);
+    err_at(
+        &format!("{base}[daemon]\ndataplane = \"xdp\"\n"),
+        5,
+        13,
+        &["needs an [xdp] section"],
+    );
+    err_at(
+        &format!("{base}[daemon]\ndataplane = \"dpdk\"\n"),
+        5,
+        13,
+        &["\"tun\" or \"xdp\""],
+    );
+    err_at(
+        &format!("{base}[xdp]\nipv6_interface = \"eth6\"\n"),
+        4,
+        1,
+        &["needs ipv4_interface"],
+    );
+    err_at(
+        &format!("{base}[xdp]\nipv6_interface = \"eth6\"\nipv4_interface = \"eth6\"\n"),
+        6,
+        18,
+        &["same interface"],
+    );
+    err_at(
+        &format!("{base}[xdp]\nipv6_interface = \"a\"\nipv4_interface = \"b\"\nframes = 1000\n"),
+        7,
+        10,
+        &["power of two"],
+    );
+    err_at(
+        &format!(
+            "{base}[xdp]\nipv6_interface = \"a\"\nipv4_interface = \"b\"\nattach_mode = \"hw\"\n"
+        ),
+        7,
+        15,
+        &["\"native\""],
     );
 }

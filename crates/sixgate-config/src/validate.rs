@@ -14,10 +14,12 @@ use sixgate_core::addr::{Eam, EamError, PrefixError, Rfc6052Prefix};
 use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
 use toml::Spanned;
 
-use crate::schema::{ClatSection, DaemonSection, EamEntry, File, TranslatorSection, TunSection};
+use crate::schema::{
+    ClatSection, DaemonSection, EamEntry, File, TranslatorSection, TunSection, XdpSection,
+};
 use crate::{
-    ClatSettings, ConfigError, ConfigWarning, DNS_PORT, DaemonSettings, KNOWN_MODES, Loaded, Mode,
-    PLANNED_MODES, PlatPrefix, TunSettings,
+    ClatSettings, ConfigError, ConfigWarning, DNS_PORT, DaemonSettings, Dataplane, KNOWN_MODES,
+    Loaded, Mode, PLANNED_MODES, PlatPrefix, TunSettings, XdpAttach, XdpSettings, ZeroCopy,
 };
 
 /// Most worker threads (and TUN queues: the kernel's limit is 256).
@@ -155,7 +157,8 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
             return Err(cx.err(
                 mode_span,
                 format!(
-                    "mode = {:?} but no [mapt] section; expected a [mapt] table with the                      domain's `dmr` and mapping rules (RFC 7599 §5)",
+                    "mode = {:?} but no [mapt] section; expected a [mapt] table with the \
+                     domain's `dmr` and mapping rules (RFC 7599 §5)",
                     mode.as_str()
                 ),
             ));
@@ -164,13 +167,18 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
             return Err(cx.err(
                 m.span(),
                 format!(
-                    "[mapt] is only read in modes \"mapt-br\" and \"mapt-ce\", but mode is                      {:?}; expected one of those modes, or no [mapt] section",
+                    "[mapt] is only read in modes \"mapt-br\" and \"mapt-ce\", but mode is \
+                     {:?}; expected one of those modes, or no [mapt] section",
                     mode.as_str()
                 ),
             ));
         }
         (_, None) => {}
     }
+    let dataplane_span = file
+        .daemon
+        .as_ref()
+        .and_then(|d| d.get_ref().dataplane.as_ref().map(|v| v.span()));
     let daemon = match file.daemon {
         Some(d) => daemon(&cx, d.into_inner())?,
         None => DaemonSettings::default(),
@@ -179,6 +187,20 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         Some(t) => tun(&cx, t.into_inner())?,
         None => TunSettings::default(),
     };
+    let xdp = match file.xdp {
+        Some(x) => {
+            let span = x.span();
+            xdp(&cx, x.into_inner(), span)?
+        }
+        None => XdpSettings::default(),
+    };
+    if daemon.dataplane == Dataplane::Xdp && xdp.ipv6_interface.is_empty() {
+        return Err(cx.err(
+            dataplane_span.unwrap_or(0..0),
+            "dataplane = \"xdp\" needs an [xdp] section; expected [xdp] with \
+             ipv6_interface and ipv4_interface, e.g. \"eth0\" and \"eth1\"",
+        ));
+    }
     let dns64 = match file.dns64 {
         Some(d) => {
             let span = d.span();
@@ -208,6 +230,7 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
         mode,
         daemon,
         tun,
+        xdp,
         clat,
         dns64,
         pref64,
@@ -444,6 +467,116 @@ fn daemon(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, ConfigError> 
         }
         out.socket = path.into();
     }
+    if let Some(v) = &d.dataplane {
+        out.dataplane = match v.get_ref().as_str() {
+            "tun" => Dataplane::Tun,
+            "xdp" => Dataplane::Xdp,
+            other => {
+                return Err(cx.bad(
+                    "dataplane",
+                    v,
+                    format!("unknown data plane {other:?}"),
+                    "\"tun\" or \"xdp\"",
+                ));
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// The kernel's dev_valid_name(): 1..IFNAMSIZ-1 bytes, not "." or "..", no '/',
+/// ':' or whitespace. `None` when it is valid.
+fn interface_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("empty name".to_owned())
+    } else if name.len() > 15 {
+        Some(format!("{} bytes long", name.len()))
+    } else if name == "." || name == ".." {
+        Some("reserved name".to_owned())
+    } else if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c.is_whitespace() || !c.is_ascii_graphic())
+    {
+        Some("contains '/', ':', whitespace or a non-ASCII character".to_owned())
+    } else {
+        None
+    }
+}
+
+fn xdp(cx: &Cx<'_>, x: XdpSection, span: Range<usize>) -> Result<XdpSettings, ConfigError> {
+    let mut out = XdpSettings::default();
+    let iface = |key: &str, v: &Option<toml::Spanned<String>>| -> Result<String, ConfigError> {
+        match v {
+            None => Err(cx.err(
+                span.clone(),
+                format!("[xdp] needs {key}; expected {key} = an interface name, e.g. \"eth0\""),
+            )),
+            Some(n) => match interface_name_problem(n.get_ref()) {
+                Some(p) => Err(cx.bad(
+                    key,
+                    n,
+                    p,
+                    "an interface name of 1 to 15 ASCII characters without '/', ':' or spaces, \
+                     e.g. \"eth0\"",
+                )),
+                None => Ok(n.get_ref().clone()),
+            },
+        }
+    };
+    out.ipv6_interface = iface("ipv6_interface", &x.ipv6_interface)?;
+    out.ipv4_interface = iface("ipv4_interface", &x.ipv4_interface)?;
+    if out.ipv6_interface == out.ipv4_interface
+        && let Some(v) = &x.ipv4_interface
+    {
+        return Err(cx.bad(
+            "ipv4_interface",
+            v,
+            "the same interface as ipv6_interface",
+            "two different interfaces, one facing each side",
+        ));
+    }
+    if let Some(v) = &x.attach_mode {
+        out.attach_mode = match v.get_ref().as_str() {
+            "auto" => XdpAttach::Auto,
+            "native" => XdpAttach::Native,
+            "generic" => XdpAttach::Generic,
+            other => {
+                return Err(cx.bad(
+                    "attach_mode",
+                    v,
+                    format!("unknown attach mode {other:?}"),
+                    "\"auto\", \"native\" or \"generic\"",
+                ));
+            }
+        };
+    }
+    if let Some(v) = &x.zero_copy {
+        out.zero_copy = match v.get_ref().as_str() {
+            "auto" => ZeroCopy::Auto,
+            "require" => ZeroCopy::Require,
+            "off" => ZeroCopy::Off,
+            other => {
+                return Err(cx.bad(
+                    "zero_copy",
+                    v,
+                    format!("unknown zero-copy setting {other:?}"),
+                    "\"auto\", \"require\" or \"off\"",
+                ));
+            }
+        };
+    }
+    if let Some(f) = &x.frames {
+        let n = int_in(cx, "frames", f, 512, 65536)?;
+        if !(n as u64).is_power_of_two() {
+            return Err(cx.bad(
+                "frames",
+                f,
+                format!("{n} is not a power of two"),
+                "a power of two from 512 to 65536, e.g. 4096",
+            ));
+        }
+        out.frames = n as u32;
+    }
     Ok(out)
 }
 
@@ -451,22 +584,7 @@ fn tun(cx: &Cx<'_>, t: TunSection) -> Result<TunSettings, ConfigError> {
     let mut out = TunSettings::default();
     if let Some(n) = &t.name {
         let name = n.get_ref();
-        // The kernel's dev_valid_name(): 1..IFNAMSIZ-1 bytes, not "." or "..",
-        // no '/', ':' or whitespace.
-        let problem = if name.is_empty() {
-            Some("empty name".to_owned())
-        } else if name.len() > 15 {
-            Some(format!("{} bytes long", name.len()))
-        } else if name == "." || name == ".." {
-            Some("reserved name".to_owned())
-        } else if name
-            .chars()
-            .any(|c| c == '/' || c == ':' || c.is_whitespace() || !c.is_ascii_graphic())
-        {
-            Some("contains '/', ':', whitespace or a non-ASCII character".to_owned())
-        } else {
-            None
-        };
+        let problem = interface_name_problem(name);
         if let Some(problem) = problem {
             return Err(cx.bad(
                 "name",
@@ -661,7 +779,8 @@ fn not_in_mapt(cx: &Cx<'_>, t: &TranslatorSection) -> Result<(), ConfigError> {
     if let Some(p) = &t.pool6 {
         return Err(cx.err(
             p.span(),
-            "pool6: in MAP-T the off-domain prefix is the Default Mapping Rule (RFC 7599 §5);              expected no `pool6` in [translator], and dmr = \"PREFIX\" in [mapt]",
+            "pool6: in MAP-T the off-domain prefix is the Default Mapping Rule (RFC 7599 §5); \
+             expected no `pool6` in [translator], and dmr = \"PREFIX\" in [mapt]",
         ));
     }
     if let Some(first) = t.eam.as_ref().and_then(|e| e.first()) {

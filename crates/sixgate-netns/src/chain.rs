@@ -34,7 +34,7 @@ use std::time::Duration;
 use crate::error::{Context, Result};
 use crate::netns::{Netns, Proto, veth};
 use crate::process::Background;
-use crate::translator::{RunningTranslator, SIXGATE_TUN, start_sixgate_with_config};
+use crate::translator::{Dataplane, RunningTranslator, SIXGATE_TUN, start_sixgate_with_config};
 
 /// Addresses and prefixes of the chain.
 pub mod addr {
@@ -337,7 +337,42 @@ impl Chain {
     /// Start the CLAT ([`CLAT_TOML`]) and wait until its routes point into it
     /// (after discovery: sixgate asks the DNS server before it sets anything up).
     pub fn start_clat<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
-        start_sixgate_with_config(&self.clat, binary, CLAT_TOML, &["0.0.0.0/0", addr::CLAT_V6])
+        self.start_clat_on(binary, Dataplane::Tun)
+    }
+
+    /// [`Chain::start_clat`] on data plane `dataplane`. On XDP its interfaces
+    /// are `eth6` (core side) and `eth4` (client side), and the client and the
+    /// server send complete checksums (`ethtool -K eth0 tx off`: veth would hand
+    /// the CLAT partial ones, docs/xdp.md).
+    pub fn start_clat_on<'a>(
+        &'a self,
+        binary: &Path,
+        dataplane: Dataplane,
+    ) -> Result<RunningTranslator<'a>> {
+        match dataplane {
+            Dataplane::Tun => start_sixgate_with_config(
+                &self.clat,
+                binary,
+                CLAT_TOML,
+                &["0.0.0.0/0", addr::CLAT_V6],
+            ),
+            Dataplane::Xdp => {
+                self.client
+                    .run("ethtool", ["-K", ifname::CLIENT, "tx", "off"])?;
+                self.server
+                    .run("ethtool", ["-K", ifname::SERVER, "tx", "off"])?;
+                let config = CLAT_TOML.replace(
+                    "[tun]\nname = \"sixgate0\"\n",
+                    &format!(
+                        "[daemon]\ndataplane = \"xdp\"\n\n[xdp]\nipv6_interface = \"{}\"\n\
+                         ipv4_interface = \"{}\"\n",
+                        ifname::CLAT_UPLINK,
+                        ifname::CLAT_LAN
+                    ),
+                );
+                start_sixgate_with_config(&self.clat, binary, &config, &[])
+            }
+        }
     }
 
     /// Start the PLAT.

@@ -48,6 +48,7 @@ mod translator;
 pub use error::{Context, Error, Result};
 pub use netns::{
     LinkState, LinkStats, Netns, Proto, check_host, cleanup_stale, list_namespaces, veth,
+    veth_queues,
 };
 pub use process::{
     Background, DEFAULT_TIMEOUT, Finished, ScratchDir, capture, describe, interrupt, run_checked,

@@ -413,11 +413,44 @@ impl Drop for Netns {
 /// bring both ends up. The pair is created inside the namespaces directly, never in
 /// the caller's, and disappears with them.
 pub fn veth(a: &Netns, a_dev: &str, b: &Netns, b_dev: &str) -> Result<()> {
+    veth_queues(a, a_dev, b, b_dev, 1)
+}
+
+/// [`veth`] with `queues` receive and transmit queues on each end (an AF_XDP
+/// data plane binds one socket per receive queue).
+pub fn veth_queues(a: &Netns, a_dev: &str, b: &Netns, b_dev: &str, queues: u32) -> Result<()> {
+    let q = queues.max(1).to_string();
     a.ip([
-        "link", "add", a_dev, "type", "veth", "peer", "name", b_dev, "netns", &b.name,
+        "link",
+        "add",
+        a_dev,
+        "numtxqueues",
+        &q,
+        "numrxqueues",
+        &q,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        b_dev,
+        "numtxqueues",
+        &q,
+        "numrxqueues",
+        &q,
+        "netns",
+        &b.name,
     ])?;
     a.link_up(a_dev)?;
     b.link_up(b_dev)
+}
+
+impl Netns {
+    /// True if an XDP program is attached to `dev` (`ip -d link` shows `prog/xdp`).
+    pub fn has_xdp(&self, dev: &str) -> Result<bool> {
+        Ok(self
+            .ip(["-d", "link", "show", "dev", dev])?
+            .contains("prog/xdp"))
+    }
 }
 
 fn parse_link(text: &str) -> Option<LinkState> {

@@ -19,7 +19,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::error::{Context, Result};
-use crate::netns::{Netns, veth};
+use crate::netns::{Netns, veth, veth_queues};
 use crate::translator::{RunningTranslator, Translator};
 
 /// Addresses and prefixes of the bed.
@@ -135,6 +135,15 @@ pub struct TopologyOptions {
     /// Install permanent neighbour entries on every link, so no ARP or Neighbour
     /// Discovery happens (for benchmarks: nothing but the measured traffic).
     pub static_neighbours: bool,
+    /// Receive and transmit queues of the gateway's two links (both ends);
+    /// 0 or 1: one. The XDP data plane runs one worker per queue.
+    pub queues: u32,
+    /// Turn transmit checksum offload off on the hosts' interfaces, so that
+    /// every packet on the links carries a complete checksum, as from a real
+    /// NIC. Without it, veth hands packets of a local sender over with a partial
+    /// checksum (`CHECKSUM_PARTIAL`), which AF_XDP cannot tell apart: the XDP
+    /// data plane needs it (docs/xdp.md).
+    pub complete_checksums: bool,
 }
 
 /// The four namespaces of the standard bed, configured and routed, without a
@@ -170,8 +179,9 @@ impl Topology {
     fn wire(&self) -> Result<()> {
         use addr::*;
         let (h6, gw, r, h4) = (&self.v6host, &self.gateway, &self.router, &self.v4host);
-        veth(h6, ifname::V6_HOST, gw, ifname::GATEWAY_V6)?;
-        veth(gw, ifname::GATEWAY_V4, r, ifname::ROUTER_GW)?;
+        let q = self.options.queues;
+        veth_queues(h6, ifname::V6_HOST, gw, ifname::GATEWAY_V6, q)?;
+        veth_queues(gw, ifname::GATEWAY_V4, r, ifname::ROUTER_GW, q)?;
         veth(r, ifname::ROUTER_V4, h4, ifname::V4_HOST)?;
 
         h6.add_address(ifname::V6_HOST, &format!("{V6_HOST}/{V6_LINK_LEN}"))?;
@@ -212,6 +222,10 @@ impl Topology {
         }
         if self.options.static_neighbours {
             self.pin_neighbours()?;
+        }
+        if self.options.complete_checksums {
+            h6.run("ethtool", ["-K", ifname::V6_HOST, "tx", "off"])?;
+            h4.run("ethtool", ["-K", ifname::V4_HOST, "tx", "off"])?;
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Context, Error, Result};
 use crate::netns::{LinkStats, Netns};
 use crate::process::{self, Background, ScratchDir, describe};
-use crate::topology::{TRANSLATOR_TOML, addr};
+use crate::topology::{TRANSLATOR_TOML, TopologyOptions, addr};
 
 /// Environment variable that picks the translator for [`Translator::from_env`]:
 /// `sixgate` (the default) or `tayga`.
@@ -19,7 +19,8 @@ pub const ENV_TRANSLATOR: &str = "SIXGATE_E2E_TRANSLATOR";
 /// Environment variable naming the sixgate executable to test instead of the one
 /// passed to [`Translator::from_env`] (a release build, or a stand-in).
 pub const ENV_BINARY: &str = "SIXGATE_E2E_BINARY";
-/// Environment variable that picks sixgate's data plane: `tun` (the default).
+/// Environment variable that picks sixgate's data plane: `tun` (the default) or
+/// `xdp`.
 pub const ENV_DATAPLANE: &str = "SIXGATE_E2E_DATAPLANE";
 /// Environment variable with extra TOML merged into sixgate's generated config,
 /// e.g. `[daemon]` / `workers = 2`.
@@ -42,13 +43,17 @@ pub enum Dataplane {
     /// prefixes into it, sixgate translates and writes the packets back.
     #[default]
     Tun,
+    /// AF_XDP sockets on the gateway's two veth interfaces (`[daemon] dataplane
+    /// = "xdp"`, `[xdp]` naming `eth6` and `eth4`): the XDP program redirects
+    /// what to translate, the kernel keeps the rest.
+    Xdp,
 }
 
 impl Dataplane {
     /// All data planes the bed knows, by name.
-    pub const ALL: [Dataplane; 1] = [Dataplane::Tun];
+    pub const ALL: [Dataplane; 2] = [Dataplane::Tun, Dataplane::Xdp];
 
-    /// Parse a name (`tun`).
+    /// Parse a name (`tun`, `xdp`).
     pub fn parse(name: &str) -> Result<Dataplane> {
         Dataplane::ALL
             .into_iter()
@@ -66,6 +71,7 @@ impl Dataplane {
     pub fn name(self) -> &'static str {
         match self {
             Dataplane::Tun => "tun",
+            Dataplane::Xdp => "xdp",
         }
     }
 
@@ -73,6 +79,12 @@ impl Dataplane {
     fn toml(self) -> String {
         match self {
             Dataplane::Tun => format!("[tun]\nname = \"{SIXGATE_TUN}\"\n"),
+            Dataplane::Xdp => format!(
+                "[daemon]\ndataplane = \"xdp\"\n\n[xdp]\nipv6_interface = \"{}\"\n\
+                 ipv4_interface = \"{}\"\n",
+                crate::topology::ifname::GATEWAY_V6,
+                crate::topology::ifname::GATEWAY_V4
+            ),
         }
     }
 }
@@ -120,8 +132,10 @@ impl Translator {
                 binary: var(ENV_BINARY)
                     .map(PathBuf::from)
                     .unwrap_or_else(|| sixgate_binary.into()),
+                // The first of a list (see `all_from_env`).
                 dataplane: match var(ENV_DATAPLANE) {
-                    Some(d) => Dataplane::parse(d.trim()).context(ENV_DATAPLANE)?,
+                    Some(d) => Dataplane::parse(d.split(',').next().unwrap_or("").trim())
+                        .context(ENV_DATAPLANE)?,
                     None => Dataplane::Tun,
                 },
                 extra_toml: var(ENV_EXTRA_TOML).unwrap_or_default(),
@@ -131,6 +145,63 @@ impl Translator {
                 "{ENV_TRANSLATOR}={other:?}: expected \"sixgate\" or \"tayga\""
             ))),
         }
+    }
+
+    /// `options` with what this translator needs of the bed: for sixgate on XDP,
+    /// complete checksums on the links and as many veth queues as workers.
+    pub fn bed_options(&self, options: TopologyOptions) -> TopologyOptions {
+        match self {
+            Translator::Sixgate {
+                dataplane: Dataplane::Xdp,
+                extra_toml,
+                ..
+            } => {
+                let workers = extra_toml
+                    .parse::<toml::Table>()
+                    .ok()
+                    .and_then(|t| t.get("daemon")?.get("workers")?.as_integer())
+                    .unwrap_or(1)
+                    .clamp(1, 64) as u32;
+                TopologyOptions {
+                    complete_checksums: true,
+                    queues: options.queues.max(workers),
+                    ..options
+                }
+            }
+            _ => options,
+        }
+    }
+
+    /// Every translator the environment asks for: as [`Translator::from_env`],
+    /// but [`ENV_DATAPLANE`] may list several data planes (`tun,xdp`), and
+    /// without it sixgate runs on each data plane the bed knows, so that one
+    /// test run covers them all. TAYGA is one translator.
+    pub fn all_from_env(sixgate_binary: impl Into<PathBuf>) -> Result<Vec<Translator>> {
+        let one = Translator::from_env(sixgate_binary)?;
+        let Translator::Sixgate {
+            binary, extra_toml, ..
+        } = &one
+        else {
+            return Ok(vec![one]);
+        };
+        let planes: Vec<Dataplane> = match std::env::var(ENV_DATAPLANE)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
+            Some(list) => list
+                .split(',')
+                .map(|d| Dataplane::parse(d.trim()).context(ENV_DATAPLANE))
+                .collect::<Result<_>>()?,
+            None => Dataplane::ALL.to_vec(),
+        };
+        Ok(planes
+            .into_iter()
+            .map(|dataplane| Translator::Sixgate {
+                binary: binary.clone(),
+                dataplane,
+                extra_toml: extra_toml.clone(),
+            })
+            .collect())
     }
 
     /// `sixgate` or `tayga`.
@@ -224,6 +295,8 @@ struct SixgateConfig {
     tun: String,
     manage_routes: bool,
     keep: bool,
+    /// XDP data plane: its two interfaces (ready when both have the program).
+    xdp: Option<[String; 2]>,
 }
 
 fn sixgate_config(dataplane: Dataplane, extra: &str) -> Result<SixgateConfig> {
@@ -267,6 +340,22 @@ fn tun_settings(table: &toml::Table, text: String) -> SixgateConfig {
             .and_then(|v| v.as_bool())
             .unwrap_or(true),
         keep: tun_key("keep").and_then(|v| v.as_bool()).unwrap_or(false),
+        xdp: (table
+            .get("daemon")
+            .and_then(|d| d.get("dataplane"))
+            .and_then(|d| d.as_str())
+            == Some("xdp"))
+        .then(|| {
+            let key = |k: &str| {
+                table
+                    .get("xdp")
+                    .and_then(|x| x.get(k))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            [key("ipv6_interface"), key("ipv4_interface")]
+        }),
     }
 }
 
@@ -381,6 +470,7 @@ fn launch_sixgate<'a>(
         delete_tun_on_stop: false,
         translator_removes_tun: !cfg.keep,
         ready_routes,
+        xdp: cfg.xdp,
         api_socket: Some(api_socket),
         _dir: dir,
     };
@@ -431,6 +521,7 @@ fn start_tayga(gateway: &Netns) -> Result<RunningTranslator<'_>> {
         delete_tun_on_stop: true,
         translator_removes_tun: false,
         ready_routes: bed_routes(),
+        xdp: None,
         api_socket: None,
         _dir: dir,
     };
@@ -481,6 +572,9 @@ pub struct RunningTranslator<'a> {
     translator_removes_tun: bool,
     /// Prefixes whose routes must point into the TUN device before it is ready.
     ready_routes: Vec<String>,
+    /// XDP data plane: the interfaces its program must be attached to (and
+    /// detached from when it stops); no TUN device then.
+    xdp: Option<[String; 2]>,
     /// sixgate's API socket (`[daemon] socket`); none for TAYGA.
     api_socket: Option<PathBuf>,
     _dir: ScratchDir,
@@ -504,6 +598,8 @@ pub struct Stopped {
     pub tun_left_behind: bool,
     /// Counters of the TUN device just before the translator was stopped.
     pub tun_stats: Option<LinkStats>,
+    /// XDP data plane: interfaces that still had an XDP program after it exited.
+    pub xdp_left_behind: Vec<String>,
 }
 
 impl Stopped {
@@ -521,6 +617,12 @@ impl Stopped {
         }
         if self.tun_left_behind {
             problems.push("it left its TUN device behind".into());
+        }
+        if !self.xdp_left_behind.is_empty() {
+            problems.push(format!(
+                "it left its XDP program on {}",
+                self.xdp_left_behind.join(", ")
+            ));
         }
         if problems.is_empty() {
             Ok(())
@@ -606,6 +708,9 @@ impl RunningTranslator<'_> {
     /// Wait until the TUN device is up with carrier and the routes point into it.
     /// With `add_routes_itself`, the bed adds the routes once the device is up.
     fn wait_ready(&mut self, add_routes_itself: bool) -> Result<()> {
+        if let Some(ifaces) = self.xdp.clone() {
+            return self.wait_xdp_ready(&ifaces);
+        }
         let deadline = Instant::now() + READY_TIMEOUT;
         let mut routes_added = false;
         loop {
@@ -648,6 +753,32 @@ impl RunningTranslator<'_> {
         }
     }
 
+    /// XDP: ready when the program is on both interfaces (sixgate attaches it
+    /// last, once the sockets are bound and their fill rings filled).
+    fn wait_xdp_ready(&self, ifaces: &[String; 2]) -> Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            self.check_running()?;
+            if self.gateway.has_xdp(&ifaces[0])? && self.gateway.has_xdp(&ifaces[1])? {
+                // The workers start right after the attach message.
+                if self.log().contains("workers started") {
+                    return Ok(());
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::new(format!(
+                    "not ready after {} s: no XDP program on {} and {}; its output:\n{}",
+                    READY_TIMEOUT.as_secs(),
+                    ifaces[0],
+                    ifaces[1],
+                    self.log()
+                )));
+            }
+            crate::interrupt::check()?;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn routes_ready(&self) -> Result<bool> {
         let dev = format!("dev {} ", self.tun);
         for prefix in &self.ready_routes {
@@ -673,6 +804,16 @@ impl RunningTranslator<'_> {
                 .ip(["link", "del", &self.tun])
                 .context("removing the TUN device")?;
         }
+        let mut xdp_left_behind = Vec::new();
+        for i in self.xdp.iter().flatten() {
+            if self.gateway.has_xdp(i)? {
+                xdp_left_behind.push(i.clone());
+                let _ = self.gateway.ip(["link", "set", "dev", i, "xdp", "off"]);
+                let _ = self
+                    .gateway
+                    .ip(["link", "set", "dev", i, "xdpgeneric", "off"]);
+            }
+        }
         let finished =
             finished.ok_or_else(|| Error::new(format!("{} never started", self.name)))?;
         Ok(Stopped {
@@ -683,6 +824,7 @@ impl RunningTranslator<'_> {
             stderr: finished.stderr,
             tun_left_behind: still_there && self.translator_removes_tun && !self.delete_tun_on_stop,
             tun_stats,
+            xdp_left_behind,
         })
     }
 }
@@ -759,7 +901,12 @@ mod tests {
     #[test]
     fn dataplane_names() {
         assert_eq!(Dataplane::parse("tun").unwrap(), Dataplane::Tun);
-        let e = Dataplane::parse("xdp").unwrap_err().to_string();
-        assert!(e.contains("\"xdp\"") && e.contains("tun"), "{e}");
+        assert_eq!(Dataplane::parse("xdp").unwrap(), Dataplane::Xdp);
+        let e = Dataplane::parse("dpdk").unwrap_err().to_string();
+        assert!(e.contains("\"dpdk\"") && e.contains("tun, xdp"), "{e}");
+        let c = sixgate_config(Dataplane::Xdp, "").unwrap();
+        assert_eq!(c.xdp, Some(["eth6".to_owned(), "eth4".to_owned()]));
+        let t: toml::Table = c.text.parse().unwrap();
+        assert_eq!(t["daemon"]["dataplane"].as_str(), Some("xdp"));
     }
 }

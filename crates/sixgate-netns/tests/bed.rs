@@ -29,6 +29,7 @@ fn bed_routes_each_family_and_cleans_up() {
         v4_link_mtu: Some(1280),
         v6_link_mtu: Some(1400),
         static_neighbours: true,
+        ..TopologyOptions::default()
     })
     .unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<String> = bed

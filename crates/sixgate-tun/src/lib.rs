@@ -17,19 +17,17 @@
 //! software segmentation.
 
 use std::fmt;
-use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
 
-use signal_hook::SigId;
 use sixgate_config::Loaded;
 use tracing::{info, warn};
 
+pub mod control;
 pub mod device;
-mod events;
+pub mod events;
 pub mod gso;
 pub mod live;
 pub mod pipeline;
@@ -57,6 +55,12 @@ impl fmt::Display for SetupError {
 }
 
 impl std::error::Error for SetupError {}
+
+impl From<String> for SetupError {
+    fn from(why: String) -> Self {
+        SetupError(why)
+    }
+}
 
 /// Why [`Gateway::wait`] returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,10 +106,7 @@ pub struct Gateway {
     stats: Vec<Arc<WorkerStats>>,
     stop_flag: Arc<AtomicBool>,
     stop_wr: Option<OwnedFd>,
-    wake_rd: UnixStream,
-    signal: Arc<AtomicUsize>,
-    sig_ids: Vec<SigId>,
-    failure: Arc<Mutex<Option<String>>>,
+    signals: control::Signals,
 }
 
 use stats::WorkerStats;
@@ -143,26 +144,9 @@ impl Gateway {
             _ => None,
         };
 
-        // Signals first, so that a SIGTERM during set-up still ends in a clean stop.
-        let (wake_rd, wake_wr) =
-            UnixStream::pair().map_err(|e| err(format!("cannot create a socket pair: {e}")))?;
-        let signal = Arc::new(AtomicUsize::new(0));
-        let mut sig_ids = Vec::new();
-        for sig in [libc::SIGINT, libc::SIGTERM] {
-            let reg = signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
-                .and_then(|a| {
-                    let w = wake_wr.try_clone()?;
-                    Ok((a, signal_hook::low_level::pipe::register(sig, w)?))
-                });
-            match reg {
-                Ok((a, b)) => sig_ids.extend([a, b]),
-                Err(e) => {
-                    unregister(&sig_ids);
-                    return Err(err(format!("cannot install signal handlers: {e}")));
-                }
-            }
-        }
-        let undo_signals = |ids: &[SigId]| unregister(ids);
+        // Signals first, so that a SIGTERM during set-up still ends in a clean stop
+        // (dropping them on an error removes the handlers).
+        let signals = control::Signals::install().map_err(err)?;
 
         let result = (|| {
             // A missing user is an error before anything is created.
@@ -198,7 +182,8 @@ impl Gateway {
             // one worker: its tables live in one.
             if n > 1 && cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()) {
                 warn!(
-                    "mapt-ce: the NAPT44 tables belong to one worker and nothing steers a                      flow's packets to it; running ONE worker instead of {n}"
+                    "mapt-ce: the NAPT44 tables belong to one worker and nothing steers a \
+                     flow's packets to it; running ONE worker instead of {n}"
                 );
                 n = 1;
             }
@@ -282,13 +267,7 @@ impl Gateway {
             let steering = steering.filter(|_| steered);
             Ok((dev, routes, divert, n, cpus, privileged, steering))
         })();
-        let (mut dev, routes, divert, n, cpus, privileged, steering) = match result {
-            Ok(v) => v,
-            Err(e) => {
-                undo_signals(&sig_ids);
-                return Err(e);
-            }
-        };
+        let (mut dev, routes, divert, n, cpus, privileged, steering) = result?;
 
         let steered = steering.is_some();
         info!(
@@ -352,7 +331,8 @@ impl Gateway {
         let cfg = Arc::new(cfg);
         let vnet = dev.offload.vnet();
         let queues: Vec<_> = dev.queues.drain(..).collect();
-        let (stop_rd, stop_wr) = pipe().map_err(|e| err(format!("cannot create a pipe: {e}")))?;
+        let (stop_rd, stop_wr) =
+            control::pipe().map_err(|e| err(format!("cannot create a pipe: {e}")))?;
         let stop_rd = Arc::new(stop_rd);
         let stats: Vec<Arc<WorkerStats>> = (0..n).map(|_| Arc::default()).collect();
         let manage = tun.manage_routes && loaded.clat.is_none();
@@ -379,14 +359,11 @@ impl Gateway {
             stats: Vec::with_capacity(n),
             stop_flag: Arc::new(AtomicBool::new(false)),
             stop_wr: Some(stop_wr),
-            wake_rd,
-            signal,
-            sig_ids,
-            failure: Arc::new(Mutex::new(None)),
+            signals,
         };
         for (i, (queue, follower)) in queues.into_iter().zip(followers).enumerate() {
             let s = stats[i].clone();
-            let spawned = wake_wr.try_clone().and_then(|wake| {
+            let spawned = gw.signals.waker().and_then(|wake| {
                 let w = worker::Worker {
                     index: i,
                     cpu: (!cpus.is_empty()).then(|| cpus[i % cpus.len()]),
@@ -396,7 +373,7 @@ impl Gateway {
                     stop: gw.stop_flag.clone(),
                     stop_fd: stop_rd.clone(),
                     wake,
-                    failure: gw.failure.clone(),
+                    failure: gw.signals.failure(),
                     event_log,
                     follower,
                 };
@@ -477,26 +454,7 @@ impl Gateway {
 
     /// Block until SIGINT/SIGTERM or a worker failure.
     pub fn wait(&self) -> Stop {
-        loop {
-            if let Some(why) = self
-                .failure
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-            {
-                return Stop::WorkerFailed(why);
-            }
-            let sig = self.signal.load(Relaxed);
-            if sig != 0 {
-                return Stop::Signal(sig as i32);
-            }
-            let mut b = [0u8; 16];
-            match (&self.wake_rd).read(&mut b) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Stop::WorkerFailed(format!("cannot wait for signals: {e}")),
-            }
-        }
+        self.signals.wait()
     }
 
     /// Stop the workers; remove routes and device unless `keep`.
@@ -564,28 +522,10 @@ impl Gateway {
         if !self.keep {
             info!(device = %self.name, "device removed");
         }
-        unregister(&self.sig_ids);
         Report {
             totals: self.snapshot(),
             workers: self.stats.iter().map(|s| s.snapshot()).collect(),
             errors,
         }
     }
-}
-
-fn unregister(ids: &[SigId]) {
-    for id in ids {
-        signal_hook::low_level::unregister(*id);
-    }
-}
-
-/// A pipe, close-on-exec: (read end, write end).
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors we own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }

@@ -66,6 +66,13 @@ pub struct IoCounters {
     /// Packets dropped by the offload handling itself (bad virtio-net header,
     /// a GSO type or layout sixgate cannot segment).
     pub offload_dropped: u64,
+    /// XDP data plane: translated packets handed to the kernel's stack instead of
+    /// sent on an AF_XDP socket (next hop not resolved yet, which this makes the
+    /// kernel do, or routed out of another interface). Always 0 on TUN.
+    pub to_kernel: u64,
+    /// XDP data plane: packets that could not be handed to the kernel either
+    /// (dropped, `no_route`). Always 0 on TUN.
+    pub no_route: u64,
 }
 
 impl IoCounters {
@@ -83,6 +90,8 @@ impl IoCounters {
         self.gso_split += o.gso_split;
         self.csum_sw += o.csum_sw;
         self.offload_dropped += o.offload_dropped;
+        self.to_kernel += o.to_kernel;
+        self.no_route += o.no_route;
     }
 }
 

@@ -18,7 +18,7 @@ use crate::pipeline::IoCounters;
 pub struct WorkerStats {
     core: [AtomicU64; 6],
     dropped: [AtomicU64; DropReason::COUNT],
-    io: [AtomicU64; 12],
+    io: [AtomicU64; 14],
     /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
     /// batch: they change slowly and are bigger than a few counters.
     nat64: Mutex<Option<nat64::Stats>>,
@@ -96,7 +96,7 @@ impl Snapshot {
             c.hairpinned,
             c.fragments_out,
             c.icmp_generated,
-            c.total_drops() + io.offload_dropped + io.rx_truncated,
+            c.total_drops() + io.offload_dropped + io.rx_truncated + io.no_route,
         );
         let reasons: Vec<String> = DropReason::ALL
             .iter()
@@ -104,6 +104,7 @@ impl Snapshot {
             .map(|r| format!("{} {}", r.as_str(), c.drops(*r)))
             .chain((io.offload_dropped > 0).then(|| format!("offload {}", io.offload_dropped)))
             .chain((io.rx_truncated > 0).then(|| format!("truncated {}", io.rx_truncated)))
+            .chain((io.no_route > 0).then(|| format!("no_route {}", io.no_route)))
             .collect();
         if !reasons.is_empty() {
             s.push_str(&format!(" ({})", reasons.join(", ")));
@@ -112,6 +113,9 @@ impl Snapshot {
             "; gso in {} whole {} split {}, csum sw {}; errors rx {} tx {}",
             io.gso_in, io.gso_whole, io.gso_split, io.csum_sw, io.rx_errors, io.tx_errors
         ));
+        if io.to_kernel > 0 {
+            s.push_str(&format!("; to kernel {}", io.to_kernel));
+        }
         s
     }
 }
@@ -122,6 +126,11 @@ impl Snapshot {
 pub struct StatsHandle(pub(crate) std::sync::Arc<[std::sync::Arc<WorkerStats>]>);
 
 impl StatsHandle {
+    /// A handle on these workers' counters (another data plane's workers).
+    pub fn new(workers: std::sync::Arc<[std::sync::Arc<WorkerStats>]>) -> StatsHandle {
+        StatsHandle(workers)
+    }
+
     /// Each worker's counters, as last published, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
         self.0.iter().map(|s| s.snapshot()).collect()
@@ -167,6 +176,8 @@ impl WorkerStats {
             io.gso_split,
             io.csum_sw,
             io.offload_dropped,
+            io.to_kernel,
+            io.no_route,
         ];
         for (a, v) in self.io.iter().zip(io) {
             a.store(v, Relaxed);
@@ -181,7 +192,7 @@ impl WorkerStats {
     /// Read the last published counters (any thread).
     pub fn snapshot(&self) -> Snapshot {
         let core: [u64; 6] = std::array::from_fn(|i| self.core[i].load(Relaxed));
-        let io: [u64; 12] = std::array::from_fn(|i| self.io[i].load(Relaxed));
+        let io: [u64; 14] = std::array::from_fn(|i| self.io[i].load(Relaxed));
         Snapshot {
             core: Counters {
                 translated_6to4: core[0],
@@ -205,6 +216,8 @@ impl WorkerStats {
                 gso_split: io[9],
                 csum_sw: io[10],
                 offload_dropped: io[11],
+                to_kernel: io[12],
+                no_route: io[13],
             },
             nat64: *self.nat64.lock().unwrap_or_else(|p| p.into_inner()),
         }
@@ -242,6 +255,8 @@ mod tests {
             gso_split: 20,
             csum_sw: 21,
             offload_dropped: 22,
+            to_kernel: 23,
+            no_route: 24,
         };
         let s = WorkerStats::default();
         s.publish(&c, &io);

@@ -4,7 +4,8 @@
 //!
 //! Which translator runs in the gateway:
 //! - `SIXGATE_E2E_TRANSLATOR=sixgate` (default): this crate's binary, `sixgate run`;
-//!   `SIXGATE_E2E_DATAPLANE` picks its data plane (`tun`, the default) and
+//!   each test runs on every data plane (TUN, then XDP) unless
+//!   `SIXGATE_E2E_DATAPLANE` names some (`tun`, `xdp` or `tun,xdp`), and
 //!   `SIXGATE_E2E_EXTRA_TOML` adds configuration (e.g. `[daemon]` `workers = 2`),
 //!   and `SIXGATE_E2E_BINARY` runs another executable (a release build, or
 //!   `crates/sixgate-netns/tests/stand-in-sixgate.sh`, TAYGA behind sixgate's
@@ -59,16 +60,21 @@ fn translator_or_skip(test: &str) -> Option<Translator> {
     }
 }
 
-/// [`run_bed`] with the translator the environment selects, or a skip.
-fn with_bed(
-    test: &str,
-    options: TopologyOptions,
-    body: impl FnOnce(&Topology, &RunningTranslator),
-) {
-    let Some(translator) = translator_or_skip(test) else {
+/// [`run_bed`] with each translator the environment selects (sixgate: on each
+/// data plane, TUN and XDP, unless `SIXGATE_E2E_DATAPLANE` names some), or a
+/// skip.
+fn with_bed(test: &str, options: TopologyOptions, body: impl Fn(&Topology, &RunningTranslator)) {
+    if translator_or_skip(test).is_none() {
         return;
-    };
-    run_bed(test, options, &translator, body);
+    }
+    let all = Translator::all_from_env(BIN).unwrap_or_else(|e| panic!("{e}"));
+    for translator in &all {
+        let name = match translator {
+            Translator::Sixgate { dataplane, .. } => format!("{test}[{}]", dataplane.name()),
+            Translator::Tayga => test.to_owned(),
+        };
+        run_bed(&name, options.clone(), translator, &body);
+    }
 }
 
 /// [`common::iperf3`] from the v6 host to the v4 host.

@@ -48,13 +48,23 @@ const STATIC_V4: &str = "198.18.0.200";
 /// `[nat64]` section, or `None` (after printing why) if this machine cannot
 /// run the bed.
 fn nat64_or_skip(test: &str, workers: u16, nat64_keys: &str) -> Option<Translator> {
+    nat64_on_or_skip(test, Dataplane::Tun, workers, nat64_keys)
+}
+
+/// [`nat64_or_skip`] on data plane `dataplane`.
+fn nat64_on_or_skip(
+    test: &str,
+    dataplane: Dataplane,
+    workers: u16,
+    nat64_keys: &str,
+) -> Option<Translator> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
     }
     Some(Translator::Sixgate {
         binary: BIN.into(),
-        dataplane: Dataplane::Tun,
+        dataplane,
         // NAT64_TOML ends inside [nat64]: the keys land there.
         extra_toml: format!("{NAT64_TOML}{nat64_keys}\n[daemon]\nworkers = {workers}\n"),
     })
@@ -210,7 +220,11 @@ fn per_worker_rx(stopped: &Stopped) -> Vec<u64> {
 }
 
 fn core_tests(test: &str, workers: u16) {
-    let Some(translator) = nat64_or_skip(test, workers, &core_keys()) else {
+    core_tests_on(test, Dataplane::Tun, workers);
+}
+
+fn core_tests_on(test: &str, dataplane: Dataplane, workers: u16) {
+    let Some(translator) = nat64_on_or_skip(test, dataplane, workers, &core_keys()) else {
         return;
     };
     let stopped = run_bed(test, TopologyOptions::default(), &translator, |bed, tr| {
@@ -266,6 +280,13 @@ fn core_tests(test: &str, workers: u16) {
 #[test]
 fn nat64_one_worker() {
     core_tests("nat64_one_worker", 1);
+}
+
+/// The same on the XDP data plane (one worker: AF_XDP cannot steer a packet to
+/// another queue's socket, docs/xdp.md).
+#[test]
+fn nat64_one_worker_xdp() {
+    core_tests_on("nat64_one_worker_xdp", Dataplane::Xdp, 1);
 }
 
 #[test]

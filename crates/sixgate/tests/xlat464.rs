@@ -30,7 +30,8 @@ use std::time::Instant;
 use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
 use sixgate_netns::chain::{Chain, Plat, addr};
 use sixgate_netns::{
-    Background, RunningTranslator, ScratchDir, check_host, cleanup_stale, list_namespaces,
+    Background, Dataplane, RunningTranslator, ScratchDir, check_host, cleanup_stale,
+    list_namespaces,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
@@ -80,6 +81,11 @@ impl Running<'_> {
 /// Build the chain, start dnsmasq, the PLAT and the CLAT, run `body`, stop both
 /// translators (they must stop cleanly) and check that the namespaces are gone.
 fn with_chain(test: &str, body: impl FnOnce(&Running)) {
+    with_chain_on(test, Dataplane::Tun, body);
+}
+
+/// [`with_chain`] with the CLAT on data plane `clat_on`.
+fn with_chain_on(test: &str, clat_on: Dataplane, body: impl FnOnce(&Running)) {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return;
@@ -107,7 +113,7 @@ fn with_chain(test: &str, body: impl FnOnce(&Running)) {
         .start_plat(bin, plat_kind)
         .unwrap_or_else(|e| panic!("{test}: PLAT: {e}"));
     let clat = chain
-        .start_clat(bin)
+        .start_clat_on(bin, clat_on)
         .unwrap_or_else(|e| panic!("{test}: CLAT: {e}"));
     println!(
         "{test}: PLAT {} ready in {} ms, CLAT ready in {} ms (discovery included)\n{}",
@@ -223,7 +229,11 @@ fn http_client_to_server() {
 }
 
 fn iperf3_test(test: &str, what: &str, args: &'static [&'static str]) {
-    with_chain(test, |r| {
+    iperf3_test_on(test, Dataplane::Tun, what, args);
+}
+
+fn iperf3_test_on(test: &str, clat_on: Dataplane, what: &str, args: &'static [&'static str]) {
+    with_chain_on(test, clat_on, |r| {
         let server: IpAddr = addr::SERVER.into();
         let m = iperf3(&r.chain.client, &r.chain.server, server, server, args);
         let (mbit_s, detail) = (m.mbit_s, m.detail);
@@ -259,5 +269,31 @@ fn iperf3_udp_client_to_server() {
         "iperf3_udp_client_to_server",
         "464XLAT UDP client -> server, 200 Mbit/s offered",
         &["-u", "-b", "200M", "-l", "1200"],
+    );
+}
+
+/// The CLAT on the XDP data plane (docs/xdp.md): ping across the chain.
+#[test]
+fn ping_client_to_server_xdp_clat() {
+    with_chain_on("ping_client_to_server_xdp_clat", Dataplane::Xdp, |r| {
+        let rtts = ping(&r.chain.client, &addr::SERVER.to_string(), 5);
+        println!("ping {} (CLAT on XDP): RTT {rtts:?} ms", addr::SERVER);
+    });
+}
+
+/// The CLAT on XDP: TCP both ways with iperf3.
+#[test]
+fn iperf3_tcp_xdp_clat() {
+    iperf3_test_on(
+        "iperf3_tcp_xdp_clat",
+        Dataplane::Xdp,
+        "464XLAT TCP client -> server, CLAT on XDP",
+        &[],
+    );
+    iperf3_test_on(
+        "iperf3_tcp_xdp_clat_reverse",
+        Dataplane::Xdp,
+        "464XLAT TCP server -> client (-R), CLAT on XDP",
+        &["-R"],
     );
 }

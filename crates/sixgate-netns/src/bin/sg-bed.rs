@@ -52,6 +52,9 @@ struct Cli {
     /// Permanent neighbour entries on every link (no ARP/ND during measurements).
     #[arg(long)]
     static_neighbours: bool,
+    /// Receive/transmit queues of the gateway's veth links (XDP: one worker each).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    queues: u32,
     /// The command to run (after `--`), in the caller's namespace.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -101,11 +104,13 @@ fn run(cli: &Cli) -> Result<ExitCode, String> {
         },
     };
     translator.check_available()?;
-    let bed = Topology::build(TopologyOptions {
+    let bed = Topology::build(translator.bed_options(TopologyOptions {
         v4_link_mtu: cli.v4_link_mtu,
         v6_link_mtu: cli.v6_link_mtu,
         static_neighbours: cli.static_neighbours,
-    })
+        queues: cli.queues,
+        ..TopologyOptions::default()
+    }))
     .map_err(|e| e.to_string())?;
     let running = bed.start(&translator).map_err(|e| e.to_string())?;
     eprintln!(

@@ -90,10 +90,15 @@ pub fn run(args: &Args) -> CmdResult {
         None => None,
     };
     // The API socket is bound before the gateway drops privileges.
-    let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
-        .map_err(|e| format!("sixgate run: {e}"))?;
-    let gw =
-        sixgate_tun::Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
+    // (Not on the XDP data plane, which has no runtime changes yet.)
+    let socket = match loaded.daemon.dataplane {
+        sixgate_config::Dataplane::Tun => Some(
+            sixgate_control::api::server::bind(&loaded.daemon.socket)
+                .map_err(|e| format!("sixgate run: {e}"))?,
+        ),
+        sixgate_config::Dataplane::Xdp => None,
+    };
+    let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let _ = workers.set(gw.stats_handle());
     // A CLAT that discovered its PLAT prefix keeps it across reloads.
     let plat = loaded.config.map.pool6;
@@ -109,17 +114,22 @@ pub fn run(args: &Args) -> CmdResult {
             l.set_plat_prefix(p);
         }
     };
-    let api = sixgate_control::api::server::spawn(
-        socket,
-        sixgate_control::api::server::Daemon {
-            live: gw.live(),
-            config_file: std::fs::canonicalize(&args.config).unwrap_or(args.config.clone()),
-            device: gw.name().to_owned(),
-            reload: reloads.clone(),
-            running,
-            prepare: Box::new(prepare),
-        },
-    );
+    // The API changes a running TUN gateway; the XDP data plane has no
+    // runtime changes yet (docs/xdp.md).
+    let api = match (gw.live(), socket) {
+        (Some(live), Some(socket)) => sixgate_control::api::server::spawn(
+            socket,
+            sixgate_control::api::server::Daemon {
+                live,
+                config_file: std::fs::canonicalize(&args.config).unwrap_or(args.config.clone()),
+                device: gw.name().to_owned(),
+                reload: reloads.clone(),
+                running,
+                prepare: Box::new(prepare),
+            },
+        ),
+        _ => Err("the API is not available on the XDP data plane yet".to_owned()),
+    };
     let api = match api {
         Ok(a) => {
             tracing::info!(socket = %loaded.daemon.socket.display(), "API listening (root only)");
@@ -179,6 +189,63 @@ pub fn run(args: &Args) -> CmdResult {
         return Err(format!("sixgate run: stopped: {why}"));
     }
     Ok(())
+}
+
+/// The data plane `[daemon] dataplane` picks; both report alike.
+enum Gateway {
+    Tun(sixgate_tun::Gateway),
+    Xdp(sixgate_xdp::Gateway),
+}
+
+impl Gateway {
+    fn start(
+        loaded: &sixgate_config::Loaded,
+        keep: bool,
+    ) -> Result<Gateway, sixgate_tun::SetupError> {
+        Ok(match loaded.daemon.dataplane {
+            sixgate_config::Dataplane::Tun => {
+                Gateway::Tun(sixgate_tun::Gateway::start(loaded, keep)?)
+            }
+            sixgate_config::Dataplane::Xdp => Gateway::Xdp(sixgate_xdp::Gateway::start(loaded)?),
+        })
+    }
+
+    fn wait(&self) -> sixgate_tun::Stop {
+        match self {
+            Gateway::Tun(g) => g.wait(),
+            Gateway::Xdp(g) => g.wait(),
+        }
+    }
+
+    fn stop(self) -> sixgate_tun::Report {
+        match self {
+            Gateway::Tun(g) => g.stop(),
+            Gateway::Xdp(g) => g.stop(),
+        }
+    }
+
+    /// The TUN device, or the XDP data plane's IPv6-side interface.
+    fn name(&self) -> &str {
+        match self {
+            Gateway::Tun(g) => g.name(),
+            Gateway::Xdp(g) => &g.interfaces()[0],
+        }
+    }
+
+    fn stats_handle(&self) -> sixgate_tun::StatsHandle {
+        match self {
+            Gateway::Tun(g) => g.stats_handle(),
+            Gateway::Xdp(g) => g.stats_handle(),
+        }
+    }
+
+    /// Runtime changes and table listings: TUN only, so far.
+    fn live(&self) -> Option<Arc<sixgate_tun::Live>> {
+        match self {
+            Gateway::Tun(g) => Some(g.live()),
+            Gateway::Xdp(_) => None,
+        }
+    }
 }
 
 /// What a scrape reads: the workers' published counters (none before the

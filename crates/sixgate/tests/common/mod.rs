@@ -36,6 +36,7 @@ pub fn run_bed(
         }
     });
     let t0 = Instant::now();
+    let options = translator.bed_options(options);
     let bed = Topology::build(options).unwrap_or_else(|e| panic!("{test}: {e}"));
     let names: Vec<String> = bed
         .namespaces()

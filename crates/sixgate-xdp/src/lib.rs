@@ -1,0 +1,387 @@
+//! sixgate's AF_XDP data plane: `sixgate run` with `[daemon] dataplane = "xdp"`
+//! (docs/xdp.md).
+//!
+//! [`Gateway::start`] sets up, in order, undoing everything on failure: signal
+//! handlers; the XDP program ([`program`]), loaded once per interface with the
+//! destinations to translate (the prefixes the TUN data plane would route into
+//! its device: pool6, EAM, pool4, the CLAT's); per worker a UMEM and two AF_XDP
+//! sockets on its queue, one per interface ([`xsk`]), entered into the
+//! program's socket map; the program attached (native, or generic); the
+//! privilege drop; then one pinned worker thread per queue ([`worker`]).
+//! Workers translate in place and transmit on the other interface's socket,
+//! addressing frames from the kernel's route and neighbour tables
+//! ([`nexthop`], [`netlink`]); what cannot go out directly goes through the
+//! kernel ([`kernel_path`]). [`Gateway::stop`] detaches the programs first (the
+//! kernel then handles every packet again), then stops the workers.
+//!
+//! The counters, the signal handling ([`sixgate_tun::control`]), [`Stop`] and
+//! [`Report`] are the TUN data plane's, so that `sixgate run` stops and reports
+//! both alike.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread::JoinHandle;
+
+use sixgate_config::{Loaded, ZeroCopy};
+use sixgate_core::{Scratch, Translator};
+use sixgate_tun::control::{Signals, pipe};
+use sixgate_tun::stats::WorkerStats;
+use sixgate_tun::{IoCounters, Report, SetupError, Snapshot, Stop, system};
+use tracing::{info, warn};
+
+pub mod kernel_path;
+pub mod netlink;
+pub mod nexthop;
+pub mod program;
+mod worker;
+pub mod xsk;
+
+use program::{Destinations, Program};
+
+/// The running XDP gateway.
+pub struct Gateway {
+    interfaces: [String; 2],
+    programs: Vec<Program>,
+    workers: Vec<JoinHandle<Result<(), String>>>,
+    stats: Vec<Arc<WorkerStats>>,
+    stop_flag: Arc<AtomicBool>,
+    stop_wr: Option<OwnedFd>,
+    signals: Signals,
+}
+
+fn ifindex(name: &str, key: &str) -> Result<u32, String> {
+    let c = std::ffi::CString::new(name).map_err(|_| format!("[xdp] {key}: bad name"))?;
+    // SAFETY: a valid C string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        return Err(format!(
+            "[xdp] {key} = {name:?}: no such interface in this network namespace"
+        ));
+    }
+    Ok(i)
+}
+
+/// Receive queues of an interface (`/sys/class/net/NAME/queues/rx-*`).
+fn rx_queues(name: &str) -> usize {
+    std::fs::read_dir(format!("/sys/class/net/{name}/queues"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                .count()
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+impl Gateway {
+    /// Set up and start.
+    pub fn start(loaded: &Loaded) -> Result<Gateway, SetupError> {
+        Self::setup(loaded).map_err(SetupError::from)
+    }
+
+    fn setup(loaded: &Loaded) -> Result<Gateway, String> {
+        let x = &loaded.xdp;
+        let mut cfg = loaded.config.clone();
+        if cfg.mapt.is_some() {
+            return Err(
+                "dataplane = \"xdp\" does not run MAP-T yet (mode \"mapt-br\" or \"mapt-ce\"); \
+                 expected dataplane = \"tun\" for MAP-T"
+                    .to_owned(),
+            );
+        }
+        if cfg.nat64.as_ref().is_some_and(|n| n.pool4.is_empty()) {
+            return Err(
+                "dataplane = \"xdp\" needs an explicit [nat64] pool4: the default pool4 \
+                        (the gateway's own address) is only supported on the TUN data plane"
+                    .to_owned(),
+            );
+        }
+        let user = match &loaded.daemon.user {
+            Some(name) => Some((name.clone(), system::lookup_user(name)?)),
+            None => None,
+        };
+        let if6 = ifindex(&x.ipv6_interface, "ipv6_interface")?;
+        let if4 = ifindex(&x.ipv4_interface, "ipv4_interface")?;
+        let cpus = system::allowed_cpus();
+        let mut n = match loaded.daemon.workers {
+            0 => cpus.len().max(1),
+            w => usize::from(w),
+        };
+        let queues = rx_queues(&x.ipv6_interface).min(rx_queues(&x.ipv4_interface));
+        if n > queues {
+            warn!(
+                "{n} workers asked for, but the interfaces have {queues} receive queue(s) \
+                 (veth: `ip link add ... numrxqueues N numtxqueues N`); running {queues}"
+            );
+            n = queues;
+        }
+        if cfg.nat64.is_some() && n > 1 {
+            // An AF_XDP socket only receives from its own queue: a packet cannot
+            // be steered to the worker owning its state (docs/xdp.md).
+            warn!(
+                "nat64 on the XDP data plane runs ONE worker: AF_XDP sockets cannot take \
+                 packets from another queue, so flows cannot be steered to their owner"
+            );
+            n = 1;
+        }
+        if n < queues {
+            warn!(
+                "the interfaces have {queues} receive queues but only {n} worker(s): packets \
+                 arriving on queues {n} and up go to the kernel untranslated; set [daemon] \
+                 workers = {queues}, or `ethtool -L IFACE rx {n} tx {n}`"
+            );
+        }
+
+        // Signals first, so that a SIGTERM during set-up still ends in a clean stop.
+        let signals = Signals::install()?;
+        let (stop_rd, stop_wr) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+        let mut gw = Gateway {
+            interfaces: [x.ipv6_interface.clone(), x.ipv4_interface.clone()],
+            programs: Vec::new(),
+            workers: Vec::new(),
+            stats: Vec::new(),
+            stop_flag: Arc::new(AtomicBool::new(false)),
+            stop_wr: Some(stop_wr),
+            signals,
+        };
+        match gw.build(loaded, &mut cfg, [if6, if4], n, &cpus, user, stop_rd) {
+            Ok(()) => Ok(gw),
+            Err(e) => {
+                let _ = gw.stop();
+                Err(e)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        &mut self,
+        loaded: &Loaded,
+        cfg: &mut sixgate_core::Config,
+        ifindexes: [u32; 2],
+        n: usize,
+        cpus: &[usize],
+        user: Option<(String, system::User)>,
+        stop_rd: OwnedFd,
+    ) -> Result<(), String> {
+        let x = &loaded.xdp;
+        let routes = sixgate_tun::routes::wanted_for(loaded);
+        let mut dst = Destinations::from_prefixes(routes.iter().map(|r| r.prefix.as_str()))?;
+        for name in &self.interfaces {
+            let (v4, v6) = program::local_addresses(name)?;
+            dst.local_v4.extend(v4);
+            dst.local_v6.extend(v6);
+        }
+        for name in &self.interfaces {
+            self.programs.push(Program::load(name, &dst)?);
+        }
+        // The kernel does not check what an AF_XDP socket sends against the
+        // interface's MTU: the translator does (RFC 7915 §4 Packet Too Big /
+        // Fragmentation Needed), with each side's MTU unless configured.
+        for (side, name) in self.interfaces.iter().enumerate() {
+            let mtu =
+                nexthop::mtu_of(name).map_err(|e| format!("{name}: cannot read its MTU: {e}"))?;
+            let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
+            let (key, slot) = if side == 0 {
+                ("ipv6_mtu", &mut cfg.ipv6_mtu)
+            } else {
+                ("ipv4_mtu", &mut cfg.ipv4_mtu)
+            };
+            if slot.is_none() {
+                *slot = Some(mtu);
+                info!(interface = %name, mtu, "{key} not set: the interface's MTU is used");
+            }
+        }
+        cfg.ipv4_id_key = system::random_u64();
+        if let Some(nat) = &mut cfg.nat64 {
+            nat.hash_key = system::random_u64();
+        }
+        let nat64 = cfg.nat64.is_some();
+        let event_log = cfg
+            .nat64
+            .as_ref()
+            .is_some_and(|n| n.event_log != sixgate_core::nat64::EventLog::Off);
+        let cfg = Arc::new(cfg.clone());
+        let macs = [
+            nexthop::mac_of(&self.interfaces[0])
+                .map_err(|e| format!("{}: cannot read its MAC address: {e}", self.interfaces[0]))?,
+            nexthop::mac_of(&self.interfaces[1])
+                .map_err(|e| format!("{}: cannot read its MAC address: {e}", self.interfaces[1]))?,
+        ];
+        let ring = (x.frames / 2).max(64);
+        let mut workers = Vec::with_capacity(n);
+        let mut mode = None;
+        for i in 0..n {
+            let umem = xsk::Umem::new(x.frames)
+                .map_err(|e| format!("worker {i}: cannot map {} UMEM frames: {e}", x.frames))?;
+            let bind = |ifindex| xsk::Bind {
+                ifindex,
+                queue: i as u32,
+                ring_size: ring,
+                try_zero_copy: x.zero_copy != ZeroCopy::Off,
+                require_zero_copy: x.zero_copy == ZeroCopy::Require,
+            };
+            let x6 = xsk::Xsk::open(&umem, &bind(ifindexes[0]), None)
+                .map_err(|e| format!("{}: {e}", self.interfaces[0]))?;
+            let x4 = xsk::Xsk::open(&umem, &bind(ifindexes[1]), Some(&x6)).map_err(|e| {
+                format!(
+                    "{}: {e} (sharing worker {i}'s UMEM with {}; needs Linux 5.10+)",
+                    self.interfaces[1], self.interfaces[0]
+                )
+            })?;
+            mode = Some(x6.mode);
+            self.programs[0].set_socket(i as u32, x6.fd())?;
+            self.programs[1].set_socket(i as u32, x4.fd())?;
+            let hops = nexthop::NextHops::new([
+                nexthop::Iface {
+                    ifindex: ifindexes[0],
+                    mac: macs[0],
+                },
+                nexthop::Iface {
+                    ifindex: ifindexes[1],
+                    mac: macs[1],
+                },
+            ])
+            .map_err(|e| format!("cannot open a netlink socket: {e}"))?;
+            let kernel = kernel_path::KernelPath::open()
+                .map_err(|e| format!("cannot open raw sockets: {e}"))?;
+            let mut free = Vec::with_capacity(x.frames as usize);
+            free.extend(
+                (0..u64::from(x.frames))
+                    .rev()
+                    .map(|f| f * u64::from(xsk::FRAME_SIZE)),
+            );
+            let s = Arc::new(WorkerStats::default());
+            let mut w = worker::Worker {
+                index: i,
+                cpu: (!cpus.is_empty()).then(|| cpus[i % cpus.len()]),
+                io: worker::Io {
+                    umem,
+                    xsks: [x6, x4],
+                    free,
+                    filled: [0, 0],
+                    fill_target: x.frames / 4,
+                    hops,
+                    kernel,
+                    io: IoCounters::default(),
+                },
+                translator: Translator::for_worker(cfg.clone(), i as u16, n as u16),
+                scratch: Scratch::new(),
+                stats: s.clone(),
+                stop: self.stop_flag.clone(),
+                stop_fd: Arc::new(stop_rd.try_clone().map_err(|e| e.to_string())?),
+                wake: self.signals.waker().map_err(|e| e.to_string())?,
+                failure: self.signals.failure(),
+                nat64,
+                event_log,
+            };
+            // Fill rings first: the program redirects from the moment it is
+            // attached, and a socket with nothing to receive into drops.
+            w.io.housekeeping()?;
+            workers.push(w);
+            self.stats.push(s);
+        }
+        for p in &mut self.programs {
+            p.attach(x.attach_mode)?;
+        }
+        for (name, p) in self.interfaces.iter().zip(&self.programs) {
+            info!(
+                interface = %name,
+                mode = p.attached.map_or("?", |a| a.as_str()),
+                "XDP program {} attached", program::PROGRAM
+            );
+        }
+        info!(
+            sockets = n * 2,
+            frames = x.frames,
+            "AF_XDP sockets bound ({}), one UMEM per worker shared by its two sockets",
+            match mode {
+                Some(xsk::Mode::ZeroCopy) => "zero-copy",
+                _ => "copy mode",
+            }
+        );
+        if let Some((name, u)) = user {
+            system::drop_privileges(u)
+                .map_err(|e| format!("cannot switch to user {name:?}: {e}"))?;
+            info!(user = %name, uid = u.uid, gid = u.gid, "dropped privileges");
+        }
+        for w in workers {
+            let i = w.index;
+            let h = std::thread::Builder::new()
+                .name(format!("sixgate-x{i}"))
+                .spawn(move || w.run())
+                .map_err(|e| format!("cannot start worker {i}: {e}"))?;
+            self.workers.push(h);
+        }
+        info!(
+            workers = n,
+            cpus = ?cpus.iter().cycle().take(n).collect::<Vec<_>>(),
+            "workers started, one per queue, each pinned to a CPU"
+        );
+        Ok(())
+    }
+
+    /// The two interfaces, IPv6 side first.
+    pub fn interfaces(&self) -> &[String; 2] {
+        &self.interfaces
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.stats.len()
+    }
+
+    /// All workers' counters, summed, as last published.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut total = Snapshot::default();
+        for s in &self.stats {
+            total.merge(&s.snapshot());
+        }
+        total
+    }
+
+    /// A handle on the workers' counters for readers that outlive a borrow
+    /// (the metrics endpoint).
+    pub fn stats_handle(&self) -> sixgate_tun::StatsHandle {
+        sixgate_tun::StatsHandle::new(self.stats.iter().cloned().collect())
+    }
+
+    /// Each worker's counters, as last published, in worker order.
+    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
+        self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// Block until SIGINT/SIGTERM or a worker failure.
+    pub fn wait(&self) -> Stop {
+        self.signals.wait()
+    }
+
+    /// Detach the programs (the kernel handles all traffic again), stop the
+    /// workers, close the sockets.
+    pub fn stop(mut self) -> Report {
+        let mut errors = Vec::new();
+        for (name, p) in self.interfaces.iter().zip(&mut self.programs) {
+            if p.attached.is_some() {
+                match p.detach() {
+                    Ok(()) => info!(interface = %name, "XDP program detached"),
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        self.stop_flag.store(true, Relaxed);
+        drop(self.stop_wr.take());
+        for (i, h) in self.workers.drain(..).enumerate() {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => errors.push(e),
+                Err(_) => errors.push(format!("worker {i} panicked")),
+            }
+        }
+        Report {
+            totals: self.snapshot(),
+            workers: self.stats.iter().map(|s| s.snapshot()).collect(),
+            errors,
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! A worker: one receive queue on each interface, one CPU, one UMEM shared by
+//! its two AF_XDP sockets, one [`Translator`].
+//!
+//! Each round, for each socket: take up to [`BATCH`] received frames, translate
+//! each in place (the IP header starts 14 bytes into the frame's data, behind
+//! the kernel's 256-byte headroom, so the +20/+28 bytes of IPv4 → IPv6 fit in
+//! front), write the Ethernet header for the next hop in front of the result and
+//! queue the same frame on the tx ring of the interface the route leaves by.
+//! Then, once per socket: publish the tx ring (one `sendto` in copy mode),
+//! collect completed frames, top the fill rings up. Only an idle worker sleeps,
+//! in `poll` on both sockets and the stop pipe. Outputs that are not the input
+//! frame (fragments, ICMP errors, timer output) are copied into free frames.
+
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use sixgate_core::{HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_tun::IoCounters;
+use sixgate_tun::pipeline::TICK_NS;
+use sixgate_tun::stats::WorkerStats;
+
+use crate::kernel_path::KernelPath;
+use crate::nexthop::{Hop, NextHops};
+use crate::xsk::{FRAME_SIZE, Umem, Xsk};
+
+/// Most frames taken from one rx ring per round.
+pub const BATCH: u32 = 64;
+/// Ethernet header length (no VLAN tag).
+const ETH: usize = 14;
+/// Where copied packets start in a free frame: as far in as received ones.
+const COPY_OFFSET: usize = 256;
+/// Longest sleep: the timers' period.
+const TICK_MS: i32 = (TICK_NS / 1_000_000) as i32;
+
+/// The frames, the sockets and where packets go: everything but the
+/// translator, so that a packet the translator left in its scratch area can be
+/// sent while the scratch area is borrowed.
+pub(crate) struct Io {
+    pub umem: Umem,
+    /// Socket on the IPv6-side interface, then on the IPv4-side one.
+    pub xsks: [Xsk; 2],
+    /// Frames owned by user space and not in use.
+    pub free: Vec<u64>,
+    /// Frames handed to each fill ring and not received yet.
+    pub filled: [u32; 2],
+    /// How many frames each fill ring should hold.
+    pub fill_target: u32,
+    pub hops: NextHops,
+    pub kernel: KernelPath,
+    pub io: IoCounters,
+}
+
+impl Io {
+    /// Send the packet at `frame[start..start + len]` of the frame at `base`,
+    /// which the caller owns; it is given back to the free list unless queued.
+    fn send_frame(&mut self, base: u64, start: usize, len: usize, now_ns: u64) {
+        let (_, frame) = self.umem.frame_mut(base);
+        let hop = self.hops.for_packet(&frame[start..start + len], now_ns);
+        match hop {
+            Some(Hop::Xsk { side, dst, src }) if start >= ETH => {
+                if self.xsks[side].tx_room(1) == 0 {
+                    let _ = self.xsks[side].flush();
+                    self.xsks[side].complete(&mut self.free);
+                    if self.xsks[side].tx_room(1) == 0 {
+                        self.io.tx_errors += 1;
+                        self.free.push(base);
+                        return;
+                    }
+                }
+                let eth = &mut frame[start - ETH..start];
+                eth[0..6].copy_from_slice(&dst);
+                eth[6..12].copy_from_slice(&src);
+                let ethertype: u16 = if frame[start] >> 4 == 6 {
+                    0x86dd
+                } else {
+                    0x0800
+                };
+                frame[start - 2..start].copy_from_slice(&ethertype.to_be_bytes());
+                self.xsks[side].transmit(base + (start - ETH) as u64, (len + ETH) as u32);
+                self.io.tx_packets += 1;
+                self.io.tx_bytes += len as u64;
+            }
+            Some(_) => {
+                match self.kernel.send(&frame[start..start + len]) {
+                    Ok(()) => {
+                        self.io.to_kernel += 1;
+                        self.io.tx_packets += 1;
+                        self.io.tx_bytes += len as u64;
+                    }
+                    Err(_) => self.io.no_route += 1,
+                }
+                self.free.push(base);
+            }
+            None => {
+                self.io.no_route += 1;
+                self.free.push(base);
+            }
+        }
+    }
+
+    /// Send a packet that is not in a frame (scratch output): copied into a free
+    /// frame first.
+    fn send_copy(&mut self, pkt: &[u8], now_ns: u64) {
+        if pkt.len() > FRAME_SIZE as usize - COPY_OFFSET {
+            self.io.tx_errors += 1;
+            return;
+        }
+        let Some(base) = self.free.pop() else {
+            self.io.tx_errors += 1;
+            return;
+        };
+        let (_, frame) = self.umem.frame_mut(base);
+        frame[COPY_OFFSET..COPY_OFFSET + pkt.len()].copy_from_slice(pkt);
+        self.send_frame(base, COPY_OFFSET, pkt.len(), now_ns);
+    }
+
+    /// Publish both tx rings, collect completions, refill both fill rings.
+    pub(crate) fn housekeeping(&mut self) -> Result<(), String> {
+        for (side, x) in self.xsks.iter_mut().enumerate() {
+            if let Err(e) = x.flush() {
+                self.io.tx_errors += 1;
+                if e.raw_os_error() == Some(libc::ENETDOWN) || e.raw_os_error() == Some(libc::ENXIO)
+                {
+                    return Err(format!("cannot transmit on interface {side}: {e}"));
+                }
+            }
+            x.complete(&mut self.free);
+        }
+        for (side, x) in self.xsks.iter_mut().enumerate() {
+            let want = self.fill_target.saturating_sub(self.filled[side]);
+            if want > 0 {
+                self.filled[side] += x.fill(&mut self.free, want);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Everything one worker owns or shares.
+pub(crate) struct Worker {
+    pub index: usize,
+    pub cpu: Option<usize>,
+    pub io: Io,
+    pub translator: Translator,
+    pub scratch: Scratch,
+    pub stats: Arc<WorkerStats>,
+    pub stop: Arc<AtomicBool>,
+    pub stop_fd: Arc<OwnedFd>,
+    pub wake: UnixStream,
+    pub failure: Arc<Mutex<Option<String>>>,
+    pub nat64: bool,
+    pub event_log: bool,
+}
+
+impl Worker {
+    /// The thread body.
+    pub fn run(mut self) -> Result<(), String> {
+        if let Some(cpu) = self.cpu
+            && let Err(e) = sixgate_tun::system::pin_current_thread(cpu)
+        {
+            tracing::warn!(
+                worker = self.index,
+                cpu,
+                "cannot pin worker to its CPU: {e}"
+            );
+        }
+        let result = self.run_loop();
+        self.stats.publish(self.translator.counters(), &self.io.io);
+        // What the kernel dropped before the worker saw it: not in the summary's
+        // counters (they count what sixgate handled), so said here.
+        for (side, x) in self.io.xsks.iter().enumerate() {
+            if let Ok(st) = x.statistics() {
+                tracing::info!(
+                    worker = self.index,
+                    socket = if side == 0 { "ipv6 side" } else { "ipv4 side" },
+                    rx_dropped = st.rx_dropped,
+                    rx_ring_full = st.rx_ring_full,
+                    fill_ring_empty = st.rx_fill_ring_empty_descs,
+                    rx_invalid = st.rx_invalid_descs,
+                    tx_invalid = st.tx_invalid_descs,
+                    "AF_XDP socket statistics"
+                );
+            }
+        }
+        if let Err(e) = &result {
+            let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+            f.get_or_insert_with(|| e.clone());
+            drop(f);
+            let _ = self.wake.write_all(&[1]);
+        }
+        result
+    }
+
+    fn run_loop(&mut self) -> Result<(), String> {
+        let start = Instant::now();
+        let mut next_tick = 0u64;
+        self.io.housekeeping()?;
+        loop {
+            let now_ns = start.elapsed().as_nanos() as u64;
+            if self.nat64 && now_ns >= next_tick {
+                self.tick(now_ns);
+                next_tick = now_ns + TICK_NS;
+            }
+            let mut got = 0;
+            for side in 0..2 {
+                let mut descs = [(0u64, 0u32); BATCH as usize];
+                let mut k = 0;
+                let n = self.io.xsks[side].receive(BATCH, |a, l| {
+                    descs[k] = (a, l);
+                    k += 1;
+                });
+                self.io.filled[side] -= n;
+                for &(addr, len) in &descs[..k] {
+                    self.handle(addr, len as usize, now_ns);
+                }
+                got += n;
+            }
+            self.io.housekeeping()?;
+            self.stats.publish(self.translator.counters(), &self.io.io);
+            if self.stop.load(Relaxed) {
+                return Ok(());
+            }
+            if got == 0 && self.sleep()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Translate one received frame and send what comes out.
+    fn handle(&mut self, addr: u64, len: usize, now_ns: u64) {
+        let io = &mut self.io;
+        let (base, frame) = io.umem.frame_mut(addr);
+        let off = (addr - base) as usize;
+        io.io.rx_packets += 1;
+        io.io.rx_bytes += len as u64;
+        // The IP header must have the core's headroom in front of it.
+        if len <= ETH || off + len > frame.len() || off + ETH < HEADROOM {
+            io.io.rx_truncated += 1;
+            io.free.push(base);
+            return;
+        }
+        let mut pkt = PacketBuf::new(frame, off + ETH, len - ETH);
+        match self
+            .translator
+            .translate(&mut pkt, &mut self.scratch, now_ns)
+        {
+            Verdict::Translated => {
+                let (s, l) = (pkt.start(), pkt.data().len());
+                io.send_frame(base, s, l, now_ns);
+            }
+            Verdict::Fragmented(_) | Verdict::Replied(_) => {
+                io.free.push(base);
+                for p in self.scratch.packets() {
+                    io.send_copy(p, now_ns);
+                }
+            }
+            Verdict::Dropped(_) => io.free.push(base),
+        }
+    }
+
+    /// The translator's timers (RFC 6146 session expiry, held SYNs), and the
+    /// NAT64 event log and table sizes.
+    fn tick(&mut self, now_ns: u64) {
+        for _ in 0..4096 {
+            match self.translator.tick(now_ns, &mut self.scratch) {
+                None => break,
+                Some(Verdict::Replied(_)) => {
+                    for p in self.scratch.packets() {
+                        self.io.send_copy(p, now_ns);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let (index, log) = (self.index, self.event_log);
+        self.translator.drain_events(|e| {
+            if log {
+                sixgate_tun::events::log(index, e);
+            }
+        });
+        self.stats.publish_nat64(self.translator.nat64_stats());
+    }
+
+    /// Sleep until a socket has a packet, 100 ms passed (timers), or the stop
+    /// pipe hangs up (true). While transmitted frames are outstanding, sleep
+    /// at most 1 ms and kick the tx rings again (copy mode completes them as
+    /// the peer takes the packets).
+    fn sleep(&mut self) -> Result<bool, String> {
+        let outstanding = self.io.xsks.iter_mut().any(|x| x.tx_outstanding());
+        if outstanding {
+            for x in &self.io.xsks {
+                let _ = x.kick();
+            }
+        }
+        let timeout = if outstanding { 1 } else { TICK_MS };
+        let mut fds = [
+            pollfd(self.io.xsks[0].fd()),
+            pollfd(self.io.xsks[1].fd()),
+            pollfd(self.stop_fd.as_raw_fd()),
+        ];
+        loop {
+            // SAFETY: fds is a valid array of pollfd.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if r >= 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(format!("worker {}: poll failed: {e}", self.index));
+            }
+        }
+        Ok(fds[2].revents != 0)
+    }
+}
+
+fn pollfd(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}

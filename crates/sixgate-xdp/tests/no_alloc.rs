@@ -1,0 +1,108 @@
+//! The XDP data plane's per-packet pieces allocate nothing: a counting global
+//! allocator watches the socket rings (fill, receive, transmit, flush,
+//! completion), the next-hop cache (hits, and the rtnetlink questions of a
+//! miss) and the kernel slow path, in a private network namespace whose
+//! loopback carries the packets. (The translator itself is checked by
+//! sixgate-core's `tests/no_alloc.rs`.) Allocations are counted per thread.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::net::{IpAddr, Ipv4Addr};
+
+use sixgate_testkit::Ip4;
+use sixgate_xdp::kernel_path::KernelPath;
+use sixgate_xdp::nexthop::{Iface, NextHops};
+use sixgate_xdp::xsk::{Bind, FRAME_SIZE, Umem, Xsk};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn allocs() -> usize {
+    ALLOCS.with(Cell::get)
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn rings_next_hops_and_slow_path_allocate_nothing() {
+    std::thread::spawn(run).join().expect("test thread");
+}
+
+fn run() {
+    // SAFETY: only this thread's network namespace changes.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        println!("skipped: no network namespace (not root?)");
+        return;
+    }
+    let up = std::process::Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(up, "cannot bring lo up");
+    let mut umem = Umem::new(64).unwrap();
+    let bind = Bind {
+        ifindex: 1,
+        queue: 0,
+        ring_size: 32,
+        try_zero_copy: false,
+        require_zero_copy: false,
+    };
+    let mut xsk = match Xsk::open(&umem, &bind, None) {
+        Ok(x) => x,
+        Err(e) => {
+            println!("skipped: {e}");
+            return;
+        }
+    };
+    let mut free: Vec<u64> = (0..64).map(|f| f * u64::from(FRAME_SIZE)).collect();
+    let mut hops = NextHops::new([
+        Iface {
+            ifindex: 1,
+            mac: [0; 6],
+        },
+        Iface {
+            ifindex: 1,
+            mac: [0; 6],
+        },
+    ])
+    .unwrap();
+    let kernel = KernelPath::open().unwrap();
+    let pkt = Ip4::new(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST).udp(9, 9, 18);
+    let dst = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+    // Warm up: the first next-hop question.
+    hops.hop(dst, 0);
+    let before = allocs();
+    for round in 0..100u64 {
+        xsk.fill(&mut free, 8);
+        let (base, frame) = umem.frame_mut(free[free.len() - 1]);
+        frame[256..256 + pkt.len()].copy_from_slice(&pkt);
+        if xsk.tx_room(1) > 0 {
+            free.pop();
+            xsk.transmit(base + 256, pkt.len() as u32);
+        }
+        xsk.flush().unwrap();
+        xsk.complete(&mut free);
+        xsk.receive(16, |_, _| {});
+        // A hit, then (past the cache's lifetime) a miss with its netlink round.
+        hops.hop(dst, round);
+        hops.hop(dst, round * 2_000_000_000);
+        let _ = kernel.send(&pkt);
+    }
+    assert_eq!(allocs() - before, 0, "allocations on the packet path");
+    assert!(hops.lookups > 50, "the misses asked the kernel");
+}

@@ -1,0 +1,225 @@
+//! The XDP program (bpf/xdp_redirect.c) redirects exactly the packets sixgate
+//! translates: run through the loaded program with `BPF_PROG_TEST_RUN`, with an
+//! AF_XDP socket on queue 0 of a throw-away namespace's loopback, a frame whose
+//! destination is in pool6, an EAM prefix or pool4 comes back `XDP_REDIRECT`;
+//! the interfaces' own addresses, other destinations, ARP, Neighbour Discovery
+//! and runts `XDP_PASS`.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use aya::programs::{TestRun, TestRunOptions};
+use sixgate_testkit::{Ip4, Ip6};
+use sixgate_xdp::program::{Destinations, Program};
+use sixgate_xdp::xsk::{Bind, Umem, Xsk};
+
+const XDP_PASS: u32 = 2;
+const XDP_REDIRECT: u32 = 4;
+
+fn frame(ethertype: u16, l3: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(l3);
+    f
+}
+
+/// In a new network namespace of this thread only: lo up, index 1.
+fn private_loopback() -> Result<(), String> {
+    // SAFETY: unshare affects only the calling thread's network namespace.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        return Err(format!(
+            "no network namespace: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let ok = std::process::Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(()).ok_or("cannot bring lo up".into())
+}
+
+#[test]
+fn redirects_exactly_what_sixgate_translates() {
+    // A thread of its own: its namespace goes with it.
+    std::thread::spawn(run).join().expect("test thread");
+}
+
+fn run() {
+    if let Err(why) = private_loopback() {
+        println!("skipped: redirects_exactly_what_sixgate_translates: {why}");
+        return;
+    }
+    let mut dst = Destinations::from_prefixes([
+        "2001:db8:64::/96",
+        "2001:db8:1::/120",
+        "198.18.0.0/24",
+        "192.0.2.0/28",
+    ])
+    .unwrap();
+    // One of the host's own addresses inside a redirected prefix.
+    dst.local_v4.push(Ipv4Addr::new(198, 18, 0, 1));
+    dst.local_v6.push("2001:db8:64::1".parse().unwrap());
+    let mut prog = match Program::load("lo", &dst) {
+        Ok(p) => p,
+        Err(e) => {
+            println!("skipped: redirects_exactly_what_sixgate_translates: {e}");
+            return;
+        }
+    };
+    let umem = Umem::new(64).unwrap();
+    let bind = Bind {
+        ifindex: 1,
+        queue: 0,
+        ring_size: 32,
+        try_zero_copy: false,
+        require_zero_copy: false,
+    };
+    let xsk = Xsk::open(&umem, &bind, None).unwrap_or_else(|e| panic!("{e}"));
+    prog.set_socket(0, xsk.fd()).unwrap();
+
+    let h6: Ipv6Addr = "2001:db8:1::5".parse().unwrap();
+    let out6: Ipv6Addr = "2001:db8:99::1".parse().unwrap();
+    let h4 = Ipv4Addr::new(203, 0, 113, 7);
+    let cases: Vec<(&str, Vec<u8>, u32)> = vec![
+        (
+            "IPv6 to pool6",
+            frame(
+                0x86dd,
+                &Ip6::new(h6, "2001:db8:64::cb00:7107".parse().unwrap()).udp(1, 2, 8),
+            ),
+            XDP_REDIRECT,
+        ),
+        (
+            "IPv6 to the EAM IPv6 prefix",
+            frame(
+                0x86dd,
+                &Ip6::new(out6, "2001:db8:1::7".parse().unwrap()).udp(1, 2, 8),
+            ),
+            XDP_REDIRECT,
+        ),
+        (
+            "IPv6 to an own address inside pool6",
+            frame(
+                0x86dd,
+                &Ip6::new(h6, "2001:db8:64::1".parse().unwrap()).udp(1, 2, 8),
+            ),
+            XDP_PASS,
+        ),
+        (
+            "IPv6 elsewhere",
+            frame(0x86dd, &Ip6::new(h6, out6).udp(1, 2, 8)),
+            XDP_PASS,
+        ),
+        (
+            "IPv4 to the EAM IPv4 prefix",
+            frame(
+                0x0800,
+                &Ip4::new(h4, Ipv4Addr::new(198, 18, 0, 5)).udp(1, 2, 8),
+            ),
+            XDP_REDIRECT,
+        ),
+        (
+            "IPv4 to pool4",
+            frame(
+                0x0800,
+                &Ip4::new(h4, Ipv4Addr::new(192, 0, 2, 9)).udp(1, 2, 8),
+            ),
+            XDP_REDIRECT,
+        ),
+        (
+            "IPv4 to an own address inside the EAM prefix",
+            frame(
+                0x0800,
+                &Ip4::new(h4, Ipv4Addr::new(198, 18, 0, 1)).udp(1, 2, 8),
+            ),
+            XDP_PASS,
+        ),
+        (
+            "IPv4 elsewhere",
+            frame(
+                0x0800,
+                &Ip4::new(h4, Ipv4Addr::new(192, 0, 2, 99)).udp(1, 2, 8),
+            ),
+            XDP_PASS,
+        ),
+        ("ARP", frame(0x0806, &[0; 28]), XDP_PASS),
+        ("IPv6 runt", frame(0x86dd, &[0x60; 20]), XDP_PASS),
+        ("IPv4 runt", frame(0x0800, &[0x45; 12]), XDP_PASS),
+    ];
+    for (what, f, want) in cases {
+        let got = prog
+            .program()
+            .test_run(TestRunOptions {
+                data_in: Some(&f),
+                ..TestRunOptions::default()
+            })
+            .expect("BPF_PROG_TEST_RUN")
+            .return_value;
+        assert_eq!(got, want, "{what}");
+    }
+}
+
+/// A sixgate program left on an interface by a crashed run (attached the old
+/// way, over netlink, so the kernel did not take it off with the process) is
+/// removed when sixgate attaches, and sixgate's own program goes on; detaching
+/// leaves the interface bare.
+#[test]
+fn stale_program_is_replaced_and_detach_leaves_nothing() {
+    std::thread::spawn(stale).join().expect("test thread");
+}
+
+fn ip(args: &[&str]) -> bool {
+    std::process::Command::new("ip")
+        .args(args)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn xdp_attached(dev: &str) -> bool {
+    let out = std::process::Command::new("ip")
+        .args(["-d", "link", "show", "dev", dev])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).contains("prog/xdp")
+}
+
+fn stale() {
+    if let Err(why) = private_loopback() {
+        println!("skipped: stale_program_is_replaced_and_detach_leaves_nothing: {why}");
+        return;
+    }
+    assert!(ip(&[
+        "link", "add", "sgx0", "type", "veth", "peer", "name", "sgx1"
+    ]));
+    assert!(ip(&["link", "set", "sgx0", "up"]));
+    assert!(ip(&["link", "set", "sgx1", "up"]));
+    let object = concat!(env!("OUT_DIR"), "/xdp_redirect.o");
+    if !ip(&[
+        "link",
+        "set",
+        "dev",
+        "sgx0",
+        "xdpgeneric",
+        "obj",
+        object,
+        "sec",
+        "xdp",
+    ]) {
+        println!("skipped: this ip cannot load XDP objects (iproute2 without libbpf)");
+        return;
+    }
+    assert!(xdp_attached("sgx0"), "the stale program is on");
+    let dst = Destinations::from_prefixes(["2001:db8:64::/96"]).unwrap();
+    let mut prog = match Program::load("sgx0", &dst) {
+        Ok(p) => p,
+        Err(e) => {
+            println!("skipped: {e}");
+            return;
+        }
+    };
+    prog.attach(sixgate_config::XdpAttach::Generic)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(xdp_attached("sgx0"), "sixgate's program is on");
+    prog.detach().unwrap();
+    assert!(!xdp_attached("sgx0"), "nothing left after detach");
+}
