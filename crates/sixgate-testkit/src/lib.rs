@@ -15,6 +15,7 @@
 //! assert_eq!(s.payload_len, 18);
 //! ```
 
+pub mod alloc_count;
 pub mod builder;
 pub mod csum;
 pub mod oracle;

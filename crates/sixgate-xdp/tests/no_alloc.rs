@@ -5,34 +5,13 @@
 //! loopback carries the packets. (The translator itself is checked by
 //! sixgate-core's `tests/no_alloc.rs`.) Allocations are counted per thread.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use sixgate_testkit::alloc_count::{Counting, allocs};
 use std::net::{IpAddr, Ipv4Addr};
 
 use sixgate_testkit::Ip4;
 use sixgate_xdp::kernel_path::KernelPath;
 use sixgate_xdp::nexthop::{Iface, NextHops};
 use sixgate_xdp::xsk::{Bind, FRAME_SIZE, Umem, Xsk};
-
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn allocs() -> usize {
-    ALLOCS.with(Cell::get)
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
