@@ -201,7 +201,9 @@ impl Translator {
     ) -> Verdict {
         scratch.clear();
         self.partial_csum = partial_csum;
-        let verdict = match pkt.data().first().map(|b| b >> 4) {
+        let received = pkt.len() as u64;
+        let version = pkt.data().first().map(|b| b >> 4);
+        let verdict = match version {
             Some(6) => rfc7915::v6_to_v4::translate(self, pkt, scratch, now_ns),
             Some(4) => rfc7915::v4_to_v6::translate(self, pkt, scratch, now_ns),
             Some(_) => Verdict::Dropped(DropReason::UnknownVersion),
@@ -210,7 +212,10 @@ impl Translator {
         self.partial_csum = false;
         match verdict {
             Verdict::Dropped(r) | Verdict::Replied(r) => self.counters.count_drop(r),
-            Verdict::Translated | Verdict::Fragmented(_) => {}
+            Verdict::Translated | Verdict::Fragmented(_) if version == Some(6) => {
+                self.counters.bytes_6to4 += received;
+            }
+            Verdict::Translated | Verdict::Fragmented(_) => self.counters.bytes_4to6 += received,
         }
         if let Verdict::Replied(_) = verdict {
             self.counters.icmp_generated += 1;

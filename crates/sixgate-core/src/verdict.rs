@@ -138,6 +138,11 @@ pub struct Counters {
     pub translated_6to4: u64,
     /// IPv4 packets translated to IPv6.
     pub translated_4to6: u64,
+    /// IP bytes, as received, of the IPv6 packets translated (hairpinned ones
+    /// included).
+    pub bytes_6to4: u64,
+    /// IP bytes, as received, of the IPv4 packets translated.
+    pub bytes_4to6: u64,
     /// Packets hairpinned back into IPv6 (RFC 7757 §4).
     pub hairpinned: u64,
     /// Output fragments produced by RFC 7915 §4 fragmentation.
@@ -157,6 +162,8 @@ impl Default for Counters {
         Counters {
             translated_6to4: 0,
             translated_4to6: 0,
+            bytes_6to4: 0,
+            bytes_4to6: 0,
             hairpinned: 0,
             fragments_out: 0,
             icmp_generated: 0,
@@ -181,6 +188,8 @@ impl Counters {
     pub fn merge(&mut self, other: &Counters) {
         self.translated_6to4 += other.translated_6to4;
         self.translated_4to6 += other.translated_4to6;
+        self.bytes_6to4 += other.bytes_6to4;
+        self.bytes_4to6 += other.bytes_4to6;
         self.hairpinned += other.hairpinned;
         self.fragments_out += other.fragments_out;
         self.icmp_generated += other.icmp_generated;

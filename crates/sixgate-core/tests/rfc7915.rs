@@ -36,6 +36,11 @@ fn rfc7915_s5_1_udp_header_fields() {
     assert_eq!(s.ports(), Some((5353, 53)));
     assert_eq!(out.len(), input.len() - 20);
     assert_eq!(h.t.counters().translated_6to4, 1);
+    assert_eq!(
+        h.t.counters().bytes_6to4,
+        input.len() as u64,
+        "bytes as received"
+    );
 }
 
 #[test]
@@ -79,6 +84,12 @@ fn rfc7915_s4_1_udp_header_fields() {
     assert!(s.l4_verified);
     assert_eq!(out.len(), input.len() + 20);
     assert_eq!(h.t.counters().translated_4to6, 1);
+    assert_eq!(
+        h.t.counters().bytes_4to6,
+        input.len() as u64,
+        "bytes as received"
+    );
+    assert_eq!(h.t.counters().bytes_6to4, 0);
 }
 
 #[test]

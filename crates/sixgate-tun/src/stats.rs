@@ -16,7 +16,7 @@ use crate::pipeline::IoCounters;
 /// Every counter of one worker, as atomics.
 #[derive(Debug)]
 pub struct WorkerStats {
-    core: [AtomicU64; 6],
+    core: [AtomicU64; 8],
     dropped: [AtomicU64; DropReason::COUNT],
     io: [AtomicU64; 14],
     /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
@@ -156,6 +156,8 @@ impl WorkerStats {
             c.fragments_out,
             c.icmp_generated,
             c.icmp_rate_limited,
+            c.bytes_6to4,
+            c.bytes_4to6,
         ];
         for (a, v) in self.core.iter().zip(core) {
             a.store(v, Relaxed);
@@ -191,7 +193,7 @@ impl WorkerStats {
 
     /// Read the last published counters (any thread).
     pub fn snapshot(&self) -> Snapshot {
-        let core: [u64; 6] = std::array::from_fn(|i| self.core[i].load(Relaxed));
+        let core: [u64; 8] = std::array::from_fn(|i| self.core[i].load(Relaxed));
         let io: [u64; 14] = std::array::from_fn(|i| self.io[i].load(Relaxed));
         Snapshot {
             core: Counters {
@@ -201,6 +203,8 @@ impl WorkerStats {
                 fragments_out: core[3],
                 icmp_generated: core[4],
                 icmp_rate_limited: core[5],
+                bytes_6to4: core[6],
+                bytes_4to6: core[7],
                 dropped: std::array::from_fn(|i| self.dropped[i].load(Relaxed)),
             },
             io: IoCounters {

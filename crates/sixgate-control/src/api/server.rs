@@ -326,6 +326,8 @@ pub fn stat_values(s: &sixgate_tun::Snapshot) -> Vec<(&'static str, u64)> {
         ("tx_bytes", io.tx_bytes),
         ("translated_6to4", c.translated_6to4),
         ("translated_4to6", c.translated_4to6),
+        ("bytes_6to4", c.bytes_6to4),
+        ("bytes_4to6", c.bytes_4to6),
         ("hairpinned", c.hairpinned),
         ("fragments_out", c.fragments_out),
         ("icmp_generated", c.icmp_generated),

@@ -83,6 +83,19 @@ fn data_plane(r: &mut Registry, s: &Scrape) {
          fragmented or segmented input counts once",
         translated,
     );
+    let mut bytes = Samples::counter();
+    for (i, w) in s.workers.iter().enumerate() {
+        for (dir, n) in [("6to4", w.core.bytes_6to4), ("4to6", w.core.bytes_4to6)] {
+            let mut l = worker(i);
+            l.push(("direction", dir.to_string()));
+            bytes = bytes.with(l, n);
+        }
+    }
+    r.register(
+        "translated_bytes",
+        "IP bytes, as received, of the packets translated, per worker and direction",
+        bytes,
+    );
     r.register(
         "hairpinned_packets",
         "IPv6 packets hairpinned back into IPv6 (RFC 7757 section 4), per worker",

@@ -15,6 +15,8 @@ pub(crate) fn full_scrape() -> Scrape {
         let mut core = Counters {
             translated_6to4: 10 * k,
             translated_4to6: 20 * k,
+            bytes_6to4: 1000 * k,
+            bytes_4to6: 2000 * k,
             icmp_generated: k,
             ..Counters::default()
         };
@@ -227,6 +229,15 @@ fn packets_per_worker_and_direction() {
     assert_eq!(
         value(&samples, "sixgate_tun_rx_bytes_total", &[("worker", "1")]),
         6000.0
+    );
+    let b = "sixgate_translated_bytes_total";
+    assert_eq!(
+        value(&samples, b, &[("worker", "1"), ("direction", "6to4")]),
+        2000.0
+    );
+    assert_eq!(
+        value(&samples, b, &[("worker", "0"), ("direction", "4to6")]),
+        2000.0
     );
     assert_eq!(
         value(
