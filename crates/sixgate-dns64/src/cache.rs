@@ -8,27 +8,52 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use hickory_proto::op::{Message, Query, ResponseCode};
-use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use crate::synth::negative_ttl;
 
 /// What a cached reply answers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
-    name: Name,
-    qtype: RecordType,
-    qclass: DNSClass,
+    /// The name in wire form (length-prefixed labels, then the root's 0),
+    /// ASCII letters in lower case: names compare case-blind (RFC 4343 §3).
+    name: Vec<u8>,
+    qtype: u16,
+    qclass: u16,
     dnssec_ok: bool,
     checking_disabled: bool,
 }
 
 impl Key {
-    /// The key of `q` asked with these DNSSEC bits. Names compare case-blind.
+    /// The key of `q` asked with these DNSSEC bits.
     pub fn new(q: &Query, dnssec_ok: bool, checking_disabled: bool) -> Key {
+        let mut name = Vec::with_capacity(q.name.len() + 2);
+        for label in q.name.iter() {
+            name.push(label.len() as u8);
+            name.extend(label.iter().map(u8::to_ascii_lowercase));
+        }
+        name.push(0);
         Key {
-            name: q.name.to_lowercase(),
-            qtype: q.query_type,
-            qclass: q.query_class,
+            name,
+            qtype: q.query_type.into(),
+            qclass: q.query_class.into(),
+            dnssec_ok,
+            checking_disabled,
+        }
+    }
+
+    /// The same key from a question's wire form: `name` uncompressed, up to and
+    /// including the root's 0.
+    pub fn from_wire(
+        name: &[u8],
+        qtype: u16,
+        qclass: u16,
+        dnssec_ok: bool,
+        checking_disabled: bool,
+    ) -> Key {
+        Key {
+            name: name.to_ascii_lowercase(),
+            qtype,
+            qclass,
             dnssec_ok,
             checking_disabled,
         }
@@ -111,6 +136,16 @@ impl Cache {
         let (mut m, age) = self.fresh(key, now, |e, age| (e.reply.clone(), age))?;
         age_ttls(&mut m, age);
         Some(m)
+    }
+
+    /// Only the encoded reply remembered for this age and `variant`, if any:
+    /// the fast path of a hit, which never clones the reply.
+    pub fn encoded(&self, key: &Key, now: Instant, variant: u8) -> Option<Vec<u8>> {
+        self.fresh(key, now, |e, age| match &e.encoded {
+            Some(enc) if enc.age == age && enc.variant == variant => Some(enc.bytes.clone()),
+            _ => None,
+        })
+        .flatten()
     }
 
     /// Like [`Cache::get`], but hands out the encoded reply when one was
@@ -230,6 +265,7 @@ mod tests {
 
     use hickory_proto::op::OpCode;
     use hickory_proto::rr::rdata::A;
+    use hickory_proto::rr::{Name, RecordType};
     use hickory_proto::rr::{RData, Record};
 
     use super::*;

@@ -110,6 +110,16 @@ impl Handler {
             self.stats.dropped_malformed();
             return Step::Done(None);
         }
+        // The common case first: a plain question whose reply is cached in
+        // wire form is answered without parsing the query into a Message.
+        if let Some((key, variant)) = wire_question(wire)
+            && self.acl.iter().any(|n| n.contains(&client.to_canonical()))
+            && let Some(mut bytes) = self.cache.encoded(&key, Instant::now(), variant)
+            && patch_encoded(&mut bytes, wire)
+        {
+            self.stats.cache_hits();
+            return Step::Done(Some(bytes));
+        }
         let id = u16::from_be_bytes([wire[0], wire[1]]);
         let request = match Message::from_vec(wire) {
             Ok(m) => m,
@@ -365,6 +375,59 @@ fn patch_encoded(reply: &mut [u8], wire: &[u8]) -> bool {
     true
 }
 
+/// The cache key and OPT variant of a plain query read straight from its wire
+/// form (RFC 1035 §4.1): QR=0, opcode QUERY, one uncompressed question, no
+/// answer or authority records, at most one OPT (RFC 6891 §6.1.2, version 0).
+/// Anything else is `None` and takes the full parse.
+fn wire_question(wire: &[u8]) -> Option<(Key, u8)> {
+    let h = wire.get(..12)?;
+    let count = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
+    if h[2] & 0xf8 != 0 || count(4) != 1 || count(6) != 0 || count(8) != 0 || count(10) > 1 {
+        return None;
+    }
+    let mut i = 12;
+    loop {
+        let len = *wire.get(i)?;
+        if len & 0xc0 != 0 {
+            return None;
+        }
+        i += 1 + usize::from(len);
+        if len == 0 {
+            break;
+        }
+    }
+    let name = wire.get(12..i)?;
+    let q = wire.get(i..i + 4)?;
+    let (qtype, qclass) = (
+        u16::from_be_bytes([q[0], q[1]]),
+        u16::from_be_bytes([q[2], q[3]]),
+    );
+    i += 4;
+    let dnssec_ok = if count(10) == 1 {
+        // Root name, type 41, payload size, extended RCODE, version, flags (DO
+        // is the top bit), RDLENGTH, options.
+        let opt = wire.get(i..i + 11)?;
+        let rdlen = usize::from(u16::from_be_bytes([opt[9], opt[10]]));
+        if opt[0] != 0 || opt[1..3] != [0, 41] || opt[6] != 0 || i + 11 + rdlen != wire.len() {
+            return None;
+        }
+        Some(opt[7] & 0x80 != 0)
+    } else if i == wire.len() {
+        None
+    } else {
+        return None;
+    };
+    let variant = dnssec_ok.map_or(0, |d| 1 | (u8::from(d) << 1));
+    let key = Key::from_wire(
+        name,
+        qtype,
+        qclass,
+        dnssec_ok.unwrap_or(false),
+        h[3] & 0x10 != 0,
+    );
+    Some((key, variant))
+}
+
 /// The cache key of a request: its question and its DO and CD bits.
 fn cache_key(request: &Message) -> Key {
     let dnssec_ok = request.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
@@ -399,6 +462,61 @@ mod tests {
             RecordType::AAAA,
         ));
         m.to_vec().unwrap()
+    }
+
+    /// RFC 1035 §4.1 / RFC 6891 §6.1.2: the fast path reads the same cache key
+    /// (case-blind name, type, class, DO, CD) and OPT variant as the full parse,
+    /// and leaves to it everything that is not a plain query.
+    #[test]
+    fn rfc1035_s4_1_wire_question_matches_the_parsed_key() {
+        for (edns, dnssec_ok, cd) in [
+            (false, false, false),
+            (true, false, true),
+            (true, true, false),
+        ] {
+            let mut m = Message::from_vec(&wire(7, "MiXeD.Example.", true, cd, false)).unwrap();
+            if edns {
+                let mut e = Edns::new();
+                e.set_max_payload(1232);
+                e.set_dnssec_ok(dnssec_ok);
+                m.edns = Some(e);
+            }
+            let bytes = m.to_vec().unwrap();
+            let parsed = Message::from_vec(&bytes).unwrap();
+            let (key, variant) = wire_question(&bytes).expect("a plain query");
+            assert_eq!(
+                key,
+                cache_key(&parsed),
+                "edns {edns} do {dnssec_ok} cd {cd}"
+            );
+            let want = if edns {
+                1 | (u8::from(dnssec_ok) << 1)
+            } else {
+                0
+            };
+            assert_eq!(variant, want);
+        }
+        let plain = wire(7, "a.example.", true, false, false);
+        assert!(
+            wire_question(&wire(7, "a.example.", true, false, true)).is_none(),
+            "a response"
+        );
+        assert!(
+            wire_question(&plain[..plain.len() - 1]).is_none(),
+            "cut short"
+        );
+        let mut trailing = plain.clone();
+        trailing.push(0);
+        assert!(wire_question(&trailing).is_none(), "trailing bytes");
+        let mut notify = plain.clone();
+        notify[2] |= 4 << 3;
+        assert!(wire_question(&notify).is_none(), "opcode NOTIFY");
+        let mut compressed = plain;
+        compressed[12] = 0xc0;
+        assert!(
+            wire_question(&compressed).is_none(),
+            "a compression pointer"
+        );
     }
 
     #[test]
