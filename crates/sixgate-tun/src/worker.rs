@@ -6,7 +6,7 @@
 //! ([`Pipeline::tick`]); what they log goes to `tracing` (target
 //! `sixgate::nat64`) when `event_log` is on.
 
-use std::io::{self, IoSlice, IoSliceMut, Write};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use tun_rs::SyncDevice;
 
+use crate::control::worker_thread;
 use crate::live::Follower;
 use crate::pipeline::{Pipeline, TICK_NS};
 use crate::stats::WorkerStats;
@@ -50,25 +51,11 @@ pub(crate) struct Worker {
 impl Worker {
     /// The thread body.
     pub fn run(mut self) -> Result<(), String> {
-        if let Some(cpu) = self.cpu
-            && let Err(e) = crate::system::pin_current_thread(cpu)
-        {
-            tracing::warn!(
-                worker = self.index,
-                cpu,
-                "cannot pin worker to its CPU: {e}"
-            );
-        }
+        worker_thread::pin(self.index, self.cpu);
         let result = self.run_loop();
         self.stats
             .publish(self.pipeline.counters(), &self.pipeline.io);
-        if let Err(e) = &result {
-            let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-            f.get_or_insert_with(|| e.clone());
-            drop(f);
-            let _ = self.wake.write_all(&[1]);
-        }
-        result
+        worker_thread::finish(result, &self.failure, &mut self.wake)
     }
 
     fn run_loop(&mut self) -> Result<(), String> {

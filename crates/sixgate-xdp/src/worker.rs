@@ -11,7 +11,7 @@
 //! in `poll` on both sockets and the stop pipe. Outputs that are not the input
 //! frame (fragments, ICMP errors, timer output) are copied into free frames.
 
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use sixgate_core::{HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_tun::IoCounters;
+use sixgate_tun::control::worker_thread;
 use sixgate_tun::pipeline::TICK_NS;
 use sixgate_tun::stats::WorkerStats;
 
@@ -159,15 +160,7 @@ pub(crate) struct Worker {
 impl Worker {
     /// The thread body.
     pub fn run(mut self) -> Result<(), String> {
-        if let Some(cpu) = self.cpu
-            && let Err(e) = sixgate_tun::system::pin_current_thread(cpu)
-        {
-            tracing::warn!(
-                worker = self.index,
-                cpu,
-                "cannot pin worker to its CPU: {e}"
-            );
-        }
+        worker_thread::pin(self.index, self.cpu);
         let result = self.run_loop();
         self.stats.publish(self.translator.counters(), &self.io.io);
         // What the kernel dropped before the worker saw it: not in the summary's
@@ -186,13 +179,7 @@ impl Worker {
                 );
             }
         }
-        if let Err(e) = &result {
-            let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-            f.get_or_insert_with(|| e.clone());
-            drop(f);
-            let _ = self.wake.write_all(&[1]);
-        }
-        result
+        worker_thread::finish(result, &self.failure, &mut self.wake)
     }
 
     fn run_loop(&mut self) -> Result<(), String> {
