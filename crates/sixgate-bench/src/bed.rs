@@ -50,9 +50,11 @@ pub mod addr {
     /// Right link, IPv4.
     pub const RIGHT4_DUT: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
     pub const RIGHT4_TESTER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
-    /// Right link, IPv6 (kernel-v6 only: plain forwarding).
+    /// Right link, IPv6: kernel-v6's destination, and every preset's native
+    /// IPv6 background traffic (RFC 8219 §5.2, plain forwarding).
     pub const RIGHT6_DUT: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 1);
     pub const RIGHT6_TESTER: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 7);
+    pub const RIGHT6_NET: &str = "2001:db8:2::/64";
     /// Middle link of the dual-DUT bed.
     pub const MIDDLE6_DUT1: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 3, 0, 0, 0, 0, 1);
     pub const MIDDLE6_DUT2: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 3, 0, 0, 0, 0, 2);
@@ -346,6 +348,11 @@ impl Bed {
                 b2.addr(DUT_MIDDLE_IF, &format!("{}/24", addr::MIDDLE4_DUT2));
                 b2.neigh(DUT_MIDDLE_IF, addr::MIDDLE6_DUT1.into(), MAC_DUT1_MIDDLE);
                 b2.neigh(DUT_MIDDLE_IF, addr::MIDDLE4_DUT1.into(), MAC_DUT1_MIDDLE);
+                // Native IPv6 background traffic (RFC 8219 §5.2): the left
+                // tester's IPv6 frames reach the right one's IPv6 address by
+                // plain forwarding through both DUTs.
+                b1.route(addr::RIGHT6_NET, addr::MIDDLE6_DUT2.into());
+                b2.addr(DUT_RIGHT_IF, &format!("{}/64", addr::RIGHT6_DUT));
                 for k in 0..hosts {
                     b1.neigh(
                         DUT_LEFT_IF,
@@ -355,6 +362,11 @@ impl Bed {
                     b2.neigh(
                         DUT_RIGHT_IF,
                         offset(addr::RIGHT4_TESTER.into(), k),
+                        MAC_TESTER_RIGHT,
+                    );
+                    b2.neigh(
+                        DUT_RIGHT_IF,
+                        offset(addr::RIGHT6_TESTER.into(), k),
                         MAC_TESTER_RIGHT,
                     );
                 }
@@ -398,6 +410,14 @@ impl Bed {
             "{layout}\n  static neighbours on every DUT link; tester namespaces have no addresses and IPv6 off"
         )
     }
+}
+
+/// RFC 8219 §5.2 background traffic: native IPv6 from the left tester port to
+/// the right one's IPv6 address, forwarded by the DUT(s) without translation
+/// (single bed: the DUT's right link has `2001:db8:2::/64`; dual bed: DUT1
+/// routes it over the middle link to DUT2, which has that link).
+pub fn background_flow() -> (IpAddr, IpAddr) {
+    (addr::LEFT6_TESTER.into(), addr::RIGHT6_TESTER.into())
 }
 
 fn name_flag(name: &str) -> String {
@@ -463,6 +483,10 @@ impl Batch {
         self.0.push_str(&format!(
             "neigh replace {ip} lladdr {mac} dev {dev} nud permanent\n"
         ));
+    }
+    fn route(&mut self, prefix: &str, via: IpAddr) {
+        self.0
+            .push_str(&format!("route replace {prefix} via {via}\n"));
     }
     fn run(self, ns: &Netns) -> NsResult<()> {
         let dir = sixgate_netns::ScratchDir::new("sgb")?;

@@ -161,6 +161,12 @@ pub struct RunArgs {
     /// RFC 9693 phase 1 rate (stateful DUTs), frames/s.
     #[arg(long, default_value_t = 20_000)]
     pub phase1_rate: u64,
+    /// RFC 8219 §5.2 background traffic: this percentage (0 to 99) of the left
+    /// tester's frames are native IPv6 to the right tester port's IPv6 address
+    /// (2001:db8:2::7), which the DUT forwards without translating; counted
+    /// with the rest and reported apart.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    pub background: f64,
     /// Stateful DUTs: connections phase 1 opens (source ports 1024…, then
     /// more destination ports from 80).
     #[arg(long, default_value_t = 10_000)]
@@ -342,6 +348,12 @@ fn measure(a: &RunArgs, sixgate: &Path, test: Measurement) -> Result<(), String>
     if a.duration <= 0.0 || a.drain < 0.0 {
         return Err("--duration must be positive and --drain not negative".into());
     }
+    if !(0.0..100.0).contains(&a.background) {
+        return Err(format!(
+            "--background {}: a percentage from 0 to below 100 (some frames must be the translated test traffic)",
+            a.background
+        ));
+    }
     let self_test = matches!(test, Measurement::SelfTest);
     if self_test {
         // A stale ceiling must not survive a self-test that finds none.
@@ -450,6 +462,7 @@ fn measure_on(
         seed: a.seed,
         phase1_rate: a.phase1_rate,
         behind_limit: a.behind_limit / 100.0,
+        background_pct: a.background,
     };
     eprintln!("sixgate bench: {}", bed.describe());
     for line in &dut.description {

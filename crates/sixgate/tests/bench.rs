@@ -171,3 +171,67 @@ fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
         std::panic::resume_unwind(e);
     }
 }
+
+/// RFC 8219 §5.2 background traffic: with `--background 50`, half the left
+/// tester's frames are native IPv6 that sixgate SIIT's DUT namespace forwards
+/// untranslated beside the translated ones; both kinds come back and are
+/// reported apart.
+#[test]
+fn background_traffic_comes_back_beside_translated_frames() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("b5bg");
+    let dir = std::env::temp_dir().join(format!("sgb-bg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("bg.json");
+    let config = repo().join("bench/configs/siit.toml");
+    let out = bench(&[
+        "throughput",
+        "--name",
+        &name,
+        "--dut",
+        "sixgate",
+        "--config",
+        &config.to_string_lossy(),
+        "--background",
+        "50",
+        "--duration",
+        "1",
+        "--steps",
+        "1",
+        "--max-rate",
+        "5000",
+        "--loss-goal",
+        "1",
+        "--behind-limit",
+        "100",
+        "--quiet",
+        "--json",
+        &json.to_string_lossy(),
+    ]);
+    let text = std::fs::read_to_string(&json).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "sixgate bench throughput failed");
+    assert!(namespaces_of(&name).is_empty(), "the run's own bed is gone");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["settings"]["background_pct"], 50.0);
+    let t = &v["trials"][0];
+    assert_eq!(t["direction"], "left-to-right");
+    let (sent, received) = (t["sent"].as_u64().unwrap(), t["received"].as_u64().unwrap());
+    let (bg_sent, bg_received) = (
+        t["background_sent"].as_u64().unwrap(),
+        t["background_received"].as_u64().unwrap(),
+    );
+    println!("left to right: {received} of {sent}, background {bg_received} of {bg_sent}");
+    assert_eq!(bg_sent, sent / 2, "exactly half are background frames");
+    assert!(bg_received > bg_sent / 2, "native IPv6 came back");
+    assert!(
+        received - bg_received > bg_sent / 2,
+        "translated frames came back"
+    );
+    // Only the left tester sends background traffic.
+    assert_eq!(v["trials"][1]["background_sent"], 0);
+    assert!(v["throughput"][0]["background_received"].as_u64().unwrap() > 0);
+}
