@@ -42,13 +42,17 @@ pub enum Command {
     /// connection establishment rate, table capacity, tear-down rate.
     Stateful(StatefulArgs),
     /// Render a result's charts (throughput vs frame size, loss vs rate,
-    /// latency percentiles) to an SVG file.
+    /// latency percentiles) to an SVG or PNG file.
     Plot {
         /// A result written by --json.
         result: PathBuf,
-        /// The chart file (.svg).
+        /// The chart file (.svg or .png).
         #[arg(long)]
         out: PathBuf,
+        /// svg or png (default: from the --out file's extension). A PNG is
+        /// the SVG rasterised, its text in the system's fonts.
+        #[arg(long, value_enum)]
+        format: Option<crate::plot::Format>,
     },
 }
 
@@ -242,10 +246,14 @@ pub fn run(args: Args, sixgate: &Path) -> Result<(), String> {
             }
             Ok(())
         }
-        Command::Plot { result, out } => {
+        Command::Plot {
+            result,
+            out,
+            format,
+        } => {
             let json = std::fs::read_to_string(&result)
                 .map_err(|e| format!("{}: {e}", result.display()))?;
-            crate::plot::render(&json, &out)?;
+            crate::plot::render(&json, &out, format)?;
             println!("wrote {}", out.display());
             Ok(())
         }

@@ -1,6 +1,8 @@
 //! End-to-end tests of `sixgate bench` (docs/bench.md): the bed comes up and
-//! goes down without leaving a namespace, and a short RFC 8219 §7.1 throughput
-//! search against `kernel-v6` and against sixgate SIIT gives sane figures.
+//! goes down without leaving a namespace, a short RFC 8219 §7.1 throughput
+//! search against `kernel-v6` and against sixgate SIIT gives sane figures (and
+//! its charts, SVG and PNG), and native-IPv6 background traffic (§5.2) comes
+//! back beside the translated frames.
 //!
 //! Sane, not fast: these tests never judge speed (figures belong in
 //! docs/PERFORMANCE.md). They check that the tester measured something
@@ -163,6 +165,19 @@ fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
         ]);
         assert!(out.status.success());
         assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+        let png = dir.join("siit.png");
+        let out = bench(&[
+            "plot",
+            &json.to_string_lossy(),
+            "--out",
+            &png.to_string_lossy(),
+        ]);
+        assert!(out.status.success());
+        assert!(
+            std::fs::read(&png)
+                .unwrap()
+                .starts_with(b"\x89PNG\r\n\x1a\n")
+        );
     });
     assert!(bench(&["bed", "down", "--name", &name]).status.success());
     assert!(namespaces_of(&name).is_empty());
