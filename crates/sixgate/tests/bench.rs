@@ -250,3 +250,101 @@ fn background_traffic_comes_back_beside_translated_frames() {
     assert_eq!(v["trials"][1]["background_sent"], 0);
     assert!(v["throughput"][0]["background_received"].as_u64().unwrap() > 0);
 }
+
+/// A short RFC 9693 run (phase 1, maximum connection establishment rate,
+/// table capacity, phase 2 throughput) against `dut`; returns the JSON result.
+fn stateful(name: &str, dut: &[&str], json: &Path) -> serde_json::Value {
+    let json_s = json.to_string_lossy().into_owned();
+    let mut args = vec![
+        "stateful",
+        "--name",
+        name,
+        "--connections",
+        "1000",
+        "--phase1-rate",
+        "5000",
+        "--capacity-max",
+        "4000",
+        "--duration",
+        "1",
+        "--steps",
+        "3",
+        "--max-rate",
+        "20000",
+        "--min-rate",
+        "1000",
+        "--loss-goal",
+        "1",
+        "--behind-limit",
+        "100",
+        "--quiet",
+        "--json",
+        &json_s,
+    ];
+    args.extend_from_slice(dut);
+    let out = bench(&args);
+    assert!(out.status.success(), "sixgate bench stateful failed");
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+/// RFC 9693 end to end against kernel NAT44 (conntrack) and sixgate NAT64:
+/// phase 1 establishes connections, the establishment-rate search and the
+/// capacity search find something, and phase 2 (the IPv4 side answering only
+/// the connections phase 1 opened) has a non-zero throughput. Sane, not fast.
+#[test]
+fn stateful_nat44_and_sixgate_nat64_give_sane_rfc9693_results() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("b5st");
+    let dir = std::env::temp_dir().join(format!("sgb-st-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(bench(&["bed", "up", "--name", &name]).status.success());
+    let config = repo().join("bench/configs/nat64.toml");
+    let config = config.to_string_lossy().into_owned();
+    let duts: [(&str, Vec<&str>); 2] = [
+        ("nat44", vec!["--dut", "nat44"]),
+        ("nat64", vec!["--dut", "sixgate", "--config", &config]),
+    ];
+    let result = std::panic::catch_unwind(|| {
+        for (label, dut) in &duts {
+            let v = stateful(&name, dut, &dir.join(format!("{label}.json")));
+            let st = &v["stateful"];
+            let established = st["established"].as_u64().unwrap();
+            let connections = st["connections"].as_u64().unwrap();
+            let est_rate = st["max_establishment_rate"]["rate"].as_u64().unwrap();
+            let capacity = st["table_capacity"].as_u64().unwrap();
+            let phase2 = v["throughput"][0]["fps"]["median"].as_f64().unwrap();
+            println!(
+                "{label}: {established} of {connections} established, establishment rate {est_rate}/s, capacity >= {capacity}, phase 2 {phase2} fps"
+            );
+            assert_eq!(connections, 1000, "{label}");
+            // A busy machine may lose a few frames of phase 1.
+            assert!(established >= 900, "{label}: {established} established");
+            assert!(est_rate >= 1000, "{label}: establishment rate {est_rate}");
+            assert!(
+                (1000..=4000).contains(&capacity),
+                "{label}: capacity {capacity}"
+            );
+            assert!(phase2 > 0.0, "{label}: phase 2 throughput {phase2}");
+            // Phase 2's answers keep going for the whole trial (not one
+            // frame per learned connection).
+            let reverse = v["trials"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["test"] == "throughput" && t["direction"] == "right-to-left")
+                .map(|t| t["sent"].as_u64().unwrap())
+                .max()
+                .unwrap();
+            assert!(reverse > connections, "{label}: {reverse} answers sent");
+        }
+    });
+    assert!(bench(&["bed", "down", "--name", &name]).status.success());
+    assert!(namespaces_of(&name).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
