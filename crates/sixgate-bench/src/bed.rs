@@ -20,6 +20,13 @@ use sixgate_netns::{Netns, Result as NsResult};
 
 use crate::frame::Mac;
 
+/// Receive and transmit queues of every veth: sixgate's XDP data plane binds
+/// one AF_XDP socket (worker) per queue, so `workers = 2` needs two (a veth
+/// receives on the queue its peer sent on). The kernel's own forwarding, TUN
+/// and TAYGA do not care. A preset with fewer XDP workers lowers the queues in
+/// use to its workers (`ethtool -L`) for its run.
+pub const QUEUES: u16 = 2;
+
 /// Every namespace name starts with this.
 pub const PREFIX: &str = "sgb-";
 
@@ -447,14 +454,19 @@ fn dut_sysctls(dut: &Netns) -> NsResult<()> {
     ])
 }
 
-/// A veth pair with fixed MAC addresses, both ends up.
+/// A veth pair with fixed MAC addresses and [`QUEUES`] queues, both ends up.
 fn link(a: &Netns, a_dev: &str, a_mac: Mac, b: &Netns, b_dev: &str, b_mac: Mac) -> NsResult<()> {
+    let q = QUEUES.to_string();
     a.ip([
         "link",
         "add",
         a_dev,
         "address",
         &a_mac.to_string(),
+        "numtxqueues",
+        &q,
+        "numrxqueues",
+        &q,
         "type",
         "veth",
         "peer",
@@ -462,6 +474,10 @@ fn link(a: &Netns, a_dev: &str, a_mac: Mac, b: &Netns, b_dev: &str, b_mac: Mac) 
         b_dev,
         "address",
         &b_mac.to_string(),
+        "numtxqueues",
+        &q,
+        "numrxqueues",
+        &q,
         "netns",
         b.name(),
     ])?;

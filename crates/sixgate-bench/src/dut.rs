@@ -106,6 +106,15 @@ impl<'a> RunningDut<'a> {
             undo: Vec::new(),
             _scratch: scratch,
         };
+        if let (Kind::Single, Preset::Sixgate, Some(path)) =
+            (bed.kind, opts.preset, opts.config.as_deref())
+        {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if let Some(workers) = xdp_workers(&text) {
+                dut.xdp_queues(bed, workers)?;
+            }
+        }
         match bed.kind {
             Kind::Loop => {
                 dut.description
@@ -144,6 +153,36 @@ impl<'a> RunningDut<'a> {
             self.undo
                 .push((ns, u.iter().map(|s| (*s).to_owned()).collect()));
         }
+        Ok(())
+    }
+
+    /// sixgate's XDP data plane binds one socket per queue for `workers`
+    /// queues; a frame on a queue with no socket would go to the kernel
+    /// untranslated. So the queues in use on the four veth ends of the bed
+    /// are the workers (at most [`bed::QUEUES`]) for the run, and all of
+    /// them again after it.
+    fn xdp_queues(&mut self, bed: &'a Bed, workers: u16) -> Result<(), String> {
+        let n = workers.clamp(1, bed::QUEUES).to_string();
+        let all = bed::QUEUES.to_string();
+        let dut = &bed.duts[0];
+        for (ns, dev) in [
+            (&bed.left, bed::TESTER_LEFT_IF),
+            (dut, bed::DUT_LEFT_IF),
+            (dut, DUT_RIGHT_IF),
+            (&bed.right, bed::TESTER_RIGHT_IF),
+        ] {
+            ns.run("ethtool", ["-L", dev, "rx", &n, "tx", &n])
+                .map_err(|e| format!("{}: ethtool -L {dev} rx {n} tx {n}: {e}", ns.name()))?;
+            self.undo.push((
+                ns,
+                ["@ethtool", "-L", dev, "rx", &all, "tx", &all]
+                    .map(str::to_owned)
+                    .to_vec(),
+            ));
+        }
+        self.description.push(format!(
+            "XDP data plane: {n} of the bed's {all} queues in use on tl, dl, dr and tr (ethtool -L), one per worker"
+        ));
         Ok(())
     }
 
@@ -386,6 +425,7 @@ impl<'a> RunningDut<'a> {
                     let _ = ns.run("conntrack", ["-F"]);
                     r
                 }
+                "@ethtool" => ns.run("ethtool", &cmd[1..]).map(drop),
                 "@deltun" => {
                     if ns.link("nat64").ok().flatten().is_some() {
                         ns.ip(["link", "del", "nat64"]).map(drop)
@@ -489,6 +529,25 @@ pub fn traffic(kind: Kind, preset: Preset, config: Option<&Path>) -> Result<Traf
     })
 }
 
+/// The workers of a sixgate configuration on the XDP data plane (`[daemon]
+/// dataplane = "xdp"`; `workers` 0 or absent: as many as the bed has queues),
+/// or `None` for the TUN data plane.
+fn xdp_workers(text: &str) -> Option<u16> {
+    let t = text.parse::<toml::Table>().ok()?;
+    let daemon = t.get("daemon")?;
+    if daemon.get("dataplane")?.as_str()? != "xdp" {
+        return None;
+    }
+    let workers = daemon
+        .get("workers")
+        .and_then(|w| w.as_integer())
+        .unwrap_or(0);
+    Some(match u16::try_from(workers) {
+        Ok(0) | Err(_) => bed::QUEUES,
+        Ok(w) => w,
+    })
+}
+
 /// `[translator] mode` of a sixgate configuration (default `siit`).
 fn mode_of(text: &str) -> String {
     text.parse::<toml::Table>()
@@ -569,6 +628,19 @@ mod tests {
             config_routes("[", Path::new("bad.toml"))
                 .unwrap_err()
                 .contains("bad.toml")
+        );
+    }
+
+    #[test]
+    fn xdp_configs_say_their_workers() {
+        assert_eq!(xdp_workers("[daemon]\nworkers = 1\n"), None);
+        assert_eq!(
+            xdp_workers("[daemon]\ndataplane = \"xdp\"\nworkers = 1\n"),
+            Some(1)
+        );
+        assert_eq!(
+            xdp_workers("[daemon]\ndataplane = \"xdp\"\n"),
+            Some(bed::QUEUES)
         );
     }
 
