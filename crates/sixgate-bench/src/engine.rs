@@ -115,7 +115,8 @@ pub enum Tuples {
 }
 
 impl Tuples {
-    /// How many distinct tuples (for `Enumerate`: the frames of phase 1).
+    /// How many frames the tuples allow: `Enumerate`, each tuple once (phase
+    /// 1); the others, any number.
     pub fn count(&self) -> u64 {
         match self {
             Tuples::Random { .. } => u64::MAX,
@@ -128,7 +129,9 @@ impl Tuples {
                     * u64::from(dst_ports.len())
                     * u64::from((*src_hosts).max(1))
             }
-            Tuples::Learned(v) => v.len() as u64,
+            // Answers pick learned tuples at random, as often as the trial
+            // asks: not a frame limit.
+            Tuples::Learned(_) => u64::MAX,
         }
     }
 }
@@ -316,13 +319,7 @@ impl Sender<'_> {
             pin(cpu);
         }
         let spec = self.spec;
-        // Phase 1 sends each of its tuples once; phase 2's answers reuse the
-        // learned tuples for as long as the trial lasts.
-        let frames_cap = match self.dir.tuples {
-            Tuples::Enumerate { .. } => self.dir.tuples.count(),
-            _ => u64::MAX,
-        }
-        .min(spec.frames.unwrap_or(u64::MAX));
+        let frames_cap = spec.frames.unwrap_or(u64::MAX).min(self.dir.tuples.count());
         let capped = spec.frames.is_some();
         // A capped trial (phase 1) lasts as long as its frames take.
         let duration = if frames_cap < u64::MAX {
