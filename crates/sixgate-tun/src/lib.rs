@@ -165,15 +165,14 @@ impl Gateway {
             // table has its first one (RFC 7599 §8).
             let workers = u16::try_from(n).unwrap_or(u16::MAX);
             let wanted = match (&cfg.nat64, &cfg.mapt) {
-                (Some(nat), _) if n > 1 => Some(("nat64", steering::Params::new(nat, workers))),
-                (_, Some(m)) if n > 1 && m.ce().is_none() => {
-                    Some(("mapt-br", steering::Params::flow(workers)))
-                }
+                (Some(nat), _) if n > 1 => Some(steering::Params::new(nat, workers)),
+                (_, Some(m)) if n > 1 && m.ce().is_none() => Some(steering::Params::flow(workers)),
                 _ => None,
             };
-            let steering = wanted.and_then(|(what, p)| match steering::Steering::load(&p) {
-                Ok(s) => Some((what, s)),
+            let steering = wanted.and_then(|p| match steering::Steering::load(&p) {
+                Ok(s) => Some((p.mode, s)),
                 Err(why) => {
+                    let what = p.mode.user();
                     warn!(
                         "{what}: cannot steer packets to {n} workers ({why}); running ONE \
                          worker (steering needs root or CAP_BPF + CAP_NET_ADMIN)"
@@ -197,11 +196,11 @@ impl Gateway {
 
             let mut dev = device::Device::open(tun, n).map_err(err)?;
             let mut steered = false;
-            if let Some((what, s)) = &steering {
+            if let Some((mode, s)) = &steering {
                 match dev.attach_steering(s) {
                     Ok(()) => steered = true,
                     Err(why) => {
-                        warn!("{what}: {why}; running ONE worker");
+                        warn!("{}: {why}; running ONE worker", mode.user());
                         // Closing the other queues detaches them: the kernel
                         // then hands everything to the one left.
                         dev.queues.truncate(1);
@@ -274,7 +273,7 @@ impl Gateway {
         let (mut dev, routes, divert, n, cpus, privileged, steering) = result?;
 
         let steered = steering.is_some();
-        let steered_by = steering.as_ref().map(|(what, _)| *what);
+        let steered_by = steering.as_ref().map(|(mode, _)| *mode);
         let steering = steering.map(|(_, s)| s);
         info!(
             device = %dev.name,
@@ -285,15 +284,15 @@ impl Gateway {
         );
         info!(device = %dev.name, "offload: {}", dev.offload);
         match steered_by {
-            Some("nat64") => info!(
+            Some(steering::Mode::Nat64) => info!(
                 device = %dev.name,
                 workers = n,
                 "nat64: steering program attached (queue by subscriber for IPv6, by pool4 port for IPv4)"
             ),
-            Some(what) => info!(
+            Some(steering::Mode::Flow) => info!(
                 device = %dev.name,
                 workers = n,
-                "{what}: steering program attached (the fragments of a datagram to one queue, the \
+                "mapt-br: steering program attached (the fragments of a datagram to one queue, the \
                  rest by 5-tuple)"
             ),
             None => {}

@@ -39,6 +39,16 @@ pub enum Mode {
     Flow,
 }
 
+impl Mode {
+    /// The mode of sixgate that uses it, for the log.
+    pub fn user(self) -> &'static str {
+        match self {
+            Mode::Nat64 => "nat64",
+            Mode::Flow => "mapt-br",
+        }
+    }
+}
+
 /// What the program needs to know, fixed for its lifetime.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
