@@ -22,7 +22,9 @@ use std::path::Path;
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
+use common::{
+    SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx, ping,
+};
 use sixgate_netns::chain::mapt::{Customer, addr as maddr};
 use sixgate_netns::chain::{Chain, addr};
 use sixgate_netns::{
@@ -450,6 +452,12 @@ fn mapt_br_two_workers_fragmented_udp_both_ways() {
         assert!(got[1] >= COUNT * 9 / 10, "bursts: {} of {COUNT}", got[1]);
     });
     let Some(stopped) = stopped else { return };
+    // The datagrams' IDs and the flows' ports spread them over both workers.
+    let rx = per_worker_rx(&stopped);
+    assert!(
+        rx.len() == 2 && rx.iter().all(|&n| n > 0),
+        "per worker: {rx:?}"
+    );
     assert!(
         !stopped.stdout.contains("fragment_untracked"),
         "the BR dropped later fragments:\n{}",
