@@ -75,6 +75,20 @@ pub mod addr {
     pub const EAM4_LEFT: &str = "192.0.2.0/24";
     /// The stateful translators' IPv4 pool.
     pub const POOL4: &str = "198.18.0.0/24";
+
+    /// MAP-T (RFC 7597 §5): the Basic Mapping Rule of `bench/configs/mapt-*.toml`
+    /// (IPv4 side 198.18.0.0/24, 13 EA bits, PSID offset 0: 2048 ports a CE) and
+    /// the one CE the tester plays, EA bits 0x101: IPv4 suffix 8, PSID 1. The
+    /// DMR is [`POOL6`].
+    pub const MAPT_RULE6: &str = "2001:db8:1::/51";
+    /// The CE's End-user prefix.
+    pub const MAPT_CE_PREFIX: &str = "2001:db8:1:101::/64";
+    /// Its MAP address (RFC 7597 §5.2): the left tester's source in the
+    /// single bed.
+    pub const MAPT_CE6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0x101, 0, 0xc612, 8, 1);
+    /// Its IPv4 address and port set.
+    pub const MAPT_CE4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 8);
+    pub const MAPT_CE_PORTS: (u16, u16) = (2048, 4095);
 }
 
 /// The RFC 6052 /96 address of `v4` in [`addr::POOL6`].

@@ -441,6 +441,16 @@ fn measure_on(
             a.phase1_rate
         ));
     }
+    let mut hosts = a.hosts.max(1);
+    if let Some((first, last)) = dut.traffic.ce_ports {
+        src_ports = format!("{first}-{last}");
+        hosts = 1;
+        notes.push(format!(
+            "MAP-T BR: the left tester is one CE ({} = {}), source ports pseudorandom in its port set {src_ports}; the right tester answers to those ports; one host",
+            crate::bed::addr::MAPT_CE6,
+            crate::bed::addr::MAPT_CE4
+        ));
+    }
     let ceiling = if self_test {
         None
     } else {
@@ -464,7 +474,7 @@ fn measure_on(
         bidirectional: !a.unidirectional,
         src_ports,
         dst_ports,
-        hosts: a.hosts.max(1),
+        hosts,
         tx_cpus,
         rx_cpus,
         seed: a.seed,

@@ -266,9 +266,15 @@ impl Tester {
 
     fn random(&self, hosts_src: bool) -> Tuples {
         let hosts = self.settings.hosts.max(1);
+        // A MAP-T CE's answers come back to the ports of its set it sent from.
+        let (src_ports, dst_ports) = if !hosts_src && self.traffic.ce_ports.is_some() {
+            (self.dst_ports, self.src_ports)
+        } else {
+            (self.src_ports, self.dst_ports)
+        };
         Tuples::Random {
-            src_ports: self.src_ports,
-            dst_ports: self.dst_ports,
+            src_ports,
+            dst_ports,
             src_hosts: if hosts_src { hosts } else { 1 },
             dst_hosts: if hosts_src { 1 } else { hosts },
         }

@@ -1,8 +1,9 @@
 //! End-to-end tests of `sixgate bench` (docs/bench.md): the bed comes up and
 //! goes down without leaving a namespace, a short RFC 8219 §7.1 throughput
-//! search against `kernel-v6` and against sixgate SIIT gives sane figures (and
-//! its charts, SVG and PNG), and native-IPv6 background traffic (§5.2) comes
-//! back beside the translated frames.
+//! search against `kernel-v6`, sixgate SIIT, the sixgate MAP-T BR (the tester
+//! playing one CE) and the MAP-T CE + BR chain (dual bed) gives sane figures
+//! (and its charts, SVG and PNG), and native-IPv6 background traffic (§5.2)
+//! comes back beside the translated frames.
 //!
 //! Sane, not fast: these tests never judge speed (figures belong in
 //! docs/PERFORMANCE.md). They check that the tester measured something
@@ -59,9 +60,16 @@ fn bench(args: &[&str]) -> std::process::Output {
     out
 }
 
-/// A short throughput search; returns the zero-loss rate (frames/s per
-/// direction) from the JSON result.
+/// A short throughput search, left to right only; returns the zero-loss rate
+/// (frames/s per direction) from the JSON result.
 fn throughput(name: &str, dut: &[&str], json: &Path) -> u64 {
+    let mut with = vec!["--unidirectional"];
+    with.extend_from_slice(dut);
+    search(name, &with, json)
+}
+
+/// A short throughput search with `extra` options (the DUT and more).
+fn search(name: &str, extra: &[&str], json: &Path) -> u64 {
     let mut args = vec![
         "throughput",
         "--name",
@@ -78,13 +86,12 @@ fn throughput(name: &str, dut: &[&str], json: &Path) -> u64 {
         "0.1",
         "--behind-limit",
         "100",
-        "--unidirectional",
         "--quiet",
         "--json",
     ];
     let json_s = json.to_string_lossy().into_owned();
     args.push(&json_s);
-    args.extend_from_slice(dut);
+    args.extend_from_slice(extra);
     let out = bench(&args);
     assert!(out.status.success(), "sixgate bench throughput failed");
     let v: serde_json::Value =
@@ -347,4 +354,84 @@ fn stateful_nat44_and_sixgate_nat64_give_sane_rfc9693_results() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+}
+
+/// A bed `name` (`--dual` in `up` if asked) around `body`, always taken down.
+fn with_bed(name: &str, up: &[&str], body: impl FnOnce(&Path)) {
+    let dir = std::env::temp_dir().join(format!("sgb-e2e-{name}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut args = vec!["bed", "up", "--name", name];
+    args.extend_from_slice(up);
+    assert!(bench(&args).status.success());
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&dir)));
+    assert!(bench(&["bed", "down", "--name", name]).status.success());
+    assert!(namespaces_of(name).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// The MAP-T BR (RFC 7599) with two workers, both directions: the left tester
+/// is one CE (its MAP address, source ports of its set), the right tester
+/// answers to that CE's IPv4 address and ports. Every frame must have been
+/// translated, so a sane non-zero rate means both directions' address and port
+/// steps worked.
+#[test]
+fn throughput_sixgate_mapt_br_is_sane() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("m9br");
+    with_bed(&name, &[], |dir| {
+        let config = repo().join("bench/configs/mapt-br-2w.toml");
+        let config = config.to_string_lossy().into_owned();
+        let json = dir.join("mapt.json");
+        let br = search(&name, &["--dut", "sixgate", "--config", &config], &json);
+        println!("sixgate MAP-T BR, 2 workers: {br} fps per direction");
+        assert!(br > 1000, "MAP-T BR: {br} fps");
+        assert!(
+            br <= 300_000,
+            "MAP-T BR: {br} fps above the search's maximum"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let trials = v["trials"].as_array().unwrap();
+        // Both directions ran.
+        assert!(
+            trials.iter().any(|t| t["direction"] == "right-to-left"),
+            "{trials:?}"
+        );
+    });
+}
+
+/// The MAP-T chain on the dual bed (RFC 8219 §4.2): IPv4 left tester → sixgate
+/// CE (NAPT44 + RFC 7915) → IPv6 → sixgate BR → IPv4 right tester; the answers
+/// only to what phase 1 opened (the CE is stateful, RFC 9693).
+#[test]
+fn throughput_sixgate_mapt_ce_br_dual_is_sane() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("m9cb");
+    with_bed(&name, &["--dual"], |dir| {
+        let config = repo().join("bench/configs/mapt-br.toml");
+        let config = config.to_string_lossy().into_owned();
+        let rate = search(
+            &name,
+            &[
+                "--dut",
+                "sixgate",
+                "--config",
+                &config,
+                "--connections",
+                "500",
+            ],
+            &dir.join("dual.json"),
+        );
+        println!("sixgate MAP-T CE + BR: {rate} fps per direction");
+        assert!(rate > 1000, "MAP-T CE + BR: {rate} fps");
+    });
 }
