@@ -9,7 +9,7 @@ use std::sync::Arc;
 use sixgate_core::nat64::{Nat64Config, Pool4Entry};
 use sixgate_testkit::alloc_count::{Counting, allocs};
 use sixgate_testkit::{Ip4, Ip6};
-use sixgate_xdp::handoff::{Doorbell, Ring};
+use sixgate_xdp::handoff::{Doorbell, ring};
 use sixgate_xdp::owner::Owner;
 
 #[global_allocator]
@@ -38,7 +38,7 @@ fn handoff_allocates_nothing_per_packet() {
         ),
     ];
     let bell = Arc::new(Doorbell::new().unwrap());
-    let (mut p, mut c) = Ring::new(64, 1500, bell.clone());
+    let (mut p, mut c) = ring(64, 1500, bell.clone());
     let mut frame = [0u8; 2048];
     let before = allocs();
     let mut owners = 0u32;
