@@ -21,7 +21,7 @@ use sixgate_core::nat64::steering::subscriber_worker;
 use sixgate_core::nat64::{Nat64Config, Pool4Entry};
 use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_testkit::Ip6;
-use sixgate_xdp::handoff::{Doorbell, ring};
+use sixgate_xdp::handoff::{Doorbell, Ring};
 use sixgate_xdp::owner::Owner;
 
 /// Packets per published batch (the worker's rx batch).
@@ -64,7 +64,7 @@ fn main() {
     assert!(at >= HEADROOM);
 
     let bell = Arc::new(Doorbell::new().expect("eventfd"));
-    let (mut to_owner, mut from_receiver) = ring(512, 1500, bell.clone());
+    let (mut to_owner, mut from_receiver) = Ring::new(512, 1500, bell.clone());
     for i in 0..iterations {
         match mode.as_str() {
             "copy" => {

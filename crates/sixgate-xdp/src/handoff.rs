@@ -2,7 +2,7 @@
 //!
 //! An AF_XDP socket only receives from its own queue, so a packet can reach a
 //! worker that does not own its state (stateful NAT64: another subscriber's or
-//! another port group's). That worker copies the IP packet into a [`ring`] to
+//! another port group's). That worker copies the IP packet into a [`Ring`] to
 //! the owner: one ring per (from, to) pair of workers, single producer, single
 //! consumer, a fixed number of pre-allocated slots, no lock and no system call
 //! per packet. A full ring is a counted drop.
@@ -51,40 +51,45 @@ unsafe impl Sync for Shared {}
 /// Bytes of a slot before the packet: its length.
 const LEN: usize = 2;
 
-/// A single-producer single-consumer ring of `size` (rounded up to a power of
-/// two) slots for packets of up to `max_len` bytes, as its two ends; `doorbell`
-/// wakes its consumer.
-pub fn ring(size: u32, max_len: usize, doorbell: Arc<Doorbell>) -> (Producer, Consumer) {
-    let size = size.max(2).next_power_of_two();
-    let slot = (LEN + max_len).next_multiple_of(64);
-    let slots = (0..slot * size as usize)
-        .map(|_| UnsafeCell::new(0))
-        .collect();
-    let shared = Arc::new(Shared {
-        tail: Padded(AtomicU32::new(0)),
-        head: Padded(AtomicU32::new(0)),
-        slots,
-        slot,
-        size,
-    });
-    (
-        Producer {
-            shared: shared.clone(),
-            tail: 0,
-            head: 0,
-            published: 0,
-            doorbell,
-            full: 0,
-            too_big: 0,
-            sent: 0,
-            rings: 0,
-        },
-        Consumer {
-            shared,
-            head: 0,
-            tail: 0,
-        },
-    )
+/// A single-producer single-consumer ring of packets, split into its two ends.
+pub struct Ring;
+
+impl Ring {
+    /// A ring of `size` (a power of two) slots for packets of up to `max_len`
+    /// bytes, and the eventfd that wakes its consumer.
+    #[allow(clippy::new_ret_no_self)] // a ring is its two ends
+    pub fn new(size: u32, max_len: usize, doorbell: Arc<Doorbell>) -> (Producer, Consumer) {
+        let size = size.max(2).next_power_of_two();
+        let slot = (LEN + max_len).next_multiple_of(64);
+        let slots = (0..slot * size as usize)
+            .map(|_| UnsafeCell::new(0))
+            .collect();
+        let shared = Arc::new(Shared {
+            tail: Padded(AtomicU32::new(0)),
+            head: Padded(AtomicU32::new(0)),
+            slots,
+            slot,
+            size,
+        });
+        (
+            Producer {
+                shared: shared.clone(),
+                tail: 0,
+                head: 0,
+                published: 0,
+                doorbell,
+                full: 0,
+                too_big: 0,
+                sent: 0,
+                rings: 0,
+            },
+            Consumer {
+                shared,
+                head: 0,
+                tail: 0,
+            },
+        )
+    }
 }
 
 impl Shared {
@@ -249,9 +254,9 @@ impl Doorbell {
 mod tests {
     use super::*;
 
-    fn new(size: u32) -> (Producer, Consumer, Arc<Doorbell>) {
+    fn ring(size: u32) -> (Producer, Consumer, Arc<Doorbell>) {
         let bell = Arc::new(Doorbell::new().unwrap());
-        let (p, c) = super::ring(size, 100, bell.clone());
+        let (p, c) = Ring::new(size, 100, bell.clone());
         (p, c, bell)
     }
 
@@ -267,7 +272,7 @@ mod tests {
 
     #[test]
     fn packets_come_out_in_order_across_the_wrap_around() {
-        let (mut p, mut c, _) = new(4);
+        let (mut p, mut c, _) = ring(4);
         let mut next_in = 0u8;
         let mut next_out = 0u8;
         // 3 in, 3 out, 25 times: the indexes wrap the 4 slots many times.
@@ -291,7 +296,7 @@ mod tests {
 
     #[test]
     fn a_full_ring_is_a_counted_drop_and_an_oversized_packet_too() {
-        let (mut p, mut c, _) = new(4);
+        let (mut p, mut c, _) = ring(4);
         for i in 0..4 {
             assert!(p.push(&[i]));
         }
@@ -323,7 +328,7 @@ mod tests {
 
     #[test]
     fn a_consumer_that_refuses_keeps_the_packet() {
-        let (mut p, mut c, _) = new(4);
+        let (mut p, mut c, _) = ring(4);
         p.push(&[1]);
         p.push(&[2]);
         p.publish();
@@ -334,7 +339,7 @@ mod tests {
 
     #[test]
     fn the_doorbell_rings_only_when_the_ring_was_empty() {
-        let (mut p, mut c, bell) = new(8);
+        let (mut p, mut c, bell) = ring(8);
         p.push(&[1]);
         p.publish();
         assert!(rung(&bell), "empty -> non-empty rings");
@@ -354,7 +359,7 @@ mod tests {
 
     #[test]
     fn two_threads_hand_over_every_packet_in_order() {
-        let (mut p, mut c, bell) = new(64);
+        let (mut p, mut c, bell) = ring(64);
         let n = 100_000u32;
         let t = std::thread::spawn(move || {
             let mut i = 0u32;

@@ -363,7 +363,7 @@ impl Gateway {
             let slots = handoff_slots(n, max_len);
             for from in 0..n {
                 for to in (0..n).filter(|&t| t != from) {
-                    let (p, c) = handoff::ring(slots, max_len, ends[to].doorbell.clone());
+                    let (p, c) = handoff::Ring::new(slots, max_len, ends[to].doorbell.clone());
                     ends[from].to[to] = Some(p);
                     ends[to].from.push(c);
                 }
