@@ -11,7 +11,9 @@
 //! Workers translate in place and transmit on the other interface's socket,
 //! addressing frames from the kernel's route and neighbour tables
 //! ([`nexthop`], [`netlink`]); what cannot go out directly goes through the
-//! kernel ([`kernel_path`]). [`Gateway::stop`] detaches the programs first (the
+//! kernel ([`kernel_path`]). A packet that another worker owns ([`owner`]:
+//! stateful NAT64's subscriber or port group) is handed to it through a
+//! user-space ring ([`handoff`]). [`Gateway::stop`] detaches the programs first (the
 //! kernel then handles every packet again), then stops the workers.
 //!
 //! The counters, the signal handling ([`sixgate_tun::control`]), [`Stop`] and
@@ -30,14 +32,30 @@ use sixgate_tun::stats::WorkerStats;
 use sixgate_tun::{IoCounters, Report, SetupError, Snapshot, Stop, system};
 use tracing::{info, warn};
 
+pub mod handoff;
 pub mod kernel_path;
 pub mod netlink;
 pub mod nexthop;
+pub mod owner;
 pub mod program;
 mod worker;
 pub mod xsk;
 
 use program::{Destinations, Program};
+
+/// Memory for all the handoff rings together (n × (n − 1) rings): 2048 slots
+/// each with up to four workers at MTU 1500, 256 (the floor) from ten up.
+const HANDOFF_BYTES: usize = 64 << 20;
+
+/// Slots per handoff ring for `n` workers and slots of `slot_bytes`: a power
+/// of two from 256 (four batches) to 2048.
+fn handoff_slots(n: usize, slot_bytes: usize) -> u32 {
+    let rings = (n * n.saturating_sub(1)).max(1);
+    let fit = HANDOFF_BYTES / rings / slot_bytes.max(1);
+    let fit = fit.clamp(256, 2048) as u32;
+    // Round down to a power of two.
+    1 << (31 - fit.leading_zeros())
+}
 
 /// The running XDP gateway.
 pub struct Gateway {
@@ -116,15 +134,6 @@ impl Gateway {
             );
             n = queues;
         }
-        if cfg.nat64.is_some() && n > 1 {
-            // An AF_XDP socket only receives from its own queue: a packet cannot
-            // be steered to the worker owning its state (docs/xdp.md).
-            warn!(
-                "nat64 on the XDP data plane runs ONE worker: AF_XDP sockets cannot take \
-                 packets from another queue, so flows cannot be steered to their owner"
-            );
-            n = 1;
-        }
         if n < queues {
             warn!(
                 "the interfaces have {queues} receive queues but only {n} worker(s): packets \
@@ -179,9 +188,11 @@ impl Gateway {
         // The kernel does not check what an AF_XDP socket sends against the
         // interface's MTU: the translator does (RFC 7915 §4 Packet Too Big /
         // Fragmentation Needed), with each side's MTU unless configured.
+        let mut link_mtu = 0;
         for (side, name) in self.interfaces.iter().enumerate() {
             let mtu =
                 nexthop::mtu_of(name).map_err(|e| format!("{name}: cannot read its MTU: {e}"))?;
+            link_mtu = link_mtu.max(mtu);
             let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
             let (key, slot) = if side == 0 {
                 ("ipv6_mtu", &mut cfg.ipv6_mtu)
@@ -210,6 +221,8 @@ impl Gateway {
                 .map_err(|e| format!("{}: cannot read its MAC address: {e}", self.interfaces[1]))?,
         ];
         let ring = (x.frames / 2).max(64);
+        let owner = owner::Owner::new(cfg.nat64.as_ref(), n as u16);
+        let mut handoffs = Self::handoff_rings(&owner, n, link_mtu as usize)?;
         let mut workers = Vec::with_capacity(n);
         let mut mode = None;
         for i in 0..n {
@@ -275,6 +288,7 @@ impl Gateway {
                 failure: self.signals.failure(),
                 nat64,
                 event_log,
+                handoff: handoffs.next(),
             };
             // Fill rings first: the program redirects from the moment it is
             // attached, and a socket with nothing to receive into drops.
@@ -320,6 +334,49 @@ impl Gateway {
             "workers started, one per queue, each pinned to a CPU"
         );
         Ok(())
+    }
+
+    /// Each worker's ends of the handoff rings, one ring per (from, to) pair
+    /// ([`handoff`]); empty when `owner` keeps packets where received.
+    fn handoff_rings(
+        owner: &owner::Owner,
+        n: usize,
+        link_mtu: usize,
+    ) -> Result<impl Iterator<Item = worker::Handoff>, String> {
+        let mut ends = Vec::new();
+        if owner.hands_off() {
+            // A slot takes the longest packet a link delivers (the copy lands
+            // in a frame behind the same headroom as a received one).
+            let max_len =
+                link_mtu.clamp(1280, (xsk::FRAME_SIZE as usize) - worker::COPY_OFFSET - 14);
+            for _ in 0..n {
+                ends.push(worker::Handoff {
+                    owner: owner.clone(),
+                    to: (0..n).map(|_| None).collect(),
+                    from: Vec::with_capacity(n - 1),
+                    doorbell: Arc::new(
+                        handoff::Doorbell::new()
+                            .map_err(|e| format!("cannot create an eventfd: {e}"))?,
+                    ),
+                });
+            }
+            let slots = handoff_slots(n, max_len);
+            for from in 0..n {
+                for to in (0..n).filter(|&t| t != from) {
+                    let (p, c) = handoff::Ring::new(slots, max_len, ends[to].doorbell.clone());
+                    ends[from].to[to] = Some(p);
+                    ends[to].from.push(c);
+                }
+            }
+            info!(
+                workers = n,
+                slots,
+                slot_bytes = max_len,
+                "stateful NAT64 on {n} workers: packets reach the worker owning their state \
+                 through user-space handoff rings"
+            );
+        }
+        Ok(ends.into_iter())
     }
 
     /// The two interfaces, IPv6 side first.
@@ -383,5 +440,19 @@ impl Gateway {
             workers: self.stats.iter().map(|s| s.snapshot()).collect(),
             errors,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handoff_rings_shrink_with_the_square_of_the_workers() {
+        assert_eq!(handoff_slots(2, 1536), 2048);
+        assert_eq!(handoff_slots(4, 1536), 2048);
+        assert_eq!(handoff_slots(8, 1536), 512);
+        assert_eq!(handoff_slots(16, 1536), 256);
+        assert_eq!(handoff_slots(64, 9000), 256);
     }
 }
