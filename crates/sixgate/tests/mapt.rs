@@ -138,6 +138,16 @@ fn stop_all(test: &str, running: Running) -> Option<Stopped> {
             .check_clean()
             .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
         println!("{test}: {what}: {}", stopped.stdout.trim());
+        // A CE's exit line speaks of its NAPT44 in a CE's words.
+        if what.starts_with("CE") {
+            assert!(
+                stopped.stdout.contains("napt44: sessions")
+                    && stopped.stdout.contains("LAN hosts")
+                    && !stopped.stdout.contains("subscribers"),
+                "{test}: {what}: {}",
+                stopped.stdout
+            );
+        }
         if what == "BR" {
             br_stopped = Some(stopped);
         }
