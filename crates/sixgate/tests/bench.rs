@@ -165,7 +165,7 @@ fn stateful_sixgate_nat64_tear_down_is_measured() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     // On a busy machine phase 1 may lose a few; most must be there to delete.
     let deleted: u64 = stdout
-        .split("tear-down rate: ")
+        .split("note: tear-down rate: ")
         .nth(1)
         .and_then(|t| t.split(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no tear-down note:\n{stdout}"));
