@@ -195,7 +195,9 @@ fn control_siit_show_eam_changes_save_and_restart() {
             "{eam}"
         );
         let err = cli_err(sock, &["show", "bib"]);
-        assert!(err.contains("not in nat64 mode"), "{err}");
+        assert!(err.contains("not in nat64 or mapt-ce mode"), "{err}");
+        let err = cli_err(sock, &["session", "flush"]);
+        assert!(err.contains("no sessions to flush"), "{err}");
         // A second daemon on the same socket refuses to start.
         let cfg = std::fs::read_to_string(tr.config_path()).unwrap();
         let dup = tr.config_path().with_file_name("dup.toml");
