@@ -547,7 +547,18 @@ pub mod mapt {
         /// Start the BR in the PLAT's place; ready when the DMR and the rule's
         /// IPv4 prefix are routed into it.
         pub fn start_mapt_br<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
-            start_sixgate_with_config(&self.plat, binary, &br_toml(), &[addr::DMR, addr::RULE_V4])
+            self.start_mapt_br_with(binary, "")
+        }
+
+        /// [`Chain::start_mapt_br`] with `extra` TOML after the BR's configuration
+        /// (e.g. `[daemon]` `workers = 2`).
+        pub fn start_mapt_br_with<'a>(
+            &'a self,
+            binary: &Path,
+            extra: &str,
+        ) -> Result<RunningTranslator<'a>> {
+            let config = format!("{}{extra}", br_toml());
+            start_sixgate_with_config(&self.plat, binary, &config, &[addr::DMR, addr::RULE_V4])
         }
 
         /// Start the first CE in the CLAT's place.

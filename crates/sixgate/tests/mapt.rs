@@ -22,7 +22,9 @@ use std::path::Path;
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
+use common::{
+    SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx, ping,
+};
 use sixgate_netns::chain::mapt::{Customer, addr as maddr};
 use sixgate_netns::chain::{Chain, addr};
 use sixgate_netns::{
@@ -54,6 +56,16 @@ impl Running<'_> {
 /// the CE(s), run `body`, stop every translator (each must stop cleanly), check
 /// the namespaces are gone, and return how the BR stopped (its summary).
 fn with_mapt(test: &str, two: bool, body: impl FnOnce(&Running)) -> Option<Stopped> {
+    with_mapt_br(test, two, "", body)
+}
+
+/// [`with_mapt`] with `br_extra` TOML after the BR's configuration.
+fn with_mapt_br(
+    test: &str,
+    two: bool,
+    br_extra: &str,
+    body: impl FnOnce(&Running),
+) -> Option<Stopped> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
@@ -82,7 +94,7 @@ fn with_mapt(test: &str, two: bool, body: impl FnOnce(&Running)) -> Option<Stopp
     }
     let bin = Path::new(BIN);
     let br = chain
-        .start_mapt_br(bin)
+        .start_mapt_br_with(bin, br_extra)
         .unwrap_or_else(|e| panic!("{test}: BR: {e}"));
     let ce = chain
         .start_mapt_ce(bin)
@@ -388,6 +400,123 @@ fn mapt_br_drops_ports_outside_the_set() {
     assert!(
         stopped.stdout.contains(&want),
         "the BR's summary lacks {want:?}:\n{}",
+        stopped.stdout
+    );
+}
+
+/// UDP echo server: sends every datagram back as it came.
+const UDP_ECHO: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_MTU_DISCOVER = IP_PMTUDISC_DONT: fragment
+s.bind((sys.argv[1], int(sys.argv[2])))
+while True:
+    data, peer = s.recvfrom(65535)
+    s.sendto(data, peer)
+"#;
+
+/// UDP client: `count` one at a time (3000 bytes, up to 3 tries each), then
+/// `count` datagrams of 1500 to 4000 bytes in bursts of 10 without waiting;
+/// prints how many came back intact of each.
+const FRAGMENTED_UDP_CLIENT: &str = r#"
+import socket, sys
+host, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_MTU_DISCOVER = IP_PMTUDISC_DONT: fragment
+s.connect((host, port))
+s.settimeout(2)
+def payload(i, size):
+    return (b"%06d" % i * (size // 6 + 1))[:size]
+one = 0
+for i in range(count):
+    p = payload(i, 3000)
+    for _ in range(3):
+        s.send(p)
+        try:
+            if s.recv(65535) == p:
+                one += 1
+                break
+        except socket.timeout:
+            pass
+want = set()
+got = set()
+for b in range(0, count, 10):
+    for i in range(b, min(b + 10, count)):
+        p = payload(100000 + i, 1500 + (i * 373) % 2500)
+        want.add(p)
+        s.send(p)
+    try:
+        while len(got) < len(want):
+            d = s.recv(65535)
+            if d in want:
+                got.add(d)
+    except socket.timeout:
+        pass
+print(one, len(got))
+"#;
+
+/// RFC 7599 §8 on a BR with two workers: fragmented UDP both ways (the LAN host
+/// and the server each send 1500 to 4000-byte datagrams, fragmented at the
+/// sender) gets through, and no later fragment reaches a worker without its
+/// first (`fragment_untracked`): the steering program sends every fragment of a
+/// datagram to one worker.
+#[test]
+fn mapt_br_two_workers_fragmented_udp_both_ways() {
+    const TEST: &str = "mapt_br_two_workers_fragmented_udp_both_ways";
+    const PORT: u16 = 7009;
+    const COUNT: usize = 60;
+    let stopped = with_mapt_br(TEST, false, "[daemon]\nworkers = 2\n", |r| {
+        assert!(
+            r.br.log().contains("steering program attached"),
+            "the BR did not steer:\n{}",
+            r.br.log()
+        );
+        let _server = r
+            .chain
+            .server
+            .spawn(
+                "python3",
+                ["-c", UDP_ECHO, &addr::SERVER.to_string(), &PORT.to_string()],
+            )
+            .unwrap();
+        r.chain
+            .server
+            .wait_listening(Proto::Udp, PORT, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let out = r
+            .chain
+            .client
+            .run_timeout(
+                "python3",
+                [
+                    "-c",
+                    FRAGMENTED_UDP_CLIENT,
+                    &addr::SERVER.to_string(),
+                    &PORT.to_string(),
+                    &COUNT.to_string(),
+                ],
+                Duration::from_secs(120),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<usize> = out.split_whitespace().map(|n| n.parse().unwrap()).collect();
+        println!(
+            "{TEST}: echoed intact: {} of {COUNT} one at a time, {} of {COUNT} in bursts",
+            got[0], got[1]
+        );
+        assert_eq!(got[0], COUNT, "one at a time");
+        // Bursts may lose a datagram to a full queue, never most of them.
+        assert!(got[1] >= COUNT * 9 / 10, "bursts: {} of {COUNT}", got[1]);
+    });
+    let Some(stopped) = stopped else { return };
+    // The datagrams' IDs and the flows' ports spread them over both workers.
+    let rx = per_worker_rx(&stopped);
+    assert!(
+        rx.len() == 2 && rx.iter().all(|&n| n > 0),
+        "per worker: {rx:?}"
+    );
+    assert!(
+        !stopped.stdout.contains("fragment_untracked"),
+        "the BR dropped later fragments:\n{}",
         stopped.stdout
     );
 }
