@@ -590,9 +590,34 @@ fn measure_on(
                 }
                 let conntrack = matches!(dut.preset, Preset::Nat44 | Preset::TaygaNat44);
                 let dut_ns = bed.duts.last().expect("a DUT namespace");
+                // A stateful sixgate deletes its sessions on `sixgate session
+                // flush` (docs/control.md), through its API socket.
+                let api = dut
+                    .api_socket()
+                    .filter(|_| dut.traffic.stateful)
+                    .map(Path::to_owned);
+                let sixgate_flush = |ns: &sixgate_netns::Netns, sock: &Path| -> u64 {
+                    let sock = sock.to_string_lossy();
+                    ns.run(
+                        &sixgate.to_string_lossy(),
+                        ["session", "flush", "--socket", &*sock],
+                    )
+                    .ok()
+                    .and_then(|out| {
+                        out.trim()
+                            .strip_prefix("flushed ")?
+                            .split(' ')
+                            .next()?
+                            .parse()
+                            .ok()
+                    })
+                    .unwrap_or(0)
+                };
                 let mut flush = || -> std::io::Result<()> {
                     if conntrack {
                         let _ = dut_ns.run("conntrack", ["-F"]);
+                    } else if let Some(sock) = &api {
+                        sixgate_flush(dut_ns, sock);
                     }
                     Ok(())
                 };
@@ -641,6 +666,29 @@ fn measure_on(
                     }
                     st.notes.push(format!(
                         "tear-down rate: {entries} conntrack entries (of {n} connections) deleted with `conntrack -F` in {:.1} ms, less {:.1} ms for an empty table",
+                        full.as_secs_f64() * 1e3,
+                        empty.as_secs_f64() * 1e3
+                    ));
+                    tester.forget();
+                } else if let Some(sock) = &api {
+                    // RFC 9693 §4.3 on sixgate: phase 1 opens N sessions,
+                    // `sixgate session flush` deletes them on every worker;
+                    // less the same command on an empty table (process
+                    // start-up and the API round trip).
+                    flush()?;
+                    let (n, _) = tester.phase1(size, a.phase1_rate)?;
+                    let t0 = Instant::now();
+                    let sessions = sixgate_flush(dut_ns, sock);
+                    let full = t0.elapsed();
+                    let t1 = Instant::now();
+                    sixgate_flush(dut_ns, sock);
+                    let empty = t1.elapsed();
+                    let work = full.saturating_sub(empty).as_secs_f64();
+                    if sessions > 0 && work > 0.0 {
+                        st.teardown_rate = Some(sessions as f64 / work);
+                    }
+                    st.notes.push(format!(
+                        "tear-down rate: {sessions} sessions (of {n} connections) deleted with `sixgate session flush` in {:.1} ms, less {:.1} ms for an empty table",
                         full.as_secs_f64() * 1e3,
                         empty.as_secs_f64() * 1e3
                     ));

@@ -235,6 +235,12 @@ impl<'a> RunningDut<'a> {
         Ok(())
     }
 
+    /// The API socket of the sixgate DUT (the last one started: in the dual
+    /// bed, the stateful second DUT); `None` for the other presets.
+    pub fn api_socket(&self) -> Option<&Path> {
+        self.sixgates.last().and_then(|t| t.api_socket())
+    }
+
     fn sixgate(
         &mut self,
         ns: &'a Netns,

@@ -135,6 +135,57 @@ fn bed_up_and_down_leave_no_namespace() {
     }
 }
 
+/// RFC 9693 §4.3 against sixgate NAT64: phase 1 opens 2000 sessions and
+/// `sixgate session flush`, through the DUT's API socket, deletes them all;
+/// a rate is given (its size is not judged).
+#[test]
+fn stateful_sixgate_nat64_tear_down_is_measured() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("fltd");
+    let dir = std::env::temp_dir().join(format!("sgb-fltd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("td.json");
+    let config = repo().join("bench/configs/nat64.toml");
+    let out = bench(&[
+        "stateful",
+        "--name",
+        &name,
+        "--dut",
+        "sixgate",
+        "--config",
+        &config.to_string_lossy(),
+        "--no-establishment",
+        "--no-throughput",
+        "--connections",
+        "2000",
+        "--phase1-rate",
+        "5000",
+        "--behind-limit",
+        "100",
+        "--quiet",
+        "--json",
+        &json.to_string_lossy(),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "sixgate bench stateful failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // On a busy machine phase 1 may lose a few; most must be there to delete.
+    let deleted: u64 = stdout
+        .split("note: tear-down rate: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no tear-down note:\n{stdout}"));
+    assert!(deleted > 1000, "{stdout}");
+    assert!(
+        stdout.contains("sessions (of 2000 connections) deleted with `sixgate session flush`"),
+        "{stdout}"
+    );
+    assert!(namespaces_of(&name).is_empty(), "namespaces left behind");
+}
+
 #[test]
 fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
     if !can_run() {
