@@ -27,12 +27,13 @@ use sixgate_config::{Loaded, ZeroCopy};
 use sixgate_core::{Scratch, Translator};
 use sixgate_tun::control::{Signals, pipe};
 use sixgate_tun::stats::WorkerStats;
-use sixgate_tun::{IoCounters, Report, SetupError, Snapshot, Stop, system};
+use sixgate_tun::{IoCounters, Live, Report, SetupError, Snapshot, Stop, pool4_default, system};
 use tracing::{info, warn};
 
 pub mod kernel_path;
 pub mod netlink;
 pub mod nexthop;
+pub mod plane;
 pub mod program;
 mod worker;
 pub mod xsk;
@@ -48,6 +49,8 @@ pub struct Gateway {
     stop_flag: Arc<AtomicBool>,
     stop_wr: Option<OwnedFd>,
     signals: Signals,
+    /// The control plane's handle, once the workers are built.
+    live: Option<Arc<Live>>,
 }
 
 fn ifindex(name: &str, key: &str) -> Result<u32, String> {
@@ -83,20 +86,26 @@ impl Gateway {
     fn setup(loaded: &Loaded) -> Result<Gateway, String> {
         let x = &loaded.xdp;
         let mut cfg = loaded.config.clone();
-        if cfg.mapt.is_some() {
-            return Err(
-                "dataplane = \"xdp\" does not run MAP-T yet (mode \"mapt-br\" or \"mapt-ce\"); \
-                 expected dataplane = \"tun\" for MAP-T"
-                    .to_owned(),
-            );
-        }
-        if cfg.nat64.as_ref().is_some_and(|n| n.pool4.is_empty()) {
-            return Err(
-                "dataplane = \"xdp\" needs an explicit [nat64] pool4: the default pool4 \
-                        (the gateway's own address) is only supported on the TUN data plane"
-                    .to_owned(),
-            );
-        }
+        // The default pool4 (no pool4 key): the gateway's own IPv4 address, its
+        // ports 61001-65535 only (the program passes the rest to the host).
+        let default_pool4 = match &mut cfg.nat64 {
+            Some(nat) if nat.pool4.is_empty() => {
+                let a = pool4_default::gateway_address()?;
+                info!(
+                    address = %a,
+                    "nat64: no pool4 configured; pool4 is the gateway's own address, ports \
+                     and ICMP identifiers {}-{} (the XDP program hands the host the rest)",
+                    pool4_default::PORTS.first,
+                    pool4_default::PORTS.last
+                );
+                if let Some(w) = pool4_default::local_port_range_overlap() {
+                    warn!("nat64: {w}");
+                }
+                nat.pool4 = vec![pool4_default::entry(a)];
+                Some(a)
+            }
+            _ => None,
+        };
         let user = match &loaded.daemon.user {
             Some(name) => Some((name.clone(), system::lookup_user(name)?)),
             None => None,
@@ -125,6 +134,14 @@ impl Gateway {
             );
             n = 1;
         }
+        // A MAP-T CE's NAPT44 is stateful: its tables live in one worker.
+        if n > 1 && cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()) {
+            warn!(
+                "mapt-ce: the NAPT44 tables belong to one worker and AF_XDP cannot steer a \
+                 flow's packets to it; running ONE worker instead of {n}"
+            );
+            n = 1;
+        }
         if n < queues {
             warn!(
                 "the interfaces have {queues} receive queues but only {n} worker(s): packets \
@@ -144,8 +161,19 @@ impl Gateway {
             stop_flag: Arc::new(AtomicBool::new(false)),
             stop_wr: Some(stop_wr),
             signals,
+            live: None,
         };
-        match gw.build(loaded, &mut cfg, [if6, if4], n, &cpus, user, stop_rd) {
+        let built = gw.build(
+            loaded,
+            &mut cfg,
+            default_pool4,
+            [if6, if4],
+            n,
+            &cpus,
+            user,
+            stop_rd,
+        );
+        match built {
             Ok(()) => Ok(gw),
             Err(e) => {
                 let _ = gw.stop();
@@ -159,6 +187,7 @@ impl Gateway {
         &mut self,
         loaded: &Loaded,
         cfg: &mut sixgate_core::Config,
+        default_pool4: Option<std::net::Ipv4Addr>,
         ifindexes: [u32; 2],
         n: usize,
         cpus: &[usize],
@@ -173,6 +202,7 @@ impl Gateway {
             dst.local_v4.extend(v4);
             dst.local_v6.extend(v6);
         }
+        dst.pool4_default = default_pool4;
         for name in &self.interfaces {
             self.programs.push(Program::load(name, &dst)?);
         }
@@ -197,7 +227,11 @@ impl Gateway {
         if let Some(nat) = &mut cfg.nat64 {
             nat.hash_key = system::random_u64();
         }
-        let nat64 = cfg.nat64.is_some();
+        if let Some(m) = &mut cfg.mapt {
+            m.hash_key = system::random_u64();
+        }
+        // Stateful: NAT64, or a MAP-T CE's NAPT44; their timers run.
+        let nat64 = cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
         let event_log = cfg
             .nat64
             .as_ref()
@@ -209,6 +243,24 @@ impl Gateway {
             nexthop::mac_of(&self.interfaces[1])
                 .map_err(|e| format!("{}: cannot read its MAC address: {e}", self.interfaces[1]))?,
         ];
+        // The control plane: runtime changes edit the programs' tries (not
+        // those of a CLAT or a MAP-T CE, whose destinations are their own).
+        let tries = self
+            .programs
+            .iter_mut()
+            .filter_map(Program::take_tries)
+            .collect();
+        let follow = loaded.clat.is_none() && !cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
+        let stats: Vec<Arc<WorkerStats>> = (0..n).map(|_| Arc::default()).collect();
+        let (live, followers) = Live::new(
+            cfg.clone(),
+            stats.clone(),
+            Box::new(plane::XdpPlane::new(tries, &dst, follow)),
+            default_pool4,
+        )
+        .map_err(|e| format!("cannot create the control channels: {e}"))?;
+        self.live = Some(live);
+        let mut followers = followers.into_iter();
         let ring = (x.frames / 2).max(64);
         let mut workers = Vec::with_capacity(n);
         let mut mode = None;
@@ -252,7 +304,7 @@ impl Gateway {
                     .rev()
                     .map(|f| f * u64::from(xsk::FRAME_SIZE)),
             );
-            let s = Arc::new(WorkerStats::default());
+            let s = stats[i].clone();
             let mut w = worker::Worker {
                 index: i,
                 cpu: (!cpus.is_empty()).then(|| cpus[i % cpus.len()]),
@@ -275,6 +327,7 @@ impl Gateway {
                 failure: self.signals.failure(),
                 nat64,
                 event_log,
+                follower: followers.next().ok_or("a follower per worker")?,
             };
             // Fill rings first: the program redirects from the moment it is
             // attached, and a socket with nothing to receive into drops.
@@ -325,6 +378,12 @@ impl Gateway {
     /// The two interfaces, IPv6 side first.
     pub fn interfaces(&self) -> &[String; 2] {
         &self.interfaces
+    }
+
+    /// The control plane's handle: configuration changes, table listings,
+    /// counters ([`sixgate_tun::live`]).
+    pub fn live(&self) -> Option<Arc<Live>> {
+        self.live.clone()
     }
 
     /// Number of workers.
