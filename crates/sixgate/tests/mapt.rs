@@ -10,6 +10,10 @@
 //! cargo test -p sixgate --test mapt -- --nocapture
 //! ```
 //!
+//! Each test runs on every data plane (BR and CE on TUN, then both on XDP,
+//! `TEST[tun]`, `TEST[xdp]`) unless `SIXGATE_E2E_DATAPLANE` names some, as the
+//! e2e suite does.
+//!
 //! Skips (printing `skipped: <test>: <reason>` and passing) only when the machine
 //! cannot make namespaces; missing tools (ping, curl, python3, iperf3) are
 //! failures. Tests take turns (the shared `SERIAL` lock).
@@ -26,7 +30,8 @@ use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, p
 use sixgate_netns::chain::mapt::{Customer, addr as maddr};
 use sixgate_netns::chain::{Chain, addr};
 use sixgate_netns::{
-    Proto, RunningTranslator, ScratchDir, Stopped, check_host, cleanup_stale, list_namespaces,
+    Dataplane, ENV_DATAPLANE, Proto, RunningTranslator, ScratchDir, Stopped, check_host,
+    cleanup_stale, list_namespaces,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
@@ -50,10 +55,36 @@ impl Running<'_> {
     }
 }
 
+/// The data planes to test on: those `SIXGATE_E2E_DATAPLANE` names, or all.
+fn dataplanes() -> Vec<Dataplane> {
+    match std::env::var(ENV_DATAPLANE) {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|d| Dataplane::parse(d.trim()).unwrap_or_else(|e| panic!("{e}")))
+            .collect(),
+        _ => Dataplane::ALL.to_vec(),
+    }
+}
+
+/// [`with_mapt_on`] on each data plane of [`dataplanes`]; how the BR stopped on
+/// each (empty when skipped).
+fn with_mapt(test: &str, two: bool, body: impl Fn(&Running)) -> Vec<Stopped> {
+    dataplanes()
+        .into_iter()
+        .filter_map(|d| with_mapt_on(&format!("{test}[{}]", d.name()), d, two, &body))
+        .collect()
+}
+
 /// Build the MAP-T chain (with the second customer if `two`), start the BR and
-/// the CE(s), run `body`, stop every translator (each must stop cleanly), check
-/// the namespaces are gone, and return how the BR stopped (its summary).
-fn with_mapt(test: &str, two: bool, body: impl FnOnce(&Running)) -> Option<Stopped> {
+/// the CE(s) on `dataplane`, run `body`, stop every translator (each must stop
+/// cleanly), check the namespaces are gone, and return how the BR stopped (its
+/// summary).
+fn with_mapt_on(
+    test: &str,
+    dataplane: Dataplane,
+    two: bool,
+    body: &impl Fn(&Running),
+) -> Option<Stopped> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
@@ -82,14 +113,14 @@ fn with_mapt(test: &str, two: bool, body: impl FnOnce(&Running)) -> Option<Stopp
     }
     let bin = Path::new(BIN);
     let br = chain
-        .start_mapt_br(bin)
+        .start_mapt_br_on(bin, dataplane)
         .unwrap_or_else(|e| panic!("{test}: BR: {e}"));
     let ce = chain
-        .start_mapt_ce(bin)
+        .start_mapt_ce_on(bin, dataplane)
         .unwrap_or_else(|e| panic!("{test}: CE: {e}"));
     let second = customer.as_ref().map(|c| {
         let t = c
-            .start_ce(bin)
+            .start_ce_on(bin, dataplane)
             .unwrap_or_else(|e| panic!("{test}: CE 2: {e}"));
         (c, t)
     });
@@ -327,11 +358,12 @@ fn mapt_br_drops_ports_outside_the_set() {
         // The CE still works.
         ping(&r.chain.client, &addr::SERVER.to_string(), 1);
     });
-    let Some(stopped) = stopped else { return };
     let want = format!("mapt_source_outside_port_set {SPOOFED}");
-    assert!(
-        stopped.stdout.contains(&want),
-        "the BR's summary lacks {want:?}:\n{}",
-        stopped.stdout
-    );
+    for stopped in stopped {
+        assert!(
+            stopped.stdout.contains(&want),
+            "the BR's summary lacks {want:?}:\n{}",
+            stopped.stdout
+        );
+    }
 }
