@@ -5,12 +5,14 @@
 //! the interfaces' own addresses, other destinations, ARP, Neighbour Discovery
 //! and runts `XDP_PASS`. The default pool4's address (the host's own)
 //! redirects only its ports and identifiers; the tries edited while the
-//! program runs (a runtime change) take effect at once.
+//! program runs (a runtime change through the plane) take effect at once.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use aya::programs::{TestRun, TestRunOptions};
 use sixgate_testkit::{Ip4, Ip6};
+use sixgate_tun::live::Plane;
+use sixgate_xdp::plane::XdpPlane;
 use sixgate_xdp::program::{Destinations, Program};
 use sixgate_xdp::xsk::{Bind, Umem, Xsk};
 
@@ -241,8 +243,25 @@ fn run() {
         assert_eq!(got, want, "{what}");
     }
 
-    // A runtime change: the tries edited under the running program.
-    let mut tries = prog.take_tries().expect("the tries");
+    // A runtime change (docs/control.md): the plane edits the tries under the
+    // running program. A new EAM entry is redirected at once, a removed one
+    // no more; the host's own addresses and the default pool4's keep their
+    // values, even when a change names them.
+    let cfg = |eam: &str, pool4: &str| {
+        let text = format!(
+            "[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/96\"\n\
+             eam = [{eam}]\n{pool4}"
+        );
+        sixgate_config::parse(&text, "t.toml")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .config
+    };
+    let first = r#"{ ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" }"#;
+    let more = r#", { ipv4 = "192.0.2.96/28", ipv6 = "2001:db8:7::/124" },
+                  { ipv4 = "198.51.100.1/32", ipv6 = "2001:db8:8::1/128" }"#;
+    let (old, new) = (cfg(first, ""), cfg(&format!("{first}{more}"), ""));
+    let tries = vec![prog.take_tries().expect("the tries")];
+    let mut plane = XdpPlane::new(tries, &dst, true);
     let run = |f: &[u8]| {
         prog.program()
             .test_run(TestRunOptions {
@@ -256,33 +275,25 @@ fn run() {
         0x0800,
         &Ip4::new(h4, Ipv4Addr::new(192, 0, 2, 99)).udp(1, 2, 8),
     );
-    let new6 = frame(
-        0x86dd,
-        &Ip6::new(out6, "2001:db8:7::1".parse().unwrap()).udp(1, 2, 8),
+    let own_port = frame(0x0800, &Ip4::new(h4, own).tcp(80, 41000, 8));
+    let mut warn = Vec::new();
+    assert_eq!((run(&elsewhere), run(&own_port)), (XDP_PASS, XDP_PASS));
+    plane.apply(&old, &new, &mut warn).unwrap();
+    assert_eq!(
+        (run(&elsewhere), run(&own_port)),
+        (XDP_REDIRECT, XDP_PASS),
+        "after eam add"
     );
-    tries
-        .set_v4(
-            Ipv4Addr::new(192, 0, 2, 96),
-            28,
-            sixgate_xdp::program::TRANSLATE,
-        )
-        .unwrap();
-    tries
-        .set_v6(
-            "2001:db8:7::".parse().unwrap(),
-            120,
-            sixgate_xdp::program::TRANSLATE,
-        )
-        .unwrap();
-    assert_eq!((run(&elsewhere), run(&new6)), (XDP_REDIRECT, XDP_REDIRECT));
-    tries.remove_v4(Ipv4Addr::new(192, 0, 2, 96), 28).unwrap();
-    tries
-        .remove_v6("2001:db8:7::".parse().unwrap(), 120)
-        .unwrap();
-    tries
-        .remove_v6("2001:db8:7::".parse().unwrap(), 120)
-        .unwrap();
-    assert_eq!((run(&elsewhere), run(&new6)), (XDP_PASS, XDP_PASS));
+    plane.apply(&new, &old, &mut warn).unwrap();
+    assert!(warn.is_empty(), "{warn:?}");
+    assert_eq!(
+        (run(&elsewhere), run(&own_port)),
+        (XDP_PASS, XDP_PASS),
+        "after eam remove"
+    );
+    // The default pool4's ports still go to sixgate.
+    let pool4_port = frame(0x0800, &Ip4::new(h4, own).tcp(80, 61001, 8));
+    assert_eq!(run(&pool4_port), XDP_REDIRECT);
 }
 
 /// A sixgate program left on an interface by a crashed run (attached the old
