@@ -401,13 +401,15 @@ impl Follower {
     }
 
     /// Take a new configuration and answer questions. `now_ns` is the worker's
-    /// clock; the translator state stays the worker's own.
-    pub fn follow(&mut self, p: &mut impl Follows, now_ns: u64) {
+    /// clock; the translator state stays the worker's own. True when the
+    /// configuration changed (for what the worker built on it).
+    pub fn follow(&mut self, p: &mut impl Follows, now_ns: u64) -> bool {
         // Pairs with the Release bumps: what was stored before them is seen.
         self.seen = self.live.generation.load(Ordering::Acquire);
         self.drain_wake();
         let g = self.live.config_generation.load(Ordering::Acquire);
-        if g != self.seen_config {
+        let changed = g != self.seen_config;
+        if changed {
             let cfg = self.live.config.load_full();
             if let Err(e) = p.reconfigure(cfg) {
                 // check() ran before the store: not expected.
@@ -440,6 +442,7 @@ impl Follower {
             };
             let _ = r.reply.try_send(chunk);
         }
+        changed
     }
 }
 

@@ -73,6 +73,12 @@ pub struct IoCounters {
     /// XDP data plane: packets that could not be handed to the kernel either
     /// (dropped, `no_route`). Always 0 on TUN.
     pub no_route: u64,
+    /// XDP data plane: received packets handed to the worker that owns them
+    /// (stateful NAT64 with several workers). Always 0 on TUN.
+    pub handoff: u64,
+    /// XDP data plane: packets for another worker dropped because its ring
+    /// was full (or the packet longer than a slot). Always 0 on TUN.
+    pub handoff_full: u64,
 }
 
 impl IoCounters {
@@ -92,6 +98,8 @@ impl IoCounters {
         self.offload_dropped += o.offload_dropped;
         self.to_kernel += o.to_kernel;
         self.no_route += o.no_route;
+        self.handoff += o.handoff;
+        self.handoff_full += o.handoff_full;
     }
 }
 

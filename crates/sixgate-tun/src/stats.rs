@@ -18,7 +18,7 @@ use crate::pipeline::IoCounters;
 pub struct WorkerStats {
     core: [AtomicU64; 8],
     dropped: [AtomicU64; DropReason::COUNT],
-    io: [AtomicU64; 14],
+    io: [AtomicU64; 16],
     /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
     /// batch: they change slowly and are bigger than a few counters.
     nat64: Mutex<Option<nat64::Stats>>,
@@ -96,7 +96,7 @@ impl Snapshot {
             c.hairpinned,
             c.fragments_out,
             c.icmp_generated,
-            c.total_drops() + io.offload_dropped + io.rx_truncated + io.no_route,
+            c.total_drops() + io.offload_dropped + io.rx_truncated + io.no_route + io.handoff_full,
         );
         let reasons: Vec<String> = DropReason::ALL
             .iter()
@@ -105,6 +105,7 @@ impl Snapshot {
             .chain((io.offload_dropped > 0).then(|| format!("offload {}", io.offload_dropped)))
             .chain((io.rx_truncated > 0).then(|| format!("truncated {}", io.rx_truncated)))
             .chain((io.no_route > 0).then(|| format!("no_route {}", io.no_route)))
+            .chain((io.handoff_full > 0).then(|| format!("handoff_full {}", io.handoff_full)))
             .collect();
         if !reasons.is_empty() {
             s.push_str(&format!(" ({})", reasons.join(", ")));
@@ -115,6 +116,9 @@ impl Snapshot {
         ));
         if io.to_kernel > 0 {
             s.push_str(&format!("; to kernel {}", io.to_kernel));
+        }
+        if io.handoff > 0 {
+            s.push_str(&format!("; handed to owner {}", io.handoff));
         }
         s
     }
@@ -180,6 +184,8 @@ impl WorkerStats {
             io.offload_dropped,
             io.to_kernel,
             io.no_route,
+            io.handoff,
+            io.handoff_full,
         ];
         for (a, v) in self.io.iter().zip(io) {
             a.store(v, Relaxed);
@@ -194,7 +200,7 @@ impl WorkerStats {
     /// Read the last published counters (any thread).
     pub fn snapshot(&self) -> Snapshot {
         let core: [u64; 8] = std::array::from_fn(|i| self.core[i].load(Relaxed));
-        let io: [u64; 14] = std::array::from_fn(|i| self.io[i].load(Relaxed));
+        let io: [u64; 16] = std::array::from_fn(|i| self.io[i].load(Relaxed));
         Snapshot {
             core: Counters {
                 translated_6to4: core[0],
@@ -222,6 +228,8 @@ impl WorkerStats {
                 offload_dropped: io[11],
                 to_kernel: io[12],
                 no_route: io[13],
+                handoff: io[14],
+                handoff_full: io[15],
             },
             nat64: *self.nat64.lock().unwrap_or_else(|p| p.into_inner()),
         }
@@ -261,6 +269,8 @@ mod tests {
             offload_dropped: 22,
             to_kernel: 23,
             no_route: 24,
+            handoff: 25,
+            handoff_full: 26,
         };
         let s = WorkerStats::default();
         s.publish(&c, &io);
@@ -275,6 +285,8 @@ mod tests {
         assert!(line.contains("translated 6to4 1 4to6 2"), "{line}");
         assert!(line.contains("malformed 100"), "{line}");
         assert!(line.contains("offload 22"), "{line}");
+        assert!(line.contains("handoff_full 26"), "{line}");
+        assert!(line.contains("handed to owner 25"), "{line}");
         assert!(!line.contains('\n'));
     }
 }

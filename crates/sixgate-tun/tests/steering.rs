@@ -8,7 +8,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use aya::programs::{TestRun, TestRunOptions};
-use sixgate_core::nat64::steering::{port_owner, subscriber_worker};
+use sixgate_core::nat64::steering::{PacketOwner, port_owner, subscriber_worker};
 use sixgate_core::nat64::{Nat64Config, Proto, StaticBib};
 use sixgate_testkit::{Ip4, Ip6, L4, Summary};
 use sixgate_tun::steering::{Params, Steering};
@@ -250,6 +250,16 @@ fn bpf_program_and_rust_functions_pick_the_same_worker() {
             ..Nat64Config::default()
         };
         let p = Params::new(&cfg, workers);
+        // The user-space copy (the XDP workers' handoff) agrees too, with or
+        // without the right to load the program.
+        let owner = PacketOwner::new(&cfg, workers);
+        let mut rr = Rng(r.0);
+        for _ in 0..120 {
+            let pkt = packet(&mut rr, &cfg.static_bib);
+            let summary = sixgate_testkit::check(&pkt).expect("a good packet");
+            let want = expected(&summary, &cfg, workers);
+            assert_eq!(owner.of(&pkt), want, "PacketOwner: {summary:?}");
+        }
         let Some(steering) = load_or_skip(&p) else {
             return;
         };
@@ -312,6 +322,8 @@ fn truncated_and_unknown_packets_go_to_queue_zero() {
             })
             .map(|r| r.return_value);
         assert!(matches!(got, Ok(0)), "{pkt:02x?}: {got:?}");
+        let owner = PacketOwner::new(&Nat64Config::default(), 4);
+        assert_eq!(owner.of(pkt), 0, "PacketOwner: {pkt:02x?}");
     }
 }
 

@@ -11,7 +11,9 @@
 //! Workers translate in place and transmit on the other interface's socket,
 //! addressing frames from the kernel's route and neighbour tables
 //! ([`nexthop`], [`netlink`]); what cannot go out directly goes through the
-//! kernel ([`kernel_path`]). [`Gateway::stop`] detaches the programs first (the
+//! kernel ([`kernel_path`]). A packet that another worker owns ([`owner`]:
+//! stateful NAT64's subscriber or port group) is handed to it through a
+//! user-space ring ([`handoff`]). [`Gateway::stop`] detaches the programs first (the
 //! kernel then handles every packet again), then stops the workers.
 //!
 //! The counters, the signal handling ([`sixgate_tun::control`]), [`Stop`] and
@@ -30,15 +32,20 @@ use sixgate_tun::stats::WorkerStats;
 use sixgate_tun::{IoCounters, Live, Report, SetupError, Snapshot, Stop, pool4_default, system};
 use tracing::{info, warn};
 
+pub mod handoff;
 pub mod kernel_path;
 pub mod netlink;
 pub mod nexthop;
+pub mod owner;
 pub mod plane;
 pub mod program;
 mod worker;
 pub mod xsk;
 
 use program::{Destinations, Program};
+
+/// Slots of each handoff ring (one per pair of workers).
+const HANDOFF_SLOTS: u32 = 512;
 
 /// The running XDP gateway.
 pub struct Gateway {
@@ -125,15 +132,6 @@ impl Gateway {
             );
             n = queues;
         }
-        if cfg.nat64.is_some() && n > 1 {
-            // An AF_XDP socket only receives from its own queue: a packet cannot
-            // be steered to the worker owning its state (docs/xdp.md).
-            warn!(
-                "nat64 on the XDP data plane runs ONE worker: AF_XDP sockets cannot take \
-                 packets from another queue, so flows cannot be steered to their owner"
-            );
-            n = 1;
-        }
         // A MAP-T CE's NAPT44 is stateful: its tables live in one worker.
         if n > 1 && cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()) {
             warn!(
@@ -209,9 +207,11 @@ impl Gateway {
         // The kernel does not check what an AF_XDP socket sends against the
         // interface's MTU: the translator does (RFC 7915 §4 Packet Too Big /
         // Fragmentation Needed), with each side's MTU unless configured.
+        let mut link_mtu = 0;
         for (side, name) in self.interfaces.iter().enumerate() {
             let mtu =
                 nexthop::mtu_of(name).map_err(|e| format!("{name}: cannot read its MTU: {e}"))?;
+            link_mtu = link_mtu.max(mtu);
             let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
             let (key, slot) = if side == 0 {
                 ("ipv6_mtu", &mut cfg.ipv6_mtu)
@@ -262,6 +262,8 @@ impl Gateway {
         self.live = Some(live);
         let mut followers = followers.into_iter();
         let ring = (x.frames / 2).max(64);
+        let owner = owner::Owner::new(cfg.nat64.as_ref(), n as u16);
+        let mut handoffs = Self::handoff_rings(&owner, n, link_mtu as usize)?;
         let mut workers = Vec::with_capacity(n);
         let mut mode = None;
         for i in 0..n {
@@ -327,6 +329,7 @@ impl Gateway {
                 failure: self.signals.failure(),
                 nat64,
                 event_log,
+                handoff: handoffs.next(),
                 follower: followers.next().ok_or("a follower per worker")?,
             };
             // Fill rings first: the program redirects from the moment it is
@@ -373,6 +376,49 @@ impl Gateway {
             "workers started, one per queue, each pinned to a CPU"
         );
         Ok(())
+    }
+
+    /// Each worker's ends of the handoff rings, one ring per (from, to) pair
+    /// ([`handoff`]); empty when `owner` keeps packets where received.
+    fn handoff_rings(
+        owner: &owner::Owner,
+        n: usize,
+        link_mtu: usize,
+    ) -> Result<impl Iterator<Item = worker::Handoff>, String> {
+        let mut ends = Vec::new();
+        if owner.hands_off() {
+            // A slot takes the longest packet a link delivers (the copy lands
+            // in a frame behind the same headroom as a received one).
+            let max_len =
+                link_mtu.clamp(1280, (xsk::FRAME_SIZE as usize) - worker::COPY_OFFSET - 14);
+            for _ in 0..n {
+                ends.push(worker::Handoff {
+                    owner: owner.clone(),
+                    to: (0..n).map(|_| None).collect(),
+                    from: Vec::with_capacity(n - 1),
+                    doorbell: Arc::new(
+                        handoff::Doorbell::new()
+                            .map_err(|e| format!("cannot create an eventfd: {e}"))?,
+                    ),
+                });
+            }
+            for from in 0..n {
+                for to in (0..n).filter(|&t| t != from) {
+                    let (p, c) =
+                        handoff::Ring::new(HANDOFF_SLOTS, max_len, ends[to].doorbell.clone());
+                    ends[from].to[to] = Some(p);
+                    ends[to].from.push(c);
+                }
+            }
+            info!(
+                workers = n,
+                slots = HANDOFF_SLOTS,
+                slot_bytes = max_len,
+                "stateful NAT64 on {n} workers: packets reach the worker owning their state \
+                 through user-space handoff rings"
+            );
+        }
+        Ok(ends.into_iter())
     }
 
     /// The two interfaces, IPv6 side first.

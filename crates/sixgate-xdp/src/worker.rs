@@ -8,8 +8,15 @@
 //! queue the same frame on the tx ring of the interface the route leaves by.
 //! Then, once per socket: publish the tx ring (one `sendto` in copy mode),
 //! collect completed frames, top the fill rings up. Only an idle worker sleeps,
-//! in `poll` on both sockets and the stop pipe. Outputs that are not the input
-//! frame (fragments, ICMP errors, timer output) are copied into free frames.
+//! in `poll` on both sockets, its handoff doorbell and the stop pipe. Outputs
+//! that are not the input frame (fragments, ICMP errors, timer output) are
+//! copied into free frames.
+//!
+//! With several workers and per-worker state (stateful NAT64), a received
+//! packet another worker owns ([`Owner`]) is copied into that worker's
+//! [`handoff`](crate::handoff) ring instead of translated; each round a worker
+//! also takes what the others handed it, copies each packet into a free frame
+//! of its own and translates it as if received.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -25,8 +32,10 @@ use sixgate_tun::live::Follower;
 use sixgate_tun::pipeline::TICK_NS;
 use sixgate_tun::stats::WorkerStats;
 
+use crate::handoff::{Consumer, Doorbell, Producer};
 use crate::kernel_path::KernelPath;
 use crate::nexthop::{Hop, NextHops};
+use crate::owner::Owner;
 use crate::xsk::{FRAME_SIZE, Umem, Xsk};
 
 /// Most frames taken from one rx ring per round.
@@ -34,7 +43,7 @@ pub const BATCH: u32 = 64;
 /// Ethernet header length (no VLAN tag).
 const ETH: usize = 14;
 /// Where copied packets start in a free frame: as far in as received ones.
-const COPY_OFFSET: usize = 256;
+pub(crate) const COPY_OFFSET: usize = 256;
 /// Longest sleep: the timers' period.
 const TICK_MS: i32 = (TICK_NS / 1_000_000) as i32;
 
@@ -142,6 +151,39 @@ impl Io {
     }
 }
 
+/// One worker's ends of the handoff rings (none with one worker, or in a
+/// stateless mode).
+pub(crate) struct Handoff {
+    /// Who translates what.
+    pub owner: Owner,
+    /// Ring to each other worker, by index (`None` at this worker's own).
+    pub to: Vec<Option<Producer>>,
+    /// Rings from the other workers.
+    pub from: Vec<Consumer>,
+    /// Rung by the others when they hand this worker packets.
+    pub doorbell: std::sync::Arc<Doorbell>,
+}
+
+impl Handoff {
+    /// Hand IP packet `ip` to worker `to`: counted as handed over, or as a
+    /// drop when its ring is full.
+    fn give(&mut self, to: u16, ip: &[u8], io: &mut IoCounters) {
+        let ring = self.to.get_mut(usize::from(to)).and_then(Option::as_mut);
+        if ring.is_some_and(|p| p.push(ip)) {
+            io.handoff += 1;
+        } else {
+            io.handoff_full += 1;
+        }
+    }
+
+    /// Make this round's packets visible to their owners.
+    fn publish(&mut self) {
+        for p in self.to.iter_mut().flatten() {
+            p.publish();
+        }
+    }
+}
+
 /// Everything one worker owns or shares.
 pub(crate) struct Worker {
     pub index: usize,
@@ -157,6 +199,7 @@ pub(crate) struct Worker {
     /// Stateful: NAT64, or a MAP-T CE's NAPT44; the timers run.
     pub nat64: bool,
     pub event_log: bool,
+    pub handoff: Option<Handoff>,
     /// New configurations and questions from the control plane.
     pub follower: Follower,
 }
@@ -196,8 +239,13 @@ impl Worker {
                 self.tick(now_ns);
                 next_tick = now_ns + TICK_NS;
             }
-            if self.follower.changed() {
-                self.follower.follow(&mut self.translator, now_ns);
+            if self.follower.changed()
+                && self.follower.follow(&mut self.translator, now_ns)
+                && let Some(h) = &mut self.handoff
+            {
+                // Static BIB entries and pool4 (hairpinning) decide owners too.
+                let workers = h.to.len() as u16;
+                h.owner = Owner::new(self.translator.config().nat64.as_ref(), workers);
             }
             let mut got = 0;
             for side in 0..2 {
@@ -213,6 +261,10 @@ impl Worker {
                 }
                 got += n;
             }
+            got += self.take_handed(now_ns);
+            if let Some(h) = &mut self.handoff {
+                h.publish();
+            }
             self.io.housekeeping()?;
             self.stats.publish(self.translator.counters(), &self.io.io);
             if self.stop.load(Relaxed) {
@@ -224,7 +276,8 @@ impl Worker {
         }
     }
 
-    /// Translate one received frame and send what comes out.
+    /// Translate one received frame and send what comes out, or hand it to
+    /// the worker that owns it.
     fn handle(&mut self, addr: u64, len: usize, now_ns: u64) {
         let io = &mut self.io;
         let (base, frame) = io.umem.frame_mut(addr);
@@ -237,22 +290,100 @@ impl Worker {
             io.free.push(base);
             return;
         }
-        let mut pkt = PacketBuf::new(frame, off + ETH, len - ETH);
-        match self
-            .translator
-            .translate(&mut pkt, &mut self.scratch, now_ns)
-        {
-            Verdict::Translated => {
-                let (s, l) = (pkt.start(), pkt.data().len());
-                io.send_frame(base, s, l, now_ns);
-            }
-            Verdict::Fragmented(_) | Verdict::Replied(_) => {
+        if let Some(h) = &mut self.handoff {
+            let ip = &frame[off + ETH..off + len];
+            let owner = h.owner.of(ip, self.index as u16);
+            if usize::from(owner) != self.index {
+                h.give(owner, ip, &mut io.io);
                 io.free.push(base);
-                for p in self.scratch.packets() {
-                    io.send_copy(p, now_ns);
-                }
+                return;
             }
-            Verdict::Dropped(_) => io.free.push(base),
+        }
+        self.translate(base, off + ETH, len - ETH, now_ns);
+    }
+
+    /// Take up to a batch of packets from each ring the other workers hand
+    /// this one, each copied into a free frame where a received one would be;
+    /// returns how many.
+    fn take_handed(&mut self, now_ns: u64) -> u32 {
+        let Some(h) = &mut self.handoff else {
+            return 0;
+        };
+        // Out of `self` while `translate` borrows it (no allocation: a move).
+        let mut from = std::mem::take(&mut h.from);
+        let mut got = 0;
+        for c in &mut from {
+            let io = &mut self.io;
+            let mut taken = [(0u64, 0usize); BATCH as usize];
+            let mut k = 0;
+            c.drain(BATCH, |ip| {
+                // No free frame: leave it in the ring for the next round.
+                let Some(base) = io.free.pop() else {
+                    return false;
+                };
+                let (_, frame) = io.umem.frame_mut(base);
+                let at = COPY_OFFSET + ETH;
+                let Some(dst) = frame.get_mut(at..at + ip.len()) else {
+                    io.io.rx_truncated += 1;
+                    io.free.push(base);
+                    return true;
+                };
+                dst.copy_from_slice(ip);
+                taken[k] = (base, ip.len());
+                k += 1;
+                true
+            });
+            got += k as u32;
+            for &(base, len) in &taken[..k] {
+                self.translate(base, COPY_OFFSET + ETH, len, now_ns);
+            }
+        }
+        if let Some(h) = &mut self.handoff {
+            h.from = from;
+        }
+        got
+    }
+
+    /// Translate the IP packet at `start..start + len` of the frame at `base`
+    /// (which this worker owns) and send what comes out. A translated packet
+    /// that must be translated again (NAT64 hairpinning through another
+    /// worker's port) goes to its owner, or once more through this worker.
+    fn translate(&mut self, base: u64, start: usize, len: usize, now_ns: u64) {
+        let (mut start, mut len) = (start, len);
+        for pass in 0..2 {
+            let io = &mut self.io;
+            let (_, frame) = io.umem.frame_mut(base);
+            let mut pkt = PacketBuf::new(frame, start, len);
+            match self
+                .translator
+                .translate(&mut pkt, &mut self.scratch, now_ns)
+            {
+                Verdict::Translated => {
+                    let (s, l) = (pkt.start(), pkt.data().len());
+                    if let Some(h) = &mut self.handoff
+                        && let Some(owner) = h.owner.hairpin(pkt.data())
+                    {
+                        if usize::from(owner) != self.index {
+                            h.give(owner, pkt.data(), &mut io.io);
+                            io.free.push(base);
+                            return;
+                        }
+                        if pass == 0 && s >= HEADROOM {
+                            (start, len) = (s, l);
+                            continue;
+                        }
+                    }
+                    io.send_frame(base, s, l, now_ns);
+                }
+                Verdict::Fragmented(_) | Verdict::Replied(_) => {
+                    io.free.push(base);
+                    for p in self.scratch.packets() {
+                        io.send_copy(p, now_ns);
+                    }
+                }
+                Verdict::Dropped(_) => io.free.push(base),
+            }
+            return;
         }
     }
 
@@ -285,8 +416,9 @@ impl Worker {
             });
     }
 
-    /// Sleep until a socket has a packet, the control plane has something,
-    /// 100 ms passed (timers), or the stop pipe hangs up (true). While transmitted frames are outstanding, sleep
+    /// Sleep until a socket has a packet, another worker hands this one
+    /// packets, the control plane has something, 100 ms passed (timers), or
+    /// the stop pipe hangs up (true). While transmitted frames are outstanding, sleep
     /// at most 1 ms and kick the tx rings again (copy mode completes them as
     /// the peer takes the packets).
     fn sleep(&mut self) -> Result<bool, String> {
@@ -297,10 +429,23 @@ impl Worker {
             }
         }
         let timeout = if outstanding { 1 } else { TICK_MS };
+        // Packets handed over since this round looked: no sleep. Checked after
+        // the last look (Consumer::is_empty pairs with Producer::publish), so
+        // a packet handed over later rings the doorbell polled below.
+        let bell = match &mut self.handoff {
+            Some(h) => {
+                if !h.from.iter_mut().all(|c| c.is_empty()) {
+                    return Ok(false);
+                }
+                h.doorbell.fd()
+            }
+            None => -1,
+        };
         let mut fds = [
             pollfd(self.io.xsks[0].fd()),
             pollfd(self.io.xsks[1].fd()),
             pollfd(self.stop_fd.as_raw_fd()),
+            pollfd(bell),
             pollfd(self.follower.wake.as_raw_fd()),
         ];
         loop {
@@ -314,7 +459,12 @@ impl Worker {
                 return Err(format!("worker {}: poll failed: {e}", self.index));
             }
         }
-        if fds[3].revents != 0 {
+        if fds[3].revents != 0
+            && let Some(h) = &self.handoff
+        {
+            h.doorbell.clear();
+        }
+        if fds[4].revents != 0 {
             self.follower.drain_wake();
         }
         Ok(fds[2].revents != 0)

@@ -521,11 +521,13 @@ impl Xsk {
         Ok(st)
     }
 
-    /// Frames whose transmission is complete, back onto `free`.
+    /// Frames whose transmission is complete, back onto `free`. The ring
+    /// gives back the address transmitted (the frame's base plus where the
+    /// packet started): the free list holds frame bases.
     pub fn complete(&mut self, free: &mut Vec<u64>) -> u32 {
         let n = self.comp.ready();
         for _ in 0..n {
-            free.push(self.comp.pop());
+            free.push(self.comp.pop() & !u64::from(FRAME_SIZE - 1));
         }
         if n > 0 {
             self.comp.release();

@@ -679,18 +679,20 @@ fn control_xdp_siit_show_eam_reload() {
     });
 }
 
-/// NAT64 on XDP: BIB and sessions listed from the worker, pool4 changed at
-/// runtime (new flows take the new prefix), a static BIB entry added and
-/// removed, a reload during traffic.
+/// NAT64 on XDP, two workers (packets handed to their owner): BIB and
+/// sessions listed from the workers, pool4 changed at runtime (new flows take
+/// the new prefix), a static BIB entry added and removed (its owner follows),
+/// a reload during traffic.
 #[test]
 fn control_xdp_nat64_bib_pool4_reload() {
     let test = "control_xdp_nat64_bib_pool4_reload";
-    let Some(tr) = xdp_or_skip(test, &NAT64_25.replace("workers = 2", "workers = 1")) else {
+    let Some(tr) = xdp_or_skip(test, NAT64_25) else {
         return;
     };
     let options = tr.bed_options(TopologyOptions::default());
     run_bed(test, options, &tr, |bed, tr| {
         let sock = socket(tr);
+        assert_eq!(status(sock)["workers"].as_u64(), Some(2));
         let dir = ScratchDir::new("www4").unwrap();
         let content = pattern(32 * 1024);
         dir.write("f.bin", &content).unwrap();

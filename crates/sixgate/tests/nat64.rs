@@ -10,6 +10,9 @@
 //!   worker and with two; with two, a second
 //!   subscriber whose /64 belongs to the other worker does the same, and both
 //!   workers must have seen packets (the steering program at work).
+//! - `nat64_one_worker_xdp` / `nat64_two_workers_xdp`: the same on the AF_XDP
+//!   data plane; with two workers, packets reach their owner through the
+//!   workers' handoff rings (docs/xdp.md).
 //! - `nat64_udp_session_expires`: after the (shortened) UDP timeout the IPv4
 //!   side can no longer reach the old mapping.
 //! - `nat64_subscriber_limit_leaves_others_alone`: a subscriber at
@@ -282,11 +285,113 @@ fn nat64_one_worker() {
     core_tests("nat64_one_worker", 1);
 }
 
-/// The same on the XDP data plane (one worker: AF_XDP cannot steer a packet to
-/// another queue's socket, docs/xdp.md).
+/// The same on the XDP data plane, one worker.
 #[test]
 fn nat64_one_worker_xdp() {
     core_tests_on("nat64_one_worker_xdp", Dataplane::Xdp, 1);
+}
+
+/// Makes the v6 host a subscriber of another /64 on the same link (the XDP
+/// gateway only translates on its one IPv6 interface): `2001:db8:NET::5` on
+/// its link, the gateway's `2001:db8:NET::1` beside it, and that address as the
+/// source of everything the host sends to pool6. With `other_worker_than`
+/// (workers, a subscriber), NET is chosen so that the new subscriber belongs
+/// to another worker; else so that it shares that subscriber's worker.
+fn switch_subscriber(bed: &Topology, workers: u16, than: Ipv6Addr, other: bool) -> Ipv6Addr {
+    let owner = |a: Ipv6Addr| subscriber_worker(u128::from(a), 64, workers);
+    let net = (2u16..200)
+        .find(|&n| {
+            let a = Ipv6Addr::new(0x2001, 0xdb8, n, 0, 0, 0, 0, 5);
+            (owner(a) != owner(than)) == other
+        })
+        .expect("a /64 of the wanted worker");
+    let host = Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, 5);
+    let gw = Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, 1);
+    let setup = || -> sixgate_netns::Result<()> {
+        bed.gateway.add_address("eth6", &format!("{gw}/64"))?;
+        bed.v6host.add_address("eth0", &format!("{host}/64"))?;
+        bed.v6host.ip([
+            "-6",
+            "route",
+            "replace",
+            addr::POOL6,
+            "via",
+            &addr::GATEWAY_V6.to_string(),
+            "src",
+            &host.to_string(),
+        ])?;
+        Ok(())
+    };
+    setup().unwrap_or_else(|e| panic!("subscriber {host}: {e}"));
+    host
+}
+
+/// Two workers on the XDP data plane: an AF_XDP socket takes what its queue
+/// receives, whoever owns it, so each worker hands the packets another worker
+/// owns to it through a user-space ring (docs/xdp.md, "Handoff"). The veths have
+/// two queues and spread flows over both by hash, so packets of every kind
+/// arrive at a worker that does not own them. Three subscribers (two of them on
+/// one worker, one on the other) ping, fetch over HTTP, run iperf3 TCP both
+/// ways and UDP and reach the static BIB entry by hairpinning; an IPv4 client
+/// reaches the static BIB entry (whose IPv4 side belongs to the worker of its
+/// IPv6 side). Both workers must have translated, and some packets must have
+/// been handed over.
+#[test]
+fn nat64_two_workers_xdp() {
+    let test = "nat64_two_workers_xdp";
+    let Some(translator) = nat64_on_or_skip(test, Dataplane::Xdp, 2, &core_keys()) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &translator, |bed, tr| {
+        let log = tr.log();
+        assert!(
+            log.contains("handoff rings"),
+            "no handoff with 2 workers:\n{log}"
+        );
+        let mut subscribers = vec![addr::V6_HOST];
+        for round in 0..3 {
+            if round > 0 {
+                // Round 1: another worker's subscriber; round 2: one sharing
+                // the first subscriber's worker.
+                subscribers.push(switch_subscriber(bed, 2, addr::V6_HOST, round == 1));
+            }
+            let me = subscribers[round];
+            println!(
+                "subscriber {me} (worker {})",
+                subscriber_worker(u128::from(me), 64, 2)
+            );
+            let rtts = ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3);
+            println!("ping through NAT64 from {me}: RTT ms {rtts:?}");
+            http_through_nat64(&bed.v6host, bed);
+            if round < 2 {
+                iperf3_through_nat64(&bed.v6host, bed, tr);
+            }
+            hairpin_http(&bed.v6host, bed);
+        }
+        static_bib_http(bed);
+        let log = tr.log();
+        assert!(
+            log.contains("session_created"),
+            "no session event in the log:\n{log}"
+        );
+    });
+    println!("{}", stopped.stdout.trim());
+    let rx = per_worker_rx(&stopped);
+    assert_eq!(rx.len(), 2);
+    assert!(
+        rx.iter().all(|&n| n > 0),
+        "every worker must have received packets: {rx:?}"
+    );
+    assert!(
+        stopped.stdout.contains("handed to owner"),
+        "no packet was handed to its owner:\n{}",
+        stopped.stdout
+    );
+    assert!(
+        stopped.stdout.contains("sixgate: nat64: sessions"),
+        "no nat64 figures in the summary:\n{}",
+        stopped.stdout
+    );
 }
 
 #[test]

@@ -187,6 +187,22 @@ fn tun(r: &mut Registry, s: &Scrape) {
         let help = format!("{help}, per worker");
         r.register(name, help, per_worker(s, |w| f(&w.io)));
     }
+    xdp(r, s);
+}
+
+/// The AF_XDP data plane's handoff between workers (docs/xdp.md, "Handoff");
+/// 0 on TUN.
+fn xdp(r: &mut Registry, s: &Scrape) {
+    r.register(
+        "xdp_handoff_packets",
+        "Received packets handed to the worker that owns them (XDP data plane), per receiving worker",
+        per_worker(s, |w| w.io.handoff),
+    );
+    r.register(
+        "xdp_handoff_dropped_packets",
+        "Packets for another worker dropped because its handoff ring was full (XDP data plane), per receiving worker",
+        per_worker(s, |w| w.io.handoff_full),
+    );
 }
 
 fn nat64(r: &mut Registry, s: &Scrape) {

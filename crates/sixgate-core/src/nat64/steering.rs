@@ -52,6 +52,174 @@ const fn subscriber_mask(len: u8) -> u128 {
     }
 }
 
+/// [`port_owner`] and [`subscriber_worker`] applied to a whole packet, the way
+/// the TUN data plane's steering program (`crates/sixgate-tun/bpf/steer.c`)
+/// reads it, for data planes that steer in user space (the AF_XDP workers hand
+/// a packet to its owner, docs/xdp.md). Built once from the configuration;
+/// [`PacketOwner::of`] reads the packet and allocates nothing.
+///
+/// - IPv6: `subscriber_worker(source)`; an ICMPv6 error (type < 128, after at
+///   most four extension headers): of the quoted packet's destination.
+/// - IPv4: `port_owner(destination port)`; ICMP Echo: of the identifier; an
+///   ICMPv4 error (types 3, 11, 12): of the quoted packet's source port or
+///   identifier. A static BIB entry's IPv4 side: the worker of its IPv6 side
+///   (RFC 6146 §3.1 "manually configured" entries live with their subscriber).
+/// - A non-first IPv4 fragment: Identification modulo workers; anything too
+///   short or unknown: worker 0.
+#[derive(Clone, Debug)]
+pub struct PacketOwner {
+    workers: u16,
+    subscriber_prefix_len: u8,
+    port_block_size: u16,
+    /// `(protocol number, IPv4 address, port, worker)`, sorted for binary search.
+    statics: Vec<(u8, u32, u16, u16)>,
+}
+
+/// IANA protocol numbers the steering reads.
+const ICMP: u8 = 1;
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+const ICMPV6: u8 = 58;
+
+impl PacketOwner {
+    /// The owner rule of `cfg` over `workers` workers.
+    pub fn new(cfg: &super::Nat64Config, workers: u16) -> PacketOwner {
+        let len = cfg.subscriber_prefix_len;
+        let mut statics: Vec<_> = cfg
+            .static_bib
+            .iter()
+            .map(|b| {
+                let proto = match b.proto {
+                    super::Proto::Tcp => TCP,
+                    super::Proto::Udp => UDP,
+                    super::Proto::Icmp => ICMP,
+                };
+                let w = subscriber_worker(u128::from(b.v6), len, workers);
+                (proto, u32::from(b.v4), b.port4, w)
+            })
+            .collect();
+        statics.sort_unstable();
+        PacketOwner {
+            workers: workers.max(1),
+            subscriber_prefix_len: len,
+            port_block_size: cfg.port_block_size,
+            statics,
+        }
+    }
+
+    /// Number of workers the rule spreads over.
+    pub fn workers(&self) -> u16 {
+        self.workers
+    }
+
+    /// The worker owning the IP packet `ip` (starting at its IP header).
+    pub fn of(&self, ip: &[u8]) -> u16 {
+        match ip.first().map(|v| v >> 4) {
+            Some(4) => self.of_v4(ip),
+            Some(6) => self.of_v6(ip),
+            _ => 0,
+        }
+    }
+
+    /// The owner of IPv4 transport address `(addr, port)` of protocol `proto`.
+    fn owner4(&self, proto: u8, addr: u32, port: u16) -> u16 {
+        match self
+            .statics
+            .binary_search_by(|s| (s.0, s.1, s.2).cmp(&(proto, addr, port)))
+        {
+            Ok(i) => self.statics[i].3,
+            Err(_) => port_owner(port, self.port_block_size, self.workers),
+        }
+    }
+
+    fn of_v4(&self, ip: &[u8]) -> u16 {
+        let Some(h) = ip.get(..20) else { return 0 };
+        let ihl = usize::from(h[0] & 15) * 4;
+        let frag = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
+        if frag != 0 || ihl < 20 {
+            return u16::from_be_bytes([h[4], h[5]]) % self.workers;
+        }
+        let (proto, dst) = (h[9], be32(&h[16..20]));
+        match proto {
+            TCP | UDP => be16(ip, ihl + 2).map_or(0, |p| self.owner4(proto, dst, p)),
+            ICMP => match ip.get(ihl) {
+                Some(0 | 8) => be16(ip, ihl + 4).map_or(0, |id| self.owner4(ICMP, dst, id)),
+                Some(3 | 11 | 12) => self.of_quoted_v4(ip, ihl + 8),
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+
+    /// An ICMPv4 error: the quoted packet is one we sent, its source is ours.
+    fn of_quoted_v4(&self, ip: &[u8], at: usize) -> u16 {
+        let Some(h) = ip.get(at..at + 20) else {
+            return 0;
+        };
+        let ihl = usize::from(h[0] & 15) * 4;
+        let (proto, src) = (h[9], be32(&h[12..16]));
+        if ihl < 20 {
+            return 0;
+        }
+        match proto {
+            TCP | UDP => be16(ip, at + ihl).map_or(0, |p| self.owner4(proto, src, p)),
+            ICMP => match ip.get(at + ihl) {
+                Some(0 | 8) => be16(ip, at + ihl + 4).map_or(0, |id| self.owner4(ICMP, src, id)),
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+
+    fn of_v6(&self, ip: &[u8]) -> u16 {
+        let sub = |a: &[u8]| {
+            let a: [u8; 16] = a.try_into().expect("16 bytes");
+            subscriber_worker(
+                u128::from_be_bytes(a),
+                self.subscriber_prefix_len,
+                self.workers,
+            )
+        };
+        let Some(src) = ip.get(8..24) else { return 0 };
+        let (mut nh, mut off) = (ip[6], 40usize);
+        // At most four Hop-by-Hop, Routing, Fragment or Destination Options
+        // headers (RFC 8200 §4) before an ICMPv6 header, as steer.c walks.
+        for _ in 0..4 {
+            if !matches!(nh, 0 | 43 | 44 | 60) {
+                break;
+            }
+            let Some(ext) = ip.get(off..off + 2) else {
+                return sub(src);
+            };
+            if nh == 44 {
+                // Only a first fragment carries the ICMPv6 header.
+                if be16(ip, off + 2).is_none_or(|fo| fo & 0xfff8 != 0) {
+                    return sub(src);
+                }
+                off += 8;
+            } else {
+                off += (usize::from(ext[1]) + 1) * 8;
+            }
+            nh = ext[0];
+        }
+        if nh == ICMPV6
+            && ip.get(off).is_some_and(|&t| t < 128)
+            && let Some(inner_dst) = ip.get(off + 8 + 24..off + 8 + 40)
+        {
+            return sub(inner_dst);
+        }
+        sub(src)
+    }
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
