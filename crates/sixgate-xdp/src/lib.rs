@@ -250,7 +250,7 @@ impl Gateway {
             .iter_mut()
             .filter_map(Program::take_tries)
             .collect();
-        let follow = loaded.clat.is_none() && !cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
+        let follow = loaded.clat.is_none() && cfg.mapt.as_ref().is_none_or(|m| m.ce().is_none());
         let stats: Vec<Arc<WorkerStats>> = (0..n).map(|_| Arc::default()).collect();
         let (live, followers) = Live::new(
             cfg.clone(),
