@@ -378,12 +378,6 @@ impl Live {
             .downcast_mut::<TunPlane>()
             .and_then(|t| t.routes.take())
     }
-
-    /// The data plane's [`Plane`], for its gateway (at exit).
-    pub fn with_plane<R>(&self, f: impl FnOnce(&mut dyn Plane) -> R) -> R {
-        let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
-        f(plane.as_mut())
-    }
 }
 
 impl Follower {

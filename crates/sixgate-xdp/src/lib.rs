@@ -7,7 +7,9 @@
 //! its device: pool6, EAM, pool4, the CLAT's); per worker a UMEM and two AF_XDP
 //! sockets on its queue, one per interface ([`xsk`]), entered into the
 //! program's socket map; the program attached (native, or generic); the
-//! privilege drop; then one pinned worker thread per queue ([`worker`]).
+//! privilege drop; then one pinned worker thread per queue ([`worker`]), each
+//! following the control plane's [`Live`] handle (the TUN data plane's, with
+//! [`plane::XdpPlane`] editing the program's tries on a runtime change).
 //! Workers translate in place and transmit on the other interface's socket,
 //! addressing frames from the kernel's route and neighbour tables
 //! ([`nexthop`], [`netlink`]); what cannot go out directly goes through the
