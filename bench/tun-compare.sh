@@ -56,8 +56,8 @@
 #   --quick      1 s trials, <= 5 search steps, 3 s TCP (about a minute)
 #   --out FILE   also write the table (with the machine and command) to FILE
 #   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN,
-#                xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,xdp-nat64,mapt-br-1,mapt-br-N,
-#                xdp-mapt-br-1,xdp-mapt-br-N
+#                xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,xdp-nat64,xdp-nat64-N,
+#                mapt-br-1,mapt-br-N,xdp-mapt-br-1,xdp-mapt-br-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
 #
 # Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
@@ -867,6 +867,7 @@ for sel in "${selected[@]}"; do
         xdp1) case_sixgate 1 "sixgate XDP, workers = 1" siit xdp ;;
         xdpN) case_sixgate "$WORKERS_N" "sixgate XDP, workers = $WORKERS_N ($workers_where)" siit xdp ;;
         xdp-nat64) case_sixgate 1 "sixgate nat64 XDP, workers = 1" nat64 xdp ;;
+        xdp-nat64-N) case_sixgate "$WORKERS_N" "sixgate nat64 XDP, workers = $WORKERS_N ($workers_where)" nat64 xdp ;;
         xdp-mapt-br-1) case_mapt_br 1 "sixgate mapt-br XDP, workers = 1" xdp ;;
         xdp-mapt-br-N) case_mapt_br "$WORKERS_N" "sixgate mapt-br XDP, workers = $WORKERS_N ($workers_where)" xdp ;;
         *) die "unknown system in --only: $sel" ;;

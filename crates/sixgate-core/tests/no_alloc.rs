@@ -167,6 +167,25 @@ fn nat64_allocates_nothing_per_packet() {
     }
     assert_eq!(allocs() - before, 0, "allocations on the NAT64 packet path");
     assert!(h.t.nat64_stats().sessions.total() > 0);
+
+    // The owner rule a data plane asks about every packet before handing it
+    // to another worker (the XDP workers' handoff).
+    let mut nat = h.t.config().nat64.clone().expect("nat64");
+    nat.static_bib.push(sixgate_core::nat64::StaticBib {
+        proto: sixgate_core::nat64::Proto::Tcp,
+        v6: CLIENT6,
+        port6: 80,
+        v4: pool4,
+        port4: 80,
+    });
+    let owner = sixgate_core::nat64::steering::PacketOwner::new(&nat, 4);
+    let before = allocs();
+    let mut sum = 0u32;
+    for input in inputs.iter().chain(&fresh).chain([&fin]) {
+        sum += u32::from(owner.of(std::hint::black_box(input)));
+    }
+    assert_eq!(allocs() - before, 0, "allocations in PacketOwner::of");
+    assert!(sum > 0);
 }
 
 #[test]

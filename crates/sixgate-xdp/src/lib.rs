@@ -46,8 +46,19 @@ pub mod xsk;
 
 use program::{Destinations, Program};
 
-/// Slots of each handoff ring (one per pair of workers).
-const HANDOFF_SLOTS: u32 = 512;
+/// Memory for all the handoff rings together (n × (n − 1) rings): 2048 slots
+/// each with up to four workers at MTU 1500, 256 (the floor) from ten up.
+const HANDOFF_BYTES: usize = 64 << 20;
+
+/// Slots per handoff ring for `n` workers and slots of `slot_bytes`: a power
+/// of two from 256 (four batches) to 2048.
+fn handoff_slots(n: usize, slot_bytes: usize) -> u32 {
+    let rings = (n * n.saturating_sub(1)).max(1);
+    let fit = HANDOFF_BYTES / rings / slot_bytes.max(1);
+    let fit = fit.clamp(256, 2048) as u32;
+    // Round down to a power of two.
+    1 << (31 - fit.leading_zeros())
+}
 
 /// The running XDP gateway.
 pub struct Gateway {
@@ -137,8 +148,8 @@ impl Gateway {
         // A MAP-T CE's NAPT44 is stateful: its tables live in one worker.
         if n > 1 && cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()) {
             warn!(
-                "mapt-ce: the NAPT44 tables belong to one worker and AF_XDP cannot steer a \
-                 flow's packets to it; running ONE worker instead of {n}"
+                "mapt-ce: the NAPT44 tables belong to one worker and the handoff has no \
+                 owner rule for a CE; running ONE worker instead of {n}"
             );
             n = 1;
         }
@@ -404,17 +415,17 @@ impl Gateway {
                     ),
                 });
             }
+            let slots = handoff_slots(n, max_len);
             for from in 0..n {
                 for to in (0..n).filter(|&t| t != from) {
-                    let (p, c) =
-                        handoff::Ring::new(HANDOFF_SLOTS, max_len, ends[to].doorbell.clone());
+                    let (p, c) = handoff::Ring::new(slots, max_len, ends[to].doorbell.clone());
                     ends[from].to[to] = Some(p);
                     ends[to].from.push(c);
                 }
             }
             info!(
                 workers = n,
-                slots = HANDOFF_SLOTS,
+                slots,
                 slot_bytes = max_len,
                 "stateful NAT64 on {n} workers: packets reach the worker owning their state \
                  through user-space handoff rings"
@@ -490,5 +501,19 @@ impl Gateway {
             workers: self.stats.iter().map(|s| s.snapshot()).collect(),
             errors,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handoff_rings_shrink_with_the_square_of_the_workers() {
+        assert_eq!(handoff_slots(2, 1536), 2048);
+        assert_eq!(handoff_slots(4, 1536), 2048);
+        assert_eq!(handoff_slots(8, 1536), 512);
+        assert_eq!(handoff_slots(16, 1536), 256);
+        assert_eq!(handoff_slots(64, 9000), 256);
     }
 }

@@ -847,13 +847,20 @@ fn default_pool4_tests(test: &str, dataplane: Dataplane, workers: u16) {
             .unwrap_or_else(|e| panic!("the gateway's own ping: {e}"));
         assert!(out.contains("2 received"), "{out}");
 
-        if workers > 1 {
+        if workers > 1 && tun {
             // A subscriber of the other worker: its pool4 ports are that
             // worker's share, and steering brings their replies there.
             let (sub, a) = second_subscriber(&bed, Some((workers, addr::V6_HOST)));
             println!("second subscriber {a} (another worker)");
             ping(&sub, &addr::V4_HOST_AS_V6.to_string(), 3);
             fetch_and_compare(&sub, &v4_as_v6, &dir, "file.bin", &content);
+        } else if workers > 1 {
+            // XDP: the v6 host becomes a subscriber of the other worker (on
+            // the same link); the handoff brings its replies there.
+            let a = switch_subscriber(&bed, workers, addr::V6_HOST, true);
+            println!("the v6 host as {a} (another worker)");
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3);
+            fetch_and_compare(&bed.v6host, &v4_as_v6, &dir, "file.bin", &content);
         }
 
         let r = iperf3(
@@ -914,6 +921,13 @@ fn nat64_default_pool4_two_workers() {
 #[test]
 fn nat64_default_pool4_xdp() {
     default_pool4_tests("nat64_default_pool4_xdp", Dataplane::Xdp, 1);
+}
+
+/// With two workers on XDP: each worker's share of the ports comes back to it
+/// through the handoff.
+#[test]
+fn nat64_default_pool4_xdp_two_workers() {
+    default_pool4_tests("nat64_default_pool4_xdp_two_workers", Dataplane::Xdp, 2);
 }
 
 /// A failure in the last step of the diversion (nftables refusing) undoes the
