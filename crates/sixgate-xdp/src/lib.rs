@@ -275,7 +275,7 @@ impl Gateway {
         self.live = Some(live);
         let mut followers = followers.into_iter();
         let ring = (x.frames / 2).max(64);
-        let owner = owner::Owner::new(cfg.nat64.as_ref(), n as u16);
+        let owner = owner::Owner::for_config(&cfg, n as u16);
         let mut handoffs = Self::handoff_rings(&owner, n, link_mtu as usize)?;
         let mut workers = Vec::with_capacity(n);
         let mut mode = None;
@@ -427,8 +427,8 @@ impl Gateway {
                 workers = n,
                 slots,
                 slot_bytes = max_len,
-                "stateful NAT64 on {n} workers: packets reach the worker owning their state \
-                 through user-space handoff rings"
+                "{n} workers: packets reach the worker owning their state (NAT64 flows, MAP-T \
+                 BR fragments) through user-space handoff rings"
             );
         }
         Ok(ends.into_iter())

@@ -245,7 +245,7 @@ impl Worker {
             {
                 // Static BIB entries and pool4 (hairpinning) decide owners too.
                 let workers = h.to.len() as u16;
-                h.owner = Owner::new(self.translator.config().nat64.as_ref(), workers);
+                h.owner = Owner::for_config(self.translator.config(), workers);
             }
             let mut got = 0;
             for side in 0..2 {

@@ -10,11 +10,14 @@
 //! - `xlate`: the address-and-port step both roles add to RFC 7915, the §8.1
 //!   spoofing check and fragments (later fragments reuse what the first got);
 //! - `napt44`: the CE's NAPT44 (RFC 7599 §1: the CE shares its one IPv4 address
-//!   and port set among its LAN hosts).
+//!   and port set among its LAN hosts);
+//! - [`steering`]: which worker translates a BR's fragments (§8), for data
+//!   planes that hand packets between workers.
 
 pub mod config;
 pub(crate) mod napt44;
 pub mod rule;
+pub mod steering;
 pub(crate) mod xlate;
 
 pub use config::{CeConfig, MaptConfig, Napt44Config, Role};
