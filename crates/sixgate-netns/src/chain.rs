@@ -32,7 +32,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::{Context, Result};
-use crate::netns::{Netns, Proto, veth};
+use crate::netns::{Netns, Proto, veth, veth_queues};
 use crate::process::Background;
 use crate::translator::{Dataplane, RunningTranslator, SIXGATE_TUN, start_sixgate_with_config};
 
@@ -242,13 +242,23 @@ impl Chain {
             &self.core,
             ifname::CORE_CLAT,
         )?;
-        veth(
+        // A MAP-T BR's links have two queues: on XDP it then runs two
+        // workers, and fragments meet on one through the handoff.
+        let q = if self.mapt { 2 } else { 1 };
+        veth_queues(
             &self.core,
             ifname::CORE_PLAT,
             &self.plat,
             ifname::PLAT_UPLINK,
+            q,
         )?;
-        veth(&self.plat, ifname::PLAT_LAN, &self.server, ifname::SERVER)?;
+        veth_queues(
+            &self.plat,
+            ifname::PLAT_LAN,
+            &self.server,
+            ifname::SERVER,
+            q,
+        )?;
 
         let v6 = |a: std::net::Ipv6Addr| format!("{a}/{V6_LINK_LEN}");
         self.client
