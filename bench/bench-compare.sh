@@ -3,8 +3,13 @@
 # `sixgate bench` on one bed (docs/bench.md):
 #
 #   self-test (no DUT: the tester's own ceiling), kernel IPv6 forwarding,
-#   TAYGA, sixgate SIIT (1 and 2 workers), kernel NAT44, TAYGA + NAT44,
-#   sixgate NAT64 (1 and 2 workers; RFC 9693 phase 1 then phase 2).
+#   TAYGA, sixgate SIIT on TUN (1 and 2 workers) and on the AF_XDP data plane
+#   (1 and 2 workers, docs/xdp.md), kernel NAT44, TAYGA + NAT44, sixgate NAT64
+#   (1 and 2 workers; RFC 9693 phase 1 then phase 2), sixgate MAP-T BR (1 and
+#   2 workers; the left tester plays one CE: its MAP address, source ports in
+#   its port set 2048-4095), and the MAP-T CE + BR chain on a dual bed (IPv4 ->
+#   sixgate CE -> IPv6 -> sixgate BR -> IPv4; the CE's NAPT44 is stateful:
+#   phase 1 opens MAPT_CONNECTIONS first).
 #
 # Each row is a binary search for the highest zero-loss rate (RFC 8219 §7.1),
 # 84-byte IPv6 / 64-byte IPv4 frames, bidirectional, RFC 4814 pseudorandom
@@ -18,13 +23,17 @@
 #   --quick      2 s trials, <= 8 steps
 #   --out FILE   also write the markdown table to FILE
 #   --only LIST  comma-separated subset of:
-#                self,kernel,tayga,siit1,siit2,nat44,tayga44,nat64-1,nat64-2
+#                self,kernel,tayga,siit1,siit2,xdp1,xdp2,nat44,tayga44,nat64-1,
+#                nat64-2,mapt-br-1,mapt-br-2,mapt-ce-br
 #   --no-build   use target/release/sixgate as it is (SIXGATE= overrides)
 # Environment: TRIAL_S (10), STEPS (12), REPS (1), BEHIND (0.001 %),
 # LOSS_GOAL (0 %), DUT_CPU (unset: the DUT is not pinned; set, TAYGA and the
 # 1-worker rows are pinned to it), CONNECTIONS (10000, stateful rows), MAX_RATE (default: 1.1 × the
 # self-test ceiling), HOSTS (16: RFC 4814-style pseudorandom source addresses;
-# one sixgate NAT64 subscriber per address, so both workers get some).
+# one sixgate NAT64 subscriber per address, so both workers get some),
+# BACKGROUND (0: the % of the left tester's frames that are native IPv6
+# background traffic, RFC 8219 §5.2), MAPT_CONNECTIONS (1000, mapt-ce-br: the
+# CE has 2048 ports).
 # Needs root, iproute2, tayga, nftables, conntrack (scripts/setup.sh).
 set -euo pipefail
 export LC_ALL=C
@@ -40,10 +49,12 @@ LOSS_GOAL=${LOSS_GOAL:-0}
 CONNECTIONS=${CONNECTIONS:-10000}
 HOSTS=${HOSTS:-16}
 DUT_CPU=${DUT_CPU:-}
+BACKGROUND=${BACKGROUND:-0}
 out=""
-only="self,kernel,tayga,siit1,siit2,nat44,tayga44,nat64-1,nat64-2"
+MAPT_CONNECTIONS=${MAPT_CONNECTIONS:-1000}
+only="self,kernel,tayga,siit1,siit2,xdp1,xdp2,nat44,tayga44,nat64-1,nat64-2,mapt-br-1,mapt-br-2,mapt-ce-br"
 build=1
-cmdline="TRIAL_S=$TRIAL_S_IN STEPS=$STEPS_IN BEHIND=${BEHIND:-0.001} LOSS_GOAL=${LOSS_GOAL:-0} bench/bench-compare.sh $*"
+cmdline="TRIAL_S=$TRIAL_S_IN STEPS=$STEPS_IN BEHIND=${BEHIND:-0.001} LOSS_GOAL=${LOSS_GOAL:-0} BACKGROUND=$BACKGROUND bench/bench-compare.sh $*"
 
 while (($# > 0)); do
     case "$1" in
@@ -87,6 +98,7 @@ name="cmp$$"
 tmp=$(mktemp -d /tmp/bench-compare.XXXXXX)
 cleanup() {
     "$SIXGATE" bench bed down --name "$name" >/dev/null 2>&1 || true
+    "$SIXGATE" bench bed down --name "${name}d" >/dev/null 2>&1 || true
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -94,7 +106,7 @@ trap 'log interrupted; exit 130' INT TERM
 started=$SECONDS
 
 common=(--duration "$TRIAL_S" --steps "$STEPS" --repetitions "$REPS" --hosts "$HOSTS"
-    --behind-limit "$BEHIND" --loss-goal "$LOSS_GOAL" --quiet)
+    --behind-limit "$BEHIND" --loss-goal "$LOSS_GOAL" --background "$BACKGROUND" --quiet)
 IFS=, read -r -a selected <<<"$only"
 rows=()
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -129,10 +141,23 @@ row kernel "kernel IPv6 forwarding (kernel-v6)" --dut kernel-v6
 row tayga "TAYGA $(dpkg-query -W -f='${Version}' tayga 2>/dev/null || echo '?') (tayga)" --dut tayga "${pin[@]}"
 row siit1 "sixgate SIIT, TUN, workers = 1" --dut sixgate --config "$cfg/siit.toml" "${pin[@]}"
 row siit2 "sixgate SIIT, TUN, workers = 2" --dut sixgate --config "$cfg/siit-2w.toml"
+# The XDP rows: the bed's veths have 2 queues; the preset puts as many in use
+# as the configuration has workers (docs/bench.md).
+row xdp1 "sixgate SIIT, XDP, workers = 1" --dut sixgate --config "$cfg/siit-xdp.toml" "${pin[@]}"
+row xdp2 "sixgate SIIT, XDP, workers = 2" --dut sixgate --config "$cfg/siit-xdp-2w.toml"
 row nat44 "kernel NAT44, nft masquerade (nat44)" --dut nat44 --connections "$CONNECTIONS"
 row tayga44 "TAYGA + NAT44 (tayga-nat44)" --dut tayga-nat44 "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-1 "sixgate NAT64, TUN, workers = 1" --dut sixgate --config "$cfg/nat64.toml" "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-2 "sixgate NAT64, TUN, workers = 2" --dut sixgate --config "$cfg/nat64-2w.toml" --connections "$CONNECTIONS"
+row mapt-br-1 "sixgate MAP-T BR, TUN, workers = 1" --dut sixgate --config "$cfg/mapt-br.toml" "${pin[@]}"
+row mapt-br-2 "sixgate MAP-T BR, TUN, workers = 2" --dut sixgate --config "$cfg/mapt-br-2w.toml"
+if want mapt-ce-br; then
+    # RFC 8219 §4.2: the dual bed, a bed of its own.
+    "$SIXGATE" bench bed up --dual --name "${name}d" >/dev/null
+    name=${name}d row mapt-ce-br "sixgate MAP-T CE + BR (dual DUT), TUN, workers = 1 each" \
+        --dut sixgate --config "$cfg/mapt-br.toml" --connections "$MAPT_CONNECTIONS"
+    "$SIXGATE" bench bed down --name "${name}d" >/dev/null
+fi
 
 elapsed=$((SECONDS - started))
 python3 - "$tmp" "$cmdline" "$elapsed" "${rows[@]}" >"$tmp/table.md" <<'EOF'

@@ -21,10 +21,12 @@ set -euo pipefail
 # bind9 (named) is the authoritative server, validating resolver and reference
 # DNS64 of the DNS64 tests (crates/sixgate/tests/dns64.rs), bind9-utils
 # (dnssec-keygen, dnssec-signzone) signs their DNSSEC test zone.
+# fonts-dejavu-core gives `sixgate bench plot --out FILE.png` its text.
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
     pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9 bind9-utils
+    fonts-dejavu-core
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2

@@ -5,6 +5,6 @@ fn main() {
     sixgate_bpf_build::compile(
         "bpf/steer.c",
         "steer.o",
-        "nat64 with several workers will fall back to one",
+        "nat64 and mapt-br with several workers will fall back to one",
     );
 }

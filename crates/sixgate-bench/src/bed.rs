@@ -20,6 +20,13 @@ use sixgate_netns::{Netns, Result as NsResult};
 
 use crate::frame::Mac;
 
+/// Receive and transmit queues of every veth: sixgate's XDP data plane binds
+/// one AF_XDP socket (worker) per queue, so `workers = 2` needs two (a veth
+/// receives on the queue its peer sent on). The kernel's own forwarding, TUN
+/// and TAYGA do not care. A preset with fewer XDP workers lowers the queues in
+/// use to its workers (`ethtool -L`) for its run.
+pub const QUEUES: u16 = 2;
+
 /// Every namespace name starts with this.
 pub const PREFIX: &str = "sgb-";
 
@@ -50,9 +57,11 @@ pub mod addr {
     /// Right link, IPv4.
     pub const RIGHT4_DUT: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
     pub const RIGHT4_TESTER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
-    /// Right link, IPv6 (kernel-v6 only: plain forwarding).
+    /// Right link, IPv6: kernel-v6's destination, and every preset's native
+    /// IPv6 background traffic (RFC 8219 §5.2, plain forwarding).
     pub const RIGHT6_DUT: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 1);
     pub const RIGHT6_TESTER: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 7);
+    pub const RIGHT6_NET: &str = "2001:db8:2::/64";
     /// Middle link of the dual-DUT bed.
     pub const MIDDLE6_DUT1: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 3, 0, 0, 0, 0, 1);
     pub const MIDDLE6_DUT2: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 3, 0, 0, 0, 0, 2);
@@ -66,6 +75,20 @@ pub mod addr {
     pub const EAM4_LEFT: &str = "192.0.2.0/24";
     /// The stateful translators' IPv4 pool.
     pub const POOL4: &str = "198.18.0.0/24";
+
+    /// MAP-T (RFC 7597 §5): the Basic Mapping Rule of `bench/configs/mapt-*.toml`
+    /// (IPv4 side 198.18.0.0/24, 13 EA bits, PSID offset 0: 2048 ports a CE) and
+    /// the one CE the tester plays, EA bits 0x101: IPv4 suffix 8, PSID 1. The
+    /// DMR is [`POOL6`].
+    pub const MAPT_RULE6: &str = "2001:db8:1::/51";
+    /// The CE's End-user prefix.
+    pub const MAPT_CE_PREFIX: &str = "2001:db8:1:101::/64";
+    /// Its MAP address (RFC 7597 §5.2): the left tester's source in the
+    /// single bed.
+    pub const MAPT_CE6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0x101, 0, 0xc612, 8, 1);
+    /// Its IPv4 address and port set.
+    pub const MAPT_CE4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 8);
+    pub const MAPT_CE_PORTS: (u16, u16) = (2048, 4095);
 }
 
 /// The RFC 6052 /96 address of `v4` in [`addr::POOL6`].
@@ -346,6 +369,11 @@ impl Bed {
                 b2.addr(DUT_MIDDLE_IF, &format!("{}/24", addr::MIDDLE4_DUT2));
                 b2.neigh(DUT_MIDDLE_IF, addr::MIDDLE6_DUT1.into(), MAC_DUT1_MIDDLE);
                 b2.neigh(DUT_MIDDLE_IF, addr::MIDDLE4_DUT1.into(), MAC_DUT1_MIDDLE);
+                // Native IPv6 background traffic (RFC 8219 §5.2): the left
+                // tester's IPv6 frames reach the right one's IPv6 address by
+                // plain forwarding through both DUTs.
+                b1.route(addr::RIGHT6_NET, addr::MIDDLE6_DUT2.into());
+                b2.addr(DUT_RIGHT_IF, &format!("{}/64", addr::RIGHT6_DUT));
                 for k in 0..hosts {
                     b1.neigh(
                         DUT_LEFT_IF,
@@ -355,6 +383,11 @@ impl Bed {
                     b2.neigh(
                         DUT_RIGHT_IF,
                         offset(addr::RIGHT4_TESTER.into(), k),
+                        MAC_TESTER_RIGHT,
+                    );
+                    b2.neigh(
+                        DUT_RIGHT_IF,
+                        offset(addr::RIGHT6_TESTER.into(), k),
                         MAC_TESTER_RIGHT,
                     );
                 }
@@ -400,6 +433,14 @@ impl Bed {
     }
 }
 
+/// RFC 8219 §5.2 background traffic: native IPv6 from the left tester port to
+/// the right one's IPv6 address, forwarded by the DUT(s) without translation
+/// (single bed: the DUT's right link has `2001:db8:2::/64`; dual bed: DUT1
+/// routes it over the middle link to DUT2, which has that link).
+pub fn background_flow() -> (IpAddr, IpAddr) {
+    (addr::LEFT6_TESTER.into(), addr::RIGHT6_TESTER.into())
+}
+
 fn name_flag(name: &str) -> String {
     if name.is_empty() {
         String::new()
@@ -427,14 +468,19 @@ fn dut_sysctls(dut: &Netns) -> NsResult<()> {
     ])
 }
 
-/// A veth pair with fixed MAC addresses, both ends up.
+/// A veth pair with fixed MAC addresses and [`QUEUES`] queues, both ends up.
 fn link(a: &Netns, a_dev: &str, a_mac: Mac, b: &Netns, b_dev: &str, b_mac: Mac) -> NsResult<()> {
+    let q = QUEUES.to_string();
     a.ip([
         "link",
         "add",
         a_dev,
         "address",
         &a_mac.to_string(),
+        "numtxqueues",
+        &q,
+        "numrxqueues",
+        &q,
         "type",
         "veth",
         "peer",
@@ -442,6 +488,10 @@ fn link(a: &Netns, a_dev: &str, a_mac: Mac, b: &Netns, b_dev: &str, b_mac: Mac) 
         b_dev,
         "address",
         &b_mac.to_string(),
+        "numtxqueues",
+        &q,
+        "numrxqueues",
+        &q,
         "netns",
         b.name(),
     ])?;
@@ -463,6 +513,10 @@ impl Batch {
         self.0.push_str(&format!(
             "neigh replace {ip} lladdr {mac} dev {dev} nud permanent\n"
         ));
+    }
+    fn route(&mut self, prefix: &str, via: IpAddr) {
+        self.0
+            .push_str(&format!("route replace {prefix} via {via}\n"));
     }
     fn run(self, ns: &Netns) -> NsResult<()> {
         let dir = sixgate_netns::ScratchDir::new("sgb")?;

@@ -42,13 +42,17 @@ pub enum Command {
     /// connection establishment rate, table capacity, tear-down rate.
     Stateful(StatefulArgs),
     /// Render a result's charts (throughput vs frame size, loss vs rate,
-    /// latency percentiles) to an SVG file.
+    /// latency percentiles) to an SVG or PNG file.
     Plot {
         /// A result written by --json.
         result: PathBuf,
-        /// The chart file (.svg).
+        /// The chart file (.svg or .png).
         #[arg(long)]
         out: PathBuf,
+        /// svg or png (default: from the --out file's extension). A PNG is
+        /// the SVG rasterised, its text in the system's fonts.
+        #[arg(long, value_enum)]
+        format: Option<crate::plot::Format>,
     },
 }
 
@@ -161,6 +165,12 @@ pub struct RunArgs {
     /// RFC 9693 phase 1 rate (stateful DUTs), frames/s.
     #[arg(long, default_value_t = 20_000)]
     pub phase1_rate: u64,
+    /// RFC 8219 §5.2 background traffic: this percentage (0 to 99) of the left
+    /// tester's frames are native IPv6 to the right tester port's IPv6 address
+    /// (2001:db8:2::7), which the DUT forwards without translating; counted
+    /// with the rest and reported apart.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    pub background: f64,
     /// Stateful DUTs: connections phase 1 opens (source ports 1024…, then
     /// more destination ports from 80).
     #[arg(long, default_value_t = 10_000)]
@@ -236,10 +246,14 @@ pub fn run(args: Args, sixgate: &Path) -> Result<(), String> {
             }
             Ok(())
         }
-        Command::Plot { result, out } => {
+        Command::Plot {
+            result,
+            out,
+            format,
+        } => {
             let json = std::fs::read_to_string(&result)
                 .map_err(|e| format!("{}: {e}", result.display()))?;
-            crate::plot::render(&json, &out)?;
+            crate::plot::render(&json, &out, format)?;
             println!("wrote {}", out.display());
             Ok(())
         }
@@ -342,6 +356,12 @@ fn measure(a: &RunArgs, sixgate: &Path, test: Measurement) -> Result<(), String>
     if a.duration <= 0.0 || a.drain < 0.0 {
         return Err("--duration must be positive and --drain not negative".into());
     }
+    if !(0.0..100.0).contains(&a.background) {
+        return Err(format!(
+            "--background {}: a percentage from 0 to below 100 (some frames must be the translated test traffic)",
+            a.background
+        ));
+    }
     let self_test = matches!(test, Measurement::SelfTest);
     if self_test {
         // A stale ceiling must not survive a self-test that finds none.
@@ -421,6 +441,16 @@ fn measure_on(
             a.phase1_rate
         ));
     }
+    let mut hosts = a.hosts.max(1);
+    if let Some((first, last)) = dut.traffic.ce_ports {
+        src_ports = format!("{first}-{last}");
+        hosts = 1;
+        notes.push(format!(
+            "MAP-T BR: the left tester is one CE ({} = {}), source ports pseudorandom in its port set {src_ports}; the right tester answers to those ports; one host",
+            crate::bed::addr::MAPT_CE6,
+            crate::bed::addr::MAPT_CE4
+        ));
+    }
     let ceiling = if self_test {
         None
     } else {
@@ -444,12 +474,13 @@ fn measure_on(
         bidirectional: !a.unidirectional,
         src_ports,
         dst_ports,
-        hosts: a.hosts.max(1),
+        hosts,
         tx_cpus,
         rx_cpus,
         seed: a.seed,
         phase1_rate: a.phase1_rate,
         behind_limit: a.behind_limit / 100.0,
+        background_pct: a.background,
     };
     eprintln!("sixgate bench: {}", bed.describe());
     for line in &dut.description {
@@ -559,9 +590,34 @@ fn measure_on(
                 }
                 let conntrack = matches!(dut.preset, Preset::Nat44 | Preset::TaygaNat44);
                 let dut_ns = bed.duts.last().expect("a DUT namespace");
+                // A stateful sixgate deletes its sessions on `sixgate session
+                // flush` (docs/control.md), through its API socket.
+                let api = dut
+                    .api_socket()
+                    .filter(|_| dut.traffic.stateful)
+                    .map(Path::to_owned);
+                let sixgate_flush = |ns: &sixgate_netns::Netns, sock: &Path| -> u64 {
+                    let sock = sock.to_string_lossy();
+                    ns.run(
+                        &sixgate.to_string_lossy(),
+                        ["session", "flush", "--socket", &*sock],
+                    )
+                    .ok()
+                    .and_then(|out| {
+                        out.trim()
+                            .strip_prefix("flushed ")?
+                            .split(' ')
+                            .next()?
+                            .parse()
+                            .ok()
+                    })
+                    .unwrap_or(0)
+                };
                 let mut flush = || -> std::io::Result<()> {
                     if conntrack {
                         let _ = dut_ns.run("conntrack", ["-F"]);
+                    } else if let Some(sock) = &api {
+                        sixgate_flush(dut_ns, sock);
                     }
                     Ok(())
                 };
@@ -610,6 +666,29 @@ fn measure_on(
                     }
                     st.notes.push(format!(
                         "tear-down rate: {entries} conntrack entries (of {n} connections) deleted with `conntrack -F` in {:.1} ms, less {:.1} ms for an empty table",
+                        full.as_secs_f64() * 1e3,
+                        empty.as_secs_f64() * 1e3
+                    ));
+                    tester.forget();
+                } else if let Some(sock) = &api {
+                    // RFC 9693 §4.3 on sixgate: phase 1 opens N sessions,
+                    // `sixgate session flush` deletes them on every worker;
+                    // less the same command on an empty table (process
+                    // start-up and the API round trip).
+                    flush()?;
+                    let (n, _) = tester.phase1(size, a.phase1_rate)?;
+                    let t0 = Instant::now();
+                    let sessions = sixgate_flush(dut_ns, sock);
+                    let full = t0.elapsed();
+                    let t1 = Instant::now();
+                    sixgate_flush(dut_ns, sock);
+                    let empty = t1.elapsed();
+                    let work = full.saturating_sub(empty).as_secs_f64();
+                    if sessions > 0 && work > 0.0 {
+                        st.teardown_rate = Some(sessions as f64 / work);
+                    }
+                    st.notes.push(format!(
+                        "tear-down rate: {sessions} sessions (of {n} connections) deleted with `sixgate session flush` in {:.1} ms, less {:.1} ms for an empty table",
                         full.as_secs_f64() * 1e3,
                         empty.as_secs_f64() * 1e3
                     ));

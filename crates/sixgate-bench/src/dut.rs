@@ -69,6 +69,10 @@ pub struct Traffic {
     /// The DUT keeps per-connection state: the right side may only answer
     /// connections the left side opened (RFC 9693).
     pub stateful: bool,
+    /// MAP-T BR (RFC 7599): the left tester is one CE, so the forward frames'
+    /// source ports and the answers' destination ports are its port set, and
+    /// its address is fixed (no pseudorandom hosts).
+    pub ce_ports: Option<(u16, u16)>,
 }
 
 /// A started DUT: stopped and undone by [`RunningDut::stop`] (or on drop).
@@ -106,6 +110,15 @@ impl<'a> RunningDut<'a> {
             undo: Vec::new(),
             _scratch: scratch,
         };
+        if let (Kind::Single, Preset::Sixgate, Some(path)) =
+            (bed.kind, opts.preset, opts.config.as_deref())
+        {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if let Some(workers) = xdp_workers(&text) {
+                dut.xdp_queues(bed, workers)?;
+            }
+        }
         match bed.kind {
             Kind::Loop => {
                 dut.description
@@ -144,6 +157,36 @@ impl<'a> RunningDut<'a> {
             self.undo
                 .push((ns, u.iter().map(|s| (*s).to_owned()).collect()));
         }
+        Ok(())
+    }
+
+    /// sixgate's XDP data plane binds one socket per queue for `workers`
+    /// queues; a frame on a queue with no socket would go to the kernel
+    /// untranslated. So the queues in use on the four veth ends of the bed
+    /// are the workers (at most [`bed::QUEUES`]) for the run, and all of
+    /// them again after it.
+    fn xdp_queues(&mut self, bed: &'a Bed, workers: u16) -> Result<(), String> {
+        let n = workers.clamp(1, bed::QUEUES).to_string();
+        let all = bed::QUEUES.to_string();
+        let dut = &bed.duts[0];
+        for (ns, dev) in [
+            (&bed.left, bed::TESTER_LEFT_IF),
+            (dut, bed::DUT_LEFT_IF),
+            (dut, DUT_RIGHT_IF),
+            (&bed.right, bed::TESTER_RIGHT_IF),
+        ] {
+            ns.run("ethtool", ["-L", dev, "rx", &n, "tx", &n])
+                .map_err(|e| format!("{}: ethtool -L {dev} rx {n} tx {n}: {e}", ns.name()))?;
+            self.undo.push((
+                ns,
+                ["@ethtool", "-L", dev, "rx", &all, "tx", &all]
+                    .map(str::to_owned)
+                    .to_vec(),
+            ));
+        }
+        self.description.push(format!(
+            "XDP data plane: {n} of the bed's {all} queues in use on tl, dl, dr and tr (ethtool -L), one per worker"
+        ));
         Ok(())
     }
 
@@ -190,6 +233,12 @@ impl<'a> RunningDut<'a> {
         self.processes.push(bg);
         std::thread::sleep(Duration::from_millis(200));
         Ok(())
+    }
+
+    /// The API socket of the sixgate DUT (the last one started: in the dual
+    /// bed, the stateful second DUT); `None` for the other presets.
+    pub fn api_socket(&self) -> Option<&Path> {
+        self.sixgates.last().and_then(|t| t.api_socket())
     }
 
     fn sixgate(
@@ -246,6 +295,24 @@ impl<'a> RunningDut<'a> {
                 let routes = config_routes(&config, path)?;
                 let routes: Vec<&str> = routes.iter().map(String::as_str).collect();
                 self.sixgate(ns, &opts.sixgate, &config, &routes)?;
+                if mode_of(&config) == "mapt-br" {
+                    // The CE the left tester plays, behind the left link.
+                    let via = addr::LEFT6_TESTER.to_string();
+                    self.ip(
+                        ns,
+                        &[
+                            "-6",
+                            "route",
+                            "replace",
+                            addr::MAPT_CE_PREFIX,
+                            "via",
+                            &via,
+                            "dev",
+                            bed::DUT_LEFT_IF,
+                        ],
+                        Some(&["-6", "route", "del", addr::MAPT_CE_PREFIX]),
+                    )?;
+                }
             }
         }
         Ok(())
@@ -317,6 +384,31 @@ impl<'a> RunningDut<'a> {
                 self.tayga(d2, &c2, &[addr::POOL6, addr::EAM4])?;
                 self.ip(d2, &eam6_via, None)?;
             }
+            Preset::Sixgate if is_mapt_br(opts.config.as_deref())? => {
+                // DUT1 a MAP-T CE (NAPT44 + RFC 7915 towards the DMR), DUT2 the BR.
+                let ce_map = format!("{}/128", addr::MAPT_CE6);
+                self.sixgate(d1, &opts.sixgate, &mapt_ce_toml(), &["0.0.0.0/0", &ce_map])?;
+                self.ip(d1, &pool6_via, None)?;
+                let p = opts.config.as_ref().expect("is_mapt_br saw a file");
+                let c2 = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                let routes = config_routes(&c2, p)?;
+                let routes: Vec<&str> = routes.iter().map(String::as_str).collect();
+                self.sixgate(d2, &opts.sixgate, &c2, &routes)?;
+                self.ip(
+                    d2,
+                    &[
+                        "-6",
+                        "route",
+                        "replace",
+                        addr::MAPT_CE_PREFIX,
+                        "via",
+                        &m1,
+                        "dev",
+                        DUT_MIDDLE_IF,
+                    ],
+                    None,
+                )?;
+            }
             Preset::Sixgate => {
                 let c1 = format!(
                     "[translator]\nmode = \"siit\"\npool6 = \"{}\"\neam = [ {{ ipv4 = \"{}\", ipv6 = \"{}\" }} ]\n\n[tun]\nname = \"sixgate0\"\nmanage_routes = false\n",
@@ -386,6 +478,7 @@ impl<'a> RunningDut<'a> {
                     let _ = ns.run("conntrack", ["-F"]);
                     r
                 }
+                "@ethtool" => ns.run("ethtool", &cmd[1..]).map(drop),
                 "@deltun" => {
                     if ns.link("nat64").ok().flatten().is_some() {
                         ns.ip(["link", "del", "nat64"]).map(drop)
@@ -430,42 +523,64 @@ pub fn traffic(kind: Kind, preset: Preset, config: Option<&Path>) -> Result<Traf
             forward: (t6, r6),
             reverse: (r6, t6),
             stateful: false,
+            ce_ports: None,
+        },
+        // MAP-T CE then BR: the CE's NAPT44 is stateful, the answers go to
+        // the CE's address and the ports it gave.
+        (Kind::Dual, Preset::Sixgate) if is_mapt_br(config)? => Traffic {
+            forward: (t4l, t4r),
+            reverse: (t4r, IpAddr::V4(addr::MAPT_CE4)),
+            stateful: true,
+            ce_ports: None,
         },
         (Kind::Dual, Preset::KernelV4) => Traffic {
             forward: (t4l, t4r),
             reverse: (t4r, t4l),
             stateful: false,
+            ce_ports: None,
         },
         // Through both translators: 192.0.2.5 → 2001:db8:1::5 → 198.18.0.5.
         (Kind::Dual, _) => Traffic {
             forward: (t4l, t4r),
             reverse: (t4r, eam_of_t6),
             stateful: false,
+            ce_ports: None,
         },
         (Kind::Single, Preset::KernelV6) => Traffic {
             forward: (t6, r6),
             reverse: (r6, t6),
             stateful: false,
+            ce_ports: None,
         },
         (Kind::Single, Preset::KernelV4) => Traffic {
             forward: (t4l, t4r),
             reverse: (t4r, t4l),
             stateful: false,
+            ce_ports: None,
         },
         (Kind::Single, Preset::Nat44) => Traffic {
             forward: (t4l, t4r),
             reverse: (t4r, IpAddr::V4(addr::RIGHT4_DUT)),
             stateful: true,
+            ce_ports: None,
         },
         (Kind::Single, Preset::Tayga) => Traffic {
             forward: (t6, via6),
             reverse: (t4r, eam_of_t6),
             stateful: false,
+            ce_ports: None,
         },
         (Kind::Single, Preset::TaygaNat44) => Traffic {
             forward: (t6, via6),
             reverse: (t4r, IpAddr::V4(addr::RIGHT4_DUT)),
             stateful: true,
+            ce_ports: None,
+        },
+        (Kind::Single, Preset::Sixgate) if is_mapt_br(config)? => Traffic {
+            forward: (IpAddr::V6(addr::MAPT_CE6), via6),
+            reverse: (t4r, IpAddr::V4(addr::MAPT_CE4)),
+            stateful: false,
+            ce_ports: Some(addr::MAPT_CE_PORTS),
         },
         (Kind::Single, Preset::Sixgate) => {
             let stateful = match config {
@@ -484,9 +599,52 @@ pub fn traffic(kind: Kind, preset: Preset, config: Option<&Path>) -> Result<Traf
                     (t4r, eam_of_t6)
                 },
                 stateful,
+                ce_ports: None,
             }
         }
     })
+}
+
+/// The workers of a sixgate configuration on the XDP data plane (`[daemon]
+/// dataplane = "xdp"`; `workers` 0 or absent: as many as the bed has queues),
+/// or `None` for the TUN data plane.
+fn xdp_workers(text: &str) -> Option<u16> {
+    let t = text.parse::<toml::Table>().ok()?;
+    let daemon = t.get("daemon")?;
+    if daemon.get("dataplane")?.as_str()? != "xdp" {
+        return None;
+    }
+    let workers = daemon
+        .get("workers")
+        .and_then(|w| w.as_integer())
+        .unwrap_or(0);
+    Some(match u16::try_from(workers) {
+        Ok(0) | Err(_) => bed::QUEUES,
+        Ok(w) => w,
+    })
+}
+
+/// A sixgate configuration with `mode = "mapt-br"`.
+fn is_mapt_br(config: Option<&Path>) -> Result<bool, String> {
+    Ok(match config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            mode_of(&text) == "mapt-br"
+        }
+        None => false,
+    })
+}
+
+/// The dual bed's MAP-T CE (RFC 7599): the bed's rule, End-user prefix
+/// [`addr::MAPT_CE_PREFIX`], the left IPv4 link as its LAN.
+fn mapt_ce_toml() -> String {
+    format!(
+        "[translator]\nmode = \"mapt-ce\"\n\n[mapt]\ndmr = \"{}\"\nbmr = [ {{ ipv6_prefix = \"{}\", ipv4_prefix = \"{}\", ea_bits = 13, psid_offset = 0 }} ]\nend_user_prefix = \"{}\"\nlan = \"192.0.2.0/24\"\n\n[tun]\nname = \"sixgate0\"\nmanage_routes = true\n",
+        addr::POOL6,
+        addr::MAPT_RULE6,
+        addr::POOL4,
+        addr::MAPT_CE_PREFIX
+    )
 }
 
 /// `[translator] mode` of a sixgate configuration (default `siit`).
@@ -518,6 +676,21 @@ fn config_routes(text: &str, path: &Path) -> Result<Vec<String>, String> {
                 if let Some(v4) = e.get("ipv4").and_then(|v| v.as_str()) {
                     routes.push(v4.to_owned());
                 }
+            }
+        }
+    }
+    if let Some(m) = t.get("mapt") {
+        if let Some(d) = m.get("dmr").and_then(|v| v.as_str()) {
+            routes.push(d.to_owned());
+        }
+        for r in m
+            .get("bmr")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(v4) = r.get("ipv4_prefix").and_then(|v| v.as_str()) {
+                routes.push(v4.to_owned());
             }
         }
     }
@@ -569,6 +742,19 @@ mod tests {
             config_routes("[", Path::new("bad.toml"))
                 .unwrap_err()
                 .contains("bad.toml")
+        );
+    }
+
+    #[test]
+    fn xdp_configs_say_their_workers() {
+        assert_eq!(xdp_workers("[daemon]\nworkers = 1\n"), None);
+        assert_eq!(
+            xdp_workers("[daemon]\ndataplane = \"xdp\"\nworkers = 1\n"),
+            Some(1)
+        );
+        assert_eq!(
+            xdp_workers("[daemon]\ndataplane = \"xdp\"\n"),
+            Some(bed::QUEUES)
         );
     }
 

@@ -115,7 +115,8 @@ pub enum Tuples {
 }
 
 impl Tuples {
-    /// How many distinct tuples (for `Enumerate`: the frames of phase 1).
+    /// How many frames the tuples allow: `Enumerate`, each tuple once (phase
+    /// 1); the others, any number.
     pub fn count(&self) -> u64 {
         match self {
             Tuples::Random { .. } => u64::MAX,
@@ -128,7 +129,9 @@ impl Tuples {
                     * u64::from(dst_ports.len())
                     * u64::from((*src_hosts).max(1))
             }
-            Tuples::Learned(v) => v.len() as u64,
+            // Answers pick learned tuples at random, as often as the trial
+            // asks: not a frame limit.
+            Tuples::Learned(_) => u64::MAX,
         }
     }
 }
@@ -141,6 +144,32 @@ pub struct Direction {
     pub template: Template,
     pub tuples: Tuples,
     pub stream: u16,
+    /// Native-IPv6 background traffic mixed into this direction (RFC 8219
+    /// §5.2), or none.
+    pub background: Option<Background>,
+}
+
+/// RFC 8219 §5.2 background traffic: a share of a direction's frames are
+/// native IPv6 that the DUT forwards without translating. They have their own
+/// stream (counted apart at the receiver) and template (IPv6 to the far
+/// tester's IPv6 address, at the IPv6 frame size), and take their ports from
+/// the same RFC 4814 generators as the rest.
+#[derive(Debug, Clone)]
+pub struct Background {
+    pub template: Template,
+    pub stream: u16,
+    /// Background frames per million of the direction's frames.
+    pub share_ppm: u32,
+}
+
+/// Whether frame `i` (from 0) of a direction is a background frame when
+/// `ppm` per million are: exactly ⌊n·ppm/10⁶⌋ of the first n frames, evenly
+/// spread (the error diffusion of a line drawn with integer steps), so every
+/// stretch of a trial carries the share, not just the whole.
+pub fn is_background(i: u64, ppm: u32) -> bool {
+    let p = u128::from(ppm);
+    let i = u128::from(i);
+    (i + 1) * p / 1_000_000 > i * p / 1_000_000
 }
 
 /// What the receivers keep per frame.
@@ -181,8 +210,12 @@ pub struct TrialSpec {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct DirectionResult {
     pub stream: u16,
+    /// Every frame, background included.
     pub sent: u64,
     pub received: u64,
+    /// Of those, the native-IPv6 background frames (RFC 8219 §5.2).
+    pub background_sent: u64,
+    pub background_received: u64,
     /// Frames the sender was behind its schedule at the end (unsent ones
     /// included).
     pub behind: f64,
@@ -226,6 +259,12 @@ impl TrialResult {
     }
     pub fn valid(&self) -> bool {
         self.rx_ring_drops == 0 && self.directions.iter().all(|d| d.valid)
+    }
+    pub fn background_sent(&self) -> u64 {
+        self.directions.iter().map(|d| d.background_sent).sum()
+    }
+    pub fn background_received(&self) -> u64 {
+        self.directions.iter().map(|d| d.background_received).sum()
     }
 }
 
@@ -295,41 +334,8 @@ impl Sender<'_> {
         let pacer = Pacer::new(spec.rate, duration, batch);
         let total = pacer.total().unwrap_or(0).min(frames_cap);
         let seed = spec.seed ^ u64::from(self.dir.stream).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let (mut sports, mut dports, mut hosts, src_hosts, dst_hosts) = match &self.dir.tuples {
-            Tuples::Random {
-                src_ports,
-                dst_ports,
-                src_hosts,
-                dst_hosts,
-            } => (
-                PortGen::new(*src_ports, seed),
-                PortGen::new(*dst_ports, seed.rotate_left(23)),
-                PortGen::new(
-                    PortRange {
-                        first: 1,
-                        last: 65535,
-                    },
-                    seed.rotate_left(41),
-                ),
-                *src_hosts,
-                *dst_hosts,
-            ),
-            _ => {
-                let r = PortRange {
-                    first: 1,
-                    last: 65535,
-                };
-                (
-                    PortGen::new(r, seed),
-                    PortGen::new(r, seed),
-                    PortGen::new(r, seed.rotate_left(41)),
-                    0,
-                    0,
-                )
-            }
-        };
-        let perm = Permutation::new(self.dir.tuples.count().min(u64::MAX / 2), seed);
-        let template = &self.dir.template;
+        let mut stamper = Stamper::new(self.dir, seed);
+        let mut background_sent = 0u64;
         let mut sent = 0u64;
         let mut max_late = Duration::ZERO;
         let mut last_late = Duration::ZERO;
@@ -361,40 +367,15 @@ impl Sender<'_> {
                 break;
             }
             let tx_ns = realtime_ns();
-            for k in 0..n {
-                let seq = sent + k;
-                let mut stamp = match &self.dir.tuples {
-                    Tuples::Random { .. } => Stamp {
-                        src_port: sports.next_port(),
-                        dst_port: dports.next_port(),
-                        src_host: pick(&mut hosts, src_hosts),
-                        dst_host: pick(&mut hosts, dst_hosts),
-                        tag: Tag::default(),
-                    },
-                    Tuples::Enumerate {
-                        src_ports,
-                        dst_ports,
-                        src_hosts,
-                    } => {
-                        let i = perm.at(seq % perm.n);
-                        let h = u64::from((*src_hosts).max(1));
-                        let w = u64::from(src_ports.len());
-                        Stamp {
-                            src_host: (i % h) as u16,
-                            src_port: src_ports.first + (i / h % w) as u16,
-                            dst_port: dst_ports.first + (i / h / w) as u16,
-                            ..Stamp::default()
-                        }
+            for _ in 0..n {
+                let (background, mut stamp) = stamper.next_frame();
+                stamp.tag.tx_ns = tx_ns;
+                let template = match (&self.dir.background, background) {
+                    (Some(b), true) => {
+                        background_sent += 1;
+                        &b.template
                     }
-                    Tuples::Learned(v) => {
-                        let i = usize::from(hosts.next_port()) * v.len() / 65536;
-                        v[i.min(v.len() - 1)]
-                    }
-                };
-                stamp.tag = Tag {
-                    tx_ns,
-                    seq: seq as u32,
-                    stream: self.dir.stream,
+                    _ => &self.dir.template,
                 };
                 template.stamp_into(self.tx.next_slot()?, &stamp);
                 self.tx.commit(template.len());
@@ -413,6 +394,8 @@ impl Sender<'_> {
             stream: self.dir.stream,
             sent,
             received: 0,
+            background_sent,
+            background_received: 0,
             behind,
             // Less than one frame late is on schedule, however short the trial
             // (a 10 000-frame phase 1 would otherwise allow 0.1 frame).
@@ -435,9 +418,119 @@ fn pick(g: &mut PortGen, n: u16) -> u16 {
     }
 }
 
+/// The per-frame choices of one direction: test or background frame
+/// (RFC 8219 §5.2), and the stamp — RFC 4814 pseudorandom ports and host
+/// offsets, RFC 9693 phase 1's unique tuples, or phase 2's learned answers.
+/// Apart from the rings, so that the mix can be checked on its own.
+pub struct Stamper<'a> {
+    dir: &'a Direction,
+    sports: PortGen,
+    dports: PortGen,
+    hosts: PortGen,
+    src_hosts: u16,
+    dst_hosts: u16,
+    perm: Permutation,
+    /// Frames stamped so far, and per stream (each stream's tags count from 0).
+    index: u64,
+    seq: u64,
+    background_seq: u64,
+}
+
+impl<'a> Stamper<'a> {
+    pub fn new(dir: &'a Direction, seed: u64) -> Stamper<'a> {
+        let all = PortRange {
+            first: 1,
+            last: 65535,
+        };
+        let (sports, dports, src_hosts, dst_hosts) = match &dir.tuples {
+            Tuples::Random {
+                src_ports,
+                dst_ports,
+                src_hosts,
+                dst_hosts,
+            } => (
+                PortGen::new(*src_ports, seed),
+                PortGen::new(*dst_ports, seed.rotate_left(23)),
+                *src_hosts,
+                *dst_hosts,
+            ),
+            _ => (PortGen::new(all, seed), PortGen::new(all, seed), 0, 0),
+        };
+        Stamper {
+            dir,
+            sports,
+            dports,
+            hosts: PortGen::new(all, seed.rotate_left(41)),
+            src_hosts,
+            dst_hosts,
+            perm: Permutation::new(dir.tuples.count().min(u64::MAX / 2), seed),
+            index: 0,
+            seq: 0,
+            background_seq: 0,
+        }
+    }
+
+    /// The next frame: whether it is a background frame, and its stamp (the
+    /// tag's send time is the sender's to fill in).
+    pub fn next_frame(&mut self) -> (bool, Stamp) {
+        let background = self
+            .dir
+            .background
+            .as_ref()
+            .is_some_and(|b| is_background(self.index, b.share_ppm));
+        self.index += 1;
+        let (seq, stream) = match (&self.dir.background, background) {
+            (Some(b), true) => {
+                self.background_seq += 1;
+                (self.background_seq - 1, b.stream)
+            }
+            _ => {
+                self.seq += 1;
+                (self.seq - 1, self.dir.stream)
+            }
+        };
+        let mut stamp = match &self.dir.tuples {
+            Tuples::Random { .. } => Stamp {
+                src_port: self.sports.next_port(),
+                dst_port: self.dports.next_port(),
+                src_host: pick(&mut self.hosts, self.src_hosts),
+                dst_host: pick(&mut self.hosts, self.dst_hosts),
+                tag: Tag::default(),
+            },
+            Tuples::Enumerate {
+                src_ports,
+                dst_ports,
+                src_hosts,
+            } => {
+                let i = self.perm.at(seq % self.perm.n);
+                let h = u64::from((*src_hosts).max(1));
+                let w = u64::from(src_ports.len());
+                Stamp {
+                    src_host: (i % h) as u16,
+                    src_port: src_ports.first + (i / h % w) as u16,
+                    dst_port: dst_ports.first + (i / h / w) as u16,
+                    ..Stamp::default()
+                }
+            }
+            Tuples::Learned(v) => {
+                let i = usize::from(self.hosts.next_port()) * v.len() / 65536;
+                v[i.min(v.len() - 1)]
+            }
+        };
+        stamp.tag = Tag {
+            tx_ns: 0,
+            seq: seq as u32,
+            stream,
+        };
+        (background, stamp)
+    }
+}
+
 /// Per-stream receive state.
 struct StreamRx {
     stream: u16,
+    /// Background frames are only counted: no delays, nothing learned.
+    background: bool,
     received: u64,
     tagged: Vec<u64>,
     delays: Vec<u64>,
@@ -465,6 +558,9 @@ fn receive(
                 return; // a late frame of an earlier trial
             };
             s.received += 1;
+            if s.background {
+                return;
+            }
             let delay = f.rx_ns.saturating_sub(seen.tag.tx_ns);
             match record {
                 Record::Nothing => {}
@@ -497,13 +593,18 @@ pub fn run_trial(ports: &mut [Port], spec: &TrialSpec) -> io::Result<TrialResult
     // Receive state per destination port.
     let mut per_port: Vec<Vec<StreamRx>> = (0..ports.len()).map(|_| Vec::new()).collect();
     for d in &spec.directions {
-        per_port[d.to].push(StreamRx {
-            stream: d.stream,
-            received: 0,
-            tagged: Vec::new(),
-            delays: Vec::new(),
-            learned: HashSet::new(),
-        });
+        let streams = std::iter::once((d.stream, false))
+            .chain(d.background.as_ref().map(|b| (b.stream, true)));
+        for (stream, background) in streams {
+            per_port[d.to].push(StreamRx {
+                stream,
+                background,
+                received: 0,
+                tagged: Vec::new(),
+                delays: Vec::new(),
+                learned: HashSet::new(),
+            });
+        }
     }
     let (txs, mut rxs): (Vec<_>, Vec<_>) = ports.iter_mut().map(|p| (&mut p.tx, &mut p.rx)).unzip();
     let mut txs: Vec<Option<&mut TxRing>> = txs.into_iter().map(Some).collect();
@@ -552,13 +653,18 @@ pub fn run_trial(ports: &mut [Port], spec: &TrialSpec) -> io::Result<TrialResult
         first_err.map_or(Ok(()), Err)
     })?;
     let mut result = TrialResult::default();
-    for mut d in sent_results {
-        for streams in &mut per_port {
-            if let Some(s) = streams.iter_mut().find(|s| s.stream == d.stream) {
-                d.received = s.received;
+    for (mut d, dir) in sent_results.into_iter().zip(&spec.directions) {
+        let background = dir.background.as_ref().map(|b| b.stream);
+        for s in per_port.iter_mut().flatten() {
+            if s.stream == d.stream {
+                d.received += s.received;
                 d.tagged = std::mem::take(&mut s.tagged);
                 d.delays = std::mem::take(&mut s.delays);
                 d.learned = s.learned.drain().collect();
+            } else if Some(s.stream) == background {
+                // Received background frames count like the others.
+                d.received += s.received;
+                d.background_received = s.received;
             }
         }
         result.directions.push(d);
@@ -608,6 +714,83 @@ mod tests {
                 "period {period}"
             );
         }
+    }
+
+    fn template(src: &str, dst: &str, size: u16) -> Template {
+        let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+        Template::new(&frame::FlowSpec {
+            src_mac: crate::bed::MAC_TESTER_LEFT,
+            dst_mac: crate::bed::MAC_DUT_LEFT,
+            src,
+            dst,
+            frame_size: size,
+        })
+        .unwrap()
+    }
+
+    /// RFC 8219 §5.2 background traffic: exactly the share asked for, spread
+    /// evenly through the trial, each kind numbered in its own stream, and the
+    /// RFC 4814 ports of both kinds still pseudorandom within their ranges.
+    #[test]
+    fn rfc8219_5_2_background_share_is_exact_and_ports_stay_random() {
+        let range = PortRange {
+            first: 1024,
+            last: 1087,
+        };
+        for pct in [0.0, 1.0, 10.0, 33.3, 50.0, 90.0] {
+            let ppm = (pct * 10_000.0_f64).round() as u32;
+            let dir = Direction {
+                from: 0,
+                to: 1,
+                template: template("2001:db8:1::5", "2001:db8:64::c633:6407", 84),
+                tuples: Tuples::Random {
+                    src_ports: range,
+                    dst_ports: range,
+                    src_hosts: 1,
+                    dst_hosts: 1,
+                },
+                stream: 7,
+                background: Some(Background {
+                    template: template("2001:db8:1::5", "2001:db8:2::7", 84),
+                    stream: 8,
+                    share_ppm: ppm,
+                }),
+            };
+            let mut st = Stamper::new(&dir, 4814);
+            let n = 100_000u64;
+            let frames: Vec<(bool, Stamp)> = (0..n).map(|_| st.next_frame()).collect();
+            let count = frames.iter().filter(|f| f.0).count() as u64;
+            assert_eq!(count, n * u64::from(ppm) / 1_000_000, "{pct} %");
+            // Every 1000 frames carry the share, give or take one frame.
+            for w in frames.chunks(1000) {
+                let c = w.iter().filter(|f| f.0).count() as f64;
+                assert!((c - pct * 10.0).abs() <= 1.0, "{pct} %: {c} in 1000");
+            }
+            for (kind, stream) in [(false, 7u16), (true, 8)] {
+                let mine: Vec<&Stamp> = frames
+                    .iter()
+                    .filter(|f| f.0 == kind)
+                    .map(|f| &f.1)
+                    .collect();
+                assert!(mine.iter().all(|s| s.tag.stream == stream));
+                assert!(mine.iter().enumerate().all(|(i, s)| s.tag.seq == i as u32));
+                if mine.len() < 1000 {
+                    continue;
+                }
+                let ports: Vec<u16> = mine.iter().map(|s| s.src_port).collect();
+                assert!(ports.iter().all(|p| (1024..=1087).contains(p)));
+                assert!(
+                    (1024..=1087).all(|p| ports.contains(&p)),
+                    "every port drawn"
+                );
+                let steps: HashSet<i32> = ports
+                    .windows(2)
+                    .map(|w| i32::from(w[1]) - i32::from(w[0]))
+                    .collect();
+                assert!(steps.len() > 50, "{pct} %: {} distinct steps", steps.len());
+            }
+        }
+        assert!(!is_background(0, 0) && is_background(0, 1_000_000));
     }
 
     #[test]

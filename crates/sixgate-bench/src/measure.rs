@@ -15,7 +15,7 @@ use sixgate_loadgen::ports::PortRange;
 
 use crate::bed::{self, MAC_DUT_LEFT, MAC_DUT_RIGHT, MAC_TESTER_LEFT, MAC_TESTER_RIGHT};
 use crate::dut::Traffic;
-use crate::engine::{self, Direction, Port, Record, TrialResult, TrialSpec, Tuples};
+use crate::engine::{self, Background, Direction, Port, Record, TrialResult, TrialSpec, Tuples};
 use crate::frame::{Family, FlowSpec, Mac, Stamp, Template};
 use crate::search::{self, Outcome, SearchParams, SearchResult};
 use crate::stats::{Latency, Spread};
@@ -39,6 +39,10 @@ pub struct Settings {
     pub seed: u64,
     /// Rate of RFC 9693 phase 1 (frames/s).
     pub phase1_rate: u64,
+    /// RFC 8219 §5.2 background traffic: this percentage of the left tester's
+    /// frames are native IPv6 to the right tester's IPv6 address, which the
+    /// DUT forwards without translating (0: none).
+    pub background_pct: f64,
     /// A trial is invalid when its sender ends more than this share of its
     /// frames behind schedule (0.00001 = siitperf's 0.001 %).
     pub behind_limit: f64,
@@ -58,14 +62,17 @@ pub struct TrialRow {
     pub valid: bool,
     pub rx_ring_drops: u64,
     pub elapsed_s: f64,
+    /// Of `sent` and `received`: the native-IPv6 background frames.
+    pub background_sent: u64,
+    pub background_received: u64,
 }
 
 impl TrialRow {
-    pub const HEADER: &'static str = "test,frame_size,rate,direction,sent,received,loss_pct,behind_frames,valid,rx_ring_drops,elapsed_s";
+    pub const HEADER: &'static str = "test,frame_size,rate,direction,sent,received,loss_pct,behind_frames,valid,rx_ring_drops,elapsed_s,background_sent,background_received";
 
     pub fn csv(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{:.6},{:.3},{},{},{:.3}",
+            "{},{},{},{},{},{},{:.6},{:.3},{},{},{:.3},{},{}",
             self.test,
             self.frame_size,
             self.rate,
@@ -76,7 +83,9 @@ impl TrialRow {
             self.behind_frames,
             self.valid,
             self.rx_ring_drops,
-            self.elapsed_s
+            self.elapsed_s,
+            self.background_sent,
+            self.background_received
         )
     }
 }
@@ -93,6 +102,10 @@ pub struct Throughput {
     /// Near the self-test ceiling, or a sender behind schedule, or the
     /// receive ring dropped: the tester may be the limit.
     pub tester_limited: bool,
+    /// Native-IPv6 background frames (RFC 8219 §5.2) sent and received in the
+    /// trial at the rate found (by the last search), when there are any.
+    pub background_sent: u64,
+    pub background_received: u64,
 }
 
 /// One point of the frame loss rate sweep (RFC 8219 §7.5).
@@ -104,6 +117,9 @@ pub struct LossPoint {
     pub received: u64,
     pub loss_pct: f64,
     pub valid: bool,
+    /// Of `sent` and `received`: the native-IPv6 background frames.
+    pub background_sent: u64,
+    pub background_received: u64,
 }
 
 /// Latency, PDV and IPDV of one direction (RFC 8219 §7.2–7.4).
@@ -118,8 +134,13 @@ pub struct LatencyResult {
     pub tagged_lost: u64,
     /// Every frame (§7.3 PDV, §7.4 IPDV).
     pub all: Option<Latency>,
+    /// Loss over every frame of the direction, background included.
     pub loss_pct: f64,
     pub valid: bool,
+    /// Native-IPv6 background frames (RFC 8219 §5.2) of this direction: only
+    /// counted, their delays are not in the figures above.
+    pub background_sent: u64,
+    pub background_received: u64,
 }
 
 /// RFC 9693 results.
@@ -221,6 +242,23 @@ impl Tester {
         .map_err(|e| bad(e.0))
     }
 
+    /// The left tester's native-IPv6 background frames (RFC 8219 §5.2), if
+    /// asked for: IPv6 to the right tester port's IPv6 address, which every
+    /// bed routes through its DUT(s) by plain forwarding, at the IPv6 frame
+    /// size.
+    fn background(&mut self, size: u16, loop_bed: bool) -> io::Result<Option<Background>> {
+        let pct = self.settings.background_pct;
+        if pct <= 0.0 {
+            return Ok(None);
+        }
+        let (src, dst) = bed::background_flow();
+        Ok(Some(Background {
+            template: self.template(true, src, dst, size, loop_bed)?,
+            stream: self.stream(),
+            share_ppm: (pct * 10_000.0).round() as u32,
+        }))
+    }
+
     fn stream(&mut self) -> u16 {
         self.next_stream = self.next_stream.wrapping_add(1);
         self.next_stream
@@ -228,9 +266,15 @@ impl Tester {
 
     fn random(&self, hosts_src: bool) -> Tuples {
         let hosts = self.settings.hosts.max(1);
+        // A MAP-T CE's answers come back to the ports of its set it sent from.
+        let (src_ports, dst_ports) = if !hosts_src && self.traffic.ce_ports.is_some() {
+            (self.dst_ports, self.src_ports)
+        } else {
+            (self.src_ports, self.dst_ports)
+        };
         Tuples::Random {
-            src_ports: self.src_ports,
-            dst_ports: self.dst_ports,
+            src_ports,
+            dst_ports,
             src_hosts: if hosts_src { hosts } else { 1 },
             dst_hosts: if hosts_src { 1 } else { hosts },
         }
@@ -252,6 +296,7 @@ impl Tester {
             template: self.template(true, fs, fd, size, loop_bed)?,
             tuples: self.random(true),
             stream: self.stream(),
+            background: self.background(size, loop_bed)?,
         };
         let mut directions = vec![fwd];
         if self.settings.bidirectional {
@@ -276,6 +321,7 @@ impl Tester {
                 template: self.template(false, rs, dst, size, loop_bed)?,
                 tuples,
                 stream: self.stream(),
+                background: None,
             });
         }
         let spec = TrialSpec {
@@ -320,10 +366,20 @@ impl Tester {
                 valid: d.valid && r.rx_ring_drops == 0,
                 rx_ring_drops: r.rx_ring_drops,
                 elapsed_s: d.elapsed_s,
+                background_sent: d.background_sent,
+                background_received: d.background_received,
             };
             if self.verbose {
+                let background = if row.background_sent > 0 {
+                    format!(
+                        " (background {} of {})",
+                        row.background_received, row.background_sent
+                    )
+                } else {
+                    String::new()
+                };
                 eprintln!(
-                    "  {:<12} {:>5} B {:>9} fps {:<13} sent {:>9} received {:>9} loss {:>8.4} % {}",
+                    "  {:<12} {:>5} B {:>9} fps {:<13} sent {:>9} received {:>9}{background} loss {:>8.4} % {}",
                     row.test,
                     row.frame_size,
                     row.rate,
@@ -368,6 +424,8 @@ impl Tester {
                 src_hosts: self.settings.hosts.max(1),
             },
             stream: self.stream(),
+            // Phase 1 opens connections: every frame is one.
+            background: None,
         };
         let n = dir.tuples.count();
         let spec = TrialSpec {
@@ -418,11 +476,15 @@ impl Tester {
         loop_bed: bool,
     ) -> io::Result<Throughput> {
         let mut searches = Vec::new();
+        // (rate, background sent, received) of the last search's trials.
+        let mut background = Vec::new();
         for _ in 0..repetitions.max(1) {
+            background.clear();
             let r = search::binary_search(
                 params,
                 |rate| {
                     let t = self.trial("throughput", size, rate, Record::Nothing, loop_bed)?;
+                    background.push((rate, t.background_sent(), t.background_received()));
                     Ok::<_, io::Error>(Outcome {
                         sent: t.sent(),
                         received: t.received(),
@@ -443,12 +505,20 @@ impl Tester {
             _ => false,
         };
         let tester_limited = near_ceiling || searches.iter().any(|s| s.tester_limited);
+        let found = searches.last().map_or(0, |s| s.rate);
+        let (background_sent, background_received) = background
+            .iter()
+            .rev()
+            .find(|b| b.0 == found)
+            .map_or((0, 0), |b| (b.1, b.2));
         Ok(Throughput {
             frame_size: size,
             frame_size_v4: Family::V4.frame_size(size),
             searches,
             fps,
             tester_limited,
+            background_sent,
+            background_received,
         })
     }
 
@@ -481,6 +551,8 @@ impl Tester {
                 received: o.received,
                 loss_pct: o.loss_pct(),
                 valid: o.valid,
+                background_sent: t.background_sent(),
+                background_received: t.background_received(),
             });
             rate = rate.saturating_sub(step);
         }
@@ -495,14 +567,17 @@ impl Tester {
         rate: u64,
         loop_bed: bool,
     ) -> io::Result<Vec<LatencyResult>> {
-        let frames = (rate as f64 * self.settings.duration_s) as u64;
+        // At least 500 tagged frames of the test stream (background frames
+        // are not tagged).
+        let share = 1.0 - self.settings.background_pct / 100.0;
+        let frames = (rate as f64 * self.settings.duration_s * share) as u64;
         let every = (frames / 500).max(1) as u32;
         let t = self.trial("latency", size, rate, Record::All(every), loop_bed)?;
         Ok(t.directions
             .iter()
             .enumerate()
             .map(|(i, d)| {
-                let tagged_sent = d.sent.div_ceil(u64::from(every));
+                let tagged_sent = (d.sent - d.background_sent).div_ceil(u64::from(every));
                 LatencyResult {
                     frame_size: size,
                     rate,
@@ -522,6 +597,8 @@ impl Tester {
                     }
                     .loss_pct(),
                     valid: d.valid && t.rx_ring_drops == 0,
+                    background_sent: d.background_sent,
+                    background_received: d.background_received,
                 }
             })
             .collect())
@@ -668,6 +745,8 @@ mod tests {
             valid: true,
             rx_ring_drops: 0,
             elapsed_s: 1.0,
+            background_sent: 0,
+            background_received: 0,
         };
         assert_eq!(
             row.csv().split(',').count(),

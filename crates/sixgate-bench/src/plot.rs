@@ -1,29 +1,61 @@
-//! `sixgate bench plot RESULT.json --out FILE.svg`: charts of a run —
+//! `sixgate bench plot RESULT.json --out FILE.svg|FILE.png`: charts of a run —
 //! throughput vs frame size (RFC 8219 §7.1), frame loss vs offered rate (§7.5)
 //! and latency percentiles (§7.2–7.4) — one panel per measurement present.
+//!
+//! The charts are drawn once, as SVG; a PNG is that SVG rasterised (resvg),
+//! with the system's fonts, so both formats show the same picture.
 
 use plotters::prelude::*;
+use resvg::{tiny_skia, usvg};
 use serde_json::Value;
 
-/// Render the charts of the report in `json` to the SVG file `out`.
-pub fn render(json: &str, out: &std::path::Path) -> Result<(), String> {
-    let v: Value = serde_json::from_str(json).map_err(|e| format!("result JSON: {e}"))?;
-    match out.extension().and_then(|e| e.to_str()) {
-        Some("svg") => {}
-        Some(other) => {
-            return Err(format!(
-                "{}: .{other} is not supported; write an .svg (convert it to PNG with e.g. rsvg-convert)",
+/// The chart file's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Svg,
+    Png,
+}
+
+impl Format {
+    /// The format `out`'s extension names.
+    pub fn of(out: &std::path::Path) -> Result<Format, String> {
+        match out.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("svg") => Ok(Format::Svg),
+            Some(e) if e.eq_ignore_ascii_case("png") => Ok(Format::Png),
+            Some(other) => Err(format!(
+                "{}: .{other} is not a chart format: write an .svg or a .png (or say --format)",
                 out.display()
-            ));
-        }
-        None => {
-            return Err(format!(
-                "{}: give the file an .svg extension",
+            )),
+            None => Err(format!(
+                "{}: give the file an .svg or .png extension, or say --format",
                 out.display()
-            ));
+            )),
         }
     }
-    let panels = panels(&v);
+}
+
+/// Chart width in pixels (SVG user units, and PNG pixels).
+const WIDTH: u32 = 900;
+
+/// Render the charts of the report in `json` to `out`, as `format` (default:
+/// from the extension).
+pub fn render(json: &str, out: &std::path::Path, format: Option<Format>) -> Result<(), String> {
+    let v: Value = serde_json::from_str(json).map_err(|e| format!("result JSON: {e}"))?;
+    let format = match format {
+        Some(f) => f,
+        None => Format::of(out)?,
+    };
+    let svg = draw(&v)?;
+    let bytes = match format {
+        Format::Svg => svg.into_bytes(),
+        Format::Png => png(&svg)?,
+    };
+    std::fs::write(out, bytes).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+/// The charts of report `v`, as an SVG document.
+pub fn draw(v: &Value) -> Result<String, String> {
+    let panels = panels(v);
     if panels.is_empty() {
         return Err("the result has no throughput, frame loss or latency to plot".into());
     }
@@ -33,20 +65,94 @@ pub fn render(json: &str, out: &std::path::Path) -> Result<(), String> {
         v["dut"].as_str().unwrap_or("?"),
         v["machine"]["model"].as_str().unwrap_or("")
     );
-    let root = SVGBackend::new(out, (900, height + 40)).into_drawing_area();
-    root.fill(&WHITE).map_err(text)?;
-    let (top, body) = root.split_vertically(40);
-    top.titled(&title, ("sans-serif", 20)).map_err(text)?;
-    let areas = body.split_evenly((panels.len(), 1));
-    for (panel, area) in panels.iter().zip(areas.iter()) {
-        match panel {
-            Panel::Throughput(points) => throughput(area, points)?,
-            Panel::Loss(points) => loss(area, points)?,
-            Panel::Latency(rows) => latency(area, rows)?,
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height + 40)).into_drawing_area();
+        root.fill(&WHITE).map_err(text)?;
+        let (top, body) = root.split_vertically(40);
+        top.titled(&title, ("sans-serif", 20)).map_err(text)?;
+        let areas = body.split_evenly((panels.len(), 1));
+        for (panel, area) in panels.iter().zip(areas.iter()) {
+            match panel {
+                Panel::Throughput(points) => throughput(area, points)?,
+                Panel::Loss(points) => loss(area, points)?,
+                Panel::Latency(rows) => latency(area, rows)?,
+            }
         }
+        root.present().map_err(text)?;
     }
-    root.present().map_err(text)?;
-    Ok(())
+    Ok(svg)
+}
+
+/// Families tried, in order, for the charts' `sans-serif` text.
+const SANS: [&str; 4] = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "FreeSans"];
+
+/// The system's fonts, `sans-serif` set to one that is there; an error when
+/// there is none at all (text would silently vanish from the PNG).
+fn fonts() -> Result<usvg::fontdb::Database, String> {
+    let mut db = usvg::fontdb::Database::new();
+    db.load_system_fonts();
+    let families: Vec<String> = db
+        .faces()
+        .flat_map(|f| f.families.iter().map(|(name, _)| name.clone()))
+        .collect();
+    let sans = SANS
+        .iter()
+        .find(|want| families.iter().any(|f| f == *want))
+        .map(|s| (*s).to_owned())
+        .or_else(|| families.first().cloned())
+        .ok_or(
+            "PNG: no font found on this system for the charts' text (install one, e.g. \
+             fonts-dejavu-core: scripts/setup.sh does), or write an .svg",
+        )?;
+    db.set_sans_serif_family(sans);
+    Ok(db)
+}
+
+/// Rasterise `svg` (drawn by [`draw`]) to PNG bytes, at its own size.
+pub fn png(svg: &str) -> Result<Vec<u8>, String> {
+    let mut opt = usvg::Options::default();
+    *opt.fontdb_mut() = fonts()?;
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| format!("PNG: the SVG: {e}"))?;
+    // A text that no font could lay out is left out by usvg without a word:
+    // say so instead of writing a chart without its labels.
+    let wanted = texts_in_svg(svg);
+    let laid_out = texts_in(tree.root());
+    if laid_out < wanted {
+        return Err(format!(
+            "PNG: {} of {wanted} texts could not be laid out with the system's fonts (install e.g. fonts-dejavu-core: scripts/setup.sh does), or write an .svg",
+            wanted - laid_out
+        ));
+    }
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| format!("PNG: a {size:?} image"))?;
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    pixmap.encode_png().map_err(|e| format!("PNG: {e}"))
+}
+
+/// `<text>` elements with something to show.
+fn texts_in_svg(svg: &str) -> usize {
+    svg.split("<text")
+        .skip(1)
+        .filter(|t| {
+            t.split_once('>')
+                .and_then(|(_, rest)| rest.split_once("</text>"))
+                .is_some_and(|(content, _)| !content.trim().is_empty())
+        })
+        .count()
+}
+
+fn texts_in(group: &usvg::Group) -> usize {
+    group
+        .children()
+        .iter()
+        .map(|n| match n {
+            usvg::Node::Text(_) => 1,
+            usvg::Node::Group(g) => texts_in(g),
+            _ => 0,
+        })
+        .sum()
 }
 
 fn text(e: impl std::fmt::Display) -> String {
@@ -289,39 +395,65 @@ fn latency(area: &Area<'_>, rows: &[(String, f64, f64, f64, f64)]) -> Result<(),
 mod tests {
     use super::*;
 
+    const RESULT: &str = r#"{
+        "dut": "test", "machine": {"model": "cpu"},
+        "throughput": [
+            {"frame_size": 84, "fps": {"median": 250000, "p1": 240000, "p99": 260000, "count": 3}},
+            {"frame_size": 1518, "fps": {"median": 200000, "p1": 190000, "p99": 210000, "count": 3}}
+        ],
+        "frame_loss": [
+            {"frame_size": 84, "rate": 300000, "loss_pct": 12.5},
+            {"frame_size": 84, "rate": 270000, "loss_pct": 3.0},
+            {"frame_size": 84, "rate": 240000, "loss_pct": 0.0}
+        ],
+        "latency": [
+            {"frame_size": 84, "direction": "left-to-right",
+             "tagged": {"min_ns": 5000, "typical_ns": 9000, "worst_ns": 40000, "max_ns": 60000}}
+        ]
+    }"#;
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("sgb-plot-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn renders_every_panel_to_svg() {
-        let json = r#"{
-            "dut": "test", "machine": {"model": "cpu"},
-            "throughput": [
-                {"frame_size": 84, "fps": {"median": 250000, "p1": 240000, "p99": 260000, "count": 3}},
-                {"frame_size": 1518, "fps": {"median": 200000, "p1": 190000, "p99": 210000, "count": 3}}
-            ],
-            "frame_loss": [
-                {"frame_size": 84, "rate": 300000, "loss_pct": 12.5},
-                {"frame_size": 84, "rate": 270000, "loss_pct": 3.0},
-                {"frame_size": 84, "rate": 240000, "loss_pct": 0.0}
-            ],
-            "latency": [
-                {"frame_size": 84, "direction": "left-to-right",
-                 "tagged": {"min_ns": 5000, "typical_ns": 9000, "worst_ns": 40000, "max_ns": 60000}}
-            ]
-        }"#;
-        let dir = std::env::temp_dir().join(format!("sgb-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("svg");
         let out = dir.join("r.svg");
-        render(json, &out).unwrap();
+        render(RESULT, &out, None).unwrap();
         let svg = std::fs::read_to_string(&out).unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(
             svg.contains("Throughput") && svg.contains("Frame loss") && svg.contains("Latency")
         );
-        assert!(
-            render(json, &dir.join("r.png"))
-                .unwrap_err()
-                .contains(".png")
-        );
-        assert!(render("{}", &out).unwrap_err().contains("nothing") || render("{}", &out).is_err());
+        let err = render(RESULT, &dir.join("r.gif"), None).unwrap_err();
+        assert!(err.contains(".gif") && err.contains(".png"), "{err}");
+        assert!(render("{}", &out, None).unwrap_err().contains("to plot"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The PNG is the SVG rasterised: a valid PNG (signature, IHDR first) of
+    /// the SVG's size, by extension or by --format, with its text laid out.
+    #[test]
+    fn renders_a_png_of_the_svg_size() {
+        let dir = scratch("png");
+        // One rendering (rasterising is slow in a debug build): --format
+        // overrides the extension, which would otherwise decide.
+        let forced = dir.join("r.chart");
+        render(RESULT, &forced, Some(Format::Png)).unwrap();
+        assert_eq!(Format::of(&dir.join("r.PNG")), Ok(Format::Png));
+        assert_eq!(Format::of(&dir.join("r.svg")), Ok(Format::Svg));
+        let b = std::fs::read(&forced).unwrap();
+        assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+        assert_eq!(&b[12..16], b"IHDR");
+        let w = u32::from_be_bytes(b[16..20].try_into().unwrap());
+        let h = u32::from_be_bytes(b[20..24].try_into().unwrap());
+        // Three panels of 360 px under a 40 px title.
+        assert_eq!((w, h), (WIDTH, 3 * 360 + 40));
+        let svg = draw(&serde_json::from_str(RESULT).unwrap()).unwrap();
+        assert!(texts_in_svg(&svg) > 10, "titles, axis labels, legends");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

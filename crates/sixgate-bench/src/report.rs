@@ -73,6 +73,15 @@ fn k(v: f64) -> String {
     }
 }
 
+/// "background R of S received" (RFC 8219 §5.2), or nothing without any.
+fn background(sent: u64, received: u64) -> String {
+    if sent == 0 {
+        String::new()
+    } else {
+        format!("background {received} of {sent} received")
+    }
+}
+
 fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
 }
@@ -112,6 +121,13 @@ impl Report {
             self.machine.load_average,
             self.settings.duration_s
         );
+        if self.settings.background_pct > 0.0 {
+            let _ = writeln!(
+                o,
+                "background traffic (RFC 8219 §5.2): {} % of the left tester's frames are native IPv6, forwarded untranslated; in every figure below",
+                self.settings.background_pct
+            );
+        }
         if let Some(c) = self.tester_ceiling_fps {
             let _ = writeln!(
                 o,
@@ -141,6 +157,10 @@ impl Report {
                 if t.searches.iter().any(|s| s.timed_out) {
                     notes.push("timed out");
                 }
+                let background = background(t.background_sent, t.background_received);
+                if !background.is_empty() {
+                    notes.push(&background);
+                }
                 let _ = writeln!(
                     o,
                     "{:>8} {:>8} {:>12} {:>12} {:>12} {:>5}  {}",
@@ -162,19 +182,21 @@ impl Report {
                 "IPv6 B", "rate", "sent", "received", "loss %"
             );
             for p in &self.frame_loss {
+                let mut notes = vec![background(p.background_sent, p.background_received)];
+                if !p.valid {
+                    notes.push("invalid (tester behind)".into());
+                }
+                notes.retain(|n| !n.is_empty());
                 let _ = writeln!(
                     o,
-                    "{:>8} {:>12} {:>12} {:>12} {:>9.4}{}",
+                    "{:>8} {:>12} {:>12} {:>12} {:>9.4}{}{}",
                     p.frame_size,
                     k(p.rate as f64),
                     p.sent,
                     p.received,
                     p.loss_pct,
-                    if p.valid {
-                        ""
-                    } else {
-                        "  invalid (tester behind)"
-                    }
+                    if notes.is_empty() { "" } else { "  " },
+                    notes.join(", ")
                 );
             }
         }
@@ -211,11 +233,18 @@ impl Report {
                     us(a.pdv_ns),
                     us(a.ipdv_median_ns),
                     us(a.ipdv_p999_ns),
-                    if l.tagged_lost > 0 {
-                        format!("  {} tagged frames lost", l.tagged_lost)
-                    } else {
-                        String::new()
-                    }
+                    [
+                        if l.tagged_lost > 0 {
+                            format!("  {} tagged frames lost", l.tagged_lost)
+                        } else {
+                            String::new()
+                        },
+                        match background(l.background_sent, l.background_received) {
+                            b if b.is_empty() => b,
+                            b => format!("  {b}"),
+                        }
+                    ]
+                    .concat()
                 );
             }
         }

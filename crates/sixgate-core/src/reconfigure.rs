@@ -77,16 +77,31 @@ impl Translator {
         Ok(())
     }
 
-    /// RFC 6146 §3.1 BIB entries of this worker at slab positions
-    /// `from..from + span`; the cursor to go on from (`None`: done). Without
-    /// NAT64 there are none.
+    /// The NAT64 tables, or a MAP-T CE's NAPT44 (the same tables).
+    fn tables(&self) -> Option<&crate::nat64::Nat64> {
+        match self.nat64.as_deref() {
+            Some(n) => Some(n),
+            None => self.mapt.as_deref()?.napt.as_deref(),
+        }
+    }
+
+    fn tables_mut(&mut self) -> Option<&mut crate::nat64::Nat64> {
+        match self.nat64.as_deref_mut() {
+            Some(n) => Some(n),
+            None => self.mapt.as_deref_mut()?.napt.as_deref_mut(),
+        }
+    }
+
+    /// RFC 6146 §3.1 BIB entries of this worker (a MAP-T CE: its NAPT44's) at
+    /// slab positions `from..from + span`; the cursor to go on from (`None`:
+    /// done). Without such tables there are none.
     pub fn walk_bib(
         &self,
         from: u32,
         span: u32,
         f: impl FnMut(crate::nat64::BibView),
     ) -> crate::nat64::walk::Cursor {
-        self.nat64.as_ref().and_then(|n| n.walk_bib(from, span, f))
+        self.tables().and_then(|n| n.walk_bib(from, span, f))
     }
 
     /// RFC 6146 §3.2 sessions of this worker, like [`Translator::walk_bib`];
@@ -98,8 +113,25 @@ impl Translator {
         now_ns: u64,
         f: impl FnMut(crate::nat64::SessionView),
     ) -> crate::nat64::walk::Cursor {
-        self.nat64
-            .as_ref()
+        self.tables()
             .and_then(|n| n.walk_sessions(from, span, n.peek_ms(now_ns), f))
+    }
+
+    /// RFC 9693 §4.3 connection tear-down (`sixgate session flush`): remove the
+    /// sessions `filter` names and their dynamic BIB entries (RFC 6146 §3.5:
+    /// as if their lifetime had run out; static entries stay), from BIB slab
+    /// position `from` on, with at most `budget` units of work (positions and
+    /// sessions), adding the figures to `out`. Returns the cursor to go on from
+    /// (`None`: done). A MAP-T CE flushes its NAPT44; without tables, nothing.
+    pub fn flush(
+        &mut self,
+        filter: &crate::nat64::FlushFilter,
+        from: u32,
+        budget: u32,
+        now_ns: u64,
+        out: &mut crate::nat64::Flushed,
+    ) -> crate::nat64::walk::Cursor {
+        self.tables_mut()
+            .and_then(|n| n.flush(filter, from, budget, now_ns, out))
     }
 }

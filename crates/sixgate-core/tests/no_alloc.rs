@@ -188,6 +188,39 @@ fn nat64_allocates_nothing_per_packet() {
     assert!(sum > 0);
 }
 
+/// `sixgate session flush` (RFC 9693 §4.3 tear-down) runs between packet
+/// batches on the worker: it allocates nothing either, nor do the packets after it.
+#[test]
+fn nat64_flush_allocates_nothing() {
+    use sixgate_core::Config;
+    use sixgate_core::nat64::{FlushFilter, Flushed, Nat64Config, Pool4Entry};
+    use std::net::Ipv4Addr;
+
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 1))],
+        max_sessions: 4096,
+        max_sessions_per_subscriber: 1000,
+        ..Nat64Config::default()
+    });
+    let mut h = Harness::new(cfg);
+    let out = |sport| Ip6::new(CLIENT6, SERVER6).udp(sport, 53, 20);
+    for i in 0..300 {
+        h.one(&out(10_000 + i));
+    }
+    let before = allocs();
+    let mut flushed = Flushed::default();
+    let mut cursor = Some(0);
+    while let Some(from) = cursor {
+        cursor =
+            h.t.flush(&FlushFilter::default(), from, 64, 1, &mut flushed);
+    }
+    assert_eq!(allocs() - before, 0, "allocations in a flush");
+    assert_eq!(flushed.sessions, 300);
+    let again: Vec<Vec<u8>> = (0..100).map(|i| out(20_000 + i)).collect();
+    assert_no_alloc(&mut h, &again);
+}
+
 #[test]
 fn nat64_after_reconfigure_allocates_nothing_per_packet() {
     use sixgate_core::Config;

@@ -960,3 +960,138 @@ fn rfc6146_s3_1_tables_are_walked_in_chunks() {
     }
     assert_eq!((bibs, sessions), (10, 10));
 }
+
+// ---- flush (RFC 9693 §4.3 tear-down; RFC 6146 §3.5 deletion) ----------------------------
+
+/// Flush every worker-table chunk with `budget`; what went, and how many calls.
+fn flush_all(h: &mut Harness, filter: &nat64::FlushFilter, budget: u32) -> (nat64::Flushed, u32) {
+    let mut out = nat64::Flushed::default();
+    let (mut cursor, mut calls) = (Some(0), 0);
+    while let Some(from) = cursor {
+        cursor = h.t.flush(filter, from, budget, h.now_ns, &mut out);
+        calls += 1;
+        assert!(calls < 10_000, "the flush never ends");
+    }
+    (out, calls)
+}
+
+/// RFC 9693 §4.3 / RFC 6146 §3.5: an unfiltered flush, a chunk at a time,
+/// removes every session and every dynamic BIB entry, keeps the static entry,
+/// frees the ports at once, and traffic starts over.
+#[test]
+fn rfc9693_s4_3_flush_removes_sessions_and_dynamic_bib_keeps_static() {
+    let mut h = nat(|n| {
+        n.static_bib = vec![StaticBib {
+            proto: Proto::Tcp,
+            v6: CLIENT6,
+            port6: 80,
+            v4: POOL4,
+            port4: 8080,
+        }];
+    });
+    for sport in 5000..5010 {
+        udp_out(&mut h, CLIENT6, sport);
+    }
+    // One BIB entry with two sessions, an ICMP one, a TCP one on the static entry.
+    udp_out(&mut h, CLIENT_B, 6000);
+    h.one(&out6(CLIENT_B, OTHER6).udp(6000, 53, 10));
+    h.one(&out6(CLIENT6, SERVER6).echo_request(9, 1, 8));
+    h.one(&in4(SERVER4).tcp_flags(40000, 8080, tcp_flag::SYN, 0));
+    let before = stats(&h);
+    assert_eq!(before.sessions.total(), 10 + 2 + 1 + 1);
+    assert_eq!(before.bib.total(), 10 + 1 + 1 + 1);
+    let (out, calls) = flush_all(&mut h, &nat64::FlushFilter::default(), 3);
+    assert!(calls > 5, "bounded chunks: {calls} calls");
+    assert_eq!((out.sessions, out.bib), (14, 12));
+    let after = stats(&h);
+    assert_eq!(after.sessions.total(), 0);
+    assert_eq!((after.bib.tcp, after.bib.udp, after.bib.icmp), (1, 0, 0));
+    assert_eq!(
+        after.ports_in_use.total(),
+        1,
+        "only the static entry's port"
+    );
+    assert_eq!(after.sessions_flushed, 14);
+    assert_eq!(after.subscribers, 0);
+    // A second flush has nothing left to do.
+    assert_eq!(
+        flush_all(&mut h, &nat64::FlushFilter::default(), 3)
+            .0
+            .sessions,
+        0
+    );
+    // New flows work.
+    udp_out(&mut h, CLIENT_B, 5000);
+    h.one(&in4(SERVER4).tcp_flags(40001, 8080, tcp_flag::SYN, 0));
+    assert_eq!(stats(&h).sessions.total(), 2);
+}
+
+/// A cooling entry (its last session expired, RFC 6888 REQ-8 wait) is flushed too.
+#[test]
+fn rfc9693_s4_3_flush_frees_cooling_ports() {
+    let mut h = nat(|_| {});
+    assert_eq!(udp_out(&mut h, CLIENT6, 61010), 61010);
+    at(&mut h, 301);
+    assert_eq!((stats(&h).bib.udp, stats(&h).sessions.udp), (1, 0));
+    let (out, _) = flush_all(&mut h, &nat64::FlushFilter::default(), 64);
+    assert_eq!((out.sessions, out.bib), (0, 1));
+    assert_eq!(udp_out(&mut h, CLIENT_B, 61010), 61010, "reusable at once");
+}
+
+/// Filters: protocol, IPv6 prefix, pool4 address; what they do not name stays.
+#[test]
+fn rfc9693_s4_3_flush_filters() {
+    let mut h = nat(|_| {});
+    udp_out(&mut h, CLIENT6, 5000);
+    udp_out(&mut h, CLIENT_B, 5000);
+    h.one(&out6(CLIENT6, SERVER6).echo_request(9, 1, 8));
+    let icmp = nat64::FlushFilter {
+        proto: Some(Proto::Icmp),
+        ..Default::default()
+    };
+    assert_eq!(flush_all(&mut h, &icmp, 64).0.sessions, 1);
+    assert_eq!(stats(&h).sessions.total(), 2);
+    let client_b = nat64::FlushFilter {
+        ipv6: Some((u128::from(CLIENT_B) & !0xffff_ffff_ffff_ffff, 64)),
+        ..Default::default()
+    };
+    let (out, _) = flush_all(&mut h, &client_b, 64);
+    assert_eq!((out.sessions, out.bib), (1, 1));
+    let elsewhere = nat64::FlushFilter {
+        ipv4: Some((Ipv4Addr::new(192, 0, 2, 128), 25)),
+        ..Default::default()
+    };
+    assert_eq!(flush_all(&mut h, &elsewhere, 64).0.sessions, 0);
+    let pool4 = nat64::FlushFilter {
+        ipv4: Some((POOL4, 32)),
+        proto: Some(Proto::Udp),
+        ..Default::default()
+    };
+    assert_eq!(flush_all(&mut h, &pool4, 64).0.sessions, 1);
+    assert_eq!((stats(&h).sessions.total(), stats(&h).bib.total()), (0, 0));
+}
+
+/// One BIB entry with more sessions than a chunk's budget: the cursor comes
+/// back to it until it is empty.
+#[test]
+fn rfc9693_s4_3_flush_resumes_inside_a_busy_entry() {
+    let mut h = nat(|_| {});
+    for last in 1..=20u8 {
+        let server = Ipv6Addr::new(
+            0x2001,
+            0xdb8,
+            0x64,
+            0,
+            0,
+            0,
+            0xc633,
+            0x6400 | u16::from(last),
+        );
+        h.one(&out6(CLIENT6, server).udp(5000, 53, 10));
+    }
+    assert_eq!((stats(&h).bib.udp, stats(&h).sessions.udp), (1, 20));
+    let (out, calls) = flush_all(&mut h, &nat64::FlushFilter::default(), 4);
+    assert_eq!((out.sessions, out.bib), (20, 1));
+    assert!(calls >= 5, "{calls}");
+    assert_eq!(stats(&h).bib.udp, 0);
+}

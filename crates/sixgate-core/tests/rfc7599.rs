@@ -290,3 +290,27 @@ fn rfc7597_s5_rules_cannot_change_while_running() {
     same.ipv6_mtu = Some(1400);
     h.t.reconfigure(Arc::new(same)).unwrap();
 }
+
+/// RFC 9693 §4.3 tear-down on a CE: its NAPT44 is RFC 6146's tables, and a
+/// flush empties them; the LAN host's next connection works.
+#[test]
+fn rfc9693_s4_3_ce_napt44_flush() {
+    let mut h = ce();
+    h.one(&Ip4::new(LAN_HOST, SERVER).tcp_flags(40000, 80, tcp_flag::SYN, 0));
+    h.one(&Ip4::new(LAN_HOST, SERVER).udp(40001, 53, 8));
+    assert_eq!(h.t.napt44_stats().sessions.total(), 2);
+    let mut rows = 0;
+    h.t.walk_sessions(0, 64, h.now_ns, |_| rows += 1);
+    assert_eq!(rows, 2, "listed like NAT64 sessions");
+    let mut out = sixgate_core::nat64::Flushed::default();
+    let filter = sixgate_core::nat64::FlushFilter::default();
+    assert_eq!(h.t.flush(&filter, 0, 1024, h.now_ns, &mut out), None);
+    assert_eq!((out.sessions, out.bib), (2, 2));
+    let st = h.t.napt44_stats();
+    assert_eq!(
+        (st.sessions.total(), st.bib.total(), st.sessions_flushed),
+        (0, 0, 2)
+    );
+    let out = h.one(&Ip4::new(LAN_HOST, SERVER).udp(40001, 53, 8));
+    assert!(PORTS.contains(&ports_of(&out).0));
+}

@@ -446,17 +446,21 @@ impl Chain {
 
 /// A chain translator's TUN configuration `toml` moved to XDP: its `[tun]`
 /// section replaced by `[xdp]` on the gateway's `eth6` (uplink, IPv6) and `eth4`
-/// (LAN, IPv4); both gateways of the chain name their interfaces alike.
+/// (LAN, IPv4), and `dataplane = "xdp"` in its `[daemon]` (added if it has
+/// none); both gateways of the chain name their interfaces alike.
 pub fn on_xdp(toml: &str) -> String {
-    toml.replace(
-        &format!("[tun]\nname = \"{CHAIN_TUN}\"\n"),
-        &format!(
-            "[daemon]\ndataplane = \"xdp\"\n\n[xdp]\nipv6_interface = \"{}\"\n\
-             ipv4_interface = \"{}\"\n",
-            ifname::CLAT_UPLINK,
-            ifname::CLAT_LAN
-        ),
-    )
+    let xdp = format!(
+        "[xdp]\nipv6_interface = \"{}\"\nipv4_interface = \"{}\"\n",
+        ifname::CLAT_UPLINK,
+        ifname::CLAT_LAN
+    );
+    let tun = format!("[tun]\nname = \"{CHAIN_TUN}\"\n");
+    if toml.contains("[daemon]\n") {
+        toml.replace(&tun, &xdp)
+            .replacen("[daemon]\n", "[daemon]\ndataplane = \"xdp\"\n", 1)
+    } else {
+        toml.replace(&tun, &format!("[daemon]\ndataplane = \"xdp\"\n\n{xdp}"))
+    }
 }
 
 /// The TUN device both translators of the chain use (one per namespace).
@@ -571,26 +575,38 @@ pub mod mapt {
         /// Start the BR in the PLAT's place; ready when the DMR and the rule's
         /// IPv4 prefix are routed into it.
         pub fn start_mapt_br<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
-            self.start_mapt_br_on(binary, Dataplane::Tun)
+            self.start_mapt_br_on(binary, Dataplane::Tun, "")
         }
 
-        /// [`Chain::start_mapt_br`] on `dataplane` (XDP: `eth6` to the core,
-        /// `eth4` to the server, which sends complete checksums).
+        /// [`Chain::start_mapt_br`] with `extra` TOML after the BR's configuration
+        /// (e.g. `[daemon]` `workers = 2`).
+        pub fn start_mapt_br_with<'a>(
+            &'a self,
+            binary: &Path,
+            extra: &str,
+        ) -> Result<RunningTranslator<'a>> {
+            self.start_mapt_br_on(binary, Dataplane::Tun, extra)
+        }
+
+        /// [`Chain::start_mapt_br_with`] on `dataplane` (XDP: `eth6` to the
+        /// core, `eth4` to the server, which sends complete checksums).
         pub fn start_mapt_br_on<'a>(
             &'a self,
             binary: &Path,
             dataplane: Dataplane,
+            extra: &str,
         ) -> Result<RunningTranslator<'a>> {
+            let config = format!("{}{extra}", br_toml());
             match dataplane {
                 Dataplane::Tun => start_sixgate_with_config(
                     &self.plat,
                     binary,
-                    &br_toml(),
+                    &config,
                     &[addr::DMR, addr::RULE_V4],
                 ),
                 Dataplane::Xdp => {
                     self.complete_checksums(&self.client)?;
-                    start_sixgate_with_config(&self.plat, binary, &on_xdp(&br_toml()), &[])
+                    start_sixgate_with_config(&self.plat, binary, &on_xdp(&config), &[])
                 }
             }
         }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //
 // sixgate's TUN steering program (stateful NAT64, docs/architecture.md,
-// "Multi-core without a shared table"). Attached with TUNSETSTEERINGEBPF as a
+// "Multi-core without a shared table"; and the MAP-T BR, mode 1). Attached with TUNSETSTEERINGEBPF as a
 // BPF_PROG_TYPE_SOCKET_FILTER program: the kernel runs it on every packet it
 // routes into the TUN device and takes its return value (modulo the number of
 // queues) as the queue, that is the worker, to hand the packet to.
@@ -18,6 +18,11 @@
 // On a TUN device (IFF_TUN) the packet starts with the IP header. Socket
 // filters have no direct packet access: everything is read with
 // bpf_skb_load_bytes. Anything too short or unknown goes to queue 0.
+//
+// Mode 1 (flow, the MAP-T BR, docs/mapt.md): every fragment of a datagram,
+// first and later, to one worker (by source, destination, Identification,
+// protocol), so that the BR's per-worker fragment table sees them all; anything
+// else by its 5-tuple. Same as sixgate_core::mapt::steering.
 
 #include <linux/bpf.h>
 #include <linux/types.h>
@@ -26,6 +31,8 @@
 
 // Set at load time (EbpfLoader::set_global); the values here are placeholders.
 const volatile __u32 workers = 1;
+// 0: nat64 (by state owner), 1: flow (MAP-T BR: fragments of a datagram together).
+const volatile __u32 mode = 0;
 // IPv6 prefix length that makes one subscriber (subscriber_prefix_len).
 const volatile __u32 subscriber_prefix_len = 128;
 // Ports per group: 2, or the port-block size (port_owner).
@@ -240,6 +247,81 @@ static __always_inline __u32 steer4(struct __sk_buff *skb)
 	return 0;
 }
 
+// Mode 1: sixgate_core::mapt::steering. h = 0; for each word x: h = (h ^ x) * K;
+// queue = (h >> 32) % workers.
+#define FLOW_MULTIPLIER 0x9E3779B97F4A7C15ULL
+
+static __always_inline __u64 mix(__u64 h, __u64 x)
+{
+	return (h ^ x) * FLOW_MULTIPLIER;
+}
+
+static __always_inline __u32 pick(__u64 h)
+{
+	__u32 w = workers ? workers : 1;
+	return (__u32)((h >> 32) % w);
+}
+
+// src_port << 24 | dst_port << 8 | protocol; ports 0 unless TCP or UDP.
+static __always_inline __u64 ports_word(struct __sk_buff *skb, __u32 off, __u8 proto)
+{
+	__u32 sp = 0, dp = 0;
+	if (proto == IPPROTO_TCP_ || proto == IPPROTO_UDP_) {
+		if (load_be16(skb, off, &sp) < 0 || load_be16(skb, off + 2, &dp) < 0)
+			sp = dp = 0;
+	}
+	return (__u64)sp << 24 | (__u64)dp << 8 | proto;
+}
+
+static __always_inline __u32 flow4(struct __sk_buff *skb)
+{
+	__u8 h[20];
+	if (bpf_skb_load_bytes(skb, 0, h, 20) < 0)
+		return 0;
+	__u32 ihl = (__u32)(h[0] & 15) * 4;
+	__u8 proto = h[9];
+	__u64 a = (__u64)h[12] << 56 | (__u64)h[13] << 48 | (__u64)h[14] << 40 |
+		  (__u64)h[15] << 32 | (__u64)h[16] << 24 | (__u64)h[17] << 16 |
+		  (__u64)h[18] << 8 | h[19];
+	// MF or a fragment offset: a fragment (RFC 791 §3.2), named by its ID.
+	if ((((__u32)h[6] << 8) | h[7]) & 0x3fff) {
+		__u64 id = ((__u32)h[4] << 8) | h[5];
+		return pick(mix(mix(0, a), id << 8 | proto));
+	}
+	if (ihl < 20)
+		return pick(mix(mix(0, a), proto));
+	return pick(mix(mix(0, a), ports_word(skb, ihl, proto)));
+}
+
+static __always_inline __u32 flow6(struct __sk_buff *skb)
+{
+	__u8 hdr[8];
+	__u64 shi, slo, dhi, dlo;
+	if (bpf_skb_load_bytes(skb, 0, hdr, 8) < 0 || load_addr6(skb, 8, &shi, &slo) < 0 ||
+	    load_addr6(skb, 24, &dhi, &dlo) < 0)
+		return 0;
+	__u64 h = mix(mix(0, shi ^ slo), dhi ^ dlo);
+	__u8 nh = hdr[6];
+	__u32 off = 40;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		if (!is_ext6(nh))
+			break;
+		// Every extension header is at least 8 bytes long.
+		__u8 ext[8];
+		if (bpf_skb_load_bytes(skb, off, ext, 8) < 0)
+			return pick(mix(h, nh));
+		if (nh == 44) {
+			// A Fragment header (RFC 8200 §4.5): its ID and next header.
+			__u64 id = (__u32)ext[4] << 24 | (__u32)ext[5] << 16 | (__u32)ext[6] << 8 | ext[7];
+			return pick(mix(h, id << 8 | ext[0]));
+		}
+		off += ((__u32)ext[1] + 1) * 8;
+		nh = ext[0];
+	}
+	return pick(mix(h, ports_word(skb, off, nh)));
+}
+
 SEC("socket")
 int sixgate_steer(struct __sk_buff *skb)
 {
@@ -248,9 +330,9 @@ int sixgate_steer(struct __sk_buff *skb)
 		return 0;
 	switch (v >> 4) {
 	case 4:
-		return steer4(skb);
+		return mode == 1 ? flow4(skb) : steer4(skb);
 	case 6:
-		return steer6(skb);
+		return mode == 1 ? flow6(skb) : steer6(skb);
 	default:
 		return 0;
 	}

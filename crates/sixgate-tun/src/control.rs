@@ -1,6 +1,7 @@
 //! What every live data plane's gateway waits on: SIGINT and SIGTERM, and a
 //! worker's failure. Shared by the TUN and the XDP data planes (`sixgate-xdp`),
-//! so both stop alike and report the same [`Stop`].
+//! so both stop alike and report the same [`Stop`]. And [`Hangups`]: SIGHUP
+//! made harmless until something reloads on it.
 
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -90,6 +91,44 @@ impl Drop for Signals {
         for id in &self.ids {
             signal_hook::low_level::unregister(*id);
         }
+    }
+}
+
+/// SIGHUP's default action ends the process, and `sixgate run` reloads on it
+/// only once its API thread is up (the API catches it then): a SIGHUP sent
+/// while the daemon starts (a service manager's reload racing its start), or on
+/// a data plane without the API, would kill it. Installed first thing, this
+/// handler only counts them, so they do nothing; the daemon logs them
+/// ([`Hangups::take`]). Dropping it removes the handler.
+pub struct Hangups {
+    count: Arc<AtomicUsize>,
+    id: SigId,
+}
+
+impl Hangups {
+    /// Catch SIGHUP from now on.
+    pub fn install() -> Result<Hangups, String> {
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = count.clone();
+        // SAFETY: the action is one atomic add, async-signal-safe.
+        let id = unsafe {
+            signal_hook::low_level::register(libc::SIGHUP, move || {
+                c.fetch_add(1, Relaxed);
+            })
+        }
+        .map_err(|e| format!("cannot install a SIGHUP handler: {e}"))?;
+        Ok(Hangups { count, id })
+    }
+
+    /// SIGHUPs since the last call.
+    pub fn take(&self) -> usize {
+        self.count.swap(0, Relaxed)
+    }
+}
+
+impl Drop for Hangups {
+    fn drop(&mut self) {
+        signal_hook::low_level::unregister(self.id);
     }
 }
 

@@ -160,24 +160,27 @@ impl Gateway {
                 w => usize::from(w),
             };
             // Stateful NAT64 on several workers: the kernel must hand every packet
-            // to the worker that owns its state, or it is one worker.
-            let steering = match &cfg.nat64 {
-                Some(nat) if n > 1 => {
-                    let workers = u16::try_from(n).unwrap_or(u16::MAX);
-                    match steering::Steering::load(&steering::Params::new(nat, workers)) {
-                        Ok(s) => Some(s),
-                        Err(why) => {
-                            warn!(
-                                "nat64: cannot steer packets to {n} workers ({why}); running ONE \
-                                 worker (steering needs root or CAP_BPF + CAP_NET_ADMIN)"
-                            );
-                            n = 1;
-                            None
-                        }
-                    }
-                }
+            // to the worker that owns its state, or it is one worker. A MAP-T BR
+            // likewise every fragment of a datagram to the worker whose fragment
+            // table has its first one (RFC 7599 §8).
+            let workers = u16::try_from(n).unwrap_or(u16::MAX);
+            let wanted = match (&cfg.nat64, &cfg.mapt) {
+                (Some(nat), _) if n > 1 => Some(steering::Params::new(nat, workers)),
+                (_, Some(m)) if n > 1 && m.ce().is_none() => Some(steering::Params::flow(workers)),
                 _ => None,
             };
+            let steering = wanted.and_then(|p| match steering::Steering::load(&p) {
+                Ok(s) => Some((p.mode, s)),
+                Err(why) => {
+                    let what = p.mode.user();
+                    warn!(
+                        "{what}: cannot steer packets to {n} workers ({why}); running ONE \
+                         worker (steering needs root or CAP_BPF + CAP_NET_ADMIN)"
+                    );
+                    n = 1;
+                    None
+                }
+            });
             // A MAP-T CE's NAPT44 is stateful and nothing steers its flows to
             // one worker: its tables live in one.
             if n > 1 && cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()) {
@@ -193,11 +196,11 @@ impl Gateway {
 
             let mut dev = device::Device::open(tun, n).map_err(err)?;
             let mut steered = false;
-            if let Some(s) = &steering {
+            if let Some((mode, s)) = &steering {
                 match dev.attach_steering(s) {
                     Ok(()) => steered = true,
                     Err(why) => {
-                        warn!("nat64: {why}; running ONE worker");
+                        warn!("{}: {why}; running ONE worker", mode.user());
                         // Closing the other queues detaches them: the kernel
                         // then hands everything to the one left.
                         dev.queues.truncate(1);
@@ -270,6 +273,8 @@ impl Gateway {
         let (mut dev, routes, divert, n, cpus, privileged, steering) = result?;
 
         let steered = steering.is_some();
+        let steered_by = steering.as_ref().map(|(mode, _)| *mode);
+        let steering = steering.map(|(_, s)| s);
         info!(
             device = %dev.name,
             mtu = tun.mtu,
@@ -278,12 +283,19 @@ impl Gateway {
             "TUN device up"
         );
         info!(device = %dev.name, "offload: {}", dev.offload);
-        if steered {
-            info!(
+        match steered_by {
+            Some(steering::Mode::Nat64) => info!(
                 device = %dev.name,
                 workers = n,
                 "nat64: steering program attached (queue by subscriber for IPv6, by pool4 port for IPv4)"
-            );
+            ),
+            Some(steering::Mode::Flow) => info!(
+                device = %dev.name,
+                workers = n,
+                "mapt-br: steering program attached (the fragments of a datagram to one queue, the \
+                 rest by 5-tuple)"
+            ),
+            None => {}
         }
         for r in routes.added() {
             info!(device = %dev.name, "route {r} added");
@@ -422,7 +434,7 @@ impl Gateway {
         &self.offload
     }
 
-    /// True when the nat64 steering program picks the queues.
+    /// True when a steering program (nat64 or mapt-br) picks the queues.
     pub fn steered(&self) -> bool {
         self.steered
     }

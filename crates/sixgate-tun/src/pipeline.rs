@@ -186,6 +186,11 @@ impl Pipeline {
         &self.translator
     }
 
+    /// The translator, to change its tables between batches (a flush).
+    pub(crate) fn translator_mut(&mut self) -> &mut Translator {
+        &mut self.translator
+    }
+
     /// True when packets carry a virtio-net header.
     pub fn vnet(&self) -> bool {
         self.vnet

@@ -80,6 +80,23 @@ impl Snapshot {
         ))
     }
 
+    /// A MAP-T CE's NAPT44 in one line (mapt-ce mode only): the same tables
+    /// in a CE's words (RFC 7597 §5.1: its LAN hosts share its port set; RFC
+    /// 4787 mappings). It holds no SYNs and has no port blocks, so neither is
+    /// shown.
+    pub fn napt44_summary(&self) -> Option<String> {
+        let n = self.nat64.as_ref()?;
+        let pp = |p: &nat64::PerProto| format!("tcp {} udp {} icmp {}", p.tcp, p.udp, p.icmp);
+        Some(format!(
+            "napt44: sessions {}; mappings {}; port-set ports in use {} of {}; LAN hosts {}",
+            pp(&n.sessions),
+            pp(&n.bib),
+            n.ports_in_use.total(),
+            n.ports_owned.total(),
+            n.subscribers,
+        ))
+    }
+
     /// One line for humans, e.g. at exit.
     pub fn summary(&self) -> String {
         let c = &self.core;
@@ -288,5 +305,26 @@ mod tests {
         assert!(line.contains("handoff_full 26"), "{line}");
         assert!(line.contains("handed to owner 25"), "{line}");
         assert!(!line.contains('\n'));
+    }
+
+    /// A CE's exit line speaks of LAN hosts and its port set, not of NAT64's
+    /// subscribers, pool4 and held SYNs.
+    #[test]
+    fn napt44_summary_in_a_ces_words() {
+        let snap = Snapshot {
+            nat64: Some(nat64::Stats {
+                subscribers: 3,
+                ..nat64::Stats::default()
+            }),
+            ..Snapshot::default()
+        };
+        let line = snap.napt44_summary().unwrap();
+        assert!(line.starts_with("napt44: sessions tcp 0"), "{line}");
+        assert!(line.contains("LAN hosts 3"), "{line}");
+        assert!(line.contains("port-set ports in use"), "{line}");
+        for nat64_word in ["subscriber", "held SYN", "pool4", "bib"] {
+            assert!(!line.contains(nat64_word), "{line}");
+        }
+        assert_eq!(Snapshot::default().napt44_summary(), None);
     }
 }

@@ -3,6 +3,10 @@
 //! the TUN device with `TUNSETSTEERINGEBPF`, so that the kernel hands every packet
 //! to the worker that owns its state.
 //!
+//! The MAP-T BR runs the same program in [`Mode::Flow`]: every fragment of a
+//! datagram to one worker (its fragment table, RFC 7599 §8), the rest by 5-tuple
+//! (`sixgate_core::mapt::steering`).
+//!
 //! The program is the data-plane copy of `sixgate_core::nat64::steering`
 //! (`port_owner`, `subscriber_worker`); its constants come from the configuration
 //! at load time, and its `static_bib` map sends the IPv4 side of each static BIB
@@ -25,9 +29,31 @@ const PROGRAM: &str = "sixgate_steer";
 /// `TUNSETSTEERINGEBPF` = `_IOR('T', 224, int)`.
 const TUNSETSTEERINGEBPF: libc::c_ulong = 0x8004_54e0;
 
+/// What the program steers by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Stateful NAT64: to the worker that owns the packet's state.
+    #[default]
+    Nat64,
+    /// MAP-T BR: fragments of a datagram together, the rest by 5-tuple.
+    Flow,
+}
+
+impl Mode {
+    /// The mode of sixgate that uses it, for the log.
+    pub fn user(self) -> &'static str {
+        match self {
+            Mode::Nat64 => "nat64",
+            Mode::Flow => "mapt-br",
+        }
+    }
+}
+
 /// What the program needs to know, fixed for its lifetime.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
+    /// What it steers by.
+    pub mode: Mode,
     /// Number of workers (= TUN queues).
     pub workers: u16,
     /// IPv6 prefix length of one subscriber.
@@ -43,6 +69,7 @@ impl Params {
     pub fn new(cfg: &Nat64Config, workers: u16) -> Params {
         let len = cfg.subscriber_prefix_len;
         Params {
+            mode: Mode::Nat64,
             workers,
             subscriber_prefix_len: len,
             port_group: steering::port_group(cfg.port_block_size),
@@ -60,6 +87,17 @@ impl Params {
                     worker: steering::subscriber_worker(u128::from(b.v6), len, workers),
                 })
                 .collect(),
+        }
+    }
+
+    /// The MAP-T BR's steering ([`Mode::Flow`]) with `workers` workers.
+    pub fn flow(workers: u16) -> Params {
+        Params {
+            mode: Mode::Flow,
+            workers,
+            subscriber_prefix_len: 128,
+            port_group: 2,
+            static_bib: Vec::new(),
         }
     }
 }
@@ -110,8 +148,13 @@ impl Steering {
         let workers = u32::from(p.workers.max(1));
         let len = u32::from(p.subscriber_prefix_len.min(128));
         let group = u32::from(p.port_group.max(1));
+        let mode: u32 = match p.mode {
+            Mode::Nat64 => 0,
+            Mode::Flow => 1,
+        };
         let mut ebpf = EbpfLoader::new()
             .override_global("workers", &workers, true)
+            .override_global("mode", &mode, true)
             .override_global("subscriber_prefix_len", &len, true)
             .override_global("port_group", &group, true)
             .load(OBJECT)

@@ -8,10 +8,13 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use aya::programs::{TestRun, TestRunOptions};
+use sixgate_core::mapt::steering::{
+    flow4_worker, flow6_worker, fragment4_worker, fragment6_worker,
+};
 use sixgate_core::nat64::steering::{PacketOwner, port_owner, subscriber_worker};
 use sixgate_core::nat64::{Nat64Config, Proto, StaticBib};
 use sixgate_testkit::{Ip4, Ip6, L4, Summary};
-use sixgate_tun::steering::{Params, Steering};
+use sixgate_tun::steering::{Mode, Params, Steering};
 
 /// splitmix64: reproducible random numbers without a dependency.
 struct Rng(u64);
@@ -299,6 +302,7 @@ fn bpf_program_and_rust_functions_pick_the_same_worker() {
 #[test]
 fn truncated_and_unknown_packets_go_to_queue_zero() {
     let p = Params {
+        mode: Mode::Nat64,
         workers: 4,
         subscriber_prefix_len: 64,
         port_group: 2,
@@ -327,10 +331,16 @@ fn truncated_and_unknown_packets_go_to_queue_zero() {
     }
 }
 
-/// The queue the program picks for IPv4 packet `pkt`.
+/// The queue the program picks for IP packet `pkt`.
 fn queue_of_v4(steering: &Steering, pkt: &[u8]) -> u32 {
     let mut frame = vec![0u8; 12];
-    frame.extend_from_slice(&[0x08, 0x00]);
+    // BPF_PROG_TEST_RUN takes an Ethernet frame and hands a socket filter the
+    // data after the Ethernet header, as a TUN device does.
+    frame.extend_from_slice(if pkt[0] >> 4 == 4 {
+        &[0x08, 0x00]
+    } else {
+        &[0x86, 0xdd]
+    });
     frame.extend_from_slice(pkt);
     steering
         .program()
@@ -385,4 +395,107 @@ fn static_bib_entries_added_and_removed_at_runtime_steer_their_ipv4_side() {
         .update_static_bib(&with.static_bib, &p.static_bib)
         .unwrap();
     assert_eq!(queue_of_v4(&steering, &pkt), u32::from(by_port));
+}
+
+/// MAP-T BR traffic (docs/mapt.md): IPv4 from the Internet to a CE's shared
+/// address and ports, IPv6 from MAP addresses, and fragments of both.
+fn br_packet(r: &mut Rng) -> Vec<u8> {
+    let ce4 = Ipv4Addr::new(198, 18, 0, r.pick(&[8u8, 9]));
+    let map6 = Ipv6Addr::new(0x2001, 0xdb8, 0xce, r.u16() & 0x1fff, 0, 0xc612, 8, 0x1b);
+    let data = [0u8; 24];
+    match r.below(9) {
+        0 => Ip4::new(SERVER4, ce4).udp(r.u16(), 55296 + r.u16() % 2048, 8),
+        1 => Ip4::new(SERVER4, ce4).tcp(443, r.u16(), 0),
+        2 => Ip4::new(SERVER4, ce4).echo_reply(r.u16(), 1, 16),
+        // A first fragment (MF, offset 0), a middle one, a last one.
+        3 => Ip4::new(SERVER4, ce4)
+            .id(r.u16())
+            .fragment(17, 0, true, &data),
+        4 => Ip4::new(SERVER4, ce4).id(r.u16()).fragment(
+            r.pick(&[6u8, 17, 1]),
+            8 * (r.u16() % 100 + 1),
+            r.below(2) == 0,
+            &data,
+        ),
+        5 => Ip6::new(map6, SERVER6).udp(r.u16(), r.u16(), 8),
+        6 => Ip6::new(map6, SERVER6).hop_by_hop().tcp(r.u16(), 80, 0),
+        7 => Ip6::new(map6, SERVER6).fragment(17, 0, true, r.next() as u32, &data),
+        _ => Ip6::new(map6, SERVER6).hop_by_hop().fragment(
+            r.pick(&[6u8, 17, 58]),
+            8 * (r.u16() % 100 + 1),
+            r.below(2) == 0,
+            r.next() as u32,
+            &data,
+        ),
+    }
+}
+
+/// What `sixgate_core::mapt::steering` says for `s`.
+fn expected_flow(s: &Summary, w: u16) -> u16 {
+    let ports = match s.l4 {
+        L4::Udp {
+            src_port, dst_port, ..
+        }
+        | L4::Tcp {
+            src_port, dst_port, ..
+        } => (src_port, dst_port),
+        _ => (0, 0),
+    };
+    match (s.src, s.dst, s.fragment) {
+        (IpAddr::V4(a), IpAddr::V4(b), Some(f)) => {
+            fragment4_worker(a.into(), b.into(), f.id as u16, s.protocol, w)
+        }
+        (IpAddr::V4(a), IpAddr::V4(b), None) => {
+            flow4_worker(a.into(), b.into(), s.protocol, ports, w)
+        }
+        (IpAddr::V6(a), IpAddr::V6(b), Some(f)) => {
+            fragment6_worker(a.into(), b.into(), f.id, s.protocol, w)
+        }
+        (a, b, _) => flow6_worker(u128::from(v6(a)), u128::from(v6(b)), s.protocol, ports, w),
+    }
+}
+
+/// RFC 7599 §8: the BR's steering program ([`Mode::Flow`]) agrees with
+/// `sixgate_core::mapt::steering`, so every fragment of a datagram, first and
+/// later, reaches the worker whose fragment table holds the first one.
+#[test]
+fn rfc7599_8_flow_mode_keeps_the_fragments_of_a_datagram_together() {
+    let mut r = Rng(0x7599_0008);
+    for workers in [2u16, 3, 4, 16] {
+        let Some(steering) = load_or_skip(&Params::flow(workers)) else {
+            return;
+        };
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let pkt = br_packet(&mut r);
+            let summary = sixgate_testkit::check_structure(&pkt)
+                .unwrap_or_else(|e| panic!("testkit built a bad packet: {e}"));
+            let got = queue_of_v4(&steering, &pkt);
+            assert_eq!(
+                got,
+                u32::from(expected_flow(&summary, workers)),
+                "workers {workers}: {summary:?}"
+            );
+            seen.insert(got);
+        }
+        assert_eq!(seen.len(), usize::from(workers), "not spread: {seen:?}");
+        // One datagram's fragments: first, middle and last, each family.
+        let v4 = Ip4::new(SERVER4, Ipv4Addr::new(198, 18, 0, 8)).id(0x1234);
+        let v6 = Ip6::new(
+            SERVER6,
+            Ipv6Addr::new(0x2001, 0xdb8, 0xce, 0x11b, 0, 0xc612, 8, 0x1b),
+        );
+        let q4: Vec<u32> = [(0, true), (1480, true), (2960, false)]
+            .iter()
+            .map(|&(off, more)| queue_of_v4(&steering, &v4.fragment(17, off, more, &[0; 24])))
+            .collect();
+        let q6: Vec<u32> = [(0, true), (1232, true), (2464, false)]
+            .iter()
+            .map(|&(off, more)| {
+                queue_of_v4(&steering, &v6.fragment(17, off, more, 0x5678, &[0; 24]))
+            })
+            .collect();
+        assert!(q4.iter().all(|q| *q == q4[0]), "IPv4: {q4:?}");
+        assert!(q6.iter().all(|q| *q == q6[0]), "IPv6: {q6:?}");
+    }
 }

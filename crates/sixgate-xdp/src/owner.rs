@@ -26,8 +26,10 @@ pub enum Owner {
         pool4: Vec<Pool4Entry>,
     },
     /// A MAP-T BR on several workers: a fragment goes to the worker its
-    /// Identification picks, so that later fragments find what their first
-    /// got (RFC 7599 §8); a whole packet stays where it was received.
+    /// source, destination, Identification and protocol pick (as the TUN
+    /// steering program's `flow` mode), so that later fragments find what
+    /// their first got (RFC 7599 §8); a whole packet stays where it was
+    /// received.
     MaptBr {
         /// Workers the fragments spread over.
         workers: u16,
@@ -136,7 +138,7 @@ mod tests {
     }
 
     /// RFC 7599 §8: a MAP-T BR on several workers hands each fragment to the
-    /// worker its Identification picks (first and later ones alike), keeps
+    /// worker its datagram's fields pick (first and later ones alike), keeps
     /// whole packets where they arrived and never hairpins; a CE, or one
     /// worker, hands nothing off.
     #[test]
@@ -171,9 +173,11 @@ mod tests {
             .df(false)
             .id(id)
             .fragment(17, 16, false, &[0; 8]);
+        let want =
+            sixgate_core::mapt::steering::fragment4_worker(u32::from(a), u32::from(b), id, 17, 2);
         for receiver in [0, 1] {
-            assert_eq!(o.of(&first, receiver), id % 2);
-            assert_eq!(o.of(&later, receiver), id % 2);
+            assert_eq!(o.of(&first, receiver), want);
+            assert_eq!(o.of(&later, receiver), want);
         }
         for o in [
             Owner::for_config(&toml("ce"), 2),

@@ -51,6 +51,9 @@ enum Command {
     /// Change the running daemon's static NAT64 BIB entries.
     #[command(subcommand)]
     Bib(cmd::change::Bib),
+    /// The running daemon's NAT64 sessions (a MAP-T CE: its NAPT44's).
+    #[command(subcommand)]
+    Session(cmd::change::Session),
     /// Make the running daemon re-read its configuration file (as SIGHUP).
     Reload(cmd::change::ReloadArgs),
     /// Write manual pages or shell completions (for packaging).
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Eam(c) => cmd::change::eam(&c),
         Command::Pool4(c) => cmd::change::pool4(&c),
         Command::Bib(c) => cmd::change::bib(&c),
+        Command::Session(c) => cmd::change::session(&c),
         Command::Reload(a) => cmd::change::reload(&a),
         Command::Generate(c) => cmd::generate::run(&c),
         Command::Bench(args) => cmd::bench::run(*args),

@@ -1,6 +1,9 @@
 //! End-to-end tests of `sixgate bench` (docs/bench.md): the bed comes up and
-//! goes down without leaving a namespace, and a short RFC 8219 §7.1 throughput
-//! search against `kernel-v6` and against sixgate SIIT gives sane figures.
+//! goes down without leaving a namespace, a short RFC 8219 §7.1 throughput
+//! search against `kernel-v6`, sixgate SIIT, the sixgate MAP-T BR (the tester
+//! playing one CE) and the MAP-T CE + BR chain (dual bed) gives sane figures
+//! (and its charts, SVG and PNG), and native-IPv6 background traffic (§5.2)
+//! comes back beside the translated frames.
 //!
 //! Sane, not fast: these tests never judge speed (figures belong in
 //! docs/PERFORMANCE.md). They check that the tester measured something
@@ -57,9 +60,16 @@ fn bench(args: &[&str]) -> std::process::Output {
     out
 }
 
-/// A short throughput search; returns the zero-loss rate (frames/s per
-/// direction) from the JSON result.
+/// A short throughput search, left to right only; returns the zero-loss rate
+/// (frames/s per direction) from the JSON result.
 fn throughput(name: &str, dut: &[&str], json: &Path) -> u64 {
+    let mut with = vec!["--unidirectional"];
+    with.extend_from_slice(dut);
+    search(name, &with, json)
+}
+
+/// A short throughput search with `extra` options (the DUT and more).
+fn search(name: &str, extra: &[&str], json: &Path) -> u64 {
     let mut args = vec![
         "throughput",
         "--name",
@@ -76,13 +86,12 @@ fn throughput(name: &str, dut: &[&str], json: &Path) -> u64 {
         "0.1",
         "--behind-limit",
         "100",
-        "--unidirectional",
         "--quiet",
         "--json",
     ];
     let json_s = json.to_string_lossy().into_owned();
     args.push(&json_s);
-    args.extend_from_slice(dut);
+    args.extend_from_slice(extra);
     let out = bench(&args);
     assert!(out.status.success(), "sixgate bench throughput failed");
     let v: serde_json::Value =
@@ -126,6 +135,57 @@ fn bed_up_and_down_leave_no_namespace() {
     }
 }
 
+/// RFC 9693 §4.3 against sixgate NAT64: phase 1 opens 2000 sessions and
+/// `sixgate session flush`, through the DUT's API socket, deletes them all;
+/// a rate is given (its size is not judged).
+#[test]
+fn stateful_sixgate_nat64_tear_down_is_measured() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("fltd");
+    let dir = std::env::temp_dir().join(format!("sgb-fltd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("td.json");
+    let config = repo().join("bench/configs/nat64.toml");
+    let out = bench(&[
+        "stateful",
+        "--name",
+        &name,
+        "--dut",
+        "sixgate",
+        "--config",
+        &config.to_string_lossy(),
+        "--no-establishment",
+        "--no-throughput",
+        "--connections",
+        "2000",
+        "--phase1-rate",
+        "5000",
+        "--behind-limit",
+        "100",
+        "--quiet",
+        "--json",
+        &json.to_string_lossy(),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "sixgate bench stateful failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // On a busy machine phase 1 may lose a few; most must be there to delete.
+    let deleted: u64 = stdout
+        .split("note: tear-down rate: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no tear-down note:\n{stdout}"));
+    assert!(deleted > 1000, "{stdout}");
+    assert!(
+        stdout.contains("sessions (of 2000 connections) deleted with `sixgate session flush`"),
+        "{stdout}"
+    );
+    assert!(namespaces_of(&name).is_empty(), "namespaces left behind");
+}
+
 #[test]
 fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
     if !can_run() {
@@ -163,6 +223,19 @@ fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
         ]);
         assert!(out.status.success());
         assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+        let png = dir.join("siit.png");
+        let out = bench(&[
+            "plot",
+            &json.to_string_lossy(),
+            "--out",
+            &png.to_string_lossy(),
+        ]);
+        assert!(out.status.success());
+        assert!(
+            std::fs::read(&png)
+                .unwrap()
+                .starts_with(b"\x89PNG\r\n\x1a\n")
+        );
     });
     assert!(bench(&["bed", "down", "--name", &name]).status.success());
     assert!(namespaces_of(&name).is_empty());
@@ -170,4 +243,246 @@ fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+}
+
+/// RFC 8219 §5.2 background traffic: with `--background 50`, half the left
+/// tester's frames are native IPv6 that sixgate SIIT's DUT namespace forwards
+/// untranslated beside the translated ones; both kinds come back and are
+/// reported apart.
+#[test]
+fn background_traffic_comes_back_beside_translated_frames() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("b5bg");
+    let dir = std::env::temp_dir().join(format!("sgb-bg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("bg.json");
+    let config = repo().join("bench/configs/siit.toml");
+    let out = bench(&[
+        "throughput",
+        "--name",
+        &name,
+        "--dut",
+        "sixgate",
+        "--config",
+        &config.to_string_lossy(),
+        "--background",
+        "50",
+        "--duration",
+        "1",
+        "--steps",
+        "1",
+        "--max-rate",
+        "5000",
+        "--loss-goal",
+        "1",
+        "--behind-limit",
+        "100",
+        "--quiet",
+        "--json",
+        &json.to_string_lossy(),
+    ]);
+    let text = std::fs::read_to_string(&json).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "sixgate bench throughput failed");
+    assert!(namespaces_of(&name).is_empty(), "the run's own bed is gone");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["settings"]["background_pct"], 50.0);
+    let t = &v["trials"][0];
+    assert_eq!(t["direction"], "left-to-right");
+    let (sent, received) = (t["sent"].as_u64().unwrap(), t["received"].as_u64().unwrap());
+    let (bg_sent, bg_received) = (
+        t["background_sent"].as_u64().unwrap(),
+        t["background_received"].as_u64().unwrap(),
+    );
+    println!("left to right: {received} of {sent}, background {bg_received} of {bg_sent}");
+    assert_eq!(bg_sent, sent / 2, "exactly half are background frames");
+    assert!(bg_received > bg_sent / 2, "native IPv6 came back");
+    assert!(
+        received - bg_received > bg_sent / 2,
+        "translated frames came back"
+    );
+    // Only the left tester sends background traffic.
+    assert_eq!(v["trials"][1]["background_sent"], 0);
+    assert!(v["throughput"][0]["background_received"].as_u64().unwrap() > 0);
+}
+
+/// A short RFC 9693 run (phase 1, maximum connection establishment rate,
+/// table capacity, phase 2 throughput) against `dut`; returns the JSON result.
+fn stateful(name: &str, dut: &[&str], json: &Path) -> serde_json::Value {
+    let json_s = json.to_string_lossy().into_owned();
+    let mut args = vec![
+        "stateful",
+        "--name",
+        name,
+        "--connections",
+        "1000",
+        "--phase1-rate",
+        "5000",
+        "--capacity-max",
+        "4000",
+        "--duration",
+        "1",
+        "--steps",
+        "3",
+        "--max-rate",
+        "20000",
+        "--min-rate",
+        "1000",
+        "--loss-goal",
+        "1",
+        "--behind-limit",
+        "100",
+        "--quiet",
+        "--json",
+        &json_s,
+    ];
+    args.extend_from_slice(dut);
+    let out = bench(&args);
+    assert!(out.status.success(), "sixgate bench stateful failed");
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+/// RFC 9693 end to end against kernel NAT44 (conntrack) and sixgate NAT64:
+/// phase 1 establishes connections, the establishment-rate search and the
+/// capacity search find something, and phase 2 (the IPv4 side answering only
+/// the connections phase 1 opened) has a non-zero throughput. Sane, not fast.
+#[test]
+fn stateful_nat44_and_sixgate_nat64_give_sane_rfc9693_results() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("b5st");
+    let dir = std::env::temp_dir().join(format!("sgb-st-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(bench(&["bed", "up", "--name", &name]).status.success());
+    let config = repo().join("bench/configs/nat64.toml");
+    let config = config.to_string_lossy().into_owned();
+    let duts: [(&str, Vec<&str>); 2] = [
+        ("nat44", vec!["--dut", "nat44"]),
+        ("nat64", vec!["--dut", "sixgate", "--config", &config]),
+    ];
+    let result = std::panic::catch_unwind(|| {
+        for (label, dut) in &duts {
+            let v = stateful(&name, dut, &dir.join(format!("{label}.json")));
+            let st = &v["stateful"];
+            let established = st["established"].as_u64().unwrap();
+            let connections = st["connections"].as_u64().unwrap();
+            let est_rate = st["max_establishment_rate"]["rate"].as_u64().unwrap();
+            let capacity = st["table_capacity"].as_u64().unwrap();
+            let phase2 = v["throughput"][0]["fps"]["median"].as_f64().unwrap();
+            println!(
+                "{label}: {established} of {connections} established, establishment rate {est_rate}/s, capacity >= {capacity}, phase 2 {phase2} fps"
+            );
+            assert_eq!(connections, 1000, "{label}");
+            // A busy machine may lose a few frames of phase 1.
+            assert!(established >= 900, "{label}: {established} established");
+            assert!(est_rate >= 1000, "{label}: establishment rate {est_rate}");
+            assert!(
+                (1000..=4000).contains(&capacity),
+                "{label}: capacity {capacity}"
+            );
+            assert!(phase2 > 0.0, "{label}: phase 2 throughput {phase2}");
+            // Phase 2's answers keep going for the whole trial (not one
+            // frame per learned connection).
+            let reverse = v["trials"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["test"] == "throughput" && t["direction"] == "right-to-left")
+                .map(|t| t["sent"].as_u64().unwrap())
+                .max()
+                .unwrap();
+            assert!(reverse > connections, "{label}: {reverse} answers sent");
+        }
+    });
+    assert!(bench(&["bed", "down", "--name", &name]).status.success());
+    assert!(namespaces_of(&name).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// A bed `name` (`--dual` in `up` if asked) around `body`, always taken down.
+fn with_bed(name: &str, up: &[&str], body: impl FnOnce(&Path)) {
+    let dir = std::env::temp_dir().join(format!("sgb-e2e-{name}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut args = vec!["bed", "up", "--name", name];
+    args.extend_from_slice(up);
+    assert!(bench(&args).status.success());
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&dir)));
+    assert!(bench(&["bed", "down", "--name", name]).status.success());
+    assert!(namespaces_of(name).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// The MAP-T BR (RFC 7599) with two workers, both directions: the left tester
+/// is one CE (its MAP address, source ports of its set), the right tester
+/// answers to that CE's IPv4 address and ports. Every frame must have been
+/// translated, so a sane non-zero rate means both directions' address and port
+/// steps worked.
+#[test]
+fn throughput_sixgate_mapt_br_is_sane() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("m9br");
+    with_bed(&name, &[], |dir| {
+        let config = repo().join("bench/configs/mapt-br-2w.toml");
+        let config = config.to_string_lossy().into_owned();
+        let json = dir.join("mapt.json");
+        let br = search(&name, &["--dut", "sixgate", "--config", &config], &json);
+        println!("sixgate MAP-T BR, 2 workers: {br} fps per direction");
+        assert!(br > 1000, "MAP-T BR: {br} fps");
+        assert!(
+            br <= 300_000,
+            "MAP-T BR: {br} fps above the search's maximum"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let trials = v["trials"].as_array().unwrap();
+        // Both directions ran.
+        assert!(
+            trials.iter().any(|t| t["direction"] == "right-to-left"),
+            "{trials:?}"
+        );
+    });
+}
+
+/// The MAP-T chain on the dual bed (RFC 8219 §4.2): IPv4 left tester → sixgate
+/// CE (NAPT44 + RFC 7915) → IPv6 → sixgate BR → IPv4 right tester; the answers
+/// only to what phase 1 opened (the CE is stateful, RFC 9693).
+#[test]
+fn throughput_sixgate_mapt_ce_br_dual_is_sane() {
+    if !can_run() {
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = bed_name("m9cb");
+    with_bed(&name, &["--dual"], |dir| {
+        let config = repo().join("bench/configs/mapt-br.toml");
+        let config = config.to_string_lossy().into_owned();
+        let rate = search(
+            &name,
+            &[
+                "--dut",
+                "sixgate",
+                "--config",
+                &config,
+                "--connections",
+                "500",
+            ],
+            &dir.join("dual.json"),
+        );
+        println!("sixgate MAP-T CE + BR: {rate} fps per direction");
+        assert!(rate > 1000, "MAP-T CE + BR: {rate} fps");
+    });
 }

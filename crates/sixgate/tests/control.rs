@@ -195,7 +195,9 @@ fn control_siit_show_eam_changes_save_and_restart() {
             "{eam}"
         );
         let err = cli_err(sock, &["show", "bib"]);
-        assert!(err.contains("not in nat64 mode"), "{err}");
+        assert!(err.contains("not in nat64 or mapt-ce mode"), "{err}");
+        let err = cli_err(sock, &["session", "flush"]);
+        assert!(err.contains("no sessions to flush"), "{err}");
         // A second daemon on the same socket refuses to start.
         let cfg = std::fs::read_to_string(tr.config_path()).unwrap();
         let dup = tr.config_path().with_file_name("dup.toml");
@@ -554,6 +556,111 @@ fn control_reload_during_iperf3_keeps_flows() {
             "{s}"
         );
         assert_eq!(s["reload"]["last_ok"].as_bool(), Some(true));
+    });
+}
+
+/// The total of counter `name` in `show stats --json`.
+fn stat(sock: &Path, name: &str) -> u64 {
+    let v: serde_json::Value =
+        serde_json::from_str(&cli_ok(sock, &["show", "stats", "--json"])).unwrap();
+    v["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {v}"))["total"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Rows of `show sessions|bib --csv ARGS` (without the header).
+fn rows(sock: &Path, table: &str, args: &[&str]) -> usize {
+    let mut a = vec!["show", table, "--csv"];
+    a.extend_from_slice(args);
+    cli_ok(sock, &a).lines().count() - 1
+}
+
+#[test]
+fn control_nat64_session_flush() {
+    let test = "control_nat64_session_flush";
+    let Some(tr) = sixgate_or_skip(test, NAT64_25) else {
+        return;
+    };
+    run_bed(test, TopologyOptions::default(), &tr, |bed, tr| {
+        let sock = socket(tr);
+        let dir = ScratchDir::new("www4").unwrap();
+        let content = pattern(16 * 1024);
+        dir.write("f.bin", &content).unwrap();
+        // TCP and ICMP sessions, and a static BIB entry that must stay.
+        fetch_through(bed, &dir, &content);
+        assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
+        let v6 = addr::V6_HOST.to_string();
+        cli_ok(
+            sock,
+            &["bib", "add", "udp", &v6, "53", "198.18.0.100", "53"],
+        );
+        let (tcp, icmp) = (
+            rows(sock, "sessions", &["--protocol", "tcp"]),
+            rows(sock, "sessions", &["--protocol", "icmp"]),
+        );
+        assert!(tcp >= 1 && icmp >= 1, "tcp {tcp} icmp {icmp}");
+
+        // Filtered: ICMP only; a pool4 address that has none flushes nothing.
+        let out = cli_ok(sock, &["session", "flush", "--proto", "icmp"]);
+        assert_eq!(
+            out.trim(),
+            format!("flushed {icmp} sessions, {icmp} BIB entries")
+        );
+        assert_eq!(rows(sock, "sessions", &["--protocol", "icmp"]), 0);
+        assert_eq!(rows(sock, "sessions", &["--protocol", "tcp"]), tcp);
+        let out = cli_ok(
+            sock,
+            &[
+                "session",
+                "flush",
+                "--ipv4",
+                "198.18.0.128/25",
+                "--ipv6",
+                &v6,
+            ],
+        );
+        assert_eq!(out.trim(), "flushed 0 sessions, 0 BIB entries");
+        let err = cli_err(sock, &["session", "flush", "--proto", "sctp"]);
+        assert!(err.contains("protocol"), "{err}");
+        let err = cli_err(sock, &["session", "flush", "--ipv6", "2001:db8::/200"]);
+        assert!(err.contains("ipv6"), "{err}");
+        let (code, body) = curl(
+            sock,
+            "POST",
+            "/v1/sessions/flush",
+            Some(r#"{"proto":"tcp"}"#),
+        );
+        assert_eq!(code, 400, "{body}");
+
+        // Everything: the tables are empty but for the static entry.
+        let out = cli_ok(sock, &["session", "flush"]);
+        assert!(
+            out.starts_with(&format!("flushed {tcp} sessions, ")),
+            "{out}"
+        );
+        assert_eq!(rows(sock, "sessions", &[]), 0);
+        let bib = cli_ok(sock, &["show", "bib", "--csv"]);
+        assert_eq!(bib.lines().count(), 2, "only the static entry: {bib}");
+        assert!(bib.contains("198.18.0.100,53,yes"), "{bib}");
+        let (code, body) = curl(sock, "POST", "/v1/sessions/flush", None);
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(body, r#"{"sessions":0,"bib":0}"#);
+        // Counted (the tables are published every 100 ms).
+        let t0 = Instant::now();
+        while stat(sock, "sessions_flushed") != (tcp + icmp) as u64 {
+            assert!(t0.elapsed() < Duration::from_secs(3), "not counted");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+
+        // Traffic works after it, with new sessions.
+        fetch_through(bed, &dir, &content);
+        assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
+        assert!(rows(sock, "sessions", &[]) >= 2);
     });
 }
 

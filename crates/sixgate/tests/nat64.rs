@@ -32,13 +32,14 @@ use std::time::Duration;
 
 use sixgate_core::nat64::steering::subscriber_worker;
 use sixgate_netns::{
-    Dataplane, NAT64_TOML, Netns, Proto, RunningTranslator, ScratchDir, Stopped, Topology,
-    TopologyOptions, Translator, addr, check_host, veth,
+    Dataplane, NAT64_TOML, Netns, Proto, RunningTranslator, ScratchDir, Topology, TopologyOptions,
+    Translator, addr, check_host, veth,
 };
 
 mod common;
 use common::{
-    HTTP_PORT, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping, run_bed,
+    HTTP_PORT, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx,
+    ping, run_bed,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
@@ -205,21 +206,6 @@ fn core_keys() -> String {
          ipv4 = \"{STATIC_V4}\", port4 = {HTTP_PORT} }} ]\n",
         addr::V6_HOST
     )
-}
-
-/// Packets each worker read, from the exit summary's `per worker:` line.
-fn per_worker_rx(stopped: &Stopped) -> Vec<u64> {
-    let line = stopped
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("sixgate: per worker: "))
-        .unwrap_or_else(|| panic!("no per-worker line in:\n{}", stopped.stdout));
-    line.split(", ")
-        .map(|w| {
-            let words: Vec<&str> = w.split_whitespace().collect();
-            words[2].parse().unwrap_or_else(|_| panic!("{line}"))
-        })
-        .collect()
 }
 
 fn core_tests(test: &str, workers: u16) {

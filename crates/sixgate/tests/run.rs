@@ -959,3 +959,58 @@ fn json_log_file_carries_the_nat64_session_events() {
     assert_eq!(created[0]["proto"], "icmp", "{text}");
     assert_eq!(created[0]["v6"], HOST6, "{text}");
 }
+
+/// Whether process `pid` catches signal `sig` (`SigCgt` in /proc/PID/status).
+fn catches(pid: u32, sig: libc::c_int) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("SigCgt:"))?;
+            u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok()
+        })
+        .is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+/// SIGHUP's default action ends a process; the API reloads on it once it is
+/// up. SIGHUPs from the first moment `sixgate run` catches them until the API
+/// listens are ignored with a log line, and the daemon runs on (it died here
+/// before `control::Hangups`).
+#[test]
+fn sighup_during_start_up_is_harmless() {
+    require_root_netns!();
+    let ns = Netns::new();
+    let cfg = ns.config("[daemon]\nworkers = 2\n");
+    let mut gw = ns.sixgate(&["--config", &cfg]);
+    let pid = gw.child.as_ref().unwrap().id();
+    // `ip netns exec` execs sixgate: wait until it has (a SIGHUP to `ip`
+    // would end `ip`), and its handler is in.
+    let t0 = Instant::now();
+    while !catches(pid, libc::SIGHUP) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "sixgate never caught SIGHUP:\n{}",
+            gw.log()
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert!(
+        !gw.log().contains("API listening"),
+        "SIGHUP was caught only once the API was up:\n{}",
+        gw.log()
+    );
+    let mut sent = 0;
+    while !gw.log().contains("API listening") {
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+        sent += 1;
+        if let Some(st) = gw.child.as_mut().unwrap().try_wait().unwrap() {
+            panic!("sixgate died ({st}) after {sent} SIGHUPs:\n{}", gw.log());
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "{}", gw.log());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    gw.wait_for("SIGHUP during start-up");
+    ping_6to4(&ns);
+    let (ok, _, log) = gw.terminate();
+    assert!(ok, "{log}");
+}

@@ -251,6 +251,7 @@ fn router(state: Shared) -> Router {
             "/v1/bib/remove",
             post(|s, u, b| change(s, u, b, Running::bib_remove)),
         )
+        .route("/v1/sessions/flush", post(flush))
         .route("/v1/config/save", post(save))
         .route("/v1/reload", post(reload_route))
         .fallback(|uri: Uri| async move {
@@ -356,6 +357,7 @@ pub fn stat_values(s: &sixgate_tun::Snapshot) -> Vec<(&'static str, u64)> {
             ("port_blocks", n.port_blocks),
             ("held_syns", n.held_syns),
             ("events_lost", n.events_lost),
+            ("sessions_flushed", n.sessions_flushed),
         ]);
     }
     v
@@ -459,10 +461,10 @@ async fn table(State(s): State<Shared>, uri: Uri, which: Table) -> Response {
         Ok(f) => f,
         Err(e) => return bad_request(e),
     };
-    if s.d.live.config().nat64.is_none() {
+    if !has_tables(&s) {
         return fail(
             StatusCode::CONFLICT,
-            "no BIB or sessions: the translator is not in nat64 mode".into(),
+            "no BIB or sessions: the translator is not in nat64 or mapt-ce mode".into(),
         );
     }
     let (tx, rx) = tokio::sync::mpsc::channel(4);
@@ -471,6 +473,97 @@ async fn table(State(s): State<Shared>, uri: Uri, which: Table) -> Response {
         .header(header::CONTENT_TYPE, "application/x-ndjson")
         .body(Body::from_stream(Chunks(rx)))
         .unwrap_or_else(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+/// NAT64's tables, or a MAP-T CE's NAPT44 (the same tables).
+fn has_tables(s: &AppState) -> bool {
+    let cfg = s.d.live.config();
+    cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some())
+}
+
+/// `ADDR[/LEN]` of `bits` bits as (address, length); the error names `field`.
+fn prefix<A: std::str::FromStr>(field: &str, text: &str, bits: u8) -> Result<(A, u8), String> {
+    let bad = || format!("{field}: {text:?} is not an address or ADDR/LEN");
+    let (a, len) = match text.split_once('/') {
+        Some((a, l)) => (a, l.parse::<u8>().map_err(|_| bad())?),
+        None => (text, bits),
+    };
+    if len > bits {
+        return Err(bad());
+    }
+    Ok((a.parse().map_err(|_| bad())?, len))
+}
+
+impl FlushRequest {
+    fn filter(&self) -> Result<sixgate_core::nat64::FlushFilter, String> {
+        use sixgate_core::nat64::Proto;
+        let proto = match self.protocol.as_deref() {
+            None => None,
+            Some("tcp") => Some(Proto::Tcp),
+            Some("udp") => Some(Proto::Udp),
+            Some("icmp") => Some(Proto::Icmp),
+            Some(p) => {
+                return Err(format!(
+                    "protocol: {p:?} is not one of \"tcp\", \"udp\", \"icmp\""
+                ));
+            }
+        };
+        let ipv6 = match &self.ipv6 {
+            Some(t) => {
+                let (a, len) = prefix::<std::net::Ipv6Addr>("ipv6", t, 128)?;
+                Some((u128::from(a), len))
+            }
+            None => None,
+        };
+        let ipv4 = match &self.ipv4 {
+            Some(t) => Some(prefix("ipv4", t, 32)?),
+            None => None,
+        };
+        Ok(sixgate_core::nat64::FlushFilter { proto, ipv6, ipv4 })
+    }
+}
+
+/// `POST /v1/sessions/flush`: every worker removes the sessions the request
+/// names and their dynamic BIB entries, a chunk at a time between its batches.
+async fn flush(State(s): State<Shared>, b: Bytes) -> Response {
+    // An empty body is an unfiltered flush.
+    let req: FlushRequest = if b.iter().all(u8::is_ascii_whitespace) {
+        FlushRequest::default()
+    } else {
+        match body(&b) {
+            Ok(r) => r,
+            Err(e) => return bad_request(e),
+        }
+    };
+    let filter = match req.filter() {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    if !has_tables(&s) {
+        return fail(
+            StatusCode::CONFLICT,
+            "no sessions to flush: the translator is not in nat64 or mapt-ce mode".into(),
+        );
+    }
+    let what = String::from_utf8_lossy(&b).into_owned();
+    match tokio::task::spawn_blocking(move || s.d.live.flush(&filter)).await {
+        Ok(Ok(f)) => {
+            tracing::info!(
+                "sessions flushed: {} sessions, {} BIB entries ({what})",
+                f.sessions,
+                f.bib
+            );
+            json(&FlushDone {
+                sessions: f.sessions,
+                bib: f.bib,
+            })
+        }
+        Ok(Err(e)) => {
+            tracing::warn!("session flush ({what}) stopped: {e}");
+            fail(StatusCode::INTERNAL_SERVER_ERROR, e)
+        }
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 fn stream_table(
@@ -516,6 +609,7 @@ fn stream_table(
                         buf.push(b'\n');
                     }
                 }
+                Rows::Flushed(_) => {}
                 Rows::Sessions(rows) => {
                     for x in rows {
                         let b = x.bib;
@@ -766,6 +860,37 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.starts_with("protocol:"), "{e}");
+    }
+
+    #[test]
+    fn flush_filters_parse_and_name_the_bad_field() {
+        let f: FlushRequest =
+            body(br#"{"protocol":"udp","ipv6":"2001:db8:1::/48","ipv4":"192.0.2.1"}"#).unwrap();
+        let f = f.filter().unwrap();
+        assert_eq!(f.proto, Some(sixgate_core::nat64::Proto::Udp));
+        assert_eq!(
+            f.ipv6,
+            Some((
+                u128::from("2001:db8:1::".parse::<std::net::Ipv6Addr>().unwrap()),
+                48
+            ))
+        );
+        assert_eq!(f.ipv4, Some(("192.0.2.1".parse().unwrap(), 32)));
+        let all = FlushRequest::default().filter().unwrap();
+        assert_eq!(all, sixgate_core::nat64::FlushFilter::default());
+        for (req, field) in [
+            (r#"{"protocol":"sctp"}"#, "protocol:"),
+            (r#"{"ipv6":"2001:db8::/129"}"#, "ipv6:"),
+            (r#"{"ipv4":"192.0.2"}"#, "ipv4:"),
+        ] {
+            let e = body::<FlushRequest>(req.as_bytes())
+                .unwrap()
+                .filter()
+                .unwrap_err();
+            assert!(e.starts_with(field), "{e}");
+        }
+        let e = body::<FlushRequest>(br#"{"proto":"tcp"}"#).unwrap_err();
+        assert!(e.contains("unknown field `proto`"), "{e}");
     }
 
     #[test]

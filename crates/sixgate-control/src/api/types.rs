@@ -193,6 +193,31 @@ pub struct StaticBibRow {
     pub port4: u16,
 }
 
+/// `POST /v1/sessions/flush`: which sessions go (all of them by default).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct FlushRequest {
+    /// `tcp`, `udp` or `icmp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// `ADDR[/LEN]`: the IPv6 hosts whose sessions go (a MAP-T CE: the LAN
+    /// hosts, `::ffff:a.b.c.d`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<String>,
+    /// `ADDR[/LEN]`: the pool4 addresses whose sessions go.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4: Option<String>,
+}
+
+/// The answer to `POST /v1/sessions/flush`: what every worker removed.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FlushDone {
+    /// Sessions removed.
+    pub sessions: u64,
+    /// Dynamic BIB entries removed (static ones stay).
+    pub bib: u64,
+}
+
 /// `GET /v1/config`: the running configuration as TOML.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RunningConfig {

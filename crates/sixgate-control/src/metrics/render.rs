@@ -295,6 +295,11 @@ fn nat64(r: &mut Registry, s: &Scrape) {
         "RFC 6888 log events that did not fit in the event ring",
         Samples::counter().value(n.events_lost),
     );
+    r.register(
+        "nat64_sessions_flushed",
+        "Sessions removed by sixgate session flush",
+        Samples::counter().value(n.sessions_flushed),
+    );
 }
 
 fn reloads(r: &mut Registry, s: &Scrape) {

@@ -141,6 +141,10 @@ impl MaptConfig {
     /// RFC 7597 §5: the FMR with the longest IPv6 prefix holding `v6`.
     #[inline]
     pub fn rule_for_v6(&self, v6: u128) -> Option<&MapRule> {
+        // The usual domain has one rule: no search.
+        if let [r] = self.fmrs.as_slice() {
+            return r.contains_v6(v6).then_some(r);
+        }
         self.fmrs
             .iter()
             .filter(|r| r.contains_v6(v6))
@@ -150,6 +154,9 @@ impl MaptConfig {
     /// RFC 7597 §5: the FMR with the longest IPv4 prefix holding `v4`.
     #[inline]
     pub fn rule_for_v4(&self, v4: u32) -> Option<&MapRule> {
+        if let [r] = self.fmrs.as_slice() {
+            return r.contains_v4(v4).then_some(r);
+        }
         self.fmrs
             .iter()
             .filter(|r| r.contains_v4(v4))

@@ -11,8 +11,9 @@
 //!   spoofing check and fragments (later fragments reuse what the first got);
 //! - `napt44`: the CE's NAPT44 (RFC 7599 §1: the CE shares its one IPv4 address
 //!   and port set among its LAN hosts);
-//! - [`steering`]: which worker translates a BR's fragments (§8), for data
-//!   planes that hand packets between workers.
+//! - [`steering`]: which worker a BR packet goes to (every fragment of a
+//!   datagram to one worker, for the fragment table), and reading it from a
+//!   packet for data planes that hand packets between workers.
 
 pub mod config;
 pub(crate) mod napt44;

@@ -15,6 +15,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 pub const DEFAULT_PSID_OFFSET: u8 = 6;
 
 /// A validated Mapping Rule (a BMR or an FMR: both have this shape).
+///
+/// The numbers every packet needs (masks, k, m, where the EA bits sit) are worked
+/// out once, in [`MapRule::new`]: they follow from the four parameters, so two
+/// rules with the same parameters are still equal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MapRule {
     /// Rule IPv6 prefix, host bits clear.
@@ -29,6 +33,16 @@ pub struct MapRule {
     ea: u8,
     /// PSID offset a.
     a: u8,
+    /// `mask128(r)`.
+    v6_mask: u128,
+    /// `mask32(IPv4 prefix length)`.
+    v4_mask: u32,
+    /// §5.1: PSID length k.
+    k: u8,
+    /// §5.1: m = 16 − a − k.
+    m: u8,
+    /// The EA bits end here: 128 − (r + o).
+    ea_shift: u8,
 }
 
 /// Why a rule's numbers do not fit together.
@@ -107,13 +121,19 @@ impl MapRule {
         if k > 16 || (k > 0 && psid_offset + k > 16) {
             return Err(RuleError::PsidTooLong);
         }
+        let a = if k == 0 { 0 } else { psid_offset };
         Ok(MapRule {
             v6: u128::from(v6) & mask128(v6_len),
             v6_len,
             v4: u32::from(v4) & mask32(v4_len),
             v4_len,
             ea: ea_bits,
-            a: if k == 0 { 0 } else { psid_offset },
+            a,
+            v6_mask: mask128(v6_len),
+            v4_mask: mask32(v4_len),
+            k,
+            m: 16 - a - k,
+            ea_shift: 128 - (v6_len + ea_bits),
         })
     }
 
@@ -138,12 +158,14 @@ impl MapRule {
         32 - self.v4_len
     }
     /// §5.1: PSID length k (0: every CE owns a whole IPv4 address).
+    #[inline]
     pub fn psid_len(&self) -> u8 {
-        self.ea - self.suffix_len()
+        self.k
     }
     /// §5.1: m, the number of contiguous-port bits.
+    #[inline]
     fn m(&self) -> u8 {
-        16 - self.a - self.psid_len()
+        self.m
     }
     /// Length of the End-user IPv6 prefix a CE gets from this rule (r + o).
     pub fn end_user_len(&self) -> u8 {
@@ -158,26 +180,27 @@ impl MapRule {
     /// Whether `v6` lies under the rule IPv6 prefix.
     #[inline]
     pub fn contains_v6(&self, v6: u128) -> bool {
-        v6 & mask128(self.v6_len) == self.v6
+        v6 & self.v6_mask == self.v6
     }
     /// Whether `v4` lies in the rule IPv4 prefix.
     #[inline]
     pub fn contains_v4(&self, v4: u32) -> bool {
-        v4 & mask32(self.v4_len) == self.v4
+        v4 & self.v4_mask == self.v4
     }
 
     /// §5.1: the PSID that owns `port`; `None` for the ports no PSID owns (A = 0
     /// when a > 0: 0–1023 with the default offset).
     #[inline]
     pub fn psid_of_port(&self, port: u16) -> Option<u16> {
-        let k = self.psid_len();
+        let k = self.k;
         if k == 0 {
             return Some(0);
         }
-        if self.a > 0 && port >> (16 - self.a) == 0 {
+        // A = port >> (16 − a) must not be 0 (u32: a = 0 shifts by 16, no overflow).
+        if self.a > 0 && u32::from(port) >> (16 - self.a) == 0 {
             return None;
         }
-        let psid = (u32::from(port) >> self.m()) & ((1 << k) - 1);
+        let psid = (u32::from(port) >> self.m) & ((1 << k) - 1);
         Some(psid as u16)
     }
 
@@ -204,27 +227,19 @@ impl MapRule {
 
     /// §5.2: the EA bits of (`v4`, `psid`): IPv4 suffix then PSID.
     fn ea_value(&self, v4: u32, psid: u16) -> u64 {
-        let p = u32::from(self.suffix_len());
-        let k = u32::from(self.psid_len());
-        let suffix = if p == 0 {
-            0
-        } else {
-            u64::from(v4 & (u32::MAX >> (32 - p)))
-        };
-        let psid = if k == 0 {
-            0
-        } else {
-            u64::from(psid) & ((1 << k) - 1)
-        };
+        let k = u32::from(self.k);
+        // The host bits of the IPv4 prefix are the suffix (none when p = 0).
+        let suffix = u64::from(v4 & !self.v4_mask);
+        let psid = u64::from(psid) & ((1u64 << k) - 1);
         (suffix << k) | psid
     }
 
     /// §5.2: the End-user IPv6 prefix (length [`Self::end_user_len`]) of the CE
     /// with IPv4 address `v4` (in the rule's prefix) and `psid`.
+    #[inline]
     pub fn end_user_prefix(&self, v4: u32, psid: u16) -> u128 {
         let ea = u128::from(self.ea_value(v4, psid));
-        let shift = 128 - u32::from(self.end_user_len());
-        self.v6 | if self.ea == 0 { 0 } else { ea << shift }
+        self.v6 | if self.ea == 0 { 0 } else { ea << self.ea_shift }
     }
 
     /// §5.2: the MAP IPv6 address: End-user prefix, subnet ID 0, and the
@@ -244,6 +259,13 @@ impl MapRule {
         if !self.contains_v6(v6) {
             return None;
         }
+        self.decode_under(v6)
+    }
+
+    /// [`Self::decode`] of an address already known to be under the rule
+    /// prefix (the rule look-up checked it).
+    #[inline]
+    pub(crate) fn decode_under(&self, v6: u128) -> Option<(u32, u16)> {
         let (v4, psid) = self.decode_ea(v6);
         let iid = v6 as u64;
         (iid == u64::from(v4) << 16 | u64::from(psid)).then_some((v4, psid))
@@ -251,18 +273,20 @@ impl MapRule {
 
     /// The IPv4 address and PSID the EA bits of `v6` give (no interface-ID check):
     /// what a CE learns from its End-user prefix.
+    #[inline]
     pub fn decode_ea(&self, v6: u128) -> (u32, u16) {
-        let k = u32::from(self.psid_len());
-        let p = u32::from(self.suffix_len());
+        let k = u32::from(self.k);
+        // o ≤ 48 and r + o ≤ 64: the EA bits lie in the upper 64 bits, and
+        // `ea_shift` ≥ 64.
         let ea = if self.ea == 0 {
             0
         } else {
-            ((v6 >> (128 - u32::from(self.end_user_len()))) as u64) & ((1u64 << self.ea) - 1)
+            ((v6 >> self.ea_shift) as u64) & ((1u64 << self.ea) - 1)
         };
         let psid = (ea & ((1 << k) - 1)) as u16;
+        // p = 0: the EA bits are all PSID and `ea >> k` is 0.
         let suffix = (ea >> k) as u32;
-        let v4 = self.v4 | if p == 0 { 0 } else { suffix };
-        (v4, psid)
+        (self.v4 | suffix, psid)
     }
 
     /// Whether two rules claim some address in common, on either side (their

@@ -72,10 +72,11 @@ fn v6_side<'a>(m: &'a MaptConfig, map: &Mapper, v6: u128) -> Result<(u32, Claim<
     }
 }
 
-/// RFC 7597 §5.2: the IPv4 address and claim of `v6`, a MAP address under `r`.
+/// RFC 7597 §5.2: the IPv4 address and claim of `v6`, a MAP address under `r`
+/// (which the rule look-up found holding it).
 #[inline]
 fn under_rule(r: &MapRule, v6: u128) -> Result<(u32, Claim<'_>), DropReason> {
-    let (v4, psid) = r.decode(v6).ok_or(DropReason::MaptAddressMismatch)?;
+    let (v4, psid) = r.decode_under(v6).ok_or(DropReason::MaptAddressMismatch)?;
     Ok((v4, (r.psid_len() > 0).then_some((r, psid))))
 }
 

@@ -10,7 +10,8 @@
 //!   the step the RFC 7915 paths call;
 //! - `syn_store`: §3.5.2.2 IPv4 SYNs held for a simultaneous open;
 //! - `fragments`: ports of fragmented datagrams, for their later fragments;
-//! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes.
+//! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes;
+//! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time.
 //!
 //! Layout and expiry are described in docs/architecture.md ("Tables and expiry").
 
@@ -18,6 +19,7 @@ mod bib;
 pub mod config;
 pub mod event;
 pub(crate) mod filtering;
+pub mod flush;
 pub(crate) mod fragments;
 pub(crate) mod packet;
 mod port_alloc;
@@ -38,6 +40,7 @@ pub use config::{
     Timeouts,
 };
 pub use event::{Event, EventKind};
+pub use flush::{FlushFilter, Flushed};
 pub use session::SESSION_RECORD_BYTES;
 pub use stats::{PerProto, Stats};
 pub use syn_store::HELD_BYTES as HELD_SYN_BYTES;
@@ -105,6 +108,8 @@ pub(crate) struct Nat64 {
     next_ephemeral: u32,
     bib_count: PerProto,
     session_count: PerProto,
+    /// Sessions removed by [`Nat64::flush`] so far.
+    sessions_flushed: u64,
 }
 
 impl Nat64 {
@@ -150,6 +155,7 @@ impl Nat64 {
             next_ephemeral: 0,
             bib_count: PerProto::default(),
             session_count: PerProto::default(),
+            sessions_flushed: 0,
         };
         n.set_timeouts();
         n.install_static_bib();
@@ -212,6 +218,7 @@ impl Nat64 {
             held_syns: u64::from(self.held.len()),
             session_capacity: u64::from(self.sessions.capacity()),
             events_lost: self.events.lost,
+            sessions_flushed: self.sessions_flushed,
         }
     }
 }

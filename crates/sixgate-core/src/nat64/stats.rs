@@ -65,6 +65,8 @@ pub struct Stats {
     pub session_capacity: u64,
     /// Events that did not fit in the event ring.
     pub events_lost: u64,
+    /// Sessions removed by an operator's flush (`sixgate session flush`).
+    pub sessions_flushed: u64,
 }
 
 impl Stats {
@@ -79,5 +81,6 @@ impl Stats {
         self.held_syns += o.held_syns;
         self.session_capacity += o.session_capacity;
         self.events_lost += o.events_lost;
+        self.sessions_flushed += o.sessions_flushed;
     }
 }

@@ -236,6 +236,45 @@ mod tests {
         assert_eq!(port_owner(12345, 0, 1), 0);
     }
 
+    /// RFC 6146 §3.1: a static BIB entry's IPv4 side belongs to the worker of
+    /// its IPv6 side; other IPv4 packets to pool4 go by port, ICMP errors by
+    /// the quoted packet's source port; what cannot be read goes to worker 0.
+    #[test]
+    fn rfc6146_3_1_packet_owner_of_static_entries_errors_and_truncated_packets() {
+        use sixgate_testkit::{Ip4, Ip6};
+        use std::net::{Ipv4Addr, Ipv6Addr};
+        let (pool4, server) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(203, 0, 113, 7));
+        let v6: Ipv6Addr = (1u16..)
+            .map(|n| Ipv6Addr::new(0x2001, 0xdb8, n, 0, 0, 0, 0, 5))
+            .find(|a| subscriber_worker(u128::from(*a), 64, 4) != port_owner(80, 0, 4))
+            .unwrap();
+        let cfg = super::super::Nat64Config {
+            static_bib: vec![super::super::StaticBib {
+                proto: super::super::Proto::Tcp,
+                v6,
+                port6: 80,
+                v4: pool4,
+                port4: 80,
+            }],
+            ..Default::default()
+        };
+        let o = PacketOwner::new(&cfg, 4);
+        let mine = subscriber_worker(u128::from(v6), 64, 4);
+        assert_eq!(o.of(&Ip4::new(server, pool4).tcp(5000, 80, 0)), mine);
+        assert_eq!(
+            o.of(&Ip4::new(server, pool4).udp(5000, 80, 0)),
+            port_owner(80, 0, 4),
+            "UDP 80 is not the static entry"
+        );
+        let quoted = Ip4::new(pool4, server).udp(1234, 53, 8);
+        let err = Ip4::new(server, pool4).icmp_error(3, 1, [0; 4], &quoted);
+        assert_eq!(o.of(&err), port_owner(1234, 0, 4));
+        let out = Ip6::new(v6, "2001:db8:64::cb00:7107".parse().unwrap()).udp(1, 2, 8);
+        assert_eq!(o.of(&out), mine);
+        assert_eq!(o.of(&out[..20]), 0);
+        assert_eq!(o.of(&[]), 0);
+    }
+
     #[test]
     fn subscriber_worker_ignores_host_bits() {
         let a: u128 = 0x2001_0db8_0001_0002_0000_0000_0000_0005;

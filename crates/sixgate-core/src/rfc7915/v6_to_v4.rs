@@ -151,8 +151,10 @@ pub fn translate(
     // RFC 7757 §4: the IPv4 destination, reached through pool6, is an EAM'd address
     // on our own IPv6 side. A destination that is itself an EAM entry's IPv6 side is
     // no hairpin: its host lives on the IPv4 side (a CLAT's customer, RFC 6877 §6.3).
-    let eam_hairpin =
-        t.cfg.map.eam.lookup_v4(dst4_int).is_some() && t.cfg.map.eam.lookup_v6(dst6).is_none();
+    // MAP-T has no EAM entries (the rules map; its hairpin is the BR's own).
+    let eam_hairpin = mapt.is_none()
+        && t.cfg.map.eam.lookup_v4(dst4_int).is_some()
+        && t.cfg.map.eam.lookup_v6(dst6).is_none();
     // RFC 6146 §3.8: back into IPv6 through the tables (or, when another worker
     // owns the destination port, out to the kernel, which routes it back to us).
     let hairpin = eam_hairpin

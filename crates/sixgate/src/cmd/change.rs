@@ -1,8 +1,8 @@
 //! Runtime changes through the daemon's API (docs/control.md):
-//! `sixgate eam|pool4|bib add|remove` and `sixgate reload`. Each prints what the
+//! `sixgate eam|pool4|bib add|remove`, `sixgate session flush` and `sixgate reload`. Each prints what the
 //! daemon did; a refusal prints its message and exits non-zero.
 
-use sixgate_control::api::types::{Done, EamRow, Pool4Row, StaticBibRow};
+use sixgate_control::api::types::{Done, EamRow, FlushDone, FlushRequest, Pool4Row, StaticBibRow};
 
 use super::CmdResult;
 use super::show::SocketArg;
@@ -174,6 +174,44 @@ pub fn bib(cmd: &Bib) -> CmdResult {
         ),
     };
     report(socket.client().post(route, &row)?)
+}
+
+/// `sixgate session …`: the RFC 6146 §3.2 sessions.
+#[derive(Debug, clap::Subcommand)]
+pub enum Session {
+    /// Remove sessions and their dynamic BIB entries on every worker (static
+    /// entries stay); all of them, or those the options name.
+    Flush {
+        /// Only tcp, udp or icmp sessions.
+        #[arg(long, value_name = "PROTO")]
+        proto: Option<String>,
+        /// Only sessions of IPv6 hosts in ADDR[/LEN] (a MAP-T CE: LAN hosts
+        /// as ::ffff:a.b.c.d).
+        #[arg(long, value_name = "PREFIX")]
+        ipv6: Option<String>,
+        /// Only sessions on pool4 addresses in ADDR[/LEN].
+        #[arg(long, value_name = "PREFIX")]
+        ipv4: Option<String>,
+        #[command(flatten)]
+        socket: SocketArg,
+    },
+}
+
+pub fn session(cmd: &Session) -> CmdResult {
+    let Session::Flush {
+        proto,
+        ipv6,
+        ipv4,
+        socket,
+    } = cmd;
+    let req = FlushRequest {
+        protocol: proto.clone(),
+        ipv6: ipv6.clone(),
+        ipv4: ipv4.clone(),
+    };
+    let d: FlushDone = socket.client().post("/v1/sessions/flush", &req)?;
+    println!("flushed {} sessions, {} BIB entries", d.sessions, d.bib);
+    Ok(())
 }
 
 /// Arguments of `sixgate reload`.

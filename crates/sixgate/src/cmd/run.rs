@@ -23,6 +23,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> CmdResult {
+    // First of all: a SIGHUP before the API reloads on it must not kill us.
+    let hangups =
+        sixgate_tun::control::Hangups::install().map_err(|e| format!("sixgate run: {e}"))?;
     // The file as the running configuration (docs/control.md): runtime changes
     // edit it, `config save` writes it.
     let text = std::fs::read_to_string(&args.config)
@@ -133,9 +136,20 @@ pub fn run(args: &Args) -> CmdResult {
             None
         }
     };
+    let early = hangups.take();
+    if early > 0 {
+        tracing::warn!(
+            "SIGHUP during start-up ({early}): ignored, the API that reloads was not up yet; \
+             `sixgate reload` reloads now"
+        );
+    }
     // systemd (Type=notify): forwarding from now on.
     notify("READY=1");
     let why = gw.wait();
+    let ignored = hangups.take();
+    if api.is_none() && ignored > 0 {
+        tracing::warn!("SIGHUP ignored {ignored} times: nothing reloads without the API");
+    }
     tracing::info!(device = %gw.name(), "stopping: {why}");
     notify("STOPPING=1");
     let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
@@ -147,18 +161,13 @@ pub fn run(args: &Args) -> CmdResult {
     }
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
-    if let Some(n) = report.totals.nat64_summary() {
-        // A MAP-T CE's NAPT44 keeps NAT64's tables: say which it is.
-        match loaded.mode {
-            sixgate_config::Mode::MaptCe => {
-                let n = n.replacen("nat64:", "napt44:", 1);
-                println!(
-                    "sixgate: {}",
-                    n.replacen("pool4 ports", "port-set ports", 1)
-                );
-            }
-            _ => println!("sixgate: {n}"),
-        }
+    // A MAP-T CE's NAPT44 keeps NAT64's tables: said in a CE's words.
+    let tables = match loaded.mode {
+        sixgate_config::Mode::MaptCe => report.totals.napt44_summary(),
+        _ => report.totals.nat64_summary(),
+    };
+    if let Some(t) = tables {
+        println!("sixgate: {t}");
     }
     if report.workers.len() > 1 {
         let per: Vec<String> = report

@@ -267,3 +267,18 @@ pub fn iperf3(
         }
     }
 }
+
+/// Packets each worker read, from the exit summary's `per worker:` line.
+pub fn per_worker_rx(stopped: &Stopped) -> Vec<u64> {
+    let line = stopped
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("sixgate: per worker: "))
+        .unwrap_or_else(|| panic!("no per-worker line in:\n{}", stopped.stdout));
+    line.split(", ")
+        .map(|w| {
+            let words: Vec<&str> = w.split_whitespace().collect();
+            words[2].parse().unwrap_or_else(|_| panic!("{line}"))
+        })
+        .collect()
+}
