@@ -724,7 +724,7 @@ fn control_xdp_siit_show_eam_reload() {
         let eam = cli_ok(sock, &["show", "eam"]);
         assert!(eam.contains("198.18.0.0/24"), "{eam}");
         let err = cli_err(sock, &["show", "bib"]);
-        assert!(err.contains("not in nat64 mode"), "{err}");
+        assert!(err.contains("not in nat64 or mapt-ce mode"), "{err}");
 
         cli_ok(
             sock,
@@ -789,7 +789,7 @@ fn control_xdp_siit_show_eam_reload() {
 /// NAT64 on XDP, two workers (packets handed to their owner): BIB and
 /// sessions listed from the workers, pool4 changed at runtime (new flows take
 /// the new prefix), a static BIB entry added and removed (its owner follows),
-/// a reload during traffic.
+/// a reload during traffic, a session flush.
 #[test]
 fn control_xdp_nat64_bib_pool4_reload() {
     let test = "control_xdp_nat64_bib_pool4_reload";
@@ -860,5 +860,11 @@ fn control_xdp_nat64_bib_pool4_reload() {
         });
         let text = cli_ok(sock, &["show", "config", "--running"]);
         assert!(text.contains("udp_timeout = 600"), "{text}");
+
+        // session flush reaches the XDP workers too.
+        let out = cli_ok(sock, &["session", "flush"]);
+        assert!(out.starts_with("flushed "), "{out}");
+        let rows = cli_ok(sock, &["show", "sessions", "--csv"]);
+        assert_eq!(rows.lines().count(), 1, "only the header: {rows}");
     });
 }
