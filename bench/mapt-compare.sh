@@ -5,11 +5,12 @@
 # zero-loss pps, delivered under 3x overload, single-stream TCP). The v6 host
 # plays one CE (198.18.0.8, PSID 1), so the UDP source ports are pseudorandom in
 # its port set 2048-4095 for every row (see tun-compare.sh --help, "MAP-T").
+# Then the BR on the XDP data plane (docs/xdp.md), workers = 1 and = nproc.
 # The "vs" column is relative to the first SIIT row.
 #
 # usage: bench/mapt-compare.sh [--quick] [--out FILE] [--no-build]
 #   (any tun-compare.sh option; --only picks from sixgate1,sixgateN,nat64-1,
-#   nat64-N,mapt-br-1,mapt-br-N)
+#   nat64-N,mapt-br-1,mapt-br-N,xdp-mapt-br-1,xdp-mapt-br-N)
 # Needs root, iproute2, iperf3, python3 (scripts/setup.sh installs them).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,4 +19,4 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
     exit 0
 fi
 export SRC_PORTS=${SRC_PORTS:-2048-4095}
-exec "$here/tun-compare.sh" --only sixgate1,sixgateN,nat64-1,nat64-N,mapt-br-1,mapt-br-N "$@"
+exec "$here/tun-compare.sh" --only sixgate1,sixgateN,nat64-1,nat64-N,mapt-br-1,mapt-br-N,xdp-mapt-br-1,xdp-mapt-br-N "$@"

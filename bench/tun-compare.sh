@@ -39,7 +39,7 @@
 #    to the DUT by the v4 host's default route), workers = 1 and = nproc.
 # MAP-T (bench/mapt-compare.sh selects them with the SIIT and NAT64 rows):
 #  - mapt-br-1, mapt-br-N: sixgate mode = "mapt-br" (RFC 7599), workers = 1 and
-#    = nproc. DMR = pool6; BMR 2001:db8:1::/51 <-> 198.18.0.0/24, 13 EA bits,
+#    = nproc; xdp-mapt-br-1, xdp-mapt-br-N: the same on the XDP data plane. DMR = pool6; BMR 2001:db8:1::/51 <-> 198.18.0.0/24, 13 EA bits,
 #    PSID offset 0. The v6 host sends as the CE 198.18.0.8 PSID 1: from its MAP
 #    address 2001:db8:1:101:0:c612:8:1 (a route to pool6 with that source), UDP
 #    source ports pseudorandom in the PSID's set 2048-4095, TCP ports from that
@@ -57,7 +57,7 @@
 #   --out FILE   also write the table (with the machine and command) to FILE
 #   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN,
 #                xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,xdp-nat64,xdp-nat64-N,
-#                mapt-br-1,mapt-br-N
+#                mapt-br-1,mapt-br-N,xdp-mapt-br-1,xdp-mapt-br-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
 #
 # Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
@@ -778,13 +778,13 @@ EOF
 # MAP-T BR: the v6 host is a CE (its MAP address, ports of its set); then the
 # row as for SIIT; then the bed as it was.
 case_mapt_br() {
-    local old_range
+    local workers=$1 label=$2 dataplane=${3:-tun} old_range
     old_range=$(nsx "$NS6" sysctl -n net.ipv4.ip_local_port_range)
     ip -n "$NS6" addr add "$MAPT_CE6/128" dev v6h nodad
     ip -n "$NS6" -6 route replace "$POOL6" via "$D6" dev v6h src "$MAPT_CE6"
     nsx "$NS6" sysctl -qw net.ipv4.ip_local_port_range="${MAPT_PORTS/-/ }"
     ip -n "$NSD" -6 route replace "$MAPT_CE_PREFIX" via "$V6H" dev d6
-    SRC_PORTS=$MAPT_PORTS case_sixgate "$@" mapt-br
+    SRC_PORTS=$MAPT_PORTS case_sixgate "$workers" "$label" mapt-br "$dataplane"
     ip -n "$NSD" -6 route del "$MAPT_CE_PREFIX" via "$V6H" dev d6
     nsx "$NS6" sysctl -qw net.ipv4.ip_local_port_range="$old_range"
     ip -n "$NS6" -6 route del "$POOL6" via "$D6" dev v6h
@@ -868,6 +868,8 @@ for sel in "${selected[@]}"; do
         xdpN) case_sixgate "$WORKERS_N" "sixgate XDP, workers = $WORKERS_N ($workers_where)" siit xdp ;;
         xdp-nat64) case_sixgate 1 "sixgate nat64 XDP, workers = 1" nat64 xdp ;;
         xdp-nat64-N) case_sixgate "$WORKERS_N" "sixgate nat64 XDP, workers = $WORKERS_N ($workers_where)" nat64 xdp ;;
+        xdp-mapt-br-1) case_mapt_br 1 "sixgate mapt-br XDP, workers = 1" xdp ;;
+        xdp-mapt-br-N) case_mapt_br "$WORKERS_N" "sixgate mapt-br XDP, workers = $WORKERS_N ($workers_where)" xdp ;;
         *) die "unknown system in --only: $sel" ;;
     esac
 done

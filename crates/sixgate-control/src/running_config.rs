@@ -212,8 +212,14 @@ pub fn check_reload(old: &Loaded, new: &Loaded) -> Result<(), String> {
     if old.daemon.socket != new.daemon.socket {
         return refuse("[daemon] socket");
     }
+    if old.daemon.dataplane != new.daemon.dataplane {
+        return refuse("[daemon] dataplane");
+    }
     if old.tun != new.tun {
         return refuse("[tun]");
+    }
+    if old.xdp != new.xdp {
+        return refuse("[xdp]");
     }
     if old.clat != new.clat {
         return refuse("[clat]");
@@ -435,6 +441,23 @@ mod tests {
             .unwrap()
             .loaded;
         assert!(check_reload(&old, &new).unwrap_err().starts_with("[tun]"));
+        let xdp = "[daemon]\ndataplane = \"xdp\"\n[xdp]\nipv6_interface = \"a\"\n\
+                   ipv4_interface = \"b\"\n";
+        let new = Running::parse(&format!("{SIIT}{xdp}"), "t.toml")
+            .unwrap()
+            .loaded;
+        let e = check_reload(&old, &new).unwrap_err();
+        assert!(e.starts_with("[daemon] dataplane"), "{e}");
+        let other = xdp.replace("\"b\"", "\"c\"");
+        let (old, new) = (
+            Running::parse(&format!("{SIIT}{xdp}"), "t.toml")
+                .unwrap()
+                .loaded,
+            Running::parse(&format!("{SIIT}{other}"), "t.toml")
+                .unwrap()
+                .loaded,
+        );
+        assert!(check_reload(&old, &new).unwrap_err().starts_with("[xdp]"));
         let new = Running::parse(&format!("{SIIT}[daemon]\nworkers = 3\n"), "t.toml")
             .unwrap()
             .loaded;

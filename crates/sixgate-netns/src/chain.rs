@@ -32,7 +32,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::{Context, Result};
-use crate::netns::{Netns, Proto, veth};
+use crate::netns::{Netns, Proto, veth, veth_queues};
 use crate::process::Background;
 use crate::translator::{Dataplane, RunningTranslator, SIXGATE_TUN, start_sixgate_with_config};
 
@@ -242,13 +242,23 @@ impl Chain {
             &self.core,
             ifname::CORE_CLAT,
         )?;
-        veth(
+        // A MAP-T BR's links have two queues: on XDP it then runs two
+        // workers, and fragments meet on one through the handoff.
+        let q = if self.mapt { 2 } else { 1 };
+        veth_queues(
             &self.core,
             ifname::CORE_PLAT,
             &self.plat,
             ifname::PLAT_UPLINK,
+            q,
         )?;
-        veth(&self.plat, ifname::PLAT_LAN, &self.server, ifname::SERVER)?;
+        veth_queues(
+            &self.plat,
+            ifname::PLAT_LAN,
+            &self.server,
+            ifname::SERVER,
+            q,
+        )?;
 
         let v6 = |a: std::net::Ipv6Addr| format!("{a}/{V6_LINK_LEN}");
         self.client
@@ -357,22 +367,21 @@ impl Chain {
                 &["0.0.0.0/0", addr::CLAT_V6],
             ),
             Dataplane::Xdp => {
-                self.client
-                    .run("ethtool", ["-K", ifname::CLIENT, "tx", "off"])?;
-                self.server
-                    .run("ethtool", ["-K", ifname::SERVER, "tx", "off"])?;
-                let config = CLAT_TOML.replace(
-                    "[tun]\nname = \"sixgate0\"\n",
-                    &format!(
-                        "[daemon]\ndataplane = \"xdp\"\n\n[xdp]\nipv6_interface = \"{}\"\n\
-                         ipv4_interface = \"{}\"\n",
-                        ifname::CLAT_UPLINK,
-                        ifname::CLAT_LAN
-                    ),
-                );
+                self.complete_checksums(&self.client)?;
+                let config = on_xdp(CLAT_TOML);
                 start_sixgate_with_config(&self.clat, binary, &config, &[])
             }
         }
+    }
+
+    /// Before a translator on XDP: the client `lan_host` and the server send
+    /// complete checksums (`ethtool -K eth0 tx off`: veth would hand the
+    /// translator partial ones, docs/xdp.md).
+    fn complete_checksums(&self, lan_host: &Netns) -> Result<()> {
+        lan_host.run("ethtool", ["-K", ifname::CLIENT, "tx", "off"])?;
+        self.server
+            .run("ethtool", ["-K", ifname::SERVER, "tx", "off"])?;
+        Ok(())
     }
 
     /// Start the PLAT.
@@ -432,6 +441,25 @@ impl Chain {
         rows.iter()
             .map(|(role, ns, a)| format!("  {role:<16} {:<w$}  {a}\n", ns.name()))
             .collect()
+    }
+}
+
+/// A chain translator's TUN configuration `toml` moved to XDP: its `[tun]`
+/// section replaced by `[xdp]` on the gateway's `eth6` (uplink, IPv6) and `eth4`
+/// (LAN, IPv4), and `dataplane = "xdp"` in its `[daemon]` (added if it has
+/// none); both gateways of the chain name their interfaces alike.
+pub fn on_xdp(toml: &str) -> String {
+    let xdp = format!(
+        "[xdp]\nipv6_interface = \"{}\"\nipv4_interface = \"{}\"\n",
+        ifname::CLAT_UPLINK,
+        ifname::CLAT_LAN
+    );
+    let tun = format!("[tun]\nname = \"{CHAIN_TUN}\"\n");
+    if toml.contains("[daemon]\n") {
+        toml.replace(&tun, &xdp)
+            .replacen("[daemon]\n", "[daemon]\ndataplane = \"xdp\"\n", 1)
+    } else {
+        toml.replace(&tun, &format!("[daemon]\ndataplane = \"xdp\"\n\n{xdp}"))
     }
 }
 
@@ -547,7 +575,7 @@ pub mod mapt {
         /// Start the BR in the PLAT's place; ready when the DMR and the rule's
         /// IPv4 prefix are routed into it.
         pub fn start_mapt_br<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
-            self.start_mapt_br_with(binary, "")
+            self.start_mapt_br_on(binary, Dataplane::Tun, "")
         }
 
         /// [`Chain::start_mapt_br`] with `extra` TOML after the BR's configuration
@@ -557,20 +585,80 @@ pub mod mapt {
             binary: &Path,
             extra: &str,
         ) -> Result<RunningTranslator<'a>> {
+            self.start_mapt_br_on(binary, Dataplane::Tun, extra)
+        }
+
+        /// [`Chain::start_mapt_br_with`] on `dataplane` (XDP: `eth6` to the
+        /// core, `eth4` to the server, which sends complete checksums).
+        pub fn start_mapt_br_on<'a>(
+            &'a self,
+            binary: &Path,
+            dataplane: Dataplane,
+            extra: &str,
+        ) -> Result<RunningTranslator<'a>> {
             let config = format!("{}{extra}", br_toml());
-            start_sixgate_with_config(&self.plat, binary, &config, &[addr::DMR, addr::RULE_V4])
+            match dataplane {
+                Dataplane::Tun => start_sixgate_with_config(
+                    &self.plat,
+                    binary,
+                    &config,
+                    &[addr::DMR, addr::RULE_V4],
+                ),
+                Dataplane::Xdp => {
+                    self.complete_checksums(&self.client)?;
+                    start_sixgate_with_config(&self.plat, binary, &on_xdp(&config), &[])
+                }
+            }
         }
 
         /// Start the first CE in the CLAT's place.
         pub fn start_mapt_ce<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
-            start_ce(&self.clat, binary, addr::CE1_END_USER, addr::CE1_MAP)
+            self.start_mapt_ce_on(binary, Dataplane::Tun)
+        }
+
+        /// [`Chain::start_mapt_ce`] on `dataplane`.
+        pub fn start_mapt_ce_on<'a>(
+            &'a self,
+            binary: &Path,
+            dataplane: Dataplane,
+        ) -> Result<RunningTranslator<'a>> {
+            if dataplane == Dataplane::Xdp {
+                self.complete_checksums(&self.client)?;
+            }
+            start_ce(
+                &self.clat,
+                binary,
+                addr::CE1_END_USER,
+                addr::CE1_MAP,
+                dataplane,
+            )
         }
     }
 
     impl Customer {
         /// Start its CE.
         pub fn start_ce<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
-            start_ce(&self.ce, binary, addr::CE2_END_USER, addr::CE2_MAP)
+            self.start_ce_on(binary, Dataplane::Tun)
+        }
+
+        /// [`Customer::start_ce`] on `dataplane` (XDP: its LAN host sends
+        /// complete checksums).
+        pub fn start_ce_on<'a>(
+            &'a self,
+            binary: &Path,
+            dataplane: Dataplane,
+        ) -> Result<RunningTranslator<'a>> {
+            if dataplane == Dataplane::Xdp {
+                self.client
+                    .run("ethtool", ["-K", ifname::CLIENT, "tx", "off"])?;
+            }
+            start_ce(
+                &self.ce,
+                binary,
+                addr::CE2_END_USER,
+                addr::CE2_MAP,
+                dataplane,
+            )
         }
     }
 
@@ -579,9 +667,17 @@ pub mod mapt {
         binary: &Path,
         end_user: &str,
         map: std::net::Ipv6Addr,
+        dataplane: Dataplane,
     ) -> Result<RunningTranslator<'a>> {
         let map = format!("{map}/128");
-        start_sixgate_with_config(ns, binary, &ce_toml(end_user), &["0.0.0.0/0", &map])
+        match dataplane {
+            Dataplane::Tun => {
+                start_sixgate_with_config(ns, binary, &ce_toml(end_user), &["0.0.0.0/0", &map])
+            }
+            Dataplane::Xdp => {
+                start_sixgate_with_config(ns, binary, &on_xdp(&ce_toml(end_user)), &[])
+            }
+        }
     }
 }
 

@@ -348,15 +348,15 @@ impl Gateway {
         let stop_rd = Arc::new(stop_rd);
         let stats: Vec<Arc<WorkerStats>> = (0..n).map(|_| Arc::default()).collect();
         let manage = tun.manage_routes && loaded.clat.is_none();
-        let (live, followers) = Live::new(
-            cfg.clone(),
-            stats.clone(),
-            routes,
+        let plane = live::TunPlane {
+            routes: Some(routes),
             steering,
-            manage,
-            default_pool4,
-        )
-        .map_err(|e| err(format!("cannot create the control channels: {e}")))?;
+            manage_routes: manage,
+            workers: n as u16,
+        };
+        let (live, followers) =
+            Live::new(cfg.clone(), stats.clone(), Box::new(plane), default_pool4)
+                .map_err(|e| err(format!("cannot create the control channels: {e}")))?;
         let mut gw = Gateway {
             name: dev.name.clone(),
             offload: dev.offload.clone(),

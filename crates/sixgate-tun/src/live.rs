@@ -1,10 +1,12 @@
 //! The running gateway as the control plane sees it: configuration snapshots
 //! published to the workers, and questions the workers answer about their
-//! tables.
+//! tables. Shared by the TUN and the XDP data planes (`sixgate-xdp`): what
+//! differs between them, where a change's destinations go (routes into the
+//! device, the XDP program's maps), is a [`Plane`].
 //!
 //! - Configuration: the running [`Config`] sits in an `ArcSwap`. A change
 //!   ([`Live::apply`]) is checked ([`sixgate_core::reconfigure::check`]), its
-//!   routes and steering-map entries are put in place, then it is stored and
+//!   destinations are put in place ([`Plane::apply`]), then it is stored and
 //!   the generation number bumped. Each worker compares the generation with the
 //!   one it saw, one relaxed load per batch of packets (not per packet), and on a
 //!   change swaps the snapshot into its translator, which keeps its NAT64
@@ -17,6 +19,7 @@
 //!   waits for a lock. A flush ([`Live::flush`], `sixgate session flush`)
 //!   travels the same way: each request removes at most one chunk's worth.
 
+use std::any::Any;
 use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::os::unix::net::UnixStream;
@@ -26,8 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use sixgate_core::Config;
 use sixgate_core::nat64::{BibView, FlushFilter, Flushed, SessionView};
+use sixgate_core::{Config, Translator};
 
 use crate::routes::{self, Route, Routes};
 use crate::stats::{Snapshot, WorkerStats};
@@ -75,7 +78,7 @@ pub struct Chunk {
 }
 
 /// A question as it travels to a worker.
-pub(crate) struct Request {
+pub struct Request {
     pub query: Query,
     pub from: u32,
     pub span: u32,
@@ -89,7 +92,7 @@ struct Link {
 }
 
 /// What a worker keeps to follow the control plane.
-pub(crate) struct Follower {
+pub struct Follower {
     live: Arc<Live>,
     index: usize,
     seen: u64,
@@ -108,10 +111,8 @@ pub struct Live {
     config_generation: AtomicU64,
     links: Vec<Link>,
     stats: Vec<Arc<WorkerStats>>,
-    routes: Mutex<Option<Routes>>,
-    steering: Mutex<Option<Steering>>,
-    /// Route new EAM and pool4 prefixes (`[tun] manage_routes`, not a CLAT).
-    manage_routes: bool,
+    /// Where the data plane's destinations go.
+    plane: Mutex<Box<dyn Plane>>,
     /// The default pool4 (no `pool4` key): kept when a change has none either.
     default_pool4: Option<Ipv4Addr>,
     /// One change at a time.
@@ -121,14 +122,129 @@ pub struct Live {
 /// A runtime change that did not happen.
 pub type Refusal = String;
 
+/// What a data plane does with a change before its workers take it: put the
+/// new configuration's destinations in place (routes, the XDP program's
+/// tries), so that packets for a new EAM entry reach the workers once they
+/// run it.
+pub trait Plane: Send {
+    /// Called with one change at a time, after it passed
+    /// [`sixgate_core::reconfigure::check`] and before the workers see it.
+    /// `Err`: the change is refused and nothing stays changed.
+    fn apply(&mut self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal>;
+
+    /// For the gateway to take back what it handed over (at exit).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// What a worker's follower reconfigures and asks: a TUN worker's pipeline, an
+/// XDP worker's translator.
+pub trait Follows {
+    /// Run `cfg` from now on (keeping the tables).
+    fn reconfigure(&mut self, cfg: Arc<Config>) -> Result<(), sixgate_core::reconfigure::Refused>;
+    /// The translator, to walk its tables.
+    fn translator(&self) -> &Translator;
+    /// The translator, to flush its tables.
+    fn translator_mut(&mut self) -> &mut Translator;
+}
+
+impl Follows for Translator {
+    fn reconfigure(&mut self, cfg: Arc<Config>) -> Result<(), sixgate_core::reconfigure::Refused> {
+        Translator::reconfigure(self, cfg)
+    }
+    fn translator(&self) -> &Translator {
+        self
+    }
+    fn translator_mut(&mut self) -> &mut Translator {
+        self
+    }
+}
+
+impl Follows for crate::pipeline::Pipeline {
+    fn reconfigure(&mut self, cfg: Arc<Config>) -> Result<(), sixgate_core::reconfigure::Refused> {
+        crate::pipeline::Pipeline::reconfigure(self, cfg)
+    }
+    fn translator(&self) -> &Translator {
+        crate::pipeline::Pipeline::translator(self)
+    }
+    fn translator_mut(&mut self) -> &mut Translator {
+        crate::pipeline::Pipeline::translator_mut(self)
+    }
+}
+
+/// The TUN data plane's destinations: routes into the device (`[tun]
+/// manage_routes`, not a CLAT), and the steering program's static BIB entries.
+pub struct TunPlane {
+    /// The routes sixgate added.
+    pub routes: Option<Routes>,
+    /// Multi-worker NAT64's steering program.
+    pub steering: Option<Steering>,
+    /// Route new EAM and pool4 prefixes.
+    pub manage_routes: bool,
+    /// Workers the steering program spreads over.
+    pub workers: u16,
+}
+
+impl Plane for TunPlane {
+    fn apply(&mut self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal> {
+        if self.manage_routes {
+            self.reroute(old, new, warn)?;
+        }
+        if let (Some(o), Some(n), Some(s)) = (&old.nat64, &new.nat64, self.steering.as_mut()) {
+            let w = self.workers;
+            let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
+            s.update_static_bib(&po.static_bib, &pn.static_bib)?;
+        }
+        Ok(())
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl TunPlane {
+    /// Routes: new EAM and pool4 prefixes into the device; removed EAM
+    /// prefixes out. Removed pool4 prefixes keep theirs: their sessions drain.
+    fn reroute(
+        &mut self,
+        old: &Config,
+        new: &Config,
+        warn: &mut Vec<String>,
+    ) -> Result<(), Refusal> {
+        let Some(r) = self.routes.as_mut() else {
+            return Ok(());
+        };
+        let (was, now) = (routes::wanted(old), routes::wanted(new));
+        let mut added: Vec<Route> = Vec::new();
+        for route in now.iter().filter(|r| !was.contains(r)) {
+            if let Err(e) = r.add_one(route) {
+                for a in &added {
+                    let _ = r.remove_one(a);
+                }
+                return Err(e);
+            }
+            added.push(route.clone());
+        }
+        for route in was
+            .iter()
+            .filter(|r| !now.contains(r) && !routes::is_pool4(old, r))
+        {
+            if let Err(e) = r.remove_one(route) {
+                warn.push(e);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Live {
     /// Shared state for `stats.len()` workers; returns each worker's follower.
-    pub(crate) fn new(
+    /// `default_pool4`: the address the gateway chose for a nat64 with no
+    /// `pool4` key, kept by changes that have none either.
+    pub fn new(
         cfg: Arc<Config>,
         stats: Vec<Arc<WorkerStats>>,
-        routes: Routes,
-        steering: Option<Steering>,
-        manage_routes: bool,
+        plane: Box<dyn Plane>,
         default_pool4: Option<Ipv4Addr>,
     ) -> std::io::Result<(Arc<Live>, Vec<Follower>)> {
         let mut links = Vec::new();
@@ -150,9 +266,7 @@ impl Live {
             config_generation: AtomicU64::new(0),
             links,
             stats,
-            routes: Mutex::new(Some(routes)),
-            steering: Mutex::new(steering),
-            manage_routes,
+            plane: Mutex::new(plane),
             default_pool4,
             changing: Mutex::new(()),
         });
@@ -214,20 +328,10 @@ impl Live {
         }
         sixgate_core::reconfigure::check(&old, &new).map_err(|e| e.to_string())?;
         let mut warnings = Vec::new();
-        if self.manage_routes {
-            self.reroute(&old, &new, &mut warnings)?;
-        }
-        if let (Some(o), Some(n)) = (&old.nat64, &new.nat64)
-            && let Some(s) = self
-                .steering
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_mut()
-        {
-            let w = self.workers() as u16;
-            let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
-            s.update_static_bib(&po.static_bib, &pn.static_bib)?;
-        }
+        self.plane
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .apply(&old, &new, &mut warnings)?;
         self.config.store(Arc::new(new));
         // Release: a worker that reads the new number reads this snapshot.
         let g = self.config_generation.fetch_add(1, Ordering::Release) + 1;
@@ -247,37 +351,6 @@ impl Live {
             }
         }
         Ok(warnings)
-    }
-
-    /// Routes: new EAM and pool4 prefixes into the device; removed EAM
-    /// prefixes out. Removed pool4 prefixes keep theirs: their sessions drain.
-    fn reroute(&self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal> {
-        let mut guard = self.routes.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(r) = guard.as_mut() else {
-            return Ok(());
-        };
-        let (was, now) = (routes::wanted(old), routes::wanted(new));
-        let mut added: Vec<Route> = Vec::new();
-        for route in now.iter().filter(|r| !was.contains(r)) {
-            if let Err(e) = r.add_one(route) {
-                for a in &added {
-                    let _ = r.remove_one(a);
-                }
-                return Err(e);
-            }
-            added.push(route.clone());
-        }
-        let pool4 = |c: &Config, route: &Route| {
-            c.nat64.iter().flat_map(|n| &n.pool4).any(|p| {
-                route.prefix == format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len)
-            })
-        };
-        for route in was.iter().filter(|r| !now.contains(r) && !pool4(old, r)) {
-            if let Err(e) = r.remove_one(route) {
-                warn.push(e);
-            }
-        }
-        Ok(())
     }
 
     /// Ask worker `worker` for the rows at slab positions `from..from + span`.
@@ -337,34 +410,40 @@ impl Live {
         }
     }
 
-    /// The routes, for the gateway to take down at exit.
+    /// The routes, for the TUN gateway to take down at exit.
     pub(crate) fn take_routes(&self) -> Option<Routes> {
-        self.routes.lock().unwrap_or_else(|p| p.into_inner()).take()
+        let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
+        plane
+            .as_any_mut()
+            .downcast_mut::<TunPlane>()
+            .and_then(|t| t.routes.take())
     }
 }
 
 impl Follower {
     /// Empty the wake-up socket (a wake-up may come after the change it
     /// announces was taken: left there, it would wake every `poll` at once).
-    pub(crate) fn drain_wake(&self) {
+    pub fn drain_wake(&self) {
         let mut drain = [0u8; 64];
         while matches!((&self.wake).read(&mut drain), Ok(n) if n > 0) {}
     }
 
     /// Between two batches: anything new? One relaxed load when nothing is.
     #[inline]
-    pub(crate) fn changed(&self) -> bool {
+    pub fn changed(&self) -> bool {
         self.live.generation.load(Ordering::Relaxed) != self.seen
     }
 
     /// Take a new configuration and answer questions. `now_ns` is the worker's
-    /// clock; the translator state stays the worker's own.
-    pub(crate) fn follow(&mut self, p: &mut crate::pipeline::Pipeline, now_ns: u64) {
+    /// clock; the translator state stays the worker's own. True when the
+    /// configuration changed (for what the worker built on it).
+    pub fn follow(&mut self, p: &mut impl Follows, now_ns: u64) -> bool {
         // Pairs with the Release bumps: what was stored before them is seen.
         self.seen = self.live.generation.load(Ordering::Acquire);
         self.drain_wake();
         let g = self.live.config_generation.load(Ordering::Acquire);
-        if g != self.seen_config {
+        let changed = g != self.seen_config;
+        if changed {
             let cfg = self.live.config.load_full();
             if let Err(e) = p.reconfigure(cfg) {
                 // check() ran before the store: not expected.
@@ -408,6 +487,7 @@ impl Follower {
             };
             let _ = r.reply.try_send(chunk);
         }
+        changed
     }
 }
 
@@ -443,15 +523,13 @@ mod tests {
         start.nat64.as_mut().unwrap().hash_key = 7;
         let start = Arc::new(start);
         let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
-        let (live, followers) = Live::new(
-            start.clone(),
-            stats,
-            Routes::none("sg-test"),
-            None,
-            false,
-            None,
-        )
-        .unwrap();
+        let plane = TunPlane {
+            routes: Some(Routes::none("sg-test")),
+            steering: None,
+            manage_routes: false,
+            workers: 2,
+        };
+        let (live, followers) = Live::new(start.clone(), stats, Box::new(plane), None).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let workers: Vec<_> = followers
             .into_iter()

@@ -68,6 +68,15 @@ pub fn wanted(cfg: &Config) -> Vec<Route> {
     out
 }
 
+/// True when `route` is one of `cfg`'s pool4 prefixes: a runtime change that
+/// removes one keeps its route, so that its sessions drain.
+pub fn is_pool4(cfg: &Config, route: &Route) -> bool {
+    cfg.nat64
+        .iter()
+        .flat_map(|n| &n.pool4)
+        .any(|p| route.prefix == format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len))
+}
+
 /// The routes `loaded` needs. A CLAT (RFC 6877) translates every IPv4 packet
 /// its customer hosts send, so the IPv4 default route goes into the device, and
 /// IPv6 packets for its own prefix come back through it. The PLAT prefix and the

@@ -12,7 +12,12 @@
 //
 // The tries' value says which: 1 translate, 0 pass. The interfaces' own
 // addresses are in them with 0, so a wide prefix (a CLAT's 0.0.0.0/0) never
-// takes the host's own traffic.
+// takes the host's own traffic. 2 (IPv4 only) is the default pool4, the host's
+// own address: translate only what is for the pool4's ports (pool4_ports): TCP
+// and UDP destination ports, Echo Replies' identifiers, the source port or
+// identifier an ICMP error quotes (RFC 6146 §3.4: the error goes to the
+// port's owner); pass the rest, the host's own connections. A non-first
+// fragment carries no port and goes to the kernel.
 //
 // A queue without a socket in xsks also passes (bpf_redirect_map's fallback
 // action), so nothing is lost while sixgate starts or stops. The daemon fills
@@ -54,6 +59,14 @@ struct {
 	__type(value, __u8);
 } dst6 SEC(".maps");
 
+// The default pool4's ports and ICMP identifiers: FIRST << 16 | LAST.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} pool4_ports SEC(".maps");
+
 // Receive queue -> the AF_XDP socket of the worker that owns it.
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -61,6 +74,55 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } xsks SEC(".maps");
+
+static __always_inline __u16 be16(const __u8 *p)
+{
+	return ((__u16)p[0] << 8) | p[1];
+}
+
+// Trie value 2: is this IPv4 packet for one of the default pool4's ports?
+static __always_inline int for_pool4_port(__u8 *ip, void *end)
+{
+	__u32 zero = 0;
+	__u32 *range = bpf_map_lookup_elem(&pool4_ports, &zero);
+	if (!range)
+		return 0;
+	// Non-first fragments (offset != 0) carry no port.
+	if ((ip[6] & 0x1f) | ip[7])
+		return 0;
+	__u32 ihl = (ip[0] & 0x0f) * 4;
+	if (ihl < 20)
+		return 0;
+	__u8 *l4 = ip + ihl;
+	__u16 port;
+	if (ip[9] == 6 || ip[9] == 17) {
+		if ((void *)(l4 + 4) > end)
+			return 0;
+		port = be16(l4 + 2);
+	} else if (ip[9] == 1) {
+		if ((void *)(l4 + 8) > end)
+			return 0;
+		if (l4[0] == 0) {
+			port = be16(l4 + 4); // Echo Reply: identifier
+		} else if (l4[0] == 3 || l4[0] == 11 || l4[0] == 12) {
+			// The quoted header: 20 bytes (what sixgate sends has no options).
+			__u8 *q = l4 + 8;
+			if ((void *)(q + 28) > end)
+				return 0;
+			if (q[9] == 6 || q[9] == 17)
+				port = be16(q + 20); // its source port
+			else if (q[9] == 1)
+				port = be16(q + 24); // its Echo's identifier
+			else
+				return 0;
+		} else {
+			return 0;
+		}
+	} else {
+		return 0;
+	}
+	return port >= (*range >> 16) && port <= (*range & 0xffff);
+}
 
 SEC("xdp")
 int sixgate_xdp(struct xdp_md *ctx)
@@ -90,7 +152,7 @@ int sixgate_xdp(struct xdp_md *ctx)
 		struct lpm4_key k = { .prefixlen = 32 };
 		__builtin_memcpy(&k.addr, ip + 16, 4);
 		__u8 *v = bpf_map_lookup_elem(&dst4, &k);
-		hit = v && *v;
+		hit = v && (*v == 1 || (*v == 2 && for_pool4_port(ip, end)));
 	}
 	if (!hit)
 		return XDP_PASS;

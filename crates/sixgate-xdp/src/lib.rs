@@ -7,7 +7,9 @@
 //! its device: pool6, EAM, pool4, the CLAT's); per worker a UMEM and two AF_XDP
 //! sockets on its queue, one per interface ([`xsk`]), entered into the
 //! program's socket map; the program attached (native, or generic); the
-//! privilege drop; then one pinned worker thread per queue ([`worker`]).
+//! privilege drop; then one pinned worker thread per queue ([`worker`]), each
+//! following the control plane's [`Live`] handle (the TUN data plane's, with
+//! [`plane::XdpPlane`] editing the program's tries on a runtime change).
 //! Workers translate in place and transmit on the other interface's socket,
 //! addressing frames from the kernel's route and neighbour tables
 //! ([`nexthop`], [`netlink`]); what cannot go out directly goes through the
@@ -29,7 +31,7 @@ use sixgate_config::{Loaded, ZeroCopy};
 use sixgate_core::{Scratch, Translator};
 use sixgate_tun::control::{Signals, pipe};
 use sixgate_tun::stats::WorkerStats;
-use sixgate_tun::{IoCounters, Report, SetupError, Snapshot, Stop, system};
+use sixgate_tun::{IoCounters, Live, Report, SetupError, Snapshot, Stop, pool4_default, system};
 use tracing::{info, warn};
 
 pub mod handoff;
@@ -37,6 +39,7 @@ pub mod kernel_path;
 pub mod netlink;
 pub mod nexthop;
 pub mod owner;
+pub mod plane;
 pub mod program;
 mod worker;
 pub mod xsk;
@@ -66,6 +69,8 @@ pub struct Gateway {
     stop_flag: Arc<AtomicBool>,
     stop_wr: Option<OwnedFd>,
     signals: Signals,
+    /// The control plane's handle, once the workers are built.
+    live: Option<Arc<Live>>,
 }
 
 fn ifindex(name: &str, key: &str) -> Result<u32, String> {
@@ -101,20 +106,26 @@ impl Gateway {
     fn setup(loaded: &Loaded) -> Result<Gateway, String> {
         let x = &loaded.xdp;
         let mut cfg = loaded.config.clone();
-        if cfg.mapt.is_some() {
-            return Err(
-                "dataplane = \"xdp\" does not run MAP-T yet (mode \"mapt-br\" or \"mapt-ce\"); \
-                 expected dataplane = \"tun\" for MAP-T"
-                    .to_owned(),
-            );
-        }
-        if cfg.nat64.as_ref().is_some_and(|n| n.pool4.is_empty()) {
-            return Err(
-                "dataplane = \"xdp\" needs an explicit [nat64] pool4: the default pool4 \
-                        (the gateway's own address) is only supported on the TUN data plane"
-                    .to_owned(),
-            );
-        }
+        // The default pool4 (no pool4 key): the gateway's own IPv4 address, its
+        // ports 61001-65535 only (the program passes the rest to the host).
+        let default_pool4 = match &mut cfg.nat64 {
+            Some(nat) if nat.pool4.is_empty() => {
+                let a = pool4_default::gateway_address()?;
+                info!(
+                    address = %a,
+                    "nat64: no pool4 configured; pool4 is the gateway's own address, ports \
+                     and ICMP identifiers {}-{} (the XDP program hands the host the rest)",
+                    pool4_default::PORTS.first,
+                    pool4_default::PORTS.last
+                );
+                if let Some(w) = pool4_default::local_port_range_overlap() {
+                    warn!("nat64: {w}");
+                }
+                nat.pool4 = vec![pool4_default::entry(a)];
+                Some(a)
+            }
+            _ => None,
+        };
         let user = match &loaded.daemon.user {
             Some(name) => Some((name.clone(), system::lookup_user(name)?)),
             None => None,
@@ -133,6 +144,14 @@ impl Gateway {
                  (veth: `ip link add ... numrxqueues N numtxqueues N`); running {queues}"
             );
             n = queues;
+        }
+        // A MAP-T CE's NAPT44 is stateful: its tables live in one worker.
+        if n > 1 && cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()) {
+            warn!(
+                "mapt-ce: the NAPT44 tables belong to one worker and the handoff has no \
+                 owner rule for a CE; running ONE worker instead of {n}"
+            );
+            n = 1;
         }
         if n < queues {
             warn!(
@@ -153,8 +172,19 @@ impl Gateway {
             stop_flag: Arc::new(AtomicBool::new(false)),
             stop_wr: Some(stop_wr),
             signals,
+            live: None,
         };
-        match gw.build(loaded, &mut cfg, [if6, if4], n, &cpus, user, stop_rd) {
+        let built = gw.build(
+            loaded,
+            &mut cfg,
+            default_pool4,
+            [if6, if4],
+            n,
+            &cpus,
+            user,
+            stop_rd,
+        );
+        match built {
             Ok(()) => Ok(gw),
             Err(e) => {
                 let _ = gw.stop();
@@ -168,6 +198,7 @@ impl Gateway {
         &mut self,
         loaded: &Loaded,
         cfg: &mut sixgate_core::Config,
+        default_pool4: Option<std::net::Ipv4Addr>,
         ifindexes: [u32; 2],
         n: usize,
         cpus: &[usize],
@@ -182,6 +213,7 @@ impl Gateway {
             dst.local_v4.extend(v4);
             dst.local_v6.extend(v6);
         }
+        dst.pool4_default = default_pool4;
         for name in &self.interfaces {
             self.programs.push(Program::load(name, &dst)?);
         }
@@ -208,7 +240,11 @@ impl Gateway {
         if let Some(nat) = &mut cfg.nat64 {
             nat.hash_key = system::random_u64();
         }
-        let nat64 = cfg.nat64.is_some();
+        if let Some(m) = &mut cfg.mapt {
+            m.hash_key = system::random_u64();
+        }
+        // Stateful: NAT64, or a MAP-T CE's NAPT44; their timers run.
+        let nat64 = cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
         let event_log = cfg
             .nat64
             .as_ref()
@@ -220,8 +256,26 @@ impl Gateway {
             nexthop::mac_of(&self.interfaces[1])
                 .map_err(|e| format!("{}: cannot read its MAC address: {e}", self.interfaces[1]))?,
         ];
+        // The control plane: runtime changes edit the programs' tries (not
+        // those of a CLAT or a MAP-T CE, whose destinations are their own).
+        let tries = self
+            .programs
+            .iter_mut()
+            .filter_map(Program::take_tries)
+            .collect();
+        let follow = loaded.clat.is_none() && cfg.mapt.as_ref().is_none_or(|m| m.ce().is_none());
+        let stats: Vec<Arc<WorkerStats>> = (0..n).map(|_| Arc::default()).collect();
+        let (live, followers) = Live::new(
+            cfg.clone(),
+            stats.clone(),
+            Box::new(plane::XdpPlane::new(tries, &dst, follow)),
+            default_pool4,
+        )
+        .map_err(|e| format!("cannot create the control channels: {e}"))?;
+        self.live = Some(live);
+        let mut followers = followers.into_iter();
         let ring = (x.frames / 2).max(64);
-        let owner = owner::Owner::new(cfg.nat64.as_ref(), n as u16);
+        let owner = owner::Owner::for_config(&cfg, n as u16);
         let mut handoffs = Self::handoff_rings(&owner, n, link_mtu as usize)?;
         let mut workers = Vec::with_capacity(n);
         let mut mode = None;
@@ -265,7 +319,7 @@ impl Gateway {
                     .rev()
                     .map(|f| f * u64::from(xsk::FRAME_SIZE)),
             );
-            let s = Arc::new(WorkerStats::default());
+            let s = stats[i].clone();
             let mut w = worker::Worker {
                 index: i,
                 cpu: (!cpus.is_empty()).then(|| cpus[i % cpus.len()]),
@@ -289,6 +343,7 @@ impl Gateway {
                 nat64,
                 event_log,
                 handoff: handoffs.next(),
+                follower: followers.next().ok_or("a follower per worker")?,
             };
             // Fill rings first: the program redirects from the moment it is
             // attached, and a socket with nothing to receive into drops.
@@ -372,8 +427,8 @@ impl Gateway {
                 workers = n,
                 slots,
                 slot_bytes = max_len,
-                "stateful NAT64 on {n} workers: packets reach the worker owning their state \
-                 through user-space handoff rings"
+                "{n} workers: packets reach the worker owning their state (NAT64 flows, MAP-T \
+                 BR fragments) through user-space handoff rings"
             );
         }
         Ok(ends.into_iter())
@@ -382,6 +437,12 @@ impl Gateway {
     /// The two interfaces, IPv6 side first.
     pub fn interfaces(&self) -> &[String; 2] {
         &self.interfaces
+    }
+
+    /// The control plane's handle: configuration changes, table listings,
+    /// counters ([`sixgate_tun::live`]).
+    pub fn live(&self) -> Option<Arc<Live>> {
+        self.live.clone()
     }
 
     /// Number of workers.

@@ -11,8 +11,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::RawFd;
 use std::process::Command;
 
-use aya::maps::XskMap;
 use aya::maps::lpm_trie::{Key, LpmTrie};
+use aya::maps::{Array, MapData, XskMap};
 use aya::programs::{Xdp, XdpMode};
 use aya::{Ebpf, EbpfLoader};
 use sixgate_config::XdpAttach;
@@ -36,6 +36,10 @@ pub struct Destinations {
     pub local_v4: Vec<Ipv4Addr>,
     /// The host's own IPv6 addresses, likewise.
     pub local_v6: Vec<Ipv6Addr>,
+    /// The default pool4's address (nat64 with no `pool4`, the host's own):
+    /// only packets for its ports and ICMP identifiers are redirected, the
+    /// rest is the host's.
+    pub pool4_default: Option<Ipv4Addr>,
 }
 
 impl Destinations {
@@ -94,6 +98,93 @@ pub fn local_addresses(interface: &str) -> Result<(Vec<Ipv4Addr>, Vec<Ipv6Addr>)
     Ok((v4, v6))
 }
 
+/// A trie value: the kernel's packet.
+pub const PASS: u8 = 0;
+/// A trie value: redirected to sixgate.
+pub const TRANSLATE: u8 = 1;
+/// A trie value (IPv4, the default pool4's address): redirected when the TCP or
+/// UDP destination port, the Echo Reply's identifier or the port an ICMP error
+/// quotes is one of [`sixgate_tun::pool4_default::PORTS`]; the kernel's
+/// otherwise.
+pub const OWN_PORTS: u8 = 2;
+
+/// The program's destination tries, which stay with the daemon after the
+/// program is loaded: runtime changes (a new EAM entry, pool4 prefix) edit them
+/// while the program runs.
+pub struct Tries {
+    v4: LpmTrie<MapData, u32, u8>,
+    v6: LpmTrie<MapData, [u8; 16], u8>,
+}
+
+impl Tries {
+    /// Redirect (or pass, per `value`) `addr/len`.
+    pub fn set_v4(&mut self, addr: Ipv4Addr, len: u8, value: u8) -> Result<(), String> {
+        self.v4
+            .insert(&Key::new(u32::from(len), u32::from(addr).to_be()), value, 0)
+            .map_err(|e| format!("cannot add {addr}/{len} to the XDP program: {e}"))
+    }
+
+    /// Forget `addr/len` (absent: nothing to do).
+    pub fn remove_v4(&mut self, addr: Ipv4Addr, len: u8) -> Result<(), String> {
+        match self
+            .v4
+            .remove(&Key::new(u32::from(len), u32::from(addr).to_be()))
+        {
+            Err(e) if !absent(&e) => Err(format!(
+                "cannot remove {addr}/{len} from the XDP program: {e}"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Redirect (or pass, per `value`) `addr/len`.
+    pub fn set_v6(&mut self, addr: Ipv6Addr, len: u8, value: u8) -> Result<(), String> {
+        self.v6
+            .insert(&Key::new(u32::from(len), addr.octets()), value, 0)
+            .map_err(|e| format!("cannot add {addr}/{len} to the XDP program: {e}"))
+    }
+
+    /// Forget `addr/len` (absent: nothing to do).
+    pub fn remove_v6(&mut self, addr: Ipv6Addr, len: u8) -> Result<(), String> {
+        match self.v6.remove(&Key::new(u32::from(len), addr.octets())) {
+            Err(e) if !absent(&e) => Err(format!(
+                "cannot remove {addr}/{len} from the XDP program: {e}"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Everything in `dst`: the prefixes, then the host's own addresses (pass),
+    /// then the default pool4's address (its ports only).
+    fn fill(&mut self, dst: &Destinations) -> Result<(), String> {
+        for &(a, l) in &dst.v4 {
+            self.set_v4(a, l, TRANSLATE)?;
+        }
+        for &a in &dst.local_v4 {
+            self.set_v4(a, 32, PASS)?;
+        }
+        if let Some(a) = dst.pool4_default {
+            self.set_v4(a, 32, OWN_PORTS)?;
+        }
+        for &(a, l) in &dst.v6 {
+            self.set_v6(a, l, TRANSLATE)?;
+        }
+        for &a in &dst.local_v6 {
+            self.set_v6(a, 128, PASS)?;
+        }
+        Ok(())
+    }
+}
+
+/// A removal that found nothing (the kernel's ENOENT).
+fn absent(e: &aya::maps::MapError) -> bool {
+    match e {
+        aya::maps::MapError::KeyNotFound => true,
+        aya::maps::MapError::SyscallError(s) => s.io_error.raw_os_error() == Some(libc::ENOENT),
+        _ => false,
+    }
+}
+
 /// How the program ended up attached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attached {
@@ -116,6 +207,7 @@ impl Attached {
 /// One interface's loaded (and, after [`Program::attach`], attached) program.
 pub struct Program {
     ebpf: Ebpf,
+    tries: Option<Tries>,
     interface: String,
     link: Option<aya::programs::xdp::XdpLinkId>,
     /// How it is attached, once it is.
@@ -151,28 +243,27 @@ impl Program {
                 PERMISSION_HINT
             )
         })?;
+        let trie = |ebpf: &mut Ebpf, name: &str| {
+            ebpf.take_map(name)
+                .ok_or_else(|| format!("the XDP object has no map {name}"))
+        };
+        let mut tries = Tries {
+            v4: LpmTrie::try_from(trie(&mut ebpf, "dst4")?).map_err(|e| format!("dst4: {e}"))?,
+            v6: LpmTrie::try_from(trie(&mut ebpf, "dst6")?).map_err(|e| format!("dst6: {e}"))?,
+        };
+        tries.fill(dst)?;
         {
-            let mut t: LpmTrie<_, u32, u8> =
-                LpmTrie::try_from(ebpf.map_mut("dst4").ok_or("no map dst4")?)
-                    .map_err(|e| format!("dst4: {e}"))?;
-            let pass = dst.local_v4.iter().map(|a| (*a, 32, 0));
-            for (a, l, v) in dst.v4.iter().map(|(a, l)| (*a, *l, 1)).chain(pass) {
-                t.insert(&Key::new(u32::from(l), u32::from(a).to_be()), v, 0)
-                    .map_err(|e| format!("cannot add {a}/{l} to the XDP program: {e}"))?;
-            }
-        }
-        {
-            let mut t: LpmTrie<_, [u8; 16], u8> =
-                LpmTrie::try_from(ebpf.map_mut("dst6").ok_or("no map dst6")?)
-                    .map_err(|e| format!("dst6: {e}"))?;
-            let pass = dst.local_v6.iter().map(|a| (*a, 128, 0));
-            for (a, l, v) in dst.v6.iter().map(|(a, l)| (*a, *l, 1)).chain(pass) {
-                t.insert(&Key::new(u32::from(l), a.octets()), v, 0)
-                    .map_err(|e| format!("cannot add {a}/{l} to the XDP program: {e}"))?;
-            }
+            // The default pool4's ports: FIRST << 16 | LAST.
+            let mut a: Array<_, u32> =
+                Array::try_from(ebpf.map_mut("pool4_ports").ok_or("no map pool4_ports")?)
+                    .map_err(|e| format!("pool4_ports: {e}"))?;
+            let p = sixgate_tun::pool4_default::PORTS;
+            a.set(0, u32::from(p.first) << 16 | u32::from(p.last), 0)
+                .map_err(|e| format!("pool4_ports: {e}"))?;
         }
         Ok(Program {
             ebpf,
+            tries: Some(tries),
             interface: interface.to_owned(),
             link: None,
             attached: None,
@@ -185,6 +276,11 @@ impl Program {
             .program(PROGRAM)
             .and_then(|p| <&Xdp>::try_from(p).ok())
             .expect("loaded in Program::load")
+    }
+
+    /// The destination tries, for the daemon to edit (once).
+    pub fn take_tries(&mut self) -> Option<Tries> {
+        self.tries.take()
     }
 
     /// Put the AF_XDP socket `fd` at `queue` of the socket map: from now on the

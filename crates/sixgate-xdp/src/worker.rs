@@ -28,6 +28,7 @@ use std::time::Instant;
 use sixgate_core::{HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_tun::IoCounters;
 use sixgate_tun::control::worker_thread;
+use sixgate_tun::live::Follower;
 use sixgate_tun::pipeline::TICK_NS;
 use sixgate_tun::stats::WorkerStats;
 
@@ -195,9 +196,12 @@ pub(crate) struct Worker {
     pub stop_fd: Arc<OwnedFd>,
     pub wake: UnixStream,
     pub failure: Arc<Mutex<Option<String>>>,
+    /// Stateful: NAT64, or a MAP-T CE's NAPT44; the timers run.
     pub nat64: bool,
     pub event_log: bool,
     pub handoff: Option<Handoff>,
+    /// New configurations and questions from the control plane.
+    pub follower: Follower,
 }
 
 impl Worker {
@@ -234,6 +238,14 @@ impl Worker {
             if self.nat64 && now_ns >= next_tick {
                 self.tick(now_ns);
                 next_tick = now_ns + TICK_NS;
+            }
+            if self.follower.changed()
+                && self.follower.follow(&mut self.translator, now_ns)
+                && let Some(h) = &mut self.handoff
+            {
+                // Static BIB entries and pool4 (hairpinning) decide owners too.
+                let workers = h.to.len() as u16;
+                h.owner = Owner::for_config(self.translator.config(), workers);
             }
             let mut got = 0;
             for side in 0..2 {
@@ -395,11 +407,18 @@ impl Worker {
                 sixgate_tun::events::log(index, e);
             }
         });
-        self.stats.publish_nat64(self.translator.nat64_stats());
+        // A MAP-T CE's NAPT44 keeps NAT64's tables.
+        self.stats
+            .publish_nat64(if self.translator.config().nat64.is_some() {
+                self.translator.nat64_stats()
+            } else {
+                self.translator.napt44_stats()
+            });
     }
 
     /// Sleep until a socket has a packet, another worker hands this one
-    /// packets, 100 ms passed (timers), or the stop pipe hangs up (true). While transmitted frames are outstanding, sleep
+    /// packets, the control plane has something, 100 ms passed (timers), or
+    /// the stop pipe hangs up (true). While transmitted frames are outstanding, sleep
     /// at most 1 ms and kick the tx rings again (copy mode completes them as
     /// the peer takes the packets).
     fn sleep(&mut self) -> Result<bool, String> {
@@ -427,6 +446,7 @@ impl Worker {
             pollfd(self.io.xsks[1].fd()),
             pollfd(self.stop_fd.as_raw_fd()),
             pollfd(bell),
+            pollfd(self.follower.wake.as_raw_fd()),
         ];
         loop {
             // SAFETY: fds is a valid array of pollfd.
@@ -443,6 +463,9 @@ impl Worker {
             && let Some(h) = &self.handoff
         {
             h.doorbell.clear();
+        }
+        if fds[4].revents != 0 {
+            self.follower.drain_wake();
         }
         Ok(fds[2].revents != 0)
     }

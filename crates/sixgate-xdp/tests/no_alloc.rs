@@ -1,20 +1,42 @@
 //! The XDP data plane's per-packet pieces allocate nothing: a counting global
 //! allocator watches the socket rings (fill, receive, transmit, flush,
 //! completion), the next-hop cache (hits, and the rtnetlink questions of a
-//! miss) and the kernel slow path, in a private network namespace whose
-//! loopback carries the packets. (The translator itself is checked by
+//! miss), the kernel slow path and the control plane's once-per-round check
+//! (`Follower::changed`), in a private network namespace whose loopback carries
+//! the packets. (The translator itself is checked by
 //! sixgate-core's `tests/no_alloc.rs`.) Allocations are counted per thread.
 
 use sixgate_testkit::alloc_count::{Counting, allocs};
 use std::net::{IpAddr, Ipv4Addr};
 
+use std::sync::Arc;
+
 use sixgate_testkit::Ip4;
+use sixgate_tun::Live;
+use sixgate_tun::live::{Plane, Refusal};
 use sixgate_xdp::kernel_path::KernelPath;
 use sixgate_xdp::nexthop::{Iface, NextHops};
 use sixgate_xdp::xsk::{Bind, FRAME_SIZE, Umem, Xsk};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
+
+/// A data plane with no destinations to edit.
+struct NoPlane;
+
+impl Plane for NoPlane {
+    fn apply(
+        &mut self,
+        _: &sixgate_core::Config,
+        _: &sixgate_core::Config,
+        _: &mut Vec<String>,
+    ) -> Result<(), Refusal> {
+        Ok(())
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
 
 #[test]
 fn rings_next_hops_and_slow_path_allocate_nothing() {
@@ -62,6 +84,14 @@ fn run() {
     let kernel = KernelPath::open().unwrap();
     let pkt = Ip4::new(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST).udp(9, 9, 18);
     let dst = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+    let (_live, followers) = Live::new(
+        Arc::new(sixgate_core::Config::with_pool6(None)),
+        vec![Arc::default()],
+        Box::new(NoPlane),
+        None,
+    )
+    .unwrap();
+    let follower = &followers[0];
 
     // Warm up: the first next-hop question.
     hops.hop(dst, 0);
@@ -81,6 +111,7 @@ fn run() {
         hops.hop(dst, round);
         hops.hop(dst, round * 2_000_000_000);
         let _ = kernel.send(&pkt);
+        assert!(!follower.changed());
     }
     assert_eq!(allocs() - before, 0, "allocations on the packet path");
     assert!(hops.lookups > 50, "the misses asked the kernel");

@@ -3,12 +3,16 @@
 //! AF_XDP socket on queue 0 of a throw-away namespace's loopback, a frame whose
 //! destination is in pool6, an EAM prefix or pool4 comes back `XDP_REDIRECT`;
 //! the interfaces' own addresses, other destinations, ARP, Neighbour Discovery
-//! and runts `XDP_PASS`.
+//! and runts `XDP_PASS`. The default pool4's address (the host's own)
+//! redirects only its ports and identifiers; the tries edited while the
+//! program runs (a runtime change through the plane) take effect at once.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use aya::programs::{TestRun, TestRunOptions};
 use sixgate_testkit::{Ip4, Ip6};
+use sixgate_tun::live::Plane;
+use sixgate_xdp::plane::XdpPlane;
 use sixgate_xdp::program::{Destinations, Program};
 use sixgate_xdp::xsk::{Bind, Umem, Xsk};
 
@@ -58,6 +62,10 @@ fn run() {
     .unwrap();
     // One of the host's own addresses inside a redirected prefix.
     dst.local_v4.push(Ipv4Addr::new(198, 18, 0, 1));
+    // The default pool4: the host's own address, its ports only.
+    let own = Ipv4Addr::new(198, 51, 100, 1);
+    dst.local_v4.push(own);
+    dst.pool4_default = Some(own);
     dst.local_v6.push("2001:db8:64::1".parse().unwrap());
     let mut prog = match Program::load("lo", &dst) {
         Ok(p) => p,
@@ -142,6 +150,83 @@ fn run() {
             ),
             XDP_PASS,
         ),
+        (
+            "default pool4: TCP to a pool4 port",
+            frame(0x0800, &Ip4::new(h4, own).tcp(80, 61001, 8)),
+            XDP_REDIRECT,
+        ),
+        (
+            "default pool4: UDP to the last pool4 port, header with options",
+            frame(
+                0x0800,
+                &Ip4::new(h4, own).options(&[1, 1, 1, 1]).udp(53, 65535, 8),
+            ),
+            XDP_REDIRECT,
+        ),
+        (
+            "default pool4: TCP to the host's own port",
+            frame(0x0800, &Ip4::new(h4, own).tcp(80, 41000, 8)),
+            XDP_PASS,
+        ),
+        (
+            "default pool4: TCP to the port below the range",
+            frame(0x0800, &Ip4::new(h4, own).tcp(80, 61000, 8)),
+            XDP_PASS,
+        ),
+        (
+            "default pool4: Echo Reply with a pool4 identifier",
+            frame(0x0800, &Ip4::new(h4, own).echo_reply(62000, 1, 8)),
+            XDP_REDIRECT,
+        ),
+        (
+            "default pool4: Echo Reply to the host's own ping",
+            frame(0x0800, &Ip4::new(h4, own).echo_reply(4242, 1, 8)),
+            XDP_PASS,
+        ),
+        (
+            "default pool4: Echo Request (the host answers it)",
+            frame(0x0800, &Ip4::new(h4, own).echo_request(62000, 1, 8)),
+            XDP_PASS,
+        ),
+        (
+            "default pool4: Port Unreachable quoting UDP from a pool4 port",
+            frame(
+                0x0800,
+                &Ip4::new(h4, own).icmp_error(3, 3, [0; 4], &Ip4::new(own, h4).udp(62000, 53, 8)),
+            ),
+            XDP_REDIRECT,
+        ),
+        (
+            "default pool4: Time Exceeded quoting the host's own TCP",
+            frame(
+                0x0800,
+                &Ip4::new(h4, own).icmp_error(11, 0, [0; 4], &Ip4::new(own, h4).tcp(40000, 80, 8)),
+            ),
+            XDP_PASS,
+        ),
+        (
+            "default pool4: Time Exceeded quoting an Echo with a pool4 identifier",
+            frame(
+                0x0800,
+                &Ip4::new(h4, own).icmp_error(
+                    11,
+                    0,
+                    [0; 4],
+                    &Ip4::new(own, h4).echo_request(61500, 1, 8),
+                ),
+            ),
+            XDP_REDIRECT,
+        ),
+        (
+            "default pool4: a non-first fragment (no port)",
+            frame(
+                0x0800,
+                &Ip4::new(h4, own)
+                    .df(false)
+                    .fragment(17, 64, false, &[0; 16]),
+            ),
+            XDP_PASS,
+        ),
         ("ARP", frame(0x0806, &[0; 28]), XDP_PASS),
         ("IPv6 runt", frame(0x86dd, &[0x60; 20]), XDP_PASS),
         ("IPv4 runt", frame(0x0800, &[0x45; 12]), XDP_PASS),
@@ -157,6 +242,58 @@ fn run() {
             .return_value;
         assert_eq!(got, want, "{what}");
     }
+
+    // A runtime change (docs/control.md): the plane edits the tries under the
+    // running program. A new EAM entry is redirected at once, a removed one
+    // no more; the host's own addresses and the default pool4's keep their
+    // values, even when a change names them.
+    let cfg = |eam: &str, pool4: &str| {
+        let text = format!(
+            "[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/96\"\n\
+             eam = [{eam}]\n{pool4}"
+        );
+        sixgate_config::parse(&text, "t.toml")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .config
+    };
+    let first = r#"{ ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" }"#;
+    let more = r#", { ipv4 = "192.0.2.96/28", ipv6 = "2001:db8:7::/124" },
+                  { ipv4 = "198.51.100.1/32", ipv6 = "2001:db8:8::1/128" }"#;
+    let (old, new) = (cfg(first, ""), cfg(&format!("{first}{more}"), ""));
+    let tries = vec![prog.take_tries().expect("the tries")];
+    let mut plane = XdpPlane::new(tries, &dst, true);
+    let run = |f: &[u8]| {
+        prog.program()
+            .test_run(TestRunOptions {
+                data_in: Some(f),
+                ..TestRunOptions::default()
+            })
+            .expect("BPF_PROG_TEST_RUN")
+            .return_value
+    };
+    let elsewhere = frame(
+        0x0800,
+        &Ip4::new(h4, Ipv4Addr::new(192, 0, 2, 99)).udp(1, 2, 8),
+    );
+    let own_port = frame(0x0800, &Ip4::new(h4, own).tcp(80, 41000, 8));
+    let mut warn = Vec::new();
+    assert_eq!((run(&elsewhere), run(&own_port)), (XDP_PASS, XDP_PASS));
+    plane.apply(&old, &new, &mut warn).unwrap();
+    assert_eq!(
+        (run(&elsewhere), run(&own_port)),
+        (XDP_REDIRECT, XDP_PASS),
+        "after eam add"
+    );
+    plane.apply(&new, &old, &mut warn).unwrap();
+    assert!(warn.is_empty(), "{warn:?}");
+    assert_eq!(
+        (run(&elsewhere), run(&own_port)),
+        (XDP_PASS, XDP_PASS),
+        "after eam remove"
+    );
+    // The default pool4's ports still go to sixgate.
+    let pool4_port = frame(0x0800, &Ip4::new(h4, own).tcp(80, 61001, 8));
+    assert_eq!(run(&pool4_port), XDP_REDIRECT);
 }
 
 /// A sixgate program left on an interface by a crashed run (attached the old

@@ -663,3 +663,208 @@ fn control_nat64_session_flush() {
         assert!(rows(sock, "sessions", &[]) >= 2);
     });
 }
+
+// --- the API on the XDP data plane (docs/xdp.md) ------------------------------------
+
+/// sixgate on XDP with `extra`, or `None` when the machine cannot run the bed
+/// or `SIXGATE_E2E_DATAPLANE` leaves XDP out (as the e2e suite does).
+fn xdp_or_skip(test: &str, extra: &str) -> Option<Translator> {
+    let planes = std::env::var(sixgate_netns::ENV_DATAPLANE).unwrap_or_default();
+    if !planes.trim().is_empty() && !planes.split(',').any(|p| p.trim() == "xdp") {
+        println!("skipped: {test}: {}={planes}", sixgate_netns::ENV_DATAPLANE);
+        return None;
+    }
+    let mut tr = sixgate_or_skip(test, extra)?;
+    if let Translator::Sixgate { dataplane, .. } = &mut tr {
+        *dataplane = Dataplane::Xdp;
+    }
+    Some(tr)
+}
+
+/// SIIT on XDP, two workers: every show answers; `eam remove` stops a mapping
+/// and `eam add` makes new ones ping, both ways (the program's tries follow);
+/// a reload that would change `[xdp]` is refused naming it, and SIGHUP reloads.
+#[test]
+fn control_xdp_siit_show_eam_reload() {
+    let test = "control_xdp_siit_show_eam_reload";
+    let Some(tr) = xdp_or_skip(test, "[daemon]\nworkers = 2\n") else {
+        return;
+    };
+    let options = tr.bed_options(TopologyOptions::default());
+    run_bed(test, options, &tr, |bed, tr| {
+        let sock = socket(tr);
+        let s = status(sock);
+        assert_eq!(
+            (s["mode"].as_str(), s["workers"].as_u64()),
+            (Some("siit"), Some(2)),
+            "{s}"
+        );
+        assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
+        let stats = cli_ok(sock, &["show", "stats"]);
+        assert!(
+            stats.starts_with("counter ") && stats.contains("w1"),
+            "{stats}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&cli_ok(sock, &["show", "stats", "--json"])).unwrap();
+        let translated = |dir: &str| {
+            v["counters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == dir)
+                .unwrap()["total"]
+                .as_u64()
+                .unwrap()
+        };
+        assert!(
+            translated("translated_6to4") >= 1 && translated("translated_4to6") >= 1,
+            "{v}"
+        );
+        let eam = cli_ok(sock, &["show", "eam"]);
+        assert!(eam.contains("198.18.0.0/24"), "{eam}");
+        let err = cli_err(sock, &["show", "bib"]);
+        assert!(err.contains("not in nat64 or mapt-ce mode"), "{err}");
+
+        cli_ok(
+            sock,
+            &["eam", "remove", "198.18.0.0/24", "2001:db8:1::/120"],
+        );
+        assert!(!ping_from(
+            &bed.v6host,
+            None,
+            &addr::V4_HOST_AS_V6.to_string()
+        ));
+        cli_ok(sock, &["eam", "add", "198.18.0.0/25", "2001:db8:1::/121"]);
+        cli_ok(
+            sock,
+            &["eam", "add", "198.18.0.128/25", "2001:db8:1::100/121"],
+        );
+        second_v6_address(bed);
+        assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
+        assert!(ping_ok(
+            &bed.v6host,
+            Some("2001:db8:1::105"),
+            &addr::V4_HOST_AS_V6.to_string()
+        ));
+        assert!(ping_ok(&bed.v4host, None, "198.18.0.133"));
+        let err = cli_err(sock, &["eam", "add", "198.18.0.128/25", "2001:db8:9::/121"]);
+        assert!(err.contains("overlaps"), "{err}");
+
+        // [xdp] is set up at start: a reload changing it is refused.
+        let path = tr.config_path().to_owned();
+        let cfg = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, cfg.replace("\"eth4\"", "\"eth9\"")).unwrap();
+        let err = cli_err(sock, &["reload"]);
+        assert!(err.contains("[xdp]"), "{err}");
+        // SIGHUP reloads the file (the EAM of the file: the /24 again).
+        std::fs::write(&path, &cfg).unwrap();
+        let pid = daemon_pid(&bed.gateway);
+        // SAFETY: a signal to the daemon this test started.
+        unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+        let t0 = Instant::now();
+        while status(sock)["reload"]["succeeded"].as_u64() != Some(1) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "SIGHUP did not reload"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let eam = cli_ok(sock, &["show", "eam"]);
+        assert!(
+            eam.contains("198.18.0.0/24") && !eam.contains("198.18.0.128/25"),
+            "{eam}"
+        );
+        // From the first address: the second is outside the /120.
+        let v6 = addr::V6_HOST.to_string();
+        assert!(ping_ok(
+            &bed.v6host,
+            Some(&v6),
+            &addr::V4_HOST_AS_V6.to_string()
+        ));
+        assert!(!ping_from(&bed.v4host, None, "198.18.0.133"));
+    });
+}
+
+/// NAT64 on XDP, two workers (packets handed to their owner): BIB and
+/// sessions listed from the workers, pool4 changed at runtime (new flows take
+/// the new prefix), a static BIB entry added and removed (its owner follows),
+/// a reload during traffic, a session flush.
+#[test]
+fn control_xdp_nat64_bib_pool4_reload() {
+    let test = "control_xdp_nat64_bib_pool4_reload";
+    let Some(tr) = xdp_or_skip(test, NAT64_25) else {
+        return;
+    };
+    let options = tr.bed_options(TopologyOptions::default());
+    run_bed(test, options, &tr, |bed, tr| {
+        let sock = socket(tr);
+        assert_eq!(status(sock)["workers"].as_u64(), Some(2));
+        let dir = ScratchDir::new("www4").unwrap();
+        let content = pattern(32 * 1024);
+        dir.write("f.bin", &content).unwrap();
+        let seen = fetch_through(bed, &dir, &content);
+        let last = |a: &str| a.rsplit('.').next().unwrap().parse::<u8>().unwrap();
+        assert!(seen.starts_with("198.18.0.") && last(&seen) < 128, "{seen}");
+        let v6 = addr::V6_HOST.to_string();
+        let b = cli_ok(sock, &["show", "bib", "--protocol", "tcp"]);
+        assert!(b.contains(&v6), "{b}");
+        let t = cli_ok(
+            sock,
+            &["show", "sessions", "--port", &HTTP_PORT.to_string()],
+        );
+        assert!(t.starts_with("worker") && t.lines().count() >= 2, "{t}");
+
+        cli_ok(sock, &["pool4", "add", "198.18.0.128/25"]);
+        cli_ok(sock, &["pool4", "remove", "198.18.0.0/25"]);
+        let seen = fetch_through(bed, &dir, &content);
+        assert!(last(&seen) >= 128, "{seen}");
+
+        let port = HTTP_PORT.to_string();
+        let www6 = ScratchDir::new("www6").unwrap();
+        www6.write("f.bin", &content).unwrap();
+        let server6 = http_server(&bed.v6host, addr::V6_HOST.into(), &www6);
+        assert!(http_fails(&bed.v4host, "198.18.0.200"));
+        cli_ok(
+            sock,
+            &["bib", "add", "tcp", &v6, &port, "198.18.0.200", &port],
+        );
+        fetch_and_compare(&bed.v4host, "198.18.0.200", &www6, "f.bin", &content);
+        assert_eq!(http_client_seen(&server6), addr::V4_HOST_AS_V6.to_string());
+        cli_ok(sock, &["bib", "remove", "tcp", "198.18.0.200", &port]);
+        assert!(http_fails(&bed.v4host, "198.18.0.200"));
+
+        // A reload (the file's pool4, a longer UDP timeout) while TCP runs.
+        let path = tr.config_path().to_owned();
+        let good = std::fs::read_to_string(&path).unwrap();
+        std::thread::scope(|s| {
+            let reload = s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(1500));
+                let mut t: toml::Table = good.parse().unwrap();
+                t["nat64"]
+                    .as_table_mut()
+                    .unwrap()
+                    .insert("udp_timeout".into(), toml::Value::Integer(600));
+                std::fs::write(&path, toml::to_string(&t).unwrap()).unwrap();
+                cli_ok(sock, &["reload"]);
+            });
+            let r = iperf3(
+                &bed.v6host,
+                &bed.v4host,
+                addr::V4_HOST.into(),
+                addr::V4_HOST_AS_V6.into(),
+                &["-t", "4"],
+            );
+            assert!(r.mbit_s > 0.0, "{}", r.detail);
+            reload.join().unwrap();
+        });
+        let text = cli_ok(sock, &["show", "config", "--running"]);
+        assert!(text.contains("udp_timeout = 600"), "{text}");
+
+        // session flush reaches the XDP workers too.
+        let out = cli_ok(sock, &["session", "flush"]);
+        assert!(out.starts_with("flushed "), "{out}");
+        let rows = cli_ok(sock, &["show", "sessions", "--csv"]);
+        assert_eq!(rows.lines().count(), 1, "only the header: {rows}");
+    });
+}

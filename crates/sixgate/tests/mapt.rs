@@ -10,6 +10,10 @@
 //! cargo test -p sixgate --test mapt -- --nocapture
 //! ```
 //!
+//! Each test runs on every data plane (BR and CE on TUN, then both on XDP,
+//! `TEST[tun]`, `TEST[xdp]`) unless `SIXGATE_E2E_DATAPLANE` names some, as the
+//! e2e suite does.
+//!
 //! Skips (printing `skipped: <test>: <reason>` and passing) only when the machine
 //! cannot make namespaces; missing tools (ping, curl, python3, iperf3) are
 //! failures. Tests take turns (the shared `SERIAL` lock).
@@ -28,7 +32,8 @@ use common::{
 use sixgate_netns::chain::mapt::{Customer, addr as maddr};
 use sixgate_netns::chain::{Chain, addr};
 use sixgate_netns::{
-    Proto, RunningTranslator, ScratchDir, Stopped, check_host, cleanup_stale, list_namespaces,
+    Dataplane, ENV_DATAPLANE, Proto, RunningTranslator, ScratchDir, Stopped, check_host,
+    cleanup_stale, list_namespaces,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
@@ -52,19 +57,36 @@ impl Running<'_> {
     }
 }
 
-/// Build the MAP-T chain (with the second customer if `two`), start the BR and
-/// the CE(s), run `body`, stop every translator (each must stop cleanly), check
-/// the namespaces are gone, and return how the BR stopped (its summary).
-fn with_mapt(test: &str, two: bool, body: impl FnOnce(&Running)) -> Option<Stopped> {
-    with_mapt_br(test, two, "", body)
+/// The data planes to test on: those `SIXGATE_E2E_DATAPLANE` names, or all.
+fn dataplanes() -> Vec<Dataplane> {
+    match std::env::var(ENV_DATAPLANE) {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|d| Dataplane::parse(d.trim()).unwrap_or_else(|e| panic!("{e}")))
+            .collect(),
+        _ => Dataplane::ALL.to_vec(),
+    }
 }
 
-/// [`with_mapt`] with `br_extra` TOML after the BR's configuration.
-fn with_mapt_br(
+/// [`with_mapt_on`] on each data plane of [`dataplanes`]; how the BR stopped on
+/// each (empty when skipped).
+fn with_mapt(test: &str, two: bool, body: impl Fn(&Running)) -> Vec<Stopped> {
+    dataplanes()
+        .into_iter()
+        .filter_map(|d| with_mapt_on(&format!("{test}[{}]", d.name()), d, two, "", &body))
+        .collect()
+}
+
+/// Build the MAP-T chain (with the second customer if `two`), start the BR and
+/// the CE(s) on `dataplane` (the BR with `br_extra` TOML after its
+/// configuration), run `body`, stop every translator (each must stop cleanly),
+/// check the namespaces are gone, and return how the BR stopped (its summary).
+fn with_mapt_on(
     test: &str,
+    dataplane: Dataplane,
     two: bool,
     br_extra: &str,
-    body: impl FnOnce(&Running),
+    body: &impl Fn(&Running),
 ) -> Option<Stopped> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
@@ -94,14 +116,14 @@ fn with_mapt_br(
     }
     let bin = Path::new(BIN);
     let br = chain
-        .start_mapt_br_with(bin, br_extra)
+        .start_mapt_br_on(bin, dataplane, br_extra)
         .unwrap_or_else(|e| panic!("{test}: BR: {e}"));
     let ce = chain
-        .start_mapt_ce(bin)
+        .start_mapt_ce_on(bin, dataplane)
         .unwrap_or_else(|e| panic!("{test}: CE: {e}"));
     let second = customer.as_ref().map(|c| {
         let t = c
-            .start_ce(bin)
+            .start_ce_on(bin, dataplane)
             .unwrap_or_else(|e| panic!("{test}: CE 2: {e}"));
         (c, t)
     });
@@ -395,13 +417,14 @@ fn mapt_br_drops_ports_outside_the_set() {
         // The CE still works.
         ping(&r.chain.client, &addr::SERVER.to_string(), 1);
     });
-    let Some(stopped) = stopped else { return };
     let want = format!("mapt_source_outside_port_set {SPOOFED}");
-    assert!(
-        stopped.stdout.contains(&want),
-        "the BR's summary lacks {want:?}:\n{}",
-        stopped.stdout
-    );
+    for stopped in stopped {
+        assert!(
+            stopped.stdout.contains(&want),
+            "the BR's summary lacks {want:?}:\n{}",
+            stopped.stdout
+        );
+    }
 }
 
 /// UDP echo server: sends every datagram back as it came.
@@ -458,65 +481,85 @@ print(one, len(got))
 /// RFC 7599 §8 on a BR with two workers: fragmented UDP both ways (the LAN host
 /// and the server each send 1500 to 4000-byte datagrams, fragmented at the
 /// sender) gets through, and no later fragment reaches a worker without its
-/// first (`fragment_untracked`): the steering program sends every fragment of a
-/// datagram to one worker.
+/// first (`fragment_untracked`): on TUN the steering program sends every
+/// fragment of a datagram to one worker; on XDP (the BR's links have two
+/// queues) the worker that receives a fragment hands it to that worker.
 #[test]
 fn mapt_br_two_workers_fragmented_udp_both_ways() {
     const TEST: &str = "mapt_br_two_workers_fragmented_udp_both_ways";
     const PORT: u16 = 7009;
     const COUNT: usize = 60;
-    let stopped = with_mapt_br(TEST, false, "[daemon]\nworkers = 2\n", |r| {
+    let two_workers = "[daemon]\nworkers = 2\n";
+    for plane in dataplanes() {
+        let test = format!("{TEST}[{}]", plane.name());
+        let stopped = with_mapt_on(&test, plane, false, two_workers, &|r| {
+            let how = match plane {
+                Dataplane::Tun => "steering program attached",
+                Dataplane::Xdp => "handoff rings",
+            };
+            assert!(
+                r.br.log().contains(how),
+                "the BR did not steer:\n{}",
+                r.br.log()
+            );
+            let _server = r
+                .chain
+                .server
+                .spawn(
+                    "python3",
+                    ["-c", UDP_ECHO, &addr::SERVER.to_string(), &PORT.to_string()],
+                )
+                .unwrap();
+            r.chain
+                .server
+                .wait_listening(Proto::Udp, PORT, Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let out = r
+                .chain
+                .client
+                .run_timeout(
+                    "python3",
+                    [
+                        "-c",
+                        FRAGMENTED_UDP_CLIENT,
+                        &addr::SERVER.to_string(),
+                        &PORT.to_string(),
+                        &COUNT.to_string(),
+                    ],
+                    Duration::from_secs(120),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            let got: Vec<usize> = out.split_whitespace().map(|n| n.parse().unwrap()).collect();
+            println!(
+                "{test}: echoed intact: {} of {COUNT} one at a time, {} of {COUNT} in bursts",
+                got[0], got[1]
+            );
+            assert_eq!(got[0], COUNT, "one at a time");
+            // Bursts may lose a datagram to a full queue, never most of them.
+            assert!(got[1] >= COUNT * 9 / 10, "bursts: {} of {COUNT}", got[1]);
+        });
+        let Some(stopped) = stopped else { return };
         assert!(
-            r.br.log().contains("steering program attached"),
-            "the BR did not steer:\n{}",
-            r.br.log()
+            !stopped.stdout.contains("fragment_untracked"),
+            "the BR dropped later fragments:\n{}",
+            stopped.stdout
         );
-        let _server = r
-            .chain
-            .server
-            .spawn(
-                "python3",
-                ["-c", UDP_ECHO, &addr::SERVER.to_string(), &PORT.to_string()],
-            )
-            .unwrap();
-        r.chain
-            .server
-            .wait_listening(Proto::Udp, PORT, Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let out = r
-            .chain
-            .client
-            .run_timeout(
-                "python3",
-                [
-                    "-c",
-                    FRAGMENTED_UDP_CLIENT,
-                    &addr::SERVER.to_string(),
-                    &PORT.to_string(),
-                    &COUNT.to_string(),
-                ],
-                Duration::from_secs(120),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        let got: Vec<usize> = out.split_whitespace().map(|n| n.parse().unwrap()).collect();
-        println!(
-            "{TEST}: echoed intact: {} of {COUNT} one at a time, {} of {COUNT} in bursts",
-            got[0], got[1]
-        );
-        assert_eq!(got[0], COUNT, "one at a time");
-        // Bursts may lose a datagram to a full queue, never most of them.
-        assert!(got[1] >= COUNT * 9 / 10, "bursts: {} of {COUNT}", got[1]);
-    });
-    let Some(stopped) = stopped else { return };
-    // The datagrams' IDs and the flows' ports spread them over both workers.
-    let rx = per_worker_rx(&stopped);
-    assert!(
-        rx.len() == 2 && rx.iter().all(|&n| n > 0),
-        "per worker: {rx:?}"
-    );
-    assert!(
-        !stopped.stdout.contains("fragment_untracked"),
-        "the BR dropped later fragments:\n{}",
-        stopped.stdout
-    );
+        match plane {
+            // The datagrams' IDs and the flows' ports spread them over both workers.
+            Dataplane::Tun => {
+                let rx = per_worker_rx(&stopped);
+                assert!(
+                    rx.len() == 2 && rx.iter().all(|&n| n > 0),
+                    "per worker: {rx:?}"
+                );
+            }
+            // The NIC (the veth peer) picked the queues; about half the
+            // datagrams' fragments belong to the other worker.
+            Dataplane::Xdp => assert!(
+                stopped.stdout.contains("handed to owner"),
+                "no fragment changed workers:\n{}",
+                stopped.stdout
+            ),
+        }
+    }
 }

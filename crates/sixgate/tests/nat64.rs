@@ -683,8 +683,9 @@ fn diversion_state(gw: &Netns) -> (String, String, String) {
 /// host; the IPv4 host sees the gateway's own address with ports in
 /// 61001-65535; the gateway's own traffic still works during the run; after the
 /// stop the nftables table, the rules and table 6464 are gone and `ip rule` is
-/// as before.
-fn default_pool4_tests(test: &str, workers: u16) {
+/// as before. On XDP there is no diversion: the program redirects only the
+/// pool4's ports of the gateway's address (docs/xdp.md).
+fn default_pool4_tests(test: &str, dataplane: Dataplane, workers: u16) {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return;
@@ -695,11 +696,13 @@ fn default_pool4_tests(test: &str, workers: u16) {
     }
     let translator = Translator::Sixgate {
         binary: BIN.into(),
-        dataplane: Dataplane::Tun,
+        dataplane,
         extra_toml: default_pool4_config(workers),
     };
+    let tun = dataplane == Dataplane::Tun;
     let _turn = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let bed = Topology::build(TopologyOptions::default()).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let bed = Topology::build(translator.bed_options(TopologyOptions::default()))
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
     let before = diversion_state(&bed.gateway);
     let running = bed
         .start(&translator)
@@ -708,7 +711,8 @@ fn default_pool4_tests(test: &str, workers: u16) {
     let body = || {
         // The bed is ready once pool6 is routed; the diversion comes right after.
         let t0 = std::time::Instant::now();
-        while !running.log().contains("default pool4 diverted")
+        while tun
+            && !running.log().contains("default pool4 diverted")
             && t0.elapsed() < Duration::from_secs(10)
         {
             std::thread::sleep(Duration::from_millis(50));
@@ -718,15 +722,17 @@ fn default_pool4_tests(test: &str, workers: u16) {
             log.contains("pool4 is the gateway's own address") && log.contains(&gw_v4),
             "the log must say which address was chosen:\n{log}"
         );
-        let (tables, rules, table) = diversion_state(&bed.gateway);
-        assert!(tables.contains("table ip sixgate"), "{tables}");
-        assert!(
-            rules.contains("50:\tfrom all fwmark 0x6464 lookup 6464")
-                && rules.contains("100:\tfrom all lookup local")
-                && !rules.lines().any(|l| l.starts_with("0:")),
-            "{rules}"
-        );
-        assert!(table.contains("default dev sixgate0"), "{table}");
+        if tun {
+            let (tables, rules, table) = diversion_state(&bed.gateway);
+            assert!(tables.contains("table ip sixgate"), "{tables}");
+            assert!(
+                rules.contains("50:\tfrom all fwmark 0x6464 lookup 6464")
+                    && rules.contains("100:\tfrom all lookup local")
+                    && !rules.lines().any(|l| l.starts_with("0:")),
+                "{rules}"
+            );
+            assert!(table.contains("default dev sixgate0"), "{table}");
+        }
 
         // TCP: curl to the v4 web server, which sees the gateway's address.
         let dir = ScratchDir::new("www").unwrap();
@@ -827,13 +833,20 @@ fn default_pool4_tests(test: &str, workers: u16) {
             .unwrap_or_else(|e| panic!("the gateway's own ping: {e}"));
         assert!(out.contains("2 received"), "{out}");
 
-        if workers > 1 {
+        if workers > 1 && tun {
             // A subscriber of the other worker: its pool4 ports are that
             // worker's share, and steering brings their replies there.
             let (sub, a) = second_subscriber(&bed, Some((workers, addr::V6_HOST)));
             println!("second subscriber {a} (another worker)");
             ping(&sub, &addr::V4_HOST_AS_V6.to_string(), 3);
             fetch_and_compare(&sub, &v4_as_v6, &dir, "file.bin", &content);
+        } else if workers > 1 {
+            // XDP: the v6 host becomes a subscriber of the other worker (on
+            // the same link); the handoff brings its replies there.
+            let a = switch_subscriber(&bed, workers, addr::V6_HOST, true);
+            println!("the v6 host as {a} (another worker)");
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3);
+            fetch_and_compare(&bed.v6host, &v4_as_v6, &dir, "file.bin", &content);
         }
 
         let r = iperf3(
@@ -881,12 +894,26 @@ fn default_pool4_tests(test: &str, workers: u16) {
 
 #[test]
 fn nat64_default_pool4_one_worker() {
-    default_pool4_tests("nat64_default_pool4_one_worker", 1);
+    default_pool4_tests("nat64_default_pool4_one_worker", Dataplane::Tun, 1);
 }
 
 #[test]
 fn nat64_default_pool4_two_workers() {
-    default_pool4_tests("nat64_default_pool4_two_workers", 2);
+    default_pool4_tests("nat64_default_pool4_two_workers", Dataplane::Tun, 2);
+}
+
+/// The same on XDP (one worker): the program redirects the gateway's address
+/// only for the pool4's ports, so the gateway's own TCP and ping work beside it.
+#[test]
+fn nat64_default_pool4_xdp() {
+    default_pool4_tests("nat64_default_pool4_xdp", Dataplane::Xdp, 1);
+}
+
+/// With two workers on XDP: each worker's share of the ports comes back to it
+/// through the handoff.
+#[test]
+fn nat64_default_pool4_xdp_two_workers() {
+    default_pool4_tests("nat64_default_pool4_xdp_two_workers", Dataplane::Xdp, 2);
 }
 
 /// A failure in the last step of the diversion (nftables refusing) undoes the

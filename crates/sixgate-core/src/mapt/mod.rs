@@ -12,7 +12,8 @@
 //! - `napt44`: the CE's NAPT44 (RFC 7599 §1: the CE shares its one IPv4 address
 //!   and port set among its LAN hosts);
 //! - [`steering`]: which worker a BR packet goes to (every fragment of a
-//!   datagram to one worker, for the fragment table).
+//!   datagram to one worker, for the fragment table), and reading it from a
+//!   packet for data planes that hand packets between workers.
 
 pub mod config;
 pub(crate) mod napt44;

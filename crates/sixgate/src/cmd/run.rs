@@ -93,14 +93,8 @@ pub fn run(args: &Args) -> CmdResult {
         None => None,
     };
     // The API socket is bound before the gateway drops privileges.
-    // (Not on the XDP data plane, which has no runtime changes yet.)
-    let socket = match loaded.daemon.dataplane {
-        sixgate_config::Dataplane::Tun => Some(
-            sixgate_control::api::server::bind(&loaded.daemon.socket)
-                .map_err(|e| format!("sixgate run: {e}"))?,
-        ),
-        sixgate_config::Dataplane::Xdp => None,
-    };
+    let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
+        .map_err(|e| format!("sixgate run: {e}"))?;
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let _ = workers.set(gw.stats_handle());
     // A CLAT that discovered its PLAT prefix keeps it across reloads.
@@ -117,10 +111,9 @@ pub fn run(args: &Args) -> CmdResult {
             l.set_plat_prefix(p);
         }
     };
-    // The API changes a running TUN gateway; the XDP data plane has no
-    // runtime changes yet (docs/xdp.md).
-    let api = match (gw.live(), socket) {
-        (Some(live), Some(socket)) => sixgate_control::api::server::spawn(
+    // The API changes the running gateway, on either data plane.
+    let api = match gw.live() {
+        Some(live) => sixgate_control::api::server::spawn(
             socket,
             sixgate_control::api::server::Daemon {
                 live,
@@ -131,7 +124,7 @@ pub fn run(args: &Args) -> CmdResult {
                 prepare: Box::new(prepare),
             },
         ),
-        _ => Err("the API is not available on the XDP data plane yet".to_owned()),
+        None => Err("the gateway has no control handle".to_owned()),
     };
     let api = match api {
         Ok(a) => {
@@ -248,11 +241,11 @@ impl Gateway {
         }
     }
 
-    /// Runtime changes and table listings: TUN only, so far.
+    /// Runtime changes and table listings.
     fn live(&self) -> Option<Arc<sixgate_tun::Live>> {
         match self {
             Gateway::Tun(g) => Some(g.live()),
-            Gateway::Xdp(_) => None,
+            Gateway::Xdp(g) => g.live(),
         }
     }
 }
