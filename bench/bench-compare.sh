@@ -5,11 +5,12 @@
 #   self-test (no DUT: the tester's own ceiling), kernel IPv6 forwarding,
 #   TAYGA, sixgate SIIT on TUN (1 and 2 workers) and on the AF_XDP data plane
 #   (1 and 2 workers, docs/xdp.md), kernel NAT44, TAYGA + NAT44, sixgate NAT64
-#   (1 and 2 workers; RFC 9693 phase 1 then phase 2), sixgate MAP-T BR (1 and
-#   2 workers; the left tester plays one CE: its MAP address, source ports in
-#   its port set 2048-4095), and the MAP-T CE + BR chain on a dual bed (IPv4 ->
-#   sixgate CE -> IPv6 -> sixgate BR -> IPv4; the CE's NAPT44 is stateful:
-#   phase 1 opens MAPT_CONNECTIONS first).
+#   on TUN and on XDP (1 and 2 workers each; RFC 9693 phase 1 then phase 2),
+#   sixgate MAP-T BR (TUN: 1 and 2 workers, XDP: 2 workers; the left tester
+#   plays one CE: its MAP address, source ports in its port set 2048-4095), and
+#   the MAP-T CE + BR chain on a dual bed (IPv4 -> sixgate CE -> IPv6 ->
+#   sixgate BR -> IPv4; the CE's NAPT44 is stateful: phase 1 opens
+#   MAPT_CONNECTIONS first).
 #
 # Each row is a binary search for the highest zero-loss rate (RFC 8219 §7.1),
 # 84-byte IPv6 / 64-byte IPv4 frames, bidirectional, RFC 4814 pseudorandom
@@ -24,7 +25,8 @@
 #   --out FILE   also write the markdown table to FILE
 #   --only LIST  comma-separated subset of:
 #                self,kernel,tayga,siit1,siit2,xdp1,xdp2,nat44,tayga44,nat64-1,
-#                nat64-2,mapt-br-1,mapt-br-2,mapt-ce-br
+#                nat64-2,xdp-nat64-1,xdp-nat64-2,mapt-br-1,mapt-br-2,
+#                xdp-mapt-br-2,mapt-ce-br
 #   --no-build   use target/release/sixgate as it is (SIXGATE= overrides)
 # Environment: TRIAL_S (10), STEPS (12), REPS (1), BEHIND (0.001 %),
 # LOSS_GOAL (0 %), DUT_CPU (unset: the DUT is not pinned; set, TAYGA and the
@@ -52,7 +54,7 @@ DUT_CPU=${DUT_CPU:-}
 BACKGROUND=${BACKGROUND:-0}
 out=""
 MAPT_CONNECTIONS=${MAPT_CONNECTIONS:-1000}
-only="self,kernel,tayga,siit1,siit2,xdp1,xdp2,nat44,tayga44,nat64-1,nat64-2,mapt-br-1,mapt-br-2,mapt-ce-br"
+only="self,kernel,tayga,siit1,siit2,xdp1,xdp2,nat44,tayga44,nat64-1,nat64-2,xdp-nat64-1,xdp-nat64-2,mapt-br-1,mapt-br-2,xdp-mapt-br-2,mapt-ce-br"
 build=1
 cmdline="TRIAL_S=$TRIAL_S_IN STEPS=$STEPS_IN BEHIND=${BEHIND:-0.001} LOSS_GOAL=${LOSS_GOAL:-0} BACKGROUND=$BACKGROUND bench/bench-compare.sh $*"
 
@@ -149,8 +151,11 @@ row nat44 "kernel NAT44, nft masquerade (nat44)" --dut nat44 --connections "$CON
 row tayga44 "TAYGA + NAT44 (tayga-nat44)" --dut tayga-nat44 "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-1 "sixgate NAT64, TUN, workers = 1" --dut sixgate --config "$cfg/nat64.toml" "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-2 "sixgate NAT64, TUN, workers = 2" --dut sixgate --config "$cfg/nat64-2w.toml" --connections "$CONNECTIONS"
+row xdp-nat64-1 "sixgate NAT64, XDP, workers = 1" --dut sixgate --config "$cfg/nat64-xdp.toml" "${pin[@]}" --connections "$CONNECTIONS"
+row xdp-nat64-2 "sixgate NAT64, XDP, workers = 2" --dut sixgate --config "$cfg/nat64-xdp-2w.toml" --connections "$CONNECTIONS"
 row mapt-br-1 "sixgate MAP-T BR, TUN, workers = 1" --dut sixgate --config "$cfg/mapt-br.toml" "${pin[@]}"
 row mapt-br-2 "sixgate MAP-T BR, TUN, workers = 2" --dut sixgate --config "$cfg/mapt-br-2w.toml"
+row xdp-mapt-br-2 "sixgate MAP-T BR, XDP, workers = 2" --dut sixgate --config "$cfg/mapt-br-xdp-2w.toml"
 if want mapt-ce-br; then
     # RFC 8219 §4.2: the dual bed, a bed of its own.
     "$SIXGATE" bench bed up --dual --name "${name}d" >/dev/null
