@@ -139,6 +139,34 @@ fn second_v6_address(bed: &Topology) {
     ));
 }
 
+/// RFC 7757 EAM at runtime: removing the bed's /24 entry stops the mapping;
+/// two /25 entries in its place (the second to a second IPv6 host address)
+/// make pings work again both ways.
+fn eam_split_changes_what_pings(sock: &Path, bed: &Topology) {
+    cli_ok(
+        sock,
+        &["eam", "remove", "198.18.0.0/24", "2001:db8:1::/120"],
+    );
+    assert!(!ping_from(
+        &bed.v6host,
+        None,
+        &addr::V4_HOST_AS_V6.to_string()
+    ));
+    cli_ok(sock, &["eam", "add", "198.18.0.0/25", "2001:db8:1::/121"]);
+    cli_ok(
+        sock,
+        &["eam", "add", "198.18.0.128/25", "2001:db8:1::100/121"],
+    );
+    second_v6_address(bed);
+    assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
+    assert!(ping_ok(
+        &bed.v6host,
+        Some("2001:db8:1::105"),
+        &addr::V4_HOST_AS_V6.to_string()
+    ));
+    assert!(ping_ok(&bed.v4host, None, "198.18.0.133"));
+}
+
 /// The running configuration without its bed-specific lines.
 fn running_without_socket(sock: &Path) -> String {
     cli_ok(sock, &["show", "config", "--running"])
@@ -222,28 +250,7 @@ fn control_siit_show_eam_changes_save_and_restart() {
         cli_err(sock, &["show", "pool4"]);
 
         // eam remove stops the mapping; eam add makes new ones work.
-        cli_ok(
-            sock,
-            &["eam", "remove", "198.18.0.0/24", "2001:db8:1::/120"],
-        );
-        assert!(!ping_from(
-            &bed.v6host,
-            None,
-            &addr::V4_HOST_AS_V6.to_string()
-        ));
-        cli_ok(sock, &["eam", "add", "198.18.0.0/25", "2001:db8:1::/121"]);
-        cli_ok(
-            sock,
-            &["eam", "add", "198.18.0.128/25", "2001:db8:1::100/121"],
-        );
-        second_v6_address(bed);
-        assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
-        assert!(ping_ok(
-            &bed.v6host,
-            Some("2001:db8:1::105"),
-            &addr::V4_HOST_AS_V6.to_string()
-        ));
-        assert!(ping_ok(&bed.v4host, None, "198.18.0.133"));
+        eam_split_changes_what_pings(sock, bed);
         let routes = bed.gateway.ip(["route", "show", "dev", tr.tun()]).unwrap();
         assert!(routes.contains("198.18.0.128/25"), "{routes}");
         assert!(!routes.contains("198.18.0.0/24"), "{routes}");
@@ -726,28 +733,7 @@ fn control_xdp_siit_show_eam_reload() {
         let err = cli_err(sock, &["show", "bib"]);
         assert!(err.contains("not in nat64 or mapt-ce mode"), "{err}");
 
-        cli_ok(
-            sock,
-            &["eam", "remove", "198.18.0.0/24", "2001:db8:1::/120"],
-        );
-        assert!(!ping_from(
-            &bed.v6host,
-            None,
-            &addr::V4_HOST_AS_V6.to_string()
-        ));
-        cli_ok(sock, &["eam", "add", "198.18.0.0/25", "2001:db8:1::/121"]);
-        cli_ok(
-            sock,
-            &["eam", "add", "198.18.0.128/25", "2001:db8:1::100/121"],
-        );
-        second_v6_address(bed);
-        assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
-        assert!(ping_ok(
-            &bed.v6host,
-            Some("2001:db8:1::105"),
-            &addr::V4_HOST_AS_V6.to_string()
-        ));
-        assert!(ping_ok(&bed.v4host, None, "198.18.0.133"));
+        eam_split_changes_what_pings(sock, bed);
         let err = cli_err(sock, &["eam", "add", "198.18.0.128/25", "2001:db8:9::/121"]);
         assert!(err.contains("overlaps"), "{err}");
 
