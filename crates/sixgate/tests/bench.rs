@@ -142,10 +142,7 @@ fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
     }
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let name = bed_name("tp");
-    let dir = std::env::temp_dir().join(format!("sgb-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    assert!(bench(&["bed", "up", "--name", &name]).status.success());
-    let result = std::panic::catch_unwind(|| {
+    with_bed(&name, &[], |dir| {
         let kernel = throughput(&name, &["--dut", "kernel-v6"], &dir.join("kernel.json"));
         let config = repo().join("bench/configs/siit.toml");
         let config = config.to_string_lossy().into_owned();
@@ -186,12 +183,6 @@ fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
                 .starts_with(b"\x89PNG\r\n\x1a\n")
         );
     });
-    assert!(bench(&["bed", "down", "--name", &name]).status.success());
-    assert!(namespaces_of(&name).is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
 }
 
 /// RFC 8219 §5.2 background traffic: with `--background 50`, half the left
