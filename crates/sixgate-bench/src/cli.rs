@@ -613,12 +613,20 @@ fn measure_on(
                     })
                     .unwrap_or(0)
                 };
-                let mut flush = || -> std::io::Result<()> {
+                // Delete every connection the DUT tracks; sixgate says how
+                // many (`conntrack -F` does not).
+                let delete = || -> u64 {
                     if conntrack {
                         let _ = dut_ns.run("conntrack", ["-F"]);
+                        0
                     } else if let Some(sock) = &api {
-                        sixgate_flush(dut_ns, sock);
+                        sixgate_flush(dut_ns, sock)
+                    } else {
+                        0
                     }
+                };
+                let mut flush = || -> std::io::Result<()> {
+                    delete();
                     Ok(())
                 };
                 if establishment {
@@ -644,51 +652,37 @@ fn measure_on(
                         deadline,
                     )?);
                 }
-                if conntrack {
+                // RFC 9693 §4.3: phase 1 opens N connections, one command
+                // deletes them all, timed less the same command on an empty
+                // table (process start-up, and sixgate's API round trip).
+                let teardown = if conntrack {
+                    Some(("conntrack entries", "conntrack -F"))
+                } else {
+                    api.as_ref().map(|_| ("sessions", "sixgate session flush"))
+                };
+                if let Some((what, command)) = teardown {
                     flush()?;
                     let (n, _) = tester.phase1(size, a.phase1_rate)?;
-                    let count = |ns: &sixgate_netns::Netns| -> u64 {
-                        ns.run("conntrack", ["-C"])
+                    let counted = conntrack.then(|| {
+                        dut_ns
+                            .run("conntrack", ["-C"])
                             .ok()
                             .and_then(|s| s.trim().parse().ok())
                             .unwrap_or(0)
-                    };
-                    let entries = count(dut_ns);
+                    });
                     let t0 = Instant::now();
-                    let _ = dut_ns.run("conntrack", ["-F"]);
+                    let said = delete();
                     let full = t0.elapsed();
                     let t1 = Instant::now();
-                    let _ = dut_ns.run("conntrack", ["-F"]);
+                    delete();
                     let empty = t1.elapsed();
+                    let deleted: u64 = counted.unwrap_or(said);
                     let work = full.saturating_sub(empty).as_secs_f64();
-                    if entries > 0 && work > 0.0 {
-                        st.teardown_rate = Some(entries as f64 / work);
+                    if deleted > 0 && work > 0.0 {
+                        st.teardown_rate = Some(deleted as f64 / work);
                     }
                     st.notes.push(format!(
-                        "tear-down rate: {entries} conntrack entries (of {n} connections) deleted with `conntrack -F` in {:.1} ms, less {:.1} ms for an empty table",
-                        full.as_secs_f64() * 1e3,
-                        empty.as_secs_f64() * 1e3
-                    ));
-                    tester.forget();
-                } else if let Some(sock) = &api {
-                    // RFC 9693 §4.3 on sixgate: phase 1 opens N sessions,
-                    // `sixgate session flush` deletes them on every worker;
-                    // less the same command on an empty table (process
-                    // start-up and the API round trip).
-                    flush()?;
-                    let (n, _) = tester.phase1(size, a.phase1_rate)?;
-                    let t0 = Instant::now();
-                    let sessions = sixgate_flush(dut_ns, sock);
-                    let full = t0.elapsed();
-                    let t1 = Instant::now();
-                    sixgate_flush(dut_ns, sock);
-                    let empty = t1.elapsed();
-                    let work = full.saturating_sub(empty).as_secs_f64();
-                    if sessions > 0 && work > 0.0 {
-                        st.teardown_rate = Some(sessions as f64 / work);
-                    }
-                    st.notes.push(format!(
-                        "tear-down rate: {sessions} sessions (of {n} connections) deleted with `sixgate session flush` in {:.1} ms, less {:.1} ms for an empty table",
+                        "tear-down rate: {deleted} {what} (of {n} connections) deleted with `{command}` in {:.1} ms, less {:.1} ms for an empty table",
                         full.as_secs_f64() * 1e3,
                         empty.as_secs_f64() * 1e3
                     ));
