@@ -234,6 +234,22 @@ fn panels(v: &Value) -> Vec<Panel> {
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+/// A chart of [`throughput`], [`loss`] or [`latency`]: f64 on both axes.
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// The series labels, in the same box on every chart.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(text)
+}
 
 fn throughput(area: &Area<'_>, pts: &[(f64, f64, f64, f64)]) -> Result<(), String> {
     let xmax = pts.iter().map(|p| p.0).fold(0.0, f64::max) * 1.05 + 10.0;
@@ -273,13 +289,7 @@ fn throughput(area: &Area<'_>, pts: &[(f64, f64, f64, f64)]) -> Result<(), Strin
         .map_err(text)?
         .label("1st–99th percentile")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(text)?;
-    Ok(())
+    legend(&mut chart)
 }
 
 fn loss(area: &Area<'_>, series: &[(u64, Vec<(f64, f64)>)]) -> Result<(), String> {
@@ -319,13 +329,7 @@ fn loss(area: &Area<'_>, series: &[(u64, Vec<(f64, f64)>)]) -> Result<(), String
             .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
             .map_err(text)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(text)?;
-    Ok(())
+    legend(&mut chart)
 }
 
 fn latency(area: &Area<'_>, rows: &[(String, f64, f64, f64, f64)]) -> Result<(), String> {
@@ -382,13 +386,7 @@ fn latency(area: &Area<'_>, rows: &[(String, f64, f64, f64, f64)]) -> Result<(),
         .map_err(text)?
         .label("worst case (99.9th percentile)")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(text)?;
-    Ok(())
+    legend(&mut chart)
 }
 
 #[cfg(test)]
