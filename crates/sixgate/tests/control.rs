@@ -139,6 +139,31 @@ fn second_v6_address(bed: &Topology) {
     ));
 }
 
+/// RFC 6146 §3.5.2 static BIB entry added at runtime: an IPv4 client reaches
+/// the IPv6 host's web server through pool4 address 198.18.0.200 (listed as
+/// static) while the entry is there, and not after `bib remove`.
+fn static_bib_reaches_v6_server(sock: &Path, bed: &Topology, content: &[u8]) {
+    let v6 = addr::V6_HOST.to_string();
+    let port = HTTP_PORT.to_string();
+    let www6 = ScratchDir::new("www6").unwrap();
+    www6.write("f.bin", content).unwrap();
+    let server6 = http_server(&bed.v6host, addr::V6_HOST.into(), &www6);
+    assert!(http_fails(&bed.v4host, "198.18.0.200"));
+    cli_ok(
+        sock,
+        &["bib", "add", "tcp", &v6, &port, "198.18.0.200", &port],
+    );
+    fetch_and_compare(&bed.v4host, "198.18.0.200", &www6, "f.bin", content);
+    assert_eq!(http_client_seen(&server6), addr::V4_HOST_AS_V6.to_string());
+    let statics = cli_ok(
+        sock,
+        &["show", "bib", "--address", "198.18.0.200", "--json"],
+    );
+    assert!(statics.contains("\"static\":true"), "{statics}");
+    cli_ok(sock, &["bib", "remove", "tcp", "198.18.0.200", &port]);
+    assert!(http_fails(&bed.v4host, "198.18.0.200"));
+}
+
 /// RFC 7757 EAM at runtime: removing the bed's /24 entry stops the mapping;
 /// two /25 entries in its place (the second to a second IPv6 host address)
 /// make pings work again both ways.
@@ -461,23 +486,7 @@ fn control_nat64_pool4_bib_sessions() {
             &["bib", "add", "tcp", &v6, &port, "198.18.0.100", &port],
         );
         assert!(err.contains("pool4"), "{err}");
-        let www6 = ScratchDir::new("www6").unwrap();
-        www6.write("f.bin", &content).unwrap();
-        let server6 = http_server(&bed.v6host, addr::V6_HOST.into(), &www6);
-        assert!(http_fails(&bed.v4host, "198.18.0.200"));
-        cli_ok(
-            sock,
-            &["bib", "add", "tcp", &v6, &port, "198.18.0.200", &port],
-        );
-        fetch_and_compare(&bed.v4host, "198.18.0.200", &www6, "f.bin", &content);
-        assert_eq!(http_client_seen(&server6), addr::V4_HOST_AS_V6.to_string());
-        let statics = cli_ok(
-            sock,
-            &["show", "bib", "--address", "198.18.0.200", "--json"],
-        );
-        assert!(statics.contains("\"static\":true"), "{statics}");
-        cli_ok(sock, &["bib", "remove", "tcp", "198.18.0.200", &port]);
-        assert!(http_fails(&bed.v4host, "198.18.0.200"));
+        static_bib_reaches_v6_server(sock, bed, &content);
         let text = cli_ok(sock, &["show", "config", "--running"]);
         assert!(
             text.contains("198.18.0.128/25") && !text.contains("static_bib = [{"),
@@ -806,19 +815,7 @@ fn control_xdp_nat64_bib_pool4_reload() {
         let seen = fetch_through(bed, &dir, &content);
         assert!(last(&seen) >= 128, "{seen}");
 
-        let port = HTTP_PORT.to_string();
-        let www6 = ScratchDir::new("www6").unwrap();
-        www6.write("f.bin", &content).unwrap();
-        let server6 = http_server(&bed.v6host, addr::V6_HOST.into(), &www6);
-        assert!(http_fails(&bed.v4host, "198.18.0.200"));
-        cli_ok(
-            sock,
-            &["bib", "add", "tcp", &v6, &port, "198.18.0.200", &port],
-        );
-        fetch_and_compare(&bed.v4host, "198.18.0.200", &www6, "f.bin", &content);
-        assert_eq!(http_client_seen(&server6), addr::V4_HOST_AS_V6.to_string());
-        cli_ok(sock, &["bib", "remove", "tcp", "198.18.0.200", &port]);
-        assert!(http_fails(&bed.v4host, "198.18.0.200"));
+        static_bib_reaches_v6_server(sock, bed, &content);
 
         // A reload (the file's pool4, a longer UDP timeout) while TCP runs.
         let path = tr.config_path().to_owned();
