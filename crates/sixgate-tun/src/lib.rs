@@ -447,16 +447,12 @@ impl Gateway {
 
     /// All workers' counters, summed, as last published.
     pub fn snapshot(&self) -> Snapshot {
-        let mut total = Snapshot::default();
-        for s in &self.stats {
-            total.merge(&s.snapshot());
-        }
-        total
+        stats::sum(&self.stats)
     }
 
     /// Each worker's counters, as last published, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
-        self.stats.iter().map(|s| s.snapshot()).collect()
+        stats::each(&self.stats)
     }
 
     /// A reader of the workers' counters for another thread (metrics, API).

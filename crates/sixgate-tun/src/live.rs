@@ -298,16 +298,12 @@ impl Live {
 
     /// All workers' counters, summed.
     pub fn snapshot(&self) -> Snapshot {
-        let mut total = Snapshot::default();
-        for s in &self.stats {
-            total.merge(&s.snapshot());
-        }
-        total
+        crate::stats::sum(&self.stats)
     }
 
     /// Each worker's counters, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
-        self.stats.iter().map(|s| s.snapshot()).collect()
+        crate::stats::each(&self.stats)
     }
 
     /// Run `new` from now on, keeping the translators' state. Refused (the

@@ -154,17 +154,27 @@ impl StatsHandle {
 
     /// Each worker's counters, as last published, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
-        self.0.iter().map(|s| s.snapshot()).collect()
+        each(&self.0)
     }
 
     /// All workers' counters, summed.
     pub fn snapshot(&self) -> Snapshot {
-        let mut total = Snapshot::default();
-        for s in self.0.iter() {
-            total.merge(&s.snapshot());
-        }
-        total
+        sum(&self.0)
     }
+}
+
+/// Each worker's counters, as last published, in worker order.
+pub fn each(workers: &[std::sync::Arc<WorkerStats>]) -> Vec<Snapshot> {
+    workers.iter().map(|s| s.snapshot()).collect()
+}
+
+/// All workers' counters, as last published, summed.
+pub fn sum(workers: &[std::sync::Arc<WorkerStats>]) -> Snapshot {
+    let mut total = Snapshot::default();
+    for s in workers {
+        total.merge(&s.snapshot());
+    }
+    total
 }
 
 impl WorkerStats {

@@ -452,11 +452,7 @@ impl Gateway {
 
     /// All workers' counters, summed, as last published.
     pub fn snapshot(&self) -> Snapshot {
-        let mut total = Snapshot::default();
-        for s in &self.stats {
-            total.merge(&s.snapshot());
-        }
-        total
+        sixgate_tun::stats::sum(&self.stats)
     }
 
     /// A handle on the workers' counters for readers that outlive a borrow
@@ -467,7 +463,7 @@ impl Gateway {
 
     /// Each worker's counters, as last published, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
-        self.stats.iter().map(|s| s.snapshot()).collect()
+        sixgate_tun::stats::each(&self.stats)
     }
 
     /// Block until SIGINT/SIGTERM or a worker failure.
