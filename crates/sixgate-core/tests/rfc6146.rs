@@ -1026,6 +1026,30 @@ fn rfc9693_s4_3_flush_removes_sessions_and_dynamic_bib_keeps_static() {
     assert_eq!(stats(&h).sessions.total(), 2);
 }
 
+/// RFC 6888 REQ-12: the event log says a flushed session or mapping was
+/// flushed, not expired, so an operator's records tell a tear-down from
+/// a timeout.
+#[test]
+fn rfc6888_req12_flush_is_logged_as_flushed() {
+    for (log, kinds) in [
+        (
+            EventLog::Sessions,
+            [EventKind::SessionCreated, EventKind::SessionFlushed],
+        ),
+        (
+            EventLog::Bib,
+            [EventKind::BibCreated, EventKind::BibFlushed],
+        ),
+    ] {
+        let mut h = nat(|n| n.event_log = log);
+        udp_out(&mut h, CLIENT6, 5000);
+        flush_all(&mut h, &nat64::FlushFilter::default(), 16);
+        let mut ev = Vec::new();
+        h.t.drain_events(|e| ev.push(e.kind));
+        assert_eq!(ev, kinds, "{log:?}");
+    }
+}
+
 /// A cooling entry (its last session expired, RFC 6888 REQ-8 wait) is flushed too.
 #[test]
 fn rfc9693_s4_3_flush_frees_cooling_ports() {

@@ -135,8 +135,9 @@ impl Nat64 {
         Some(i)
     }
 
-    /// Remove BIB entry `i` for good: its port is free again.
-    pub(crate) fn bib_remove(&mut self, i: u32, now_ns: u64) {
+    /// Remove BIB entry `i` for good: its port is free again. `why` is what the
+    /// event log says ([`EventKind::BibExpired`] or [`EventKind::BibFlushed`]).
+    pub(crate) fn bib_remove(&mut self, i: u32, why: EventKind, now_ns: u64) {
         let b = *self.bibs.get(i);
         let h6 = self.hash6(b.proto, b.v6_int(), b.port6);
         let h4 = self.hash4(b.proto, b.v4, b.port4);
@@ -155,7 +156,7 @@ impl Nat64 {
             self.subs
                 .port_released(&b, now_ns, &mut self.events, &self.cfg);
             if self.cfg.event_log == EventLog::Bib && !self.subs.blocks_on() {
-                self.log_bib(EventKind::BibExpired, &b, now_ns);
+                self.log_bib(why, &b, now_ns);
             }
         }
     }
@@ -167,7 +168,7 @@ impl Nat64 {
             return;
         }
         if self.port_reuse_ms == 0 {
-            self.bib_remove(i, now_ns);
+            self.bib_remove(i, EventKind::BibExpired, now_ns);
             return;
         }
         let b = self.bibs.get_mut(i);
@@ -191,7 +192,7 @@ impl Nat64 {
             if !super::reached(now_ms, self.bibs.get(i).cool_until) {
                 return;
             }
-            self.bib_remove(i, now_ns);
+            self.bib_remove(i, EventKind::BibExpired, now_ns);
             *budget -= 1;
         }
     }

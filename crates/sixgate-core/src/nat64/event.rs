@@ -12,10 +12,15 @@ pub enum EventKind {
     BibCreated,
     /// A dynamic BIB entry was removed (its port is free after `port_reuse`).
     BibExpired,
+    /// A dynamic BIB entry was removed by a flush (RFC 9693 §4.3 tear-down,
+    /// `sixgate session flush`), its port free at once.
+    BibFlushed,
     /// A session was created.
     SessionCreated,
     /// A session expired or was closed.
     SessionExpired,
+    /// A session was removed by a flush or with the static BIB entry it used.
+    SessionFlushed,
     /// A port block was given to a subscriber (RFC 7422).
     BlockAllocated,
     /// A port block went back to the pool.
@@ -28,8 +33,10 @@ impl EventKind {
         match self {
             EventKind::BibCreated => "bib_created",
             EventKind::BibExpired => "bib_expired",
+            EventKind::BibFlushed => "bib_flushed",
             EventKind::SessionCreated => "session_created",
             EventKind::SessionExpired => "session_expired",
+            EventKind::SessionFlushed => "session_flushed",
             EventKind::BlockAllocated => "block_allocated",
             EventKind::BlockReleased => "block_released",
         }

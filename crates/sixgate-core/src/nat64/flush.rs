@@ -19,6 +19,7 @@ use std::net::Ipv4Addr;
 use super::Nat64;
 use super::bib::{STATIC, proto_of};
 use super::config::Proto;
+use super::event::EventKind;
 use super::slab::NIL;
 use super::walk::Cursor;
 
@@ -101,7 +102,7 @@ impl Nat64 {
                 }
                 left -= 1;
                 let s = self.bibs.get(i).sessions;
-                self.session_remove(s, now_ms, now_ns);
+                self.session_remove(s, EventKind::SessionFlushed, now_ms, now_ns);
                 out.sessions += 1;
                 self.sessions_flushed += 1;
                 // The last one may have freed a dynamic entry at once
@@ -113,7 +114,7 @@ impl Nat64 {
             // A dynamic entry goes without its port-reuse wait (RFC 6888 REQ-8
             // protects a port from reuse by strangers; the operator asked).
             if b.flags & STATIC == 0 && self.bib_by4(b.proto, b.v4, b.port4) == Some(i) {
-                self.bib_remove(i, now_ns);
+                self.bib_remove(i, EventKind::BibFlushed, now_ns);
             }
             if b.flags & STATIC == 0 {
                 out.bib += 1;

@@ -17,6 +17,7 @@
 use super::Nat64;
 use super::bib::{Bib, STATIC};
 use super::config::{Nat64Config, Pool4Entry, StaticBib};
+use super::event::EventKind;
 use super::slab::{Link, NIL};
 
 impl Nat64 {
@@ -74,9 +75,9 @@ impl Nat64 {
             }
             while self.bibs.get(i).sessions != NIL {
                 let first = self.bibs.get(i).sessions;
-                self.session_remove(first, 0, 0);
+                self.session_remove(first, EventKind::SessionFlushed, 0, 0);
             }
-            self.bib_remove(i, 0);
+            self.bib_remove(i, EventKind::BibFlushed, 0);
         }
         self.reserved = new
             .iter()

@@ -188,10 +188,11 @@ impl Nat64 {
         }
     }
 
-    /// Delete session `i`.
-    pub(crate) fn session_remove(&mut self, i: u32, now_ms: u32, now_ns: u64) {
+    /// Delete session `i`; `why` is what the event log says
+    /// ([`EventKind::SessionExpired`] or [`EventKind::SessionFlushed`]).
+    pub(crate) fn session_remove(&mut self, i: u32, why: EventKind, now_ms: u32, now_ns: u64) {
         if self.cfg.event_log == EventLog::Sessions {
-            self.log_session(EventKind::SessionExpired, i, now_ns);
+            self.log_session(why, i, now_ns);
         }
         let s = *self.sessions.get(i);
         let h = self.session_hash(s.bib, s.remote4, s.rport);
@@ -237,7 +238,7 @@ impl Nat64 {
                         let l = step.refresh.unwrap_or(Lifetime::Transitory);
                         self.session_refresh(i, class_of(l), now_ms);
                     }
-                    None => self.session_remove(i, now_ms, now_ns),
+                    None => self.session_remove(i, EventKind::SessionExpired, now_ms, now_ns),
                 }
             }
         }
