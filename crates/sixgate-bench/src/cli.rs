@@ -181,6 +181,11 @@ pub struct RunArgs {
     /// Write one CSV row per trial and direction here.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write what the DUT said on exit (its standard error: sixgate's exit
+    /// counters and AF_XDP socket statistics, which say where frames were
+    /// lost) here.
+    #[arg(long, value_name = "FILE")]
+    pub dut_log: Option<PathBuf>,
     /// Seed of the pseudorandom ports.
     #[arg(long, default_value_t = 4814)]
     pub seed: u64,
@@ -702,7 +707,10 @@ fn measure_on(
     report.trials = std::mem::take(&mut tester.trials);
     drop(tester);
     let stop = dut.stop();
-    // Even a failed run reports the trials it did.
+    // Even a failed run keeps what the DUT said, and reports the trials it did.
+    if let (Ok(log), Some(p)) = (&stop, &a.dut_log) {
+        write_out(p, log)?;
+    }
     print!("{}", report.table());
     for n in &notes {
         if report.stateful.is_none() {

@@ -146,11 +146,22 @@ fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
         let kernel = throughput(&name, &["--dut", "kernel-v6"], &dir.join("kernel.json"));
         let config = repo().join("bench/configs/siit.toml");
         let config = config.to_string_lossy().into_owned();
+        let log = dir.join("dut.log");
         let siit = throughput(
             &name,
-            &["--dut", "sixgate", "--config", &config],
+            &[
+                "--dut",
+                "sixgate",
+                "--config",
+                &config,
+                "--dut-log",
+                &log.to_string_lossy(),
+            ],
             &dir.join("siit.json"),
         );
+        // What the DUT said is kept (its start-up line and exit counters).
+        let log = std::fs::read_to_string(&log).unwrap();
+        assert!(log.contains("starting: mode siit"), "{log}");
         println!("kernel-v6 {kernel} fps, sixgate SIIT {siit} fps");
         assert!(kernel > 1000, "kernel-v6: {kernel} fps");
         assert!(siit > 1000, "sixgate SIIT: {siit} fps");
