@@ -72,18 +72,8 @@ impl Destinations {
 
 /// The addresses configured on `interface` (`ip -o addr show dev`).
 pub fn local_addresses(interface: &str) -> Result<(Vec<Ipv4Addr>, Vec<Ipv6Addr>), String> {
-    let out = Command::new("ip")
-        .args(["-o", "addr", "show", "dev", interface])
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "interface {interface}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+    let text = ip_show(&["-o", "addr"], interface)?;
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
-    let text = String::from_utf8_lossy(&out.stdout);
     let mut words = text.split_whitespace();
     while let Some(w) = words.next() {
         let Some(a) = words.clone().next().and_then(|a| a.split('/').next()) else {
@@ -96,6 +86,23 @@ pub fn local_addresses(interface: &str) -> Result<(Vec<Ipv4Addr>, Vec<Ipv6Addr>)
         }
     }
     Ok((v4, v6))
+}
+
+/// The output of `ip ARGS show dev INTERFACE`; an error names the interface
+/// and says what `ip` said (no such device, typically).
+fn ip_show(args: &[&str], interface: &str) -> Result<String, String> {
+    let out = Command::new("ip")
+        .args(args)
+        .args(["show", "dev", interface])
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "interface {interface}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// A trie value: the kernel's packet.
@@ -367,17 +374,7 @@ const PERMISSION_HINT: &str = " (loading XDP programs needs root, or CAP_BPF + C
 
 /// The XDP program on `interface`, if any: its id, from `ip -d link show`.
 fn attached_id(interface: &str) -> Result<Option<u32>, String> {
-    let out = Command::new("ip")
-        .args(["-d", "link", "show", "dev", interface])
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "interface {interface}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = ip_show(&["-d", "link"], interface)?;
     let mut words = text.split_whitespace();
     while let Some(w) = words.next() {
         if w.starts_with("prog/xdp") && words.next() == Some("id") {
