@@ -563,3 +563,20 @@ fn mapt_br_two_workers_fragmented_udp_both_ways() {
         }
     }
 }
+
+/// Without the capabilities to load BPF, a BR with two workers runs one, and
+/// says why: its fragments could not be steered to one worker (RFC 7599 §8,
+/// docs/tun.md "Fallback").
+#[test]
+fn mapt_br_without_bpf_runs_one_worker_and_says_why() {
+    let test = "mapt_br_without_bpf_runs_one_worker_and_says_why";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let config = "[translator]\nmode = \"mapt-br\"\n[mapt]\ndmr = \"2001:db8:64::/96\"\n\
+                  bmr = [ { ipv6_prefix = \"2001:db8:1::/51\", ipv4_prefix = \
+                  \"198.18.0.0/24\", ea_bits = 13, psid_offset = 0 } ]\n\
+                  [daemon]\nworkers = 2\n[tun]\nname = \"sgfb1\"\n";
+    common::without_bpf_runs_one_worker(test, config, "sixgate:");
+}

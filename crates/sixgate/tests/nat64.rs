@@ -580,52 +580,8 @@ fn nat64_without_bpf_runs_one_worker_and_says_why() {
         println!("skipped: {test}: {why}");
         return;
     }
-    // With unprivileged BPF allowed, dropping capabilities proves nothing.
-    let unpriv =
-        std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled").unwrap_or_default();
-    if unpriv.trim() == "0" {
-        println!("skipped: {test}: kernel.unprivileged_bpf_disabled = 0");
-        return;
-    }
-    let ns = Netns::new("fallback").unwrap_or_else(|e| panic!("{e}"));
-    let dir = ScratchDir::new("fallback").unwrap();
     let config = format!("{NAT64_TOML}\n[daemon]\nworkers = 2\n[tun]\nname = \"sgfb0\"\n");
-    let path = dir.write("nat64.toml", config).unwrap();
-    // capsh (libcap2-bin): drop what loading a BPF program needs, run sixgate
-    // for a second, stop it with SIGTERM.
-    let script = format!(
-        "exec timeout -s TERM 1 {BIN} run --config {}",
-        path.display()
-    );
-    let out = ns
-        .output_timeout(
-            "capsh",
-            [
-                "--drop=cap_bpf,cap_sys_admin,cap_perfmon",
-                "--",
-                "-c",
-                &script,
-            ],
-            Duration::from_secs(20),
-        )
-        .unwrap_or_else(|e| panic!("{test}: capsh (scripts/setup.sh installs it): {e}"));
-    let log = String::from_utf8_lossy(&out.stderr);
-    let summary = String::from_utf8_lossy(&out.stdout);
-    let warning = log
-        .lines()
-        .find(|l| l.contains("cannot steer packets to 2 workers"))
-        .unwrap_or_else(|| panic!("no fallback warning:\n{log}"));
-    println!("{}", warning.trim());
-    assert!(warning.contains("running ONE worker"), "{warning}");
-    assert!(
-        warning.contains("Operation not permitted"),
-        "the reason: {warning}"
-    );
-    assert!(log.contains("workers=1"), "one worker started:\n{log}");
-    assert!(
-        summary.contains("sixgate: nat64:"),
-        "it ran and stopped:\n{summary}{log}"
-    );
+    common::without_bpf_runs_one_worker(test, &config, "sixgate: nat64:");
 }
 
 // --- the default pool4 (no pool4 key) -----------------------------------------------

@@ -1,4 +1,4 @@
-//! Helpers the end-to-end test files share (`e2e.rs`, `nat64.rs`): the bed's
+//! Helpers the end-to-end test files share (`e2e.rs`, `nat64.rs`, `mapt.rs`): the bed's
 //! life cycle around a test body, and the real clients and servers (ping, curl and
 //! `python3 -m http.server`, iperf3) with their checks.
 
@@ -281,4 +281,57 @@ pub fn per_worker_rx(stopped: &Stopped) -> Vec<u64> {
             words[2].parse().unwrap_or_else(|_| panic!("{line}"))
         })
         .collect()
+}
+
+/// Without the capabilities to load BPF, `sixgate run` with `config` (two
+/// workers, a mode whose packets must be steered: nat64, mapt-br) runs one
+/// worker and says why (docs/tun.md, "Fallback"); its exit summary contains
+/// `summary_has`. Skipped when unprivileged BPF is allowed (dropping
+/// capabilities then proves nothing).
+pub fn without_bpf_runs_one_worker(test: &str, config: &str, summary_has: &str) {
+    let unpriv =
+        std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled").unwrap_or_default();
+    if unpriv.trim() == "0" {
+        println!("skipped: {test}: kernel.unprivileged_bpf_disabled = 0");
+        return;
+    }
+    let ns = Netns::new("fallback").unwrap_or_else(|e| panic!("{e}"));
+    let dir = ScratchDir::new("fallback").unwrap();
+    let path = dir.write("sixgate.toml", config).unwrap();
+    // capsh (libcap2-bin): drop what loading a BPF program needs, run sixgate
+    // for a second, stop it with SIGTERM.
+    let script = format!(
+        "exec timeout -s TERM 1 {} run --config {}",
+        env!("CARGO_BIN_EXE_sixgate"),
+        path.display()
+    );
+    let out = ns
+        .output_timeout(
+            "capsh",
+            [
+                "--drop=cap_bpf,cap_sys_admin,cap_perfmon",
+                "--",
+                "-c",
+                &script,
+            ],
+            Duration::from_secs(20),
+        )
+        .unwrap_or_else(|e| panic!("{test}: capsh (scripts/setup.sh installs it): {e}"));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let summary = String::from_utf8_lossy(&out.stdout);
+    let warning = log
+        .lines()
+        .find(|l| l.contains("cannot steer packets to 2 workers"))
+        .unwrap_or_else(|| panic!("{test}: no fallback warning:\n{log}"));
+    println!("{}", warning.trim());
+    assert!(warning.contains("running ONE worker"), "{warning}");
+    assert!(
+        warning.contains("Operation not permitted"),
+        "the reason: {warning}"
+    );
+    assert!(log.contains("workers=1"), "one worker started:\n{log}");
+    assert!(
+        summary.contains(summary_has),
+        "it ran and stopped:\n{summary}{log}"
+    );
 }
