@@ -111,8 +111,15 @@ impl Worker {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => {
                         self.pipeline.io.rx_errors += 1;
+                        // EBADFD: the kernel detached the queue from its
+                        // device, which is what removing the device does.
+                        let why = if e.raw_os_error() == Some(libc::EBADFD) {
+                            " (device removed?)"
+                        } else {
+                            ""
+                        };
                         return Err(format!(
-                            "worker {}: cannot read from its TUN queue: {e}",
+                            "worker {}: cannot read from its TUN queue{why}: {e}",
                             self.index
                         ));
                     }
