@@ -316,8 +316,15 @@ impl Program {
         let (link, how) = match mode {
             XdpAttach::Native => (
                 native(prog).map_err(|e| {
+                    // EOPNOTSUPP: the driver has no XDP of its own.
+                    let hint = if os_error(&e) == Some(libc::EOPNOTSUPP) {
+                        " (the driver has no native XDP: set [xdp] attach_mode = \"auto\" or \
+                         \"generic\" for the kernel's generic path, slower)"
+                    } else {
+                        ""
+                    };
                     format!(
-                        "cannot attach the XDP program to {iface} in native mode: {}",
+                        "cannot attach the XDP program to {iface} in native mode: {}{hint}",
                         chain(&e)
                     )
                 })?,
@@ -421,6 +428,21 @@ fn remove_stale(interface: &str) -> Result<(), String> {
 }
 
 /// An error with its causes, one line.
+/// The first system error code in `e`'s chain of causes.
+fn os_error(e: &(dyn std::error::Error + 'static)) -> Option<i32> {
+    let mut at = Some(e);
+    while let Some(c) = at {
+        if let Some(code) = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return Some(code);
+        }
+        at = c.source();
+    }
+    None
+}
+
 fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();

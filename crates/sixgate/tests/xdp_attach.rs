@@ -1,0 +1,163 @@
+//! How `sixgate run` attaches its XDP program (docs/xdp.md, "Attaching,
+//! detaching, crashes"), on interfaces that cannot do what a veth does:
+//!
+//! - `xdp_auto_falls_back_to_generic_with_a_warning`: a bridge has no native
+//!   (driver) XDP; `attach_mode = "auto"` says so and attaches in the
+//!   kernel's generic path, and nothing is left attached after the stop;
+//! - `xdp_native_on_an_interface_without_it_is_a_clear_error`: `"native"` there
+//!   stops with an error naming the interface, and nothing is left attached;
+//! - `xdp_without_bpf_permission_is_a_clear_error`: without CAP_BPF (capsh drops
+//!   it) the start fails with an error that says what is needed.
+//!
+//! Skips (printing `skipped: <test>: <reason>`) only when the machine cannot
+//! make namespaces or bridges, or, for the last test, when unprivileged BPF is allowed
+//! (dropping capabilities then proves nothing).
+
+use std::time::Duration;
+
+use sixgate_netns::{Netns, ScratchDir, check_host};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+
+/// A namespace with two empty bridges, `d6` and `d4`, up (Ethernet
+/// interfaces with one queue and no native XDP), and a SIIT configuration on
+/// them with `attach_mode`; `None` after printing why when namespaces or
+/// bridges cannot be made.
+fn dummies(test: &str, attach_mode: &str) -> Option<(Netns, ScratchDir, String)> {
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return None;
+    }
+    let ns = Netns::new("xdpat").unwrap_or_else(|e| panic!("{e}"));
+    for dev in ["d6", "d4"] {
+        if let Err(e) = ns.ip(["link", "add", dev, "type", "bridge"]) {
+            println!("skipped: {test}: no bridge interfaces here: {e}");
+            return None;
+        }
+        ns.link_up(dev).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let dir = ScratchDir::new("xdpat").unwrap();
+    let config = format!(
+        "[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/96\"\n\
+         eam = [ {{ ipv4 = \"198.18.0.0/24\", ipv6 = \"2001:db8:1::/120\" }} ]\n\
+         [daemon]\ndataplane = \"xdp\"\nworkers = 1\n\
+         [xdp]\nipv6_interface = \"d6\"\nipv4_interface = \"d4\"\nattach_mode = \"{attach_mode}\"\n"
+    );
+    let path = dir.write("sixgate.toml", config).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    Some((ns, dir, path))
+}
+
+/// Run `sixgate run --config CONFIG` in `ns` through `sh -c` prefix `wrap`,
+/// stopped with SIGTERM after `secs`: (exit code, standard error).
+fn run(ns: &Netns, wrap: &[&str], config: &str, secs: u32) -> (Option<i32>, String) {
+    let script = format!("exec timeout -s TERM {secs} {BIN} run --config {config}");
+    let mut args: Vec<&str> = wrap.to_vec();
+    args.extend(["-c", &script]);
+    let (program, args) = args.split_first().unwrap();
+    let out = ns
+        .output_timeout(program, args, Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// No XDP program left on either interface.
+fn nothing_attached(ns: &Netns) {
+    for dev in ["d6", "d4"] {
+        let link = ns
+            .ip(["-d", "link", "show", "dev", dev])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !link.contains("prog/xdp"),
+            "left attached on {dev}:\n{link}"
+        );
+    }
+}
+
+#[test]
+fn xdp_auto_falls_back_to_generic_with_a_warning() {
+    let test = "xdp_auto_falls_back_to_generic_with_a_warning";
+    let Some((ns, _dir, config)) = dummies(test, "auto") else {
+        return;
+    };
+    // timeout exits 124 when it had to stop the command.
+    let (code, log) = run(&ns, &["sh"], &config, 2);
+    let warning = log
+        .lines()
+        .find(|l| l.contains("falling back to generic XDP"))
+        .unwrap_or_else(|| panic!("no fallback warning:\n{log}"));
+    println!("{}", warning.trim());
+    assert!(warning.contains("WARN"), "{warning}");
+    for dev in ["d6", "d4"] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains("XDP program sixgate_xdp attached")
+                    && l.contains(&format!("interface={dev}"))
+                    && l.contains("mode=\"generic\"")),
+            "{dev} not attached in generic mode:\n{log}"
+        );
+    }
+    assert!(log.contains("workers started"), "{log}");
+    assert_eq!(code, Some(124), "it ran until stopped:\n{log}");
+    assert!(log.contains("XDP program detached"), "{log}");
+    nothing_attached(&ns);
+}
+
+#[test]
+fn xdp_native_on_an_interface_without_it_is_a_clear_error() {
+    let test = "xdp_native_on_an_interface_without_it_is_a_clear_error";
+    let Some((ns, _dir, config)) = dummies(test, "native") else {
+        return;
+    };
+    let (code, log) = run(&ns, &["sh"], &config, 5);
+    assert!(
+        code != Some(0) && code != Some(124),
+        "exit {code:?}:\n{log}"
+    );
+    let error = log
+        .lines()
+        .find(|l| l.contains("d6") && l.contains("native"))
+        .unwrap_or_else(|| panic!("no error naming d6 and native mode:\n{log}"));
+    println!("{}", error.trim());
+    assert!(
+        error.contains("attach_mode = \"auto\""),
+        "says what to do: {error}"
+    );
+    assert!(!log.contains("workers started"), "{log}");
+    nothing_attached(&ns);
+}
+
+#[test]
+fn xdp_without_bpf_permission_is_a_clear_error() {
+    let test = "xdp_without_bpf_permission_is_a_clear_error";
+    let unpriv =
+        std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled").unwrap_or_default();
+    if unpriv.trim() == "0" {
+        println!("skipped: {test}: kernel.unprivileged_bpf_disabled = 0");
+        return;
+    }
+    let Some((ns, _dir, config)) = dummies(test, "auto") else {
+        return;
+    };
+    // capsh (libcap2-bin, scripts/setup.sh): drop what loading a BPF program needs.
+    let (code, log) = run(
+        &ns,
+        &["capsh", "--drop=cap_bpf,cap_sys_admin,cap_perfmon", "--"],
+        &config,
+        5,
+    );
+    assert!(
+        code != Some(0) && code != Some(124),
+        "exit {code:?}:\n{log}"
+    );
+    let error = log
+        .lines()
+        .find(|l| l.contains("needs root, or CAP_BPF + CAP_NET_ADMIN"))
+        .unwrap_or_else(|| panic!("no error saying what is needed:\n{log}"));
+    println!("{}", error.trim());
+    assert!(error.contains("Operation not permitted"), "{error}");
+    nothing_attached(&ns);
+}
