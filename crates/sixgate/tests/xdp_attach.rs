@@ -13,17 +13,18 @@
 //! make namespaces or bridges, or, for the last test, when unprivileged BPF is allowed
 //! (dropping capabilities then proves nothing).
 
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use sixgate_netns::{Netns, ScratchDir, check_host};
 
-const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+mod common;
+use common::{line_with, run_for, unprivileged_bpf_disabled};
 
 /// A namespace with two empty bridges, `d6` and `d4`, up (Ethernet
 /// interfaces with one queue and no native XDP), and a SIIT configuration on
 /// them with `attach_mode`; `None` after printing why when namespaces or
 /// bridges cannot be made.
-fn dummies(test: &str, attach_mode: &str) -> Option<(Netns, ScratchDir, String)> {
+fn bridges(test: &str, attach_mode: &str) -> Option<(Netns, ScratchDir, PathBuf)> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
@@ -44,24 +45,15 @@ fn dummies(test: &str, attach_mode: &str) -> Option<(Netns, ScratchDir, String)>
          [xdp]\nipv6_interface = \"d6\"\nipv4_interface = \"d4\"\nattach_mode = \"{attach_mode}\"\n"
     );
     let path = dir.write("sixgate.toml", config).unwrap();
-    let path = path.to_string_lossy().into_owned();
     Some((ns, dir, path))
 }
 
-/// Run `sixgate run --config CONFIG` in `ns` through `sh -c` prefix `wrap`,
-/// stopped with SIGTERM after `secs`: (exit code, standard error).
-fn run(ns: &Netns, wrap: &[&str], config: &str, secs: u32) -> (Option<i32>, String) {
-    let script = format!("exec timeout -s TERM {secs} {BIN} run --config {config}");
-    let mut args: Vec<&str> = wrap.to_vec();
-    args.extend(["-c", &script]);
-    let (program, args) = args.split_first().unwrap();
-    let out = ns
-        .output_timeout(program, args, Duration::from_secs(30))
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Run it for `secs` (dropping the BPF capabilities with `drop_bpf`): (exit
+/// code, standard error).
+fn run(ns: &Netns, config: &Path, secs: u32, drop_bpf: bool) -> (Option<i32>, String) {
+    let out = run_for(ns, config, secs, drop_bpf);
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), log)
 }
 
 /// No XDP program left on either interface.
@@ -80,16 +72,12 @@ fn nothing_attached(ns: &Netns) {
 #[test]
 fn xdp_auto_falls_back_to_generic_with_a_warning() {
     let test = "xdp_auto_falls_back_to_generic_with_a_warning";
-    let Some((ns, _dir, config)) = dummies(test, "auto") else {
+    let Some((ns, _dir, config)) = bridges(test, "auto") else {
         return;
     };
     // timeout exits 124 when it had to stop the command.
-    let (code, log) = run(&ns, &["sh"], &config, 2);
-    let warning = log
-        .lines()
-        .find(|l| l.contains("falling back to generic XDP"))
-        .unwrap_or_else(|| panic!("no fallback warning:\n{log}"));
-    println!("{}", warning.trim());
+    let (code, log) = run(&ns, &config, 2, false);
+    let warning = line_with(&log, "falling back to generic XDP");
     assert!(warning.contains("WARN"), "{warning}");
     for dev in ["d6", "d4"] {
         assert!(
@@ -109,19 +97,15 @@ fn xdp_auto_falls_back_to_generic_with_a_warning() {
 #[test]
 fn xdp_native_on_an_interface_without_it_is_a_clear_error() {
     let test = "xdp_native_on_an_interface_without_it_is_a_clear_error";
-    let Some((ns, _dir, config)) = dummies(test, "native") else {
+    let Some((ns, _dir, config)) = bridges(test, "native") else {
         return;
     };
-    let (code, log) = run(&ns, &["sh"], &config, 5);
+    let (code, log) = run(&ns, &config, 5, false);
     assert!(
         code != Some(0) && code != Some(124),
         "exit {code:?}:\n{log}"
     );
-    let error = log
-        .lines()
-        .find(|l| l.contains("d6") && l.contains("native"))
-        .unwrap_or_else(|| panic!("no error naming d6 and native mode:\n{log}"));
-    println!("{}", error.trim());
+    let error = line_with(&log, "cannot attach the XDP program to d6 in native mode");
     assert!(
         error.contains("attach_mode = \"auto\""),
         "says what to do: {error}"
@@ -133,31 +117,19 @@ fn xdp_native_on_an_interface_without_it_is_a_clear_error() {
 #[test]
 fn xdp_without_bpf_permission_is_a_clear_error() {
     let test = "xdp_without_bpf_permission_is_a_clear_error";
-    let unpriv =
-        std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled").unwrap_or_default();
-    if unpriv.trim() == "0" {
+    if !unprivileged_bpf_disabled() {
         println!("skipped: {test}: kernel.unprivileged_bpf_disabled = 0");
         return;
     }
-    let Some((ns, _dir, config)) = dummies(test, "auto") else {
+    let Some((ns, _dir, config)) = bridges(test, "auto") else {
         return;
     };
-    // capsh (libcap2-bin, scripts/setup.sh): drop what loading a BPF program needs.
-    let (code, log) = run(
-        &ns,
-        &["capsh", "--drop=cap_bpf,cap_sys_admin,cap_perfmon", "--"],
-        &config,
-        5,
-    );
+    let (code, log) = run(&ns, &config, 5, true);
     assert!(
         code != Some(0) && code != Some(124),
         "exit {code:?}:\n{log}"
     );
-    let error = log
-        .lines()
-        .find(|l| l.contains("needs root, or CAP_BPF + CAP_NET_ADMIN"))
-        .unwrap_or_else(|| panic!("no error saying what is needed:\n{log}"));
-    println!("{}", error.trim());
+    let error = line_with(&log, "needs root, or CAP_BPF + CAP_NET_ADMIN");
     assert!(error.contains("Operation not permitted"), "{error}");
     nothing_attached(&ns);
 }

@@ -6,6 +6,7 @@
 
 use std::net::IpAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::process::Output;
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
@@ -283,47 +284,60 @@ pub fn per_worker_rx(stopped: &Stopped) -> Vec<u64> {
         .collect()
 }
 
+/// Unprivileged BPF is off (`kernel.unprivileged_bpf_disabled` ≠ 0), so
+/// dropping capabilities shows what sixgate does without them; otherwise a
+/// test of that proves nothing.
+pub fn unprivileged_bpf_disabled() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled")
+        .is_ok_and(|v| v.trim() != "0")
+}
+
+/// `sixgate run --config CONFIG` in `ns`, stopped with SIGTERM after `secs`
+/// (`timeout` then exits 124); with `drop_bpf`, under `capsh` (libcap2-bin)
+/// without what loading a BPF program needs.
+pub fn run_for(ns: &Netns, config: &std::path::Path, secs: u32, drop_bpf: bool) -> Output {
+    let script = format!(
+        "exec timeout -s TERM {secs} {} run --config {}",
+        env!("CARGO_BIN_EXE_sixgate"),
+        config.display()
+    );
+    let mut args = Vec::new();
+    if drop_bpf {
+        args.extend(["--drop=cap_bpf,cap_sys_admin,cap_perfmon", "--"]);
+    }
+    args.extend(["-c", &script]);
+    let shell = if drop_bpf { "capsh" } else { "sh" };
+    ns.output_timeout(shell, args, Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{shell} (scripts/setup.sh installs it): {e}"))
+}
+
+/// The first line of `log` containing `needle`, printed; a panic showing the
+/// log when there is none.
+pub fn line_with<'a>(log: &'a str, needle: &str) -> &'a str {
+    let line = log
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{log}"));
+    println!("{}", line.trim());
+    line
+}
+
 /// Without the capabilities to load BPF, `sixgate run` with `config` (two
 /// workers, a mode whose packets must be steered: nat64, mapt-br) runs one
 /// worker and says why (docs/tun.md, "Fallback"); its exit summary contains
-/// `summary_has`. Skipped when unprivileged BPF is allowed (dropping
-/// capabilities then proves nothing).
+/// `summary_has`. Skipped when unprivileged BPF is allowed.
 pub fn without_bpf_runs_one_worker(test: &str, config: &str, summary_has: &str) {
-    let unpriv =
-        std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled").unwrap_or_default();
-    if unpriv.trim() == "0" {
+    if !unprivileged_bpf_disabled() {
         println!("skipped: {test}: kernel.unprivileged_bpf_disabled = 0");
         return;
     }
     let ns = Netns::new("fallback").unwrap_or_else(|e| panic!("{e}"));
     let dir = ScratchDir::new("fallback").unwrap();
     let path = dir.write("sixgate.toml", config).unwrap();
-    // capsh (libcap2-bin): drop what loading a BPF program needs, run sixgate
-    // for a second, stop it with SIGTERM.
-    let script = format!(
-        "exec timeout -s TERM 1 {} run --config {}",
-        env!("CARGO_BIN_EXE_sixgate"),
-        path.display()
-    );
-    let out = ns
-        .output_timeout(
-            "capsh",
-            [
-                "--drop=cap_bpf,cap_sys_admin,cap_perfmon",
-                "--",
-                "-c",
-                &script,
-            ],
-            Duration::from_secs(20),
-        )
-        .unwrap_or_else(|e| panic!("{test}: capsh (scripts/setup.sh installs it): {e}"));
+    let out = run_for(&ns, &path, 1, true);
     let log = String::from_utf8_lossy(&out.stderr);
     let summary = String::from_utf8_lossy(&out.stdout);
-    let warning = log
-        .lines()
-        .find(|l| l.contains("cannot steer packets to 2 workers"))
-        .unwrap_or_else(|| panic!("{test}: no fallback warning:\n{log}"));
-    println!("{}", warning.trim());
+    let warning = line_with(&log, "cannot steer packets to 2 workers");
     assert!(warning.contains("running ONE worker"), "{warning}");
     assert!(
         warning.contains("Operation not permitted"),
