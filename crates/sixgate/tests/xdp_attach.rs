@@ -38,11 +38,14 @@ fn bridges(test: &str, attach_mode: &str) -> Option<(Netns, ScratchDir, PathBuf)
         ns.link_up(dev).unwrap_or_else(|e| panic!("{e}"));
     }
     let dir = ScratchDir::new("xdpat").unwrap();
+    // Its own API socket: the tests run side by side.
+    let socket = dir.path().join("api.sock");
     let config = format!(
         "[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/96\"\n\
          eam = [ {{ ipv4 = \"198.18.0.0/24\", ipv6 = \"2001:db8:1::/120\" }} ]\n\
-         [daemon]\ndataplane = \"xdp\"\nworkers = 1\n\
-         [xdp]\nipv6_interface = \"d6\"\nipv4_interface = \"d4\"\nattach_mode = \"{attach_mode}\"\n"
+         [daemon]\ndataplane = \"xdp\"\nworkers = 1\nsocket = \"{}\"\n\
+         [xdp]\nipv6_interface = \"d6\"\nipv4_interface = \"d4\"\nattach_mode = \"{attach_mode}\"\n",
+        socket.display()
     );
     let path = dir.write("sixgate.toml", config).unwrap();
     Some((ns, dir, path))

@@ -333,6 +333,12 @@ pub fn without_bpf_runs_one_worker(test: &str, config: &str, summary_has: &str) 
     }
     let ns = Netns::new("fallback").unwrap_or_else(|e| panic!("{e}"));
     let dir = ScratchDir::new("fallback").unwrap();
+    // Its own API socket, so that it runs beside other tests' daemons.
+    let socket = dir.path().join("api.sock");
+    let config = config.replace(
+        "[daemon]\n",
+        &format!("[daemon]\nsocket = \"{}\"\n", socket.display()),
+    );
     let path = dir.write("sixgate.toml", config).unwrap();
     let out = run_for(&ns, &path, 1, true);
     let log = String::from_utf8_lossy(&out.stderr);
