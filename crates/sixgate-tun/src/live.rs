@@ -132,6 +132,13 @@ pub trait Plane: Send {
     /// `Err`: the change is refused and nothing stays changed.
     fn apply(&mut self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal>;
 
+    /// Fill in what this data plane decides when the file leaves it out, as
+    /// it did at start (the XDP data plane: each side's MTU from its
+    /// interface). Called on every change before it is checked.
+    fn complete(&self, _new: &mut Config) -> Result<(), Refusal> {
+        Ok(())
+    }
+
     /// For the gateway to take back what it handed over (at exit).
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -322,12 +329,15 @@ impl Live {
                 n.pool4 = vec![crate::pool4_default::entry(a)];
             }
         }
+        if let (Some(n), Some(o)) = (&mut new.mapt, &old.mapt) {
+            n.hash_key = o.hash_key;
+        }
+        let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
+        plane.complete(&mut new)?;
         sixgate_core::reconfigure::check(&old, &new).map_err(|e| e.to_string())?;
         let mut warnings = Vec::new();
-        self.plane
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .apply(&old, &new, &mut warnings)?;
+        plane.apply(&old, &new, &mut warnings)?;
+        drop(plane);
         self.config.store(Arc::new(new));
         // Release: a worker that reads the new number reads this snapshot.
         let g = self.config_generation.fetch_add(1, Ordering::Release) + 1;
@@ -507,6 +517,28 @@ mod tests {
             ..Nat64Config::default()
         });
         c
+    }
+
+    /// A MAP-T node reloads its own file: the key the gateway drew at start
+    /// for its IPv4 IDs and NAPT44 stays, so the `[mapt]` section compares
+    /// equal and the reload is not refused as a change to it.
+    #[test]
+    fn mapt_reload_keeps_the_start_key() {
+        let text = "[translator]\nmode = \"mapt-br\"\n[mapt]\ndmr = \"2001:db8:64::/96\"\n\
+                    bmr = [ { ipv6_prefix = \"2001:db8:1::/51\", ipv4_prefix = \
+                    \"198.18.0.0/24\", ea_bits = 13, psid_offset = 0 } ]\n";
+        let file = || sixgate_config::parse(text, "br.toml").unwrap().config;
+        let mut start = file();
+        start.mapt.as_mut().unwrap().hash_key = 9;
+        let plane = TunPlane {
+            routes: Some(Routes::none("sg-test")),
+            steering: None,
+            manage_routes: false,
+            workers: 0,
+        };
+        let (live, _) = Live::new(Arc::new(start), Vec::new(), Box::new(plane), None).unwrap();
+        live.apply(file()).unwrap();
+        assert_eq!(live.config().mapt.as_ref().unwrap().hash_key, 9);
     }
 
     /// Two stand-in workers that only follow (no packets): a change reaches

@@ -217,25 +217,7 @@ impl Gateway {
         for name in &self.interfaces {
             self.programs.push(Program::load(name, &dst)?);
         }
-        // The kernel does not check what an AF_XDP socket sends against the
-        // interface's MTU: the translator does (RFC 7915 §4 Packet Too Big /
-        // Fragmentation Needed), with each side's MTU unless configured.
-        let mut link_mtu = 0;
-        for (side, name) in self.interfaces.iter().enumerate() {
-            let mtu =
-                nexthop::mtu_of(name).map_err(|e| format!("{name}: cannot read its MTU: {e}"))?;
-            link_mtu = link_mtu.max(mtu);
-            let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
-            let (key, slot) = if side == 0 {
-                ("ipv6_mtu", &mut cfg.ipv6_mtu)
-            } else {
-                ("ipv4_mtu", &mut cfg.ipv4_mtu)
-            };
-            if slot.is_none() {
-                *slot = Some(mtu);
-                info!(interface = %name, mtu, "{key} not set: the interface's MTU is used");
-            }
-        }
+        let link_mtu = plane::link_mtus(&self.interfaces, cfg)?;
         cfg.ipv4_id_key = system::random_u64();
         if let Some(nat) = &mut cfg.nat64 {
             nat.hash_key = system::random_u64();
@@ -268,7 +250,12 @@ impl Gateway {
         let (live, followers) = Live::new(
             cfg.clone(),
             stats.clone(),
-            Box::new(plane::XdpPlane::new(tries, &dst, follow)),
+            Box::new(plane::XdpPlane::new(
+                tries,
+                &dst,
+                follow,
+                self.interfaces.clone(),
+            )),
             default_pool4,
         )
         .map_err(|e| format!("cannot create the control channels: {e}"))?;

@@ -4,7 +4,8 @@
 //! both interfaces' tries before the workers run the change; a removed EAM
 //! prefix is taken out; a removed pool4 prefix stays, so that its sessions
 //! drain (as its route does on TUN). The host's own addresses and the default
-//! pool4's are never touched.
+//! pool4's are never touched. A side's MTU the file leaves out is its
+//! interface's, read again at every change.
 
 use std::any::Any;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -13,7 +14,32 @@ use sixgate_core::Config;
 use sixgate_tun::live::{Plane, Refusal};
 use sixgate_tun::routes::{self, Route};
 
+use crate::nexthop;
 use crate::program::{Destinations, TRANSLATE, Tries};
+
+/// The kernel does not check what an AF_XDP socket sends against the
+/// interface's MTU: the translator does (RFC 7915 §4 Packet Too Big /
+/// Fragmentation Needed), with each side's MTU (`interfaces`: the IPv6 side's,
+/// then the IPv4 side's) where `cfg` sets none. Returns the larger of the two
+/// interfaces' MTUs.
+pub(crate) fn link_mtus(interfaces: &[String], cfg: &mut Config) -> Result<u32, String> {
+    let mut link_mtu = 0;
+    for (side, name) in interfaces.iter().enumerate() {
+        let mtu = nexthop::mtu_of(name).map_err(|e| format!("{name}: cannot read its MTU: {e}"))?;
+        link_mtu = link_mtu.max(mtu);
+        let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
+        let (key, slot) = if side == 0 {
+            ("ipv6_mtu", &mut cfg.ipv6_mtu)
+        } else {
+            ("ipv4_mtu", &mut cfg.ipv4_mtu)
+        };
+        if slot.is_none() {
+            *slot = Some(mtu);
+            tracing::info!(interface = %name, mtu, "{key} not set: the interface's MTU is used");
+        }
+    }
+    Ok(link_mtu)
+}
 
 /// Both programs' tries and what must stay in them.
 pub struct XdpPlane {
@@ -24,6 +50,8 @@ pub struct XdpPlane {
     local_v4: Vec<Ipv4Addr>,
     local_v6: Vec<Ipv6Addr>,
     pool4_default: Option<Ipv4Addr>,
+    /// The IPv6-side and IPv4-side interfaces.
+    interfaces: [String; 2],
 }
 
 enum Prefix {
@@ -32,14 +60,21 @@ enum Prefix {
 }
 
 impl XdpPlane {
-    /// The plane over `tries` (one per interface), filled from `dst`.
-    pub fn new(tries: Vec<Tries>, dst: &Destinations, follow: bool) -> XdpPlane {
+    /// The plane over `tries` (one per interface of `interfaces`), filled
+    /// from `dst`.
+    pub fn new(
+        tries: Vec<Tries>,
+        dst: &Destinations,
+        follow: bool,
+        interfaces: [String; 2],
+    ) -> XdpPlane {
         XdpPlane {
             tries,
             follow,
             local_v4: dst.local_v4.clone(),
             local_v6: dst.local_v6.clone(),
             pool4_default: dst.pool4_default,
+            interfaces,
         }
     }
 
@@ -77,6 +112,10 @@ impl XdpPlane {
 }
 
 impl Plane for XdpPlane {
+    fn complete(&self, new: &mut Config) -> Result<(), Refusal> {
+        link_mtus(&self.interfaces, new).map(drop)
+    }
+
     fn apply(&mut self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal> {
         if !self.follow {
             return Ok(());

@@ -261,7 +261,13 @@ fn run() {
                   { ipv4 = "198.51.100.1/32", ipv6 = "2001:db8:8::1/128" }"#;
     let (old, new) = (cfg(first, ""), cfg(&format!("{first}{more}"), ""));
     let tries = vec![prog.take_tries().expect("the tries")];
-    let mut plane = XdpPlane::new(tries, &dst, true);
+    let mut plane = XdpPlane::new(tries, &dst, true, ["lo".into(), "lo".into()]);
+    // What a file leaves out of a change is filled in as at start: each
+    // side's MTU from its interface, read now.
+    let mut filled = cfg(first, "");
+    plane.complete(&mut filled).unwrap();
+    let lo = Some(65535);
+    assert_eq!((filled.ipv6_mtu, filled.ipv4_mtu), (lo, lo));
     let run = |f: &[u8]| {
         prog.program()
             .test_run(TestRunOptions {

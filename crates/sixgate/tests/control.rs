@@ -716,6 +716,7 @@ fn control_xdp_siit_show_eam_reload() {
             "{s}"
         );
         assert!(ping_ok(&bed.v6host, None, &addr::V4_HOST_AS_V6.to_string()));
+        big_ping_gets_fragmentation_needed(bed, "at start");
         let stats = cli_ok(sock, &["show", "stats"]);
         assert!(
             stats.starts_with("counter ") && stats.contains("w1"),
@@ -778,7 +779,31 @@ fn control_xdp_siit_show_eam_reload() {
             &addr::V4_HOST_AS_V6.to_string()
         ));
         assert!(!ping_from(&bed.v4host, None, "198.18.0.133"));
+        // The reloaded file sets no MTU: the interfaces' still hold (the
+        // kernel does not check what an AF_XDP socket sends).
+        big_ping_gets_fragmentation_needed(bed, "after the reload");
     });
+}
+
+/// A 1500-byte ping with DF=1 from the IPv4 host to the IPv6 host: its IPv6
+/// form is 1520 bytes, too big for the IPv6 link, so the translator answers
+/// with a Fragmentation Needed naming MTU 1480 (RFC 7915 §4.4), which on XDP
+/// it knows from the interface's MTU.
+fn big_ping_gets_fragmentation_needed(bed: &Topology, when: &str) {
+    // Forget the path MTU an earlier call learned: the answer must come anew.
+    bed.v4host.ip(["route", "flush", "cache"]).unwrap();
+    let dest = addr::V6_HOST_AS_V4.to_string();
+    let args = ["-c", "1", "-W", "3", "-s", "1472", "-M", "do", &dest];
+    let out = bed.v4host.output("ping", args).unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("mtu = 1480") || text.contains("mtu=1480"),
+        "1500-byte ping with DF {when}: {text}"
+    );
 }
 
 /// NAT64 on XDP, two workers (packets handed to their owner): BIB and
