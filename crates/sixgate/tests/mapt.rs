@@ -416,6 +416,22 @@ fn mapt_br_drops_ports_outside_the_set() {
             .unwrap_or_else(|e| panic!("{e}"));
         // The CE still works.
         ping(&r.chain.client, &addr::SERVER.to_string(), 1);
+        // Both nodes reload their own files (the [mapt] section unchanged),
+        // and the path still works after.
+        for node in [&r.ce, &r.br] {
+            let sock = node.api_socket().expect("an API socket");
+            let out = std::process::Command::new(BIN)
+                .args(["reload", "--socket"])
+                .arg(sock)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "reload: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        ping(&r.chain.client, &addr::SERVER.to_string(), 1);
     });
     let want = format!("mapt_source_outside_port_set {SPOOFED}");
     for stopped in stopped {
