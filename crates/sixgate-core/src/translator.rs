@@ -9,6 +9,7 @@ use crate::mapt::Mapt;
 use crate::nat64::{self, Nat64};
 use crate::packet::{PacketBuf, Scratch};
 use crate::rate_limit::TokenBucket;
+use crate::rfc7915::icmp_fragments::IcmpFragments;
 use crate::rfc7915::{self, icmp_map};
 use crate::verdict::{Counters, DropReason, Verdict};
 
@@ -32,6 +33,9 @@ pub struct Translator {
     pub(crate) mapt: Option<Box<Mapt>>,
     /// This worker's number and the number of workers.
     pub(crate) worker: (u16, u16),
+    /// First fragments of fragmented ICMP Echoes waiting for their length
+    /// (RFC 7915 §4.2, §5.2).
+    pub(crate) icmp_fragments: Box<IcmpFragments>,
 }
 
 impl Translator {
@@ -59,6 +63,7 @@ impl Translator {
                 .as_ref()
                 .map(|n| Box::new(Nat64::new(n, worker, workers))),
             mapt: cfg.mapt.as_ref().map(|m| Box::new(Mapt::new(m))),
+            icmp_fragments: Box::new(IcmpFragments::new(cfg.ipv4_id_key)),
             cfg,
         }
     }
@@ -122,6 +127,11 @@ impl Translator {
             .and_then(|m| m.napt.as_ref())
             .map(|n| n.stats())
             .unwrap_or_default()
+    }
+
+    /// No per-flow state rewrites packets (SIIT, CLAT): not NAT64, not MAP-T.
+    pub(crate) fn stateless(&self) -> bool {
+        self.nat64.is_none() && self.mapt.is_none()
     }
 
     /// The configuration in force.
@@ -210,8 +220,16 @@ impl Translator {
             None => Verdict::Dropped(DropReason::Malformed),
         };
         self.partial_csum = false;
+        self.account(verdict, version, received);
+        verdict
+    }
+
+    /// Count what became of a packet of `received` bytes.
+    #[inline(always)]
+    fn account(&mut self, verdict: Verdict, version: Option<u8>, received: u64) {
         match verdict {
             Verdict::Dropped(r) | Verdict::Replied(r) => self.counters.count_drop(r),
+            Verdict::Held => {}
             Verdict::Translated | Verdict::Fragmented(_) if version == Some(6) => {
                 self.counters.bytes_6to4 += received;
             }
@@ -220,6 +238,56 @@ impl Translator {
         if let Verdict::Replied(_) = verdict {
             self.counters.icmp_generated += 1;
         }
-        verdict
+    }
+
+    /// RFC 7915 §4.2 / §5.2: the last fragment of an ICMP Echo just went
+    /// through (`verdict`; it came from IPv6 if `from_v6`), so its held first
+    /// fragment can be translated too. Both leave from the scratch area (a
+    /// [`Verdict::Fragmented`]), the first fragment first where the last one
+    /// was translated in place.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn release_held(
+        &mut self,
+        verdict: Verdict,
+        from_v6: bool,
+        pkt: &mut PacketBuf<'_>,
+        scratch: &mut Scratch,
+        now_ns: u64,
+    ) -> Verdict {
+        let Some(mut held) = self.icmp_fragments.take_ready() else {
+            return verdict;
+        };
+        let version = Some(if from_v6 { 6 } else { 4 });
+        {
+            let before = scratch.len();
+            let mut first = PacketBuf::new(&mut held.buf, crate::HEADROOM, held.len);
+            let v = if from_v6 {
+                rfc7915::v6_to_v4::translate(self, &mut first, scratch, now_ns)
+            } else {
+                rfc7915::v4_to_v6::translate(self, &mut first, scratch, now_ns)
+            };
+            let v = match v {
+                // An ICMP error about it would go back the other way, beside
+                // the translated fragments: it stays unsent (counted).
+                Verdict::Replied(r) => {
+                    scratch.truncate(before);
+                    Verdict::Dropped(r)
+                }
+                v => v,
+            };
+            self.account(v, version, held.len as u64);
+            if v == Verdict::Translated && !scratch.push_copy(first.data()) {
+                self.counters.count_drop(DropReason::PacketTooBig);
+            }
+        }
+        self.icmp_fragments.put_back(held);
+        if verdict == Verdict::Translated && !scratch.push_copy(pkt.data()) {
+            self.counters.count_drop(DropReason::PacketTooBig);
+        }
+        match scratch.len() {
+            0 => verdict,
+            n => Verdict::Fragmented(n as u8),
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! What became of a packet, and the per-worker counters that record it.
 //!
-//! A packet is either fully translated or dropped with a named reason; there is
-//! no third outcome. Counters are plain integers owned by one worker; the control
+//! A packet is either fully translated or dropped with a named reason (the one
+//! wait, [`Verdict::Held`], ends in one or the other). Counters are plain
+//! integers owned by one worker; the control
 //! plane sums them across workers when it is asked.
 
 /// The outcome of [`crate::Translator::translate`].
@@ -16,6 +17,11 @@ pub enum Verdict {
     /// Dropped, and the [`crate::Scratch`] holds one ICMP error owed to the
     /// packet's source (same address family as the input).
     Replied(DropReason),
+    /// Kept by the translator, nothing to send yet: the first fragment of a
+    /// fragmented ICMP Echo waiting for its last fragment (RFC 7915 §4.2, §5.2;
+    /// [`crate::rfc7915::icmp_fragments`]). It goes out with that fragment, or
+    /// is counted as `icmp_fragment_expired`.
+    Held,
 }
 
 macro_rules! drop_reasons {
@@ -68,8 +74,12 @@ drop_reasons! {
     IcmpErrorInError => "icmp_error_in_error",
     /// RFC 7915 §4.5: UDP checksum zero on a fragment, or policy says drop.
     UdpZeroChecksum => "udp_zero_checksum",
-    /// Fragmented ICMP message: its checksum cannot be updated without reassembly.
+    /// Fragmented ICMP message that cannot wait for its length: an ICMP error,
+    /// a first fragment over 4096 bytes, or NAT64 / MAP-T (RFC 7915 §4.2, §5.2).
     FragmentedIcmp => "fragmented_icmp",
+    /// The first fragment of a fragmented ICMP Echo whose last fragment did
+    /// not come within 2 s, or that another datagram pushed out of its slot.
+    IcmpFragmentExpired => "icmp_fragment_expired",
     /// Packet exceeds the MTU and may not be fragmented; Packet Too Big / Fragmentation Needed owed.
     PacketTooBig => "packet_too_big",
     /// Protocol that cannot cross a translator: one with no meaning in the other

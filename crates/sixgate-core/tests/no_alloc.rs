@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use sixgate_core::{HEADROOM, PacketBuf};
 use sixgate_testkit::alloc_count::{Counting, allocs};
-use sixgate_testkit::{Ip4, Ip6, split_v6};
+use sixgate_testkit::{Ip4, Ip6, split_v4, split_v6};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -43,6 +43,16 @@ fn translate_allocates_nothing_per_packet() {
         vec![0x45; 3],
     ];
     inputs.extend(split_v6(&Ip6::new(CLIENT6, SERVER6).udp(1, 2, 600), 256, 7));
+    // A fragmented Echo both ways: the first fragment held, then released.
+    inputs.extend(split_v6(
+        &Ip6::new(CLIENT6, SERVER6).echo_request(1, 2, 600),
+        256,
+        8,
+    ));
+    inputs.extend(split_v4(
+        &Ip4::new(SERVER4, CLIENT4).df(false).echo_reply(1, 2, 3000),
+        1480,
+    ));
 
     assert_no_alloc(&mut Harness::sample(), &inputs);
 }
@@ -253,7 +263,6 @@ fn nat64_after_reconfigure_allocates_nothing_per_packet() {
 #[test]
 fn mapt_br_allocates_nothing_per_packet() {
     use common::mapt::*;
-    use sixgate_testkit::split_v4;
     let mut inputs = vec![
         Ip6::new(CE6, SERVER_D).udp(55300, 53, 20),
         Ip6::new(CE6, SERVER_D).tcp(55301, 80, 200),

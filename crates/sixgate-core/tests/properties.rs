@@ -108,6 +108,7 @@ proptest! {
             }
             Verdict::Dropped(r) => prop_assert!(allowed_drop(r), "{:?}", r),
             Verdict::Replied(r) => prop_assert!(false, "unexpected reply {:?}", r),
+            Verdict::Held => prop_assert!(false, "an unfragmented packet held"),
         }
     }
 

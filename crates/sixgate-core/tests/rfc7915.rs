@@ -763,11 +763,131 @@ fn rfc7915_s4_df1_oversized_packet_left_to_the_ipv6_path() {
     assert_eq!(out.len(), 1400 + 8 + 40);
 }
 
+// ---- Fragmented ICMP Echo (§4.2, §5.2; rfc7915::icmp_fragments) -------------------------
+
+/// Translate `frags` in order; every output, and the verdicts.
+fn run_all(h: &mut Harness, frags: &[Vec<u8>]) -> (Vec<Verdict>, Vec<Vec<u8>>) {
+    let mut verdicts = Vec::new();
+    let mut outs = Vec::new();
+    for f in frags {
+        let (v, o) = h.run(f);
+        verdicts.push(v);
+        outs.extend(o);
+    }
+    (verdicts, outs)
+}
+
+/// The ICMP checksum of the reassembled message covers it whole: ICMPv4
+/// alone, ICMPv6 with its pseudo-header (RFC 8200 §8.1, the whole length).
+fn icmp_verifies(outs: &[Vec<u8>]) -> bool {
+    let (msg, first) = reassemble(outs);
+    match (first.src, first.dst) {
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let ps = sixgate_testkit::csum::pseudo_v6(s.octets(), d.octets(), 58, msg.len());
+            sixgate_testkit::csum::verifies(ps, &msg)
+        }
+        _ => sixgate_testkit::csum::verifies(0, &msg),
+    }
+}
+
+/// §5.2: an Echo Request in three IPv6 fragments. The first waits (nothing
+/// sent) until the last has given the message's length; the middle one goes
+/// at once; the last sends itself and the first, whose ICMPv4 checksum is
+/// right for the whole message.
 #[test]
-fn rfc7915_s5_2_fragmented_icmp_dropped() {
+fn rfc7915_s5_2_fragmented_echo_first_fragment_waits_for_the_last() {
     let mut h = Harness::sample();
-    let whole = v6().echo_request(1, 1, 600);
-    let frags = split_v6(&whole, 256, 9);
+    let frags = split_v6(&v6().echo_request(7, 1, 600), 256, 9);
+    assert_eq!(frags.len(), 3);
+    let (verdicts, outs) = run_all(&mut h, &frags);
+    assert_eq!(
+        verdicts,
+        [Verdict::Held, Verdict::Translated, Verdict::Fragmented(2)]
+    );
+    assert_eq!(outs.len(), 3);
+    assert!(outs.iter().all(|o| view(o).family == Family::V4));
+    assert!(icmp_verifies(&outs), "ICMPv4 checksum of the whole message");
+    let (msg, _) = reassemble(&outs);
+    assert_eq!((msg[0], msg.len()), (8, 608), "Echo Request, whole");
+    assert_eq!(h.t.counters().translated_6to4, 3);
+    assert_eq!(h.t.counters().total_drops(), 0);
+}
+
+/// §5.2 with the fragments out of order: the last one's length waits for
+/// the first, which then goes at once.
+#[test]
+fn rfc7915_s5_2_fragmented_echo_last_fragment_first() {
+    let mut h = Harness::sample();
+    let mut frags = split_v6(&v6().echo_request(7, 2, 600), 256, 10);
+    frags.reverse();
+    let (verdicts, outs) = run_all(&mut h, &frags);
+    assert_eq!(verdicts, [Verdict::Translated; 3]);
+    assert!(icmp_verifies(&outs));
+}
+
+/// §4.2: the same from IPv4 (an Echo Reply in fragments, DF=0): the first
+/// waits, and the ICMPv6 checksum takes the whole message's length.
+#[test]
+fn rfc7915_s4_2_fragmented_echo_first_fragment_waits_for_the_last() {
+    let mut h = Harness::sample();
+    let frags = split_v4(&v4().id(0x4242).echo_reply(7, 3, 900), 400);
+    assert_eq!(frags.len(), 3);
+    let (verdicts, outs) = run_all(&mut h, &frags);
+    assert_eq!(
+        verdicts,
+        [Verdict::Held, Verdict::Translated, Verdict::Fragmented(2)]
+    );
+    assert!(outs.iter().all(|o| view(o).family == Family::V6));
+    assert!(icmp_verifies(&outs), "ICMPv6 checksum of the whole message");
+    let (msg, _) = reassemble(&outs);
+    assert_eq!((msg[0], msg.len()), (129, 908), "Echo Reply, whole");
+
+    // 1480-byte fragments (a 1500-byte link's): each is split again for
+    // the IPv6 side (§4, lowest_ipv6_mtu 1280), the held first one too.
+    let frags = split_v4(&v4().id(0x4343).echo_reply(7, 4, 3000), 1480);
+    let (verdicts, outs) = run_all(&mut h, &frags);
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::Held,
+            Verdict::Fragmented(2),
+            Verdict::Fragmented(3)
+        ]
+    );
+    assert!(outs.iter().all(|o| o.len() <= 1280));
+    assert!(icmp_verifies(&outs));
+}
+
+/// A first fragment whose last one never comes is counted once its slot is
+/// needed after the wait (2 s); the next datagram is unaffected.
+#[test]
+fn rfc7915_s5_2_fragmented_echo_without_its_last_fragment_expires() {
+    let mut h = Harness::sample();
+    let frags = split_v6(&v6().echo_request(7, 4, 600), 256, 11);
+    assert_eq!(h.run(&frags[0]).0, Verdict::Held);
+    h.now_ns += 3_000_000_000;
+    // The same datagram's last fragment, too late: the first is gone.
+    assert_eq!(h.run(&frags[2]).0, Verdict::Translated);
+    assert_eq!(h.t.counters().drops(DropReason::IcmpFragmentExpired), 1);
+    let again = split_v6(&v6().echo_request(7, 5, 600), 256, 12);
+    let (_, outs) = run_all(&mut h, &again);
+    assert!(icmp_verifies(&outs));
+}
+
+/// What cannot wait is still dropped and counted: a first fragment over
+/// 4096 bytes, and fragmented ICMP errors (they quote a packet; their length
+/// never matters to a ping).
+#[test]
+fn rfc7915_s5_2_fragmented_icmp_that_cannot_wait_is_dropped() {
+    let mut h = Harness::sample();
+    let big = split_v6(&v6().echo_request(7, 6, 9000), 5000, 13);
+    assert_eq!(
+        h.run(&big[0]).0,
+        Verdict::Dropped(DropReason::FragmentedIcmp)
+    );
+    let quoted = v4().udp(53, 5353, 1400);
+    let error = Ip4::new(ROUTER4, CLIENT4).icmp_error(3, 1, [0; 4], &quoted);
+    let frags = split_v4(&error, 600);
     assert_eq!(
         h.run(&frags[0]).0,
         Verdict::Dropped(DropReason::FragmentedIcmp)

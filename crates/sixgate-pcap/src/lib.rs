@@ -254,6 +254,12 @@ impl fmt::Display for PacketTrace {
             Outcome::Verdict(Verdict::Replied(r)) => {
                 write!(f, "dropped: {}, answered with an ICMP error", r.as_str())
             }
+            Outcome::Verdict(Verdict::Held) => {
+                write!(
+                    f,
+                    "held: first fragment of an ICMP Echo, until its last one"
+                )
+            }
             Outcome::SkippedNonIp(Some(et)) => write!(f, "skipped: not IP (ethertype {et:#06x})"),
             Outcome::SkippedNonIp(None) => {
                 write!(f, "skipped: frame too short for its link header")
@@ -431,7 +437,7 @@ impl Engine {
                     t.written += 1;
                 }
             }
-            Verdict::Dropped(_) => {}
+            Verdict::Dropped(_) | Verdict::Held => {}
         }
         self.packets_written += t.written as u64;
         t.outcome = Outcome::Verdict(verdict);

@@ -396,7 +396,8 @@ impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
                     }
                 }
             }
-            Verdict::Dropped(_) => {}
+            // Held: the translator copied it; it leaves with a later packet.
+            Verdict::Dropped(_) | Verdict::Held => {}
         }
     }
 }

@@ -381,7 +381,8 @@ impl Worker {
                         io.send_copy(p, now_ns);
                     }
                 }
-                Verdict::Dropped(_) => io.free.push(base),
+                // Held: the translator copied it; it leaves with a later packet.
+                Verdict::Dropped(_) | Verdict::Held => io.free.push(base),
             }
             return;
         }

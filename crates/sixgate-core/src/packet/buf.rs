@@ -125,6 +125,25 @@ impl Scratch {
         Some(&mut self.buf[s..s + len])
     }
 
+    /// Add a copy of `pkt` as an output packet; false if full.
+    pub(crate) fn push_copy(&mut self, pkt: &[u8]) -> bool {
+        match self.push(pkt.len()) {
+            Some(out) => {
+                out.copy_from_slice(pkt);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forget the packets after the first `n`.
+    pub(crate) fn truncate(&mut self, n: usize) {
+        if n < self.n {
+            self.used = self.pkts[n].0 as usize;
+            self.n = n;
+        }
+    }
+
     /// Number of packets held.
     pub fn len(&self) -> usize {
         self.n

@@ -7,10 +7,13 @@
 //! - [`icmp_v6_to_v4`]: §5.2–§5.3, ICMPv6 errors and the packets they quote;
 //! - [`icmp_map`]: the §4.2 and §5.2 type/code tables;
 //! - [`icmp_informational`]: §4.2 / §5.2 Echo messages, outer and quoted;
+//! - [`icmp_fragments`]: §4.2 / §5.2 on a fragmented Echo (its first fragment
+//!   waits for the message's length);
 //! - [`mtu`]: Packet Too Big ↔ Fragmentation Needed arithmetic (§4.2, §5.2, §6);
 //! - [`transport`]: §4.5 / §5.5, TCP and UDP checksums.
 
 pub mod fragment;
+pub mod icmp_fragments;
 pub mod icmp_informational;
 pub mod icmp_map;
 pub(crate) mod icmp_v4_to_v6;

@@ -2,7 +2,7 @@
 
 use super::icmp_informational;
 use super::icmp_map::{self, v4 as icmp4};
-use super::{fragment, icmp_v4_to_v6, transport};
+use super::{fragment, icmp_fragments, icmp_v4_to_v6, transport};
 use crate::checksum;
 use crate::config::UdpZeroChecksum;
 use crate::icmp_error::{self, Owed};
@@ -90,6 +90,15 @@ fn run(
     }
     if ipv4::is_bad_destination(h.dst) {
         return Verdict::Dropped(DropReason::BadDestination);
+    }
+    // §4.2 on a fragmented Echo: its checksum needs the whole message's length.
+    if fragmented
+        && h.proto == nh::ICMP
+        && !icmp_error
+        && !hairpin
+        && let Some(v) = icmp_fragments::on_v4(t, pkt.data(), l4_len, now_ns)
+    {
+        return v;
     }
     let quiet = icmp_error || !first;
     // §4.1: an unexpired source route cannot be honoured across the translation.
@@ -251,7 +260,15 @@ fn run(
             nh::UDP if !t.partial_csum && l4.len() >= 8 && l4[6..8] == [0, 0] => {
                 udp_zero_checksum(t, l4, fragmented, pseudo6())
             }
-            nh::ICMP if fragmented => Err(DropReason::FragmentedIcmp),
+            nh::ICMP if fragmented => match t.icmp_fragments.total.take() {
+                Some(n) => icmp_informational::translate(
+                    l4,
+                    icmp_map::icmp4_to_icmp6,
+                    0,
+                    checksum::v6_pseudo(&src6, &dst6, n, nh6),
+                ),
+                None => Err(DropReason::FragmentedIcmp),
+            },
             nh::ICMP => icmp_informational::translate(l4, icmp_map::icmp4_to_icmp6, 0, pseudo6()),
             proto if t.partial_csum => transport::update_partial(l4, proto, v4_sum, v6_sum),
             proto => transport::update_pseudo_header(l4, proto, v4_sum, v6_sum, false),
@@ -281,16 +298,21 @@ fn run(
         buf[new_start + ipv6::HEADER_LEN..new_start + hdr_len].copy_from_slice(fh.as_bytes());
     }
     pkt.set_window(new_start, hdr_len + l4_len);
-    if must_fragment {
-        return match fragment::split(pkt.data(), frag_mtu, scratch) {
+    let v = if must_fragment {
+        match fragment::split(pkt.data(), frag_mtu, scratch) {
             Ok(n) => {
                 t.counters.fragments_out += u64::from(n);
                 Verdict::Fragmented(n)
             }
             Err(r) => Verdict::Dropped(r),
-        };
+        }
+    } else {
+        Verdict::Translated
+    };
+    if fragmented && t.icmp_fragments.has_ready() {
+        return t.release_held(v, false, pkt, scratch, now_ns);
     }
-    Verdict::Translated
+    v
 }
 
 /// §4.5: an IPv4 UDP checksum of zero means "none", which IPv6 forbids.

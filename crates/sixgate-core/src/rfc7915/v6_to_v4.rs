@@ -2,7 +2,7 @@
 
 use super::icmp_informational;
 use super::icmp_map::{self, v6 as icmp6};
-use super::{icmp_v6_to_v4, transport};
+use super::{icmp_fragments, icmp_v6_to_v4, transport};
 use crate::checksum;
 use crate::config::HairpinMode;
 use crate::hash;
@@ -228,6 +228,14 @@ pub fn translate(
         return finish(t, pkt, scratch, now_ns, v, hairpin);
     }
 
+    // §5.2 on a fragmented Echo: its checksum needs the whole message's
+    // length. (Not an error: those returned above.)
+    if p.proto == nh::ICMPV6
+        && p.frag.is_some()
+        && let Some(v) = icmp_fragments::on_v6(t, pkt.data(), now_ns)
+    {
+        return v;
+    }
     // §5.5 / §5.2: the upper-layer header, while the old header is still intact.
     let (buf, start, _) = pkt.raw();
     let l4 = &mut buf[start + p.l4_off..start + total];
@@ -241,15 +249,20 @@ pub fn translate(
         let v6_sum = checksum::v6_pair_sum(src6, dst6);
         let v4_sum = checksum::v4_pair_sum(src4_int, dst4_int);
         if p.proto == nh::ICMPV6 {
-            // §5.2: the ICMP checksum loses the pseudo-header. It needs the whole
-            // message, so a fragmented ICMPv6 message cannot be translated.
-            if p.is_fragmented() {
-                return Verdict::Dropped(DropReason::FragmentedIcmp);
-            }
+            // §5.2: the ICMP checksum loses the pseudo-header, which names the
+            // whole message's length (a fragment's waited for it above).
+            let len = if p.is_fragmented() {
+                match t.icmp_fragments.total.take() {
+                    Some(n) => n,
+                    None => return Verdict::Dropped(DropReason::FragmentedIcmp),
+                }
+            } else {
+                l4_len as u32
+            };
             if let Err(r) = icmp_informational::translate(
                 l4,
                 icmp_map::icmp6_to_icmp4,
-                checksum::v6_pseudo(&h.src, &h.dst, l4_len as u32, nh::ICMPV6),
+                checksum::v6_pseudo(&h.src, &h.dst, len, nh::ICMPV6),
                 0,
             ) {
                 return Verdict::Dropped(r);
@@ -280,6 +293,10 @@ pub fn translate(
     let new_start = start + p.l4_off - ipv4::HEADER_LEN;
     buf[new_start..new_start + ipv4::HEADER_LEN].copy_from_slice(hdr.as_bytes());
     pkt.set_window(new_start, ipv4::HEADER_LEN + l4_len);
+    if p.frag.is_some() && t.icmp_fragments.has_ready() {
+        let v = finish(t, pkt, scratch, now_ns, Verdict::Translated, hairpin);
+        return t.release_held(v, true, pkt, scratch, now_ns);
+    }
     finish(t, pkt, scratch, now_ns, Verdict::Translated, hairpin)
 }
 

@@ -85,7 +85,7 @@ impl Harness {
             Verdict::Fragmented(_) | Verdict::Replied(_) => {
                 self.scratch.packets().map(<[u8]>::to_vec).collect()
             }
-            Verdict::Dropped(_) => vec![],
+            Verdict::Dropped(_) | Verdict::Held => vec![],
         };
         (v, out)
     }

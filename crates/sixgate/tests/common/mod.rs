@@ -85,12 +85,17 @@ pub fn text(b: &[u8]) -> String {
 
 /// `ping -c COUNT DEST` from `ns`; every reply must arrive. Returns the RTTs in ms.
 pub fn ping(ns: &Netns, dest: &str, count: u32) -> Vec<f64> {
+    ping_with(ns, dest, count, &[])
+}
+
+/// [`ping`] with more options for ping (`-s SIZE`).
+pub fn ping_with(ns: &Netns, dest: &str, count: u32, extra: &[&str]) -> Vec<f64> {
+    let count_s = count.to_string();
+    let mut args = vec!["-n", "-c", &count_s, "-i", "0.2", "-W", "2"];
+    args.extend_from_slice(extra);
+    args.push(dest);
     let out = ns
-        .run_timeout(
-            "ping",
-            ["-n", "-c", &count.to_string(), "-i", "0.2", "-W", "2", dest],
-            Duration::from_secs(20),
-        )
+        .run_timeout("ping", args, Duration::from_secs(20))
         .unwrap_or_else(|e| panic!("{e}"));
     let rtts: Vec<f64> = out
         .split_whitespace()
