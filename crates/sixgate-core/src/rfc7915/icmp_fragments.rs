@@ -213,6 +213,11 @@ impl IcmpFragments {
         now_ns: u64,
         counters: &mut Counters,
     ) -> Result<Step, DropReason> {
+        // A first fragment made ready by a last fragment that was dropped
+        // after all: it cannot go.
+        if let Some(stale) = self.ready.take() {
+            self.evict(stale, counters);
+        }
         let i = self.index(&k);
         let s = &self.slots[i];
         let live = s.state != State::Empty && s.until_ns > now_ns;

@@ -91,15 +91,6 @@ fn run(
     if ipv4::is_bad_destination(h.dst) {
         return Verdict::Dropped(DropReason::BadDestination);
     }
-    // §4.2 on a fragmented Echo: its checksum needs the whole message's length.
-    if fragmented
-        && h.proto == nh::ICMP
-        && !icmp_error
-        && !hairpin
-        && let Some(v) = icmp_fragments::on_v4(t, pkt.data(), l4_len, now_ns)
-    {
-        return v;
-    }
     let quiet = icmp_error || !first;
     // §4.1: an unexpired source route cannot be honoured across the translation.
     if p.unexpired_source_route {
@@ -235,6 +226,15 @@ fn run(
     let frag_mtu = usize::from(t.cfg.ipv6_mtu.map_or(lowest, |m| m.min(lowest)));
     let must_fragment = !h.df() && out_len > frag_mtu;
 
+    // §4.2 on a fragmented Echo: its checksum needs the whole message's
+    // length. (Not an error: those returned above.)
+    if fragmented
+        && h.proto == nh::ICMP
+        && !hairpin
+        && let Some(v) = icmp_fragments::on_v4(t, pkt.data(), l4_len, now_ns)
+    {
+        return v;
+    }
     // §4.5 / §4.2: the upper-layer header, before the IPv4 header is overwritten.
     let (buf, start, _) = pkt.raw();
     let l4 = &mut buf[start + p.ihl..start + total];
@@ -309,7 +309,7 @@ fn run(
     } else {
         Verdict::Translated
     };
-    if fragmented && t.icmp_fragments.has_ready() {
+    if fragmented && h.proto == nh::ICMP && t.icmp_fragments.has_ready() {
         return t.release_held(v, false, pkt, scratch, now_ns);
     }
     v

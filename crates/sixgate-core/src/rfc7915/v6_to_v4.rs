@@ -195,6 +195,14 @@ pub fn translate(
     }
 
     let proto4 = if p.proto == nh::ICMPV6 {
+        // §5.2 on a fragmented Echo: its checksum needs the whole message's
+        // length.
+        if !icmp_error
+            && p.frag.is_some()
+            && let Some(v) = icmp_fragments::on_v6(t, pkt.data(), now_ns)
+        {
+            return v;
+        }
         nh::ICMP
     } else {
         p.proto
@@ -228,14 +236,6 @@ pub fn translate(
         return finish(t, pkt, scratch, now_ns, v, hairpin);
     }
 
-    // §5.2 on a fragmented Echo: its checksum needs the whole message's
-    // length. (Not an error: those returned above.)
-    if p.proto == nh::ICMPV6
-        && p.frag.is_some()
-        && let Some(v) = icmp_fragments::on_v6(t, pkt.data(), now_ns)
-    {
-        return v;
-    }
     // §5.5 / §5.2: the upper-layer header, while the old header is still intact.
     let (buf, start, _) = pkt.raw();
     let l4 = &mut buf[start + p.l4_off..start + total];
@@ -293,7 +293,7 @@ pub fn translate(
     let new_start = start + p.l4_off - ipv4::HEADER_LEN;
     buf[new_start..new_start + ipv4::HEADER_LEN].copy_from_slice(hdr.as_bytes());
     pkt.set_window(new_start, ipv4::HEADER_LEN + l4_len);
-    if p.frag.is_some() && t.icmp_fragments.has_ready() {
+    if p.proto == nh::ICMPV6 && p.frag.is_some() && t.icmp_fragments.has_ready() {
         let v = finish(t, pkt, scratch, now_ns, Verdict::Translated, hairpin);
         return t.release_held(v, true, pkt, scratch, now_ns);
     }
