@@ -285,9 +285,15 @@ impl Translator {
         if verdict == Verdict::Translated && !scratch.push_copy(pkt.data()) {
             self.counters.count_drop(DropReason::PacketTooBig);
         }
-        match scratch.len() {
-            0 => verdict,
-            n => Verdict::Fragmented(n as u8),
+        match (verdict, scratch.len()) {
+            (_, 0) => verdict,
+            // The caller counts only the verdict returned: the last
+            // fragment's own drop is counted here.
+            (Verdict::Dropped(r), n) => {
+                self.counters.count_drop(r);
+                Verdict::Fragmented(n as u8)
+            }
+            (_, n) => Verdict::Fragmented(n as u8),
         }
     }
 }
