@@ -59,6 +59,19 @@ fn run(ns: &Netns, config: &Path, secs: u32, drop_bpf: bool) -> (Option<i32>, St
     (out.status.code(), log)
 }
 
+/// The start fails (no worker started, nothing left attached) with an error
+/// line containing `needle`, which is returned.
+fn start_fails(ns: &Netns, config: &Path, drop_bpf: bool, needle: &str) -> String {
+    let (code, log) = run(ns, config, 5, drop_bpf);
+    assert!(
+        code != Some(0) && code != Some(124),
+        "exit {code:?}:\n{log}"
+    );
+    assert!(!log.contains("workers started"), "{log}");
+    nothing_attached(ns);
+    line_with(&log, needle).to_owned()
+}
+
 /// No XDP program left on either interface.
 fn nothing_attached(ns: &Netns) {
     for dev in ["d6", "d4"] {
@@ -103,18 +116,16 @@ fn xdp_native_on_an_interface_without_it_is_a_clear_error() {
     let Some((ns, _dir, config)) = bridges(test, "native") else {
         return;
     };
-    let (code, log) = run(&ns, &config, 5, false);
-    assert!(
-        code != Some(0) && code != Some(124),
-        "exit {code:?}:\n{log}"
+    let error = start_fails(
+        &ns,
+        &config,
+        false,
+        "cannot attach the XDP program to d6 in native mode",
     );
-    let error = line_with(&log, "cannot attach the XDP program to d6 in native mode");
     assert!(
         error.contains("attach_mode = \"auto\""),
         "says what to do: {error}"
     );
-    assert!(!log.contains("workers started"), "{log}");
-    nothing_attached(&ns);
 }
 
 #[test]
@@ -127,12 +138,6 @@ fn xdp_without_bpf_permission_is_a_clear_error() {
     let Some((ns, _dir, config)) = bridges(test, "auto") else {
         return;
     };
-    let (code, log) = run(&ns, &config, 5, true);
-    assert!(
-        code != Some(0) && code != Some(124),
-        "exit {code:?}:\n{log}"
-    );
-    let error = line_with(&log, "needs root, or CAP_BPF + CAP_NET_ADMIN");
+    let error = start_fails(&ns, &config, true, "needs root, or CAP_BPF + CAP_NET_ADMIN");
     assert!(error.contains("Operation not permitted"), "{error}");
-    nothing_attached(&ns);
 }
