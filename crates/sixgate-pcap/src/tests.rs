@@ -424,4 +424,13 @@ fn trace_lines_read_well() {
         t.to_string(),
         "     7 IPv4 198.51.100.7 -> 198.18.0.16 translated into 2 fragments"
     );
+    let t = PacketTrace {
+        outcome: Outcome::Verdict(Verdict::Held),
+        written: 0,
+        ..t
+    };
+    assert_eq!(
+        t.to_string(),
+        "     7 IPv4 198.51.100.7 -> 198.18.0.16 held: first fragment of an ICMP Echo, until its last one"
+    );
 }
