@@ -169,30 +169,22 @@ fn throughput_kernel_v6_and_sixgate_siit_are_sane() {
             siit as f64 <= 1.5 * kernel as f64,
             "sixgate {siit} fps vs kernel {kernel} fps: the tester miscounts"
         );
-        // The charts render from the result.
-        let svg = dir.join("siit.svg");
+        // The charts render from the result, in both formats.
         let json = dir.join("siit.json");
-        let out = bench(&[
-            "plot",
-            &json.to_string_lossy(),
-            "--out",
-            &svg.to_string_lossy(),
-        ]);
-        assert!(out.status.success());
-        assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
-        let png = dir.join("siit.png");
-        let out = bench(&[
-            "plot",
-            &json.to_string_lossy(),
-            "--out",
-            &png.to_string_lossy(),
-        ]);
-        assert!(out.status.success());
-        assert!(
-            std::fs::read(&png)
-                .unwrap()
-                .starts_with(b"\x89PNG\r\n\x1a\n")
-        );
+        for (file, magic) in [
+            ("siit.svg", &b"<svg"[..]),
+            ("siit.png", b"\x89PNG\r\n\x1a\n"),
+        ] {
+            let chart = dir.join(file);
+            let out = bench(&[
+                "plot",
+                &json.to_string_lossy(),
+                "--out",
+                &chart.to_string_lossy(),
+            ]);
+            assert!(out.status.success(), "plot {file}");
+            assert!(std::fs::read(&chart).unwrap().starts_with(magic), "{file}");
+        }
     });
 }
 
