@@ -411,17 +411,20 @@ fn rfc6146_s3_5_2_2_adf_holds_syn_from_unknown_host() {
 
 // ---- §3.1 static BIB -----------------------------------------------------------------
 
+/// The client's web server published as POOL4:8080 (TCP, its port 80).
+fn web_static_bib() -> StaticBib {
+    StaticBib {
+        proto: Proto::Tcp,
+        v6: CLIENT6,
+        port6: 80,
+        v4: POOL4,
+        port4: 8080,
+    }
+}
+
 #[test]
 fn rfc6146_s3_1_static_bib_ipv4_initiated() {
-    let mut h = nat(|n| {
-        n.static_bib = vec![StaticBib {
-            proto: Proto::Tcp,
-            v6: CLIENT6,
-            port6: 80,
-            v4: POOL4,
-            port4: 8080,
-        }];
-    });
+    let mut h = nat(|n| n.static_bib = vec![web_static_bib()]);
     assert_eq!(stats(&h).bib.tcp, 1);
     let r = h.one(&in4(SERVER4).tcp_flags(40000, 8080, tcp_flag::SYN, 0));
     assert_eq!(dst6(&r), (IpAddr::V6(CLIENT6), 80));
@@ -439,15 +442,7 @@ fn rfc6146_s3_1_static_bib_ipv4_initiated() {
 
 #[test]
 fn rfc6146_s3_5_2_2_v4_init_expires_after_syn_hold() {
-    let mut h = nat(|n| {
-        n.static_bib = vec![StaticBib {
-            proto: Proto::Tcp,
-            v6: CLIENT6,
-            port6: 80,
-            v4: POOL4,
-            port4: 8080,
-        }];
-    });
+    let mut h = nat(|n| n.static_bib = vec![web_static_bib()]);
     h.one(&in4(SERVER4).tcp_flags(40000, 8080, tcp_flag::SYN, 0));
     at(&mut h, 5);
     assert_eq!(tcp_sessions(&h), 1);
@@ -905,13 +900,7 @@ fn rfc6146_s3_5_added_pool4_address_is_used_at_once() {
 #[test]
 fn rfc6146_s3_1_static_bib_added_and_removed_at_runtime() {
     let mut h = nat(|_| {});
-    let entry = StaticBib {
-        proto: Proto::Tcp,
-        v6: CLIENT6,
-        port6: 80,
-        v4: POOL4,
-        port4: 8080,
-    };
+    let entry = web_static_bib();
     let port = udp_out(&mut h, CLIENT6, 5000);
     reconfigure(&mut h, |n| n.static_bib = vec![entry]);
     assert_eq!(stats(&h).bib.tcp, 1);
@@ -980,15 +969,7 @@ fn flush_all(h: &mut Harness, filter: &nat64::FlushFilter, budget: u32) -> (nat6
 /// frees the ports at once, and traffic starts over.
 #[test]
 fn rfc9693_s4_3_flush_removes_sessions_and_dynamic_bib_keeps_static() {
-    let mut h = nat(|n| {
-        n.static_bib = vec![StaticBib {
-            proto: Proto::Tcp,
-            v6: CLIENT6,
-            port6: 80,
-            v4: POOL4,
-            port4: 8080,
-        }];
-    });
+    let mut h = nat(|n| n.static_bib = vec![web_static_bib()]);
     for sport in 5000..5010 {
         udp_out(&mut h, CLIENT6, sport);
     }
