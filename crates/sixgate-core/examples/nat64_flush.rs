@@ -16,35 +16,24 @@
 //! counts only the flush calls (divide the total by the calls printed); the
 //! second argument (`unique` or `16`) picks one filling.
 
+#[path = "../benches/common/nat64.rs"]
+#[allow(dead_code)]
+mod nat64_common;
+
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sixgate_core::addr::Rfc6052Prefix;
-use sixgate_core::nat64::{FlushFilter, Flushed, Nat64Config, Pool4Entry};
-use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_core::nat64::{FlushFilter, Flushed};
+use sixgate_core::{HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_testkit::Ip6;
 
 /// The data plane's `live::FLUSH_SPAN`.
 const SPAN: u32 = 1024;
 
-fn config(n: u32) -> Arc<Config> {
-    let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
-    let mut cfg = Config::with_pool6(Some(pool6));
-    let mut pool4 = Pool4Entry::single(Ipv4Addr::new(192, 0, 0, 0));
-    pool4.prefix_len = 20;
-    cfg.nat64 = Some(Nat64Config {
-        pool4: vec![pool4],
-        max_sessions: n,
-        ..Nat64Config::default()
-    });
-    Arc::new(cfg)
-}
-
 /// Fill a translator with `n` sessions (`flow(i)`: subscriber, destination),
 /// flush it in chunks, and print what that took.
 fn measure(name: &str, n: u32, flow: impl Fn(u32) -> (u64, u32)) {
-    let mut t = Translator::new(config(n));
+    let mut t = Translator::new(nat64_common::config(n));
     let mut scratch = Scratch::new();
     let server: Ipv6Addr = "2001:db8:64::c633:6407".parse().unwrap();
     let template = Ip6::new(Ipv6Addr::LOCALHOST, server).udp(40000, 53, 18);

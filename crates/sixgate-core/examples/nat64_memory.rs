@@ -12,13 +12,16 @@
 //!
 //! Run: `cargo run --release -p sixgate-core --example nat64_memory [-- N]`.
 
+#[path = "../benches/common/nat64.rs"]
+#[allow(dead_code)]
+mod nat64_common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-use sixgate_core::addr::Rfc6052Prefix;
-use sixgate_core::nat64::{self, Nat64Config, Pool4Entry};
+use sixgate_core::nat64;
 use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_testkit::Ip6;
 
@@ -47,18 +50,14 @@ fn live() -> isize {
     LIVE.load(Ordering::Relaxed)
 }
 
+/// The benchmarks' NAT64 set-up for `n` sessions, with a per-subscriber
+/// limit of 1000 when `limits` (so the subscriber table exists).
 fn config(n: u32, limits: bool) -> Arc<Config> {
-    let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
-    let mut cfg = Config::with_pool6(Some(pool6));
-    let mut pool4 = Pool4Entry::single(Ipv4Addr::new(192, 0, 0, 0));
-    pool4.prefix_len = 20;
-    cfg.nat64 = Some(Nat64Config {
-        pool4: vec![pool4],
-        max_sessions: n,
-        max_sessions_per_subscriber: if limits { 1000 } else { 0 },
-        ..Nat64Config::default()
-    });
-    Arc::new(cfg)
+    let mut cfg = nat64_common::config(n);
+    if limits && let Some(nat) = Arc::get_mut(&mut cfg).and_then(|c| c.nat64.as_mut()) {
+        nat.max_sessions_per_subscriber = 1000;
+    }
+    cfg
 }
 
 /// Fill a fresh translator with `n` sessions; `flow(i)` gives session i's
