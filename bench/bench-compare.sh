@@ -54,9 +54,11 @@ DUT_CPU=${DUT_CPU:-}
 BACKGROUND=${BACKGROUND:-0}
 out=""
 MAPT_CONNECTIONS=${MAPT_CONNECTIONS:-1000}
+WORKERS=${WORKERS:-}
+TESTER_CPUS=${TESTER_CPUS:-}
 only="self,kernel,tayga,siit1,siit2,xdp1,xdp2,nat44,tayga44,nat64-1,nat64-2,xdp-nat64-1,xdp-nat64-2,mapt-br-1,mapt-br-2,xdp-mapt-br-2,mapt-ce-br"
 build=1
-cmdline="TRIAL_S=$TRIAL_S_IN STEPS=$STEPS_IN BEHIND=${BEHIND:-0.001} LOSS_GOAL=${LOSS_GOAL:-0} BACKGROUND=$BACKGROUND bench/bench-compare.sh $*"
+cmdline="TRIAL_S=$TRIAL_S_IN STEPS=$STEPS_IN BEHIND=${BEHIND:-0.001} LOSS_GOAL=${LOSS_GOAL:-0} BACKGROUND=$BACKGROUND${WORKERS:+ WORKERS=$WORKERS}${TESTER_CPUS:+ TESTER_CPUS=$TESTER_CPUS} bench/bench-compare.sh $*"
 
 while (($# > 0)); do
     case "$1" in
@@ -109,6 +111,9 @@ started=$SECONDS
 
 common=(--duration "$TRIAL_S" --steps "$STEPS" --repetitions "$REPS" --hosts "$HOSTS"
     --behind-limit "$BEHIND" --loss-goal "$LOSS_GOAL" --background "$BACKGROUND" --quiet)
+if [[ -n $TESTER_CPUS ]]; then common+=(--tx-cpus "$TESTER_CPUS" --rx-cpus "$TESTER_CPUS"); fi
+IFS=, read -r -a worker_counts <<<"$WORKERS"
+for n in "${worker_counts[@]}"; do only+=",siit-w$n,nat64-w$n"; done
 IFS=, read -r -a selected <<<"$only"
 rows=()
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -145,12 +150,23 @@ row siit1 "sixgate SIIT, TUN, workers = 1" --dut sixgate --config "$cfg/siit.tom
 row siit2 "sixgate SIIT, TUN, workers = 2" --dut sixgate --config "$cfg/siit-2w.toml"
 # The XDP rows: the bed's veths have 2 queues; the preset puts as many in use
 # as the configuration has workers (docs/bench.md).
+# WORKERS: the 2-worker TUN configurations with `workers = N`.
+scaled() {
+    sed "s/^workers = 2$/workers = $2/" "$cfg/$1" >"$tmp/$(basename "$1" .toml)-$2.toml"
+    echo "$tmp/$(basename "$1" .toml)-$2.toml"
+}
+for n in "${worker_counts[@]}"; do
+    row "siit-w$n" "sixgate SIIT, TUN, workers = $n" --dut sixgate --config "$(scaled siit-2w.toml "$n")"
+done
 row xdp1 "sixgate SIIT, XDP, workers = 1" --dut sixgate --config "$cfg/siit-xdp.toml" "${pin[@]}"
 row xdp2 "sixgate SIIT, XDP, workers = 2" --dut sixgate --config "$cfg/siit-xdp-2w.toml"
 row nat44 "kernel NAT44, nft masquerade (nat44)" --dut nat44 --connections "$CONNECTIONS"
 row tayga44 "TAYGA + NAT44 (tayga-nat44)" --dut tayga-nat44 "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-1 "sixgate NAT64, TUN, workers = 1" --dut sixgate --config "$cfg/nat64.toml" "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-2 "sixgate NAT64, TUN, workers = 2" --dut sixgate --config "$cfg/nat64-2w.toml" --connections "$CONNECTIONS"
+for n in "${worker_counts[@]}"; do
+    row "nat64-w$n" "sixgate NAT64, TUN, workers = $n" --dut sixgate --config "$(scaled nat64-2w.toml "$n")" --connections "$CONNECTIONS"
+done
 row xdp-nat64-1 "sixgate NAT64, XDP, workers = 1" --dut sixgate --config "$cfg/nat64-xdp.toml" "${pin[@]}" --connections "$CONNECTIONS"
 row xdp-nat64-2 "sixgate NAT64, XDP, workers = 2" --dut sixgate --config "$cfg/nat64-xdp-2w.toml" --connections "$CONNECTIONS"
 row mapt-br-1 "sixgate MAP-T BR, TUN, workers = 1" --dut sixgate --config "$cfg/mapt-br.toml" "${pin[@]}"
