@@ -20,6 +20,7 @@
 use std::sync::Arc;
 
 use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict, nat64};
+use sixgate_dataplane::IoCounters;
 
 use crate::gso;
 use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, VnetHdr};
@@ -29,79 +30,11 @@ use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, Vne
 /// is taken as truncated and dropped.
 pub const RX_MAX: usize = 65_536 + 1024;
 
-/// Longest time between two calls of [`Translator::tick`] (docs/architecture.md:
-/// at least every 100 ms).
-pub const TICK_NS: u64 = 100_000_000;
 /// Most `tick` calls in one [`Pipeline::tick`].
 const TICK_ROUNDS: usize = 4096;
 
 const TCP: u8 = 6;
 const UDP: u8 = 17;
-
-/// Counters of the I/O and offload handling (the translator counts the rest).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IoCounters {
-    /// Packets read from TUN (a super-packet counts once).
-    pub rx_packets: u64,
-    /// Bytes read, without the virtio-net header.
-    pub rx_bytes: u64,
-    /// Packets written to TUN (a super-packet counts once).
-    pub tx_packets: u64,
-    /// Bytes written, without the virtio-net header.
-    pub tx_bytes: u64,
-    /// Failed reads (other than "nothing to read").
-    pub rx_errors: u64,
-    /// Failed writes.
-    pub tx_errors: u64,
-    /// Reads that filled the whole buffer (dropped), or too short for the header.
-    pub rx_truncated: u64,
-    /// GSO super-packets read.
-    pub gso_in: u64,
-    /// Super-packets translated as one.
-    pub gso_whole: u64,
-    /// Super-packets segmented in software before translation.
-    pub gso_split: u64,
-    /// Partial checksums finished in software before translation.
-    pub csum_sw: u64,
-    /// Packets dropped by the offload handling itself (bad virtio-net header,
-    /// a GSO type or layout sixgate cannot segment).
-    pub offload_dropped: u64,
-    /// XDP data plane: translated packets handed to the kernel's stack instead of
-    /// sent on an AF_XDP socket (next hop not resolved yet, which this makes the
-    /// kernel do, or routed out of another interface). Always 0 on TUN.
-    pub to_kernel: u64,
-    /// XDP data plane: packets that could not be handed to the kernel either
-    /// (dropped, `no_route`). Always 0 on TUN.
-    pub no_route: u64,
-    /// XDP data plane: received packets handed to the worker that owns them
-    /// (stateful NAT64 with several workers). Always 0 on TUN.
-    pub handoff: u64,
-    /// XDP data plane: packets for another worker dropped because its ring
-    /// was full (or the packet longer than a slot). Always 0 on TUN.
-    pub handoff_full: u64,
-}
-
-impl IoCounters {
-    /// Add another worker's counters into these.
-    pub fn merge(&mut self, o: &IoCounters) {
-        self.rx_packets += o.rx_packets;
-        self.rx_bytes += o.rx_bytes;
-        self.tx_packets += o.tx_packets;
-        self.tx_bytes += o.tx_bytes;
-        self.rx_errors += o.rx_errors;
-        self.tx_errors += o.tx_errors;
-        self.rx_truncated += o.rx_truncated;
-        self.gso_in += o.gso_in;
-        self.gso_whole += o.gso_whole;
-        self.gso_split += o.gso_split;
-        self.csum_sw += o.csum_sw;
-        self.offload_dropped += o.offload_dropped;
-        self.to_kernel += o.to_kernel;
-        self.no_route += o.no_route;
-        self.handoff += o.handoff;
-        self.handoff_full += o.handoff_full;
-    }
-}
 
 /// What the translator configuration says about offload decisions.
 #[derive(Clone, Copy, Debug)]
@@ -136,7 +69,7 @@ pub struct Pipeline {
     rx: Box<[u8]>,
     seg: Box<[u8]>,
     vnet: bool,
-    nat64: bool,
+    stateful: bool,
     limits: Limits,
     /// I/O and offload counters.
     pub io: IoCounters,
@@ -154,9 +87,9 @@ impl Pipeline {
     pub fn for_worker(cfg: Arc<Config>, vnet: bool, worker: u16, workers: u16) -> Self {
         let limits = Limits::of(&cfg);
         // A MAP-T CE's NAPT44 has the same tables and timers as the NAT64.
-        let nat64 = cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
+        let stateful = cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
         Pipeline {
-            nat64,
+            stateful,
             translator: Translator::for_worker(cfg, worker, workers),
             scratch: Scratch::new(),
             rx_hdr: [0; vnet::LEN],
@@ -202,7 +135,7 @@ impl Pipeline {
     }
 
     /// The translator's timers (stateful NAT64: session expiry, held SYNs), due at
-    /// least every [`TICK_NS`]: runs them until they are done and emits the packets
+    /// least every [`sixgate_dataplane::TICK_NS`]: runs them until they are done and emits the packets
     /// they leave (an ICMPv4 Port Unreachable for a held SYN, RFC 6146
     /// §3.5.2.2).
     pub fn tick(&mut self, now_ns: u64, emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool) {
@@ -234,7 +167,7 @@ impl Pipeline {
     /// NAT64 table sizes and pool4 port use; a MAP-T CE's NAPT44 tables and port
     /// set (`None` in the other modes).
     pub fn nat64_stats(&self) -> Option<nat64::Stats> {
-        self.nat64.then(|| {
+        self.stateful.then(|| {
             let s = self.translator.nat64_stats();
             if self.translator.config().nat64.is_some() {
                 s
@@ -244,9 +177,9 @@ impl Pipeline {
         })
     }
 
-    /// True in stateful NAT64 mode: [`Pipeline::tick`] is due every [`TICK_NS`].
-    pub fn nat64(&self) -> bool {
-        self.nat64
+    /// True in stateful NAT64 mode: [`Pipeline::tick`] is due every [`sixgate_dataplane::TICK_NS`].
+    pub fn stateful(&self) -> bool {
+        self.stateful
     }
 
     /// Where the next read goes: the virtio-net header (vnet mode only) and the
@@ -793,7 +726,7 @@ mod tests {
                     [nat64]\npool4 = [\"192.0.2.1\"]\nudp_timeout = 1\nevent_log = \"sessions\"\n";
         let cfg = sixgate_config::parse(text, "test.toml").unwrap().config;
         let mut p = Pipeline::for_worker(Arc::new(cfg), false, 0, 1);
-        assert!(p.nat64());
+        assert!(p.stateful());
         let pkt = Ip6::new(CLIENT6, SERVER6).udp(40000, 53, 8);
         p.rx_buffers().1[..pkt.len()].copy_from_slice(&pkt);
         let mut out = Vec::new();
@@ -820,7 +753,7 @@ mod tests {
     #[test]
     fn siit_has_no_nat64_state() {
         let p = Pipeline::new(Arc::new(config()), false);
-        assert!(!p.nat64());
+        assert!(!p.stateful());
         assert!(p.nat64_stats().is_none());
     }
 

@@ -25,7 +25,7 @@ pub struct Args {
 pub fn run(args: &Args) -> CmdResult {
     // First of all: a SIGHUP before the API reloads on it must not kill us.
     let hangups =
-        sixgate_tun::control::Hangups::install().map_err(|e| format!("sixgate run: {e}"))?;
+        sixgate_dataplane::signals::Hangups::install().map_err(|e| format!("sixgate run: {e}"))?;
     // The file as the running configuration (docs/control.md): runtime changes
     // edit it, `config save` writes it.
     let text = std::fs::read_to_string(&args.config)
@@ -81,7 +81,7 @@ pub fn run(args: &Args) -> CmdResult {
     // [metrics]: bound before privileges are dropped; it reports the workers
     // once the gateway has them.
     let reloads = Arc::new(ReloadStatus::default());
-    let workers: Arc<OnceLock<sixgate_tun::StatsHandle>> = Arc::new(OnceLock::new());
+    let workers: Arc<OnceLock<sixgate_dataplane::StatsHandle>> = Arc::new(OnceLock::new());
     let metrics = match &loaded.metrics {
         Some(m) => {
             let collect = collector(&loaded, &workers, dns64.as_ref(), &reloads);
@@ -152,7 +152,7 @@ pub fn run(args: &Args) -> CmdResult {
     }
     tracing::info!(device = %gw.name(), "stopping: {why}");
     notify("STOPPING=1");
-    let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
+    let failed = matches!(why, sixgate_dataplane::Stop::WorkerFailed(_));
     if let Some(a) = api {
         a.stop();
     }
@@ -203,7 +203,7 @@ impl Gateway {
     fn start(
         loaded: &sixgate_config::Loaded,
         keep: bool,
-    ) -> Result<Gateway, sixgate_tun::SetupError> {
+    ) -> Result<Gateway, sixgate_dataplane::SetupError> {
         Ok(match loaded.daemon.dataplane {
             sixgate_config::Dataplane::Tun => {
                 Gateway::Tun(sixgate_tun::Gateway::start(loaded, keep)?)
@@ -212,14 +212,14 @@ impl Gateway {
         })
     }
 
-    fn wait(&self) -> sixgate_tun::Stop {
+    fn wait(&self) -> sixgate_dataplane::Stop {
         match self {
             Gateway::Tun(g) => g.wait(),
             Gateway::Xdp(g) => g.wait(),
         }
     }
 
-    fn stop(self) -> sixgate_tun::Report {
+    fn stop(self) -> sixgate_dataplane::Report {
         match self {
             Gateway::Tun(g) => g.stop(),
             Gateway::Xdp(g) => g.stop(),
@@ -234,7 +234,7 @@ impl Gateway {
         }
     }
 
-    fn stats_handle(&self) -> sixgate_tun::StatsHandle {
+    fn stats_handle(&self) -> sixgate_dataplane::StatsHandle {
         match self {
             Gateway::Tun(g) => g.stats_handle(),
             Gateway::Xdp(g) => g.stats_handle(),
@@ -242,7 +242,7 @@ impl Gateway {
     }
 
     /// Runtime changes and table listings.
-    fn live(&self) -> Option<Arc<sixgate_tun::Live>> {
+    fn live(&self) -> Option<Arc<sixgate_dataplane::Live>> {
         match self {
             Gateway::Tun(g) => Some(g.live()),
             Gateway::Xdp(g) => g.live(),
@@ -254,7 +254,7 @@ impl Gateway {
 /// gateway is up), the DNS64 server's and the reload status.
 fn collector(
     loaded: &sixgate_config::Loaded,
-    workers: &Arc<OnceLock<sixgate_tun::StatsHandle>>,
+    workers: &Arc<OnceLock<sixgate_dataplane::StatsHandle>>,
     dns64: Option<&sixgate_dns64::ServerThread>,
     reloads: &Arc<ReloadStatus>,
 ) -> Collect {

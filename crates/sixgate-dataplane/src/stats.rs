@@ -2,7 +2,7 @@
 //!
 //! A worker counts in plain integers (its translator's [`Counters`] and its
 //! [`IoCounters`]) and copies them into its [`WorkerStats`] with relaxed atomic
-//! stores after every batch of reads (at most [`crate::worker::BATCH`] packets, and
+//! stores after every batch of reads (at most a batch of packets, and
 //! whenever its queue runs dry). Readers see each counter exactly, at most one
 //! batch old; counters of one snapshot may come from two neighbouring batches.
 
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use sixgate_core::{Counters, DropReason, nat64};
 
-use crate::pipeline::IoCounters;
+use crate::IoCounters;
 
 /// Every counter of one worker, as atomics.
 #[derive(Debug)]

@@ -1,8 +1,8 @@
 //! The running gateway as the control plane sees it: configuration snapshots
 //! published to the workers, and questions the workers answer about their
-//! tables. Shared by the TUN and the XDP data planes (`sixgate-xdp`): what
-//! differs between them, where a change's destinations go (routes into the
-//! device, the XDP program's maps), is a [`Plane`].
+//! tables. Shared by every live data plane: what differs between them, where
+//! a change's destinations go (routes into the TUN device, the XDP program's
+//! maps), is a [`Plane`].
 //!
 //! - Configuration: the running [`Config`] sits in an `ArcSwap`. A change
 //!   ([`Live::apply`]) is checked ([`sixgate_core::reconfigure::check`]), its
@@ -19,7 +19,6 @@
 //!   waits for a lock. A flush ([`Live::flush`], `sixgate session flush`)
 //!   travels the same way: each request removes at most one chunk's worth.
 
-use std::any::Any;
 use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::os::unix::net::UnixStream;
@@ -32,9 +31,7 @@ use arc_swap::ArcSwap;
 use sixgate_core::nat64::{BibView, FlushFilter, Flushed, SessionView};
 use sixgate_core::{Config, Translator};
 
-use crate::routes::{self, Route, Routes};
 use crate::stats::{Snapshot, WorkerStats};
-use crate::steering::{self, Steering};
 
 /// How long a change or a question waits for the workers.
 const WORKER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -139,12 +136,18 @@ pub trait Plane: Send {
         Ok(())
     }
 
-    /// For the gateway to take back what it handed over (at exit).
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// At exit, once: take down what [`Plane::apply`] and the start put in
+    /// place (routes into the TUN device), or leave it (`keep`; privileges
+    /// dropped: what the kernel removes with the device). Returns what could
+    /// not be undone.
+    fn finish(&mut self, _keep: bool, _privileged: bool) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// What a worker's follower reconfigures and asks: a TUN worker's pipeline, an
-/// XDP worker's translator.
+/// XDP worker's translator (and the packet owners it derives from the
+/// configuration).
 pub trait Follows {
     /// Run `cfg` from now on (keeping the tables).
     fn reconfigure(&mut self, cfg: Arc<Config>) -> Result<(), sixgate_core::reconfigure::Refused>;
@@ -163,84 +166,6 @@ impl Follows for Translator {
     }
     fn translator_mut(&mut self) -> &mut Translator {
         self
-    }
-}
-
-impl Follows for crate::pipeline::Pipeline {
-    fn reconfigure(&mut self, cfg: Arc<Config>) -> Result<(), sixgate_core::reconfigure::Refused> {
-        crate::pipeline::Pipeline::reconfigure(self, cfg)
-    }
-    fn translator(&self) -> &Translator {
-        crate::pipeline::Pipeline::translator(self)
-    }
-    fn translator_mut(&mut self) -> &mut Translator {
-        crate::pipeline::Pipeline::translator_mut(self)
-    }
-}
-
-/// The TUN data plane's destinations: routes into the device (`[tun]
-/// manage_routes`, not a CLAT), and the steering program's static BIB entries.
-pub struct TunPlane {
-    /// The routes sixgate added.
-    pub routes: Option<Routes>,
-    /// Multi-worker NAT64's steering program.
-    pub steering: Option<Steering>,
-    /// Route new EAM and pool4 prefixes.
-    pub manage_routes: bool,
-    /// Workers the steering program spreads over.
-    pub workers: u16,
-}
-
-impl Plane for TunPlane {
-    fn apply(&mut self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal> {
-        if self.manage_routes {
-            self.reroute(old, new, warn)?;
-        }
-        if let (Some(o), Some(n), Some(s)) = (&old.nat64, &new.nat64, self.steering.as_mut()) {
-            let w = self.workers;
-            let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
-            s.update_static_bib(&po.static_bib, &pn.static_bib)?;
-        }
-        Ok(())
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
-
-impl TunPlane {
-    /// Routes: new EAM and pool4 prefixes into the device; removed EAM
-    /// prefixes out. Removed pool4 prefixes keep theirs: their sessions drain.
-    fn reroute(
-        &mut self,
-        old: &Config,
-        new: &Config,
-        warn: &mut Vec<String>,
-    ) -> Result<(), Refusal> {
-        let Some(r) = self.routes.as_mut() else {
-            return Ok(());
-        };
-        let (was, now) = (routes::wanted(old), routes::wanted(new));
-        let mut added: Vec<Route> = Vec::new();
-        for route in now.iter().filter(|r| !was.contains(r)) {
-            if let Err(e) = r.add_one(route) {
-                for a in &added {
-                    let _ = r.remove_one(a);
-                }
-                return Err(e);
-            }
-            added.push(route.clone());
-        }
-        for route in was
-            .iter()
-            .filter(|r| !now.contains(r) && !routes::is_pool4(old, r))
-        {
-            if let Err(e) = r.remove_one(route) {
-                warn.push(e);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -416,13 +341,11 @@ impl Live {
         }
     }
 
-    /// The routes, for the TUN gateway to take down at exit.
-    pub(crate) fn take_routes(&self) -> Option<Routes> {
+    /// At exit: the data plane takes down what it put in place for the
+    /// destinations ([`Plane::finish`]); returns what could not be undone.
+    pub fn finish(&self, keep: bool, privileged: bool) -> Vec<String> {
         let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
-        plane
-            .as_any_mut()
-            .downcast_mut::<TunPlane>()
-            .and_then(|t| t.routes.take())
+        plane.finish(keep, privileged)
     }
 }
 
@@ -500,7 +423,14 @@ impl Follower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::Pipeline;
+
+    /// A data plane with no destinations to put in place.
+    struct NoPlane;
+    impl Plane for NoPlane {
+        fn apply(&mut self, _: &Config, _: &Config, _: &mut Vec<String>) -> Result<(), Refusal> {
+            Ok(())
+        }
+    }
     use sixgate_core::nat64::{Nat64Config, Pool4Entry};
     use std::sync::atomic::AtomicBool;
 
@@ -530,12 +460,7 @@ mod tests {
         let file = || sixgate_config::parse(text, "br.toml").unwrap().config;
         let mut start = file();
         start.mapt.as_mut().unwrap().hash_key = 9;
-        let plane = TunPlane {
-            routes: Some(Routes::none("sg-test")),
-            steering: None,
-            manage_routes: false,
-            workers: 0,
-        };
+        let plane = NoPlane;
         let (live, _) = Live::new(Arc::new(start), Vec::new(), Box::new(plane), None).unwrap();
         live.apply(file()).unwrap();
         assert_eq!(live.config().mapt.as_ref().unwrap().hash_key, 9);
@@ -551,12 +476,7 @@ mod tests {
         start.nat64.as_mut().unwrap().hash_key = 7;
         let start = Arc::new(start);
         let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
-        let plane = TunPlane {
-            routes: Some(Routes::none("sg-test")),
-            steering: None,
-            manage_routes: false,
-            workers: 2,
-        };
+        let plane = NoPlane;
         let (live, followers) = Live::new(start.clone(), stats, Box::new(plane), None).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let workers: Vec<_> = followers
@@ -566,14 +486,14 @@ mod tests {
                 let stop = stop.clone();
                 let cfg = start.clone();
                 std::thread::spawn(move || {
-                    let mut p = Pipeline::for_worker(cfg, false, i as u16, 2);
+                    let mut p = Translator::for_worker(cfg, i as u16, 2);
                     while !stop.load(Ordering::Relaxed) {
                         if f.changed() {
                             f.follow(&mut p, 0);
                         }
                         std::thread::sleep(Duration::from_millis(1));
                     }
-                    p.translator().config().clone()
+                    p.config().clone()
                 })
             })
             .collect();
