@@ -84,13 +84,10 @@ fn dropped(h: &mut Harness, p: &[u8]) -> DropReason {
 fn tick_all(h: &mut Harness) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for _ in 0..10_000 {
-        match h.t.tick(h.now_ns, &mut h.scratch) {
-            None => return out,
-            Some(Verdict::Replied(_)) => {
-                out.extend(h.scratch.packets().map(<[u8]>::to_vec));
-            }
-            Some(_) => {}
-        }
+        let Some(v) = h.t.tick(h.now_ns, &mut h.scratch) else {
+            return out;
+        };
+        out.extend(v.scratch_outputs(&h.scratch).map(<[u8]>::to_vec));
     }
     panic!("tick never finished");
 }

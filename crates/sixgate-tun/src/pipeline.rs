@@ -19,6 +19,8 @@
 
 use std::sync::Arc;
 
+use sixgate_core::packet::proto::{TCP, UDP};
+use sixgate_core::packet::{IpHeader, ipv6};
 use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict, nat64};
 use sixgate_dataplane::IoCounters;
 
@@ -32,9 +34,6 @@ pub const RX_MAX: usize = 65_536 + 1024;
 
 /// Most `tick` calls in one [`Pipeline::tick`].
 const TICK_ROUNDS: usize = 4096;
-
-const TCP: u8 = 6;
-const UDP: u8 = 17;
 
 /// What the translator configuration says about offload decisions.
 #[derive(Clone, Copy, Debug)]
@@ -50,10 +49,7 @@ struct Limits {
 impl Limits {
     fn of(cfg: &Config) -> Limits {
         Limits {
-            frag_limit: usize::from(
-                cfg.ipv6_mtu
-                    .map_or(cfg.lowest_ipv6_mtu, |m| m.min(cfg.lowest_ipv6_mtu)),
-            ),
+            frag_limit: cfg.v6_fragment_limit(),
             ipv6_mtu_set: cfg.ipv6_mtu.is_some(),
             ipv4_mtu_set: cfg.ipv4_mtu.is_some(),
         }
@@ -141,19 +137,11 @@ impl Pipeline {
     pub fn tick(&mut self, now_ns: u64, emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool) {
         // Bounded, in case the core kept answering: the next tick goes on.
         for _ in 0..TICK_ROUNDS {
-            match self.translator.tick(now_ns, &mut self.scratch) {
-                None => break,
-                Some(Verdict::Replied(_)) => {
-                    for p in self.scratch.packets() {
-                        if emit(&VnetHdr::PLAIN, p) {
-                            self.io.tx_packets += 1;
-                            self.io.tx_bytes += p.len() as u64;
-                        } else {
-                            self.io.tx_errors += 1;
-                        }
-                    }
-                }
-                Some(_) => {}
+            let Some(v) = self.translator.tick(now_ns, &mut self.scratch) else {
+                break;
+            };
+            for p in v.scratch_outputs(&self.scratch) {
+                send(emit, &mut self.io, &VnetHdr::PLAIN, p);
             }
         }
     }
@@ -290,16 +278,22 @@ struct Out<'a, E> {
     emit: &'a mut E,
 }
 
-impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
-    fn send(&mut self, h: &VnetHdr, p: &[u8]) {
-        if (self.emit)(h, p) {
-            self.io.tx_packets += 1;
-            self.io.tx_bytes += p.len() as u64;
-        } else {
-            self.io.tx_errors += 1;
-        }
+/// Write one packet through `emit`, counted as sent or as a failed write.
+fn send(
+    emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool,
+    io: &mut IoCounters,
+    h: &VnetHdr,
+    p: &[u8],
+) {
+    if emit(h, p) {
+        io.tx_packets += 1;
+        io.tx_bytes += p.len() as u64;
+    } else {
+        io.tx_errors += 1;
     }
+}
 
+impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
     /// Translate `buf[HEADROOM..HEADROOM + len]` and emit what comes out.
     fn translate(&mut self, buf: &mut [u8], len: usize, partial: bool, hdr: &VnetHdr) {
         let declared = ip_len(&buf[HEADROOM..HEADROOM + len]).unwrap_or(len);
@@ -312,36 +306,26 @@ impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
                 let out = pkt.data();
                 let delta = out.len() as isize - declared as isize;
                 let h = hdr.translated(delta, out.len(), out[0] >> 4 == 6);
-                self.send(&h, out);
+                send(self.emit, self.io, &h, out);
             }
             Verdict::Fragmented(_) if partial || hdr.gso() != Gso::None => {
                 // Excluded by partial_ok/one_shot_ok; never send fragments that
                 // carry a partial checksum or a GSO header.
                 self.io.offload_dropped += 1;
             }
-            Verdict::Fragmented(_) | Verdict::Replied(_) => {
-                for p in self.scratch.packets() {
-                    if (self.emit)(&VnetHdr::PLAIN, p) {
-                        self.io.tx_packets += 1;
-                        self.io.tx_bytes += p.len() as u64;
-                    } else {
-                        self.io.tx_errors += 1;
-                    }
+            // Held: the translator copied it; it leaves with a later packet.
+            v => {
+                for p in v.scratch_outputs(self.scratch) {
+                    send(self.emit, self.io, &VnetHdr::PLAIN, p);
                 }
             }
-            // Held: the translator copied it; it leaves with a later packet.
-            Verdict::Dropped(_) | Verdict::Held => {}
         }
     }
 }
 
 /// The length the IP header claims (IPv4 Total Length, IPv6 40 + Payload Length).
 fn ip_len(p: &[u8]) -> Option<usize> {
-    match p.first()? >> 4 {
-        4 if p.len() >= 20 => Some(usize::from(u16::from_be_bytes([p[2], p[3]]))),
-        6 if p.len() >= 40 => Some(40 + usize::from(u16::from_be_bytes([p[4], p[5]]))),
-        _ => None,
-    }
+    Some(IpHeader::of(p)?.declared_len())
 }
 
 fn csum_fits(h: &VnetHdr, len: usize) -> bool {
@@ -351,16 +335,11 @@ fn csum_fits(h: &VnetHdr, len: usize) -> bool {
 /// The transport protocol right after a plain IP header (no IPv4 fragment, no
 /// IPv6 extension header), if the checksum offsets point at its checksum.
 fn transport_at_csum_start(p: &[u8], h: &VnetHdr) -> Option<u8> {
-    let (l4, proto) = match p.first()? >> 4 {
-        4 if p.len() >= 20 => {
-            // A fragment's checksum covers bytes that are not here.
-            if u16::from_be_bytes([p[6], p[7]]) & 0x3fff != 0 {
-                return None;
-            }
-            (usize::from(p[0] & 15) * 4, p[9])
-        }
-        6 if p.len() >= 40 => (40, p[6]),
-        _ => return None,
+    let (l4, proto) = match IpHeader::of(p)? {
+        // A fragment's checksum covers bytes that are not here.
+        IpHeader::V4(h) if h.is_fragment() => return None,
+        IpHeader::V4(h) => (h.header_len(), h.proto),
+        IpHeader::V6(h) => (ipv6::HEADER_LEN, h.next_header),
     };
     let offset = match proto {
         TCP => TCP_CSUM_OFFSET,
@@ -371,17 +350,14 @@ fn transport_at_csum_start(p: &[u8], h: &VnetHdr) -> Option<u8> {
         .then_some(proto)
 }
 
-fn df(p: &[u8]) -> bool {
-    p[6] & 0x40 != 0
-}
-
 /// A single (non-GSO) packet whose partial checksum the core can carry across.
 fn partial_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     if transport_at_csum_start(p, h).is_none() {
         return false;
     }
     // IPv4 DF=0 that the core will fragment for the IPv6 side: finish it first.
-    !(p[0] >> 4 == 4 && !df(p) && ip_len(p).unwrap_or(p.len()) + 20 > l.frag_limit)
+    !matches!(IpHeader::of(p), Some(IpHeader::V4(h))
+        if !h.df() && usize::from(h.total_len.get()) + 20 > l.frag_limit)
 }
 
 /// A super-packet the core can translate as one.
@@ -392,7 +368,10 @@ fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     let Some(proto) = transport_at_csum_start(p, h) else {
         return false;
     };
-    let v4 = p[0] >> 4 == 4;
+    let (v4, df) = match IpHeader::of(p) {
+        Some(IpHeader::V4(h)) => (true, h.df()),
+        _ => (false, false),
+    };
     let type_fits = match h.gso() {
         Gso::TcpV4 => v4 && proto == TCP,
         Gso::TcpV6 => !v4 && proto == TCP,
@@ -402,7 +381,7 @@ fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     // IPv4→IPv6: DF=0 would be fragmented, and a set ipv6_mtu would be checked
     // against the super-packet's length. IPv6→IPv4: the same for ipv4_mtu.
     let mtu_free = if v4 {
-        df(p) && !l.ipv6_mtu_set
+        df && !l.ipv6_mtu_set
     } else {
         !l.ipv4_mtu_set
     };

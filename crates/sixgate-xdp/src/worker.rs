@@ -233,14 +233,11 @@ impl PacketIo for XdpIo {
     /// The translator's timers (RFC 6146 session expiry, held SYNs).
     fn tick(&mut self, now_ns: u64) {
         for _ in 0..4096 {
-            match self.translator.tick(now_ns, &mut self.scratch) {
-                None => break,
-                Some(Verdict::Replied(_)) => {
-                    for p in self.scratch.packets() {
-                        self.sockets.send_copy(p, now_ns);
-                    }
-                }
-                Some(_) => {}
+            let Some(v) = self.translator.tick(now_ns, &mut self.scratch) else {
+                break;
+            };
+            for p in v.scratch_outputs(&self.scratch) {
+                self.sockets.send_copy(p, now_ns);
             }
         }
     }
@@ -407,14 +404,13 @@ impl XdpIo {
                     }
                     io.send_frame(base, s, l, now_ns);
                 }
-                Verdict::Fragmented(_) | Verdict::Replied(_) => {
+                // Held: the translator copied it; it leaves with a later packet.
+                v => {
                     io.free.push(base);
-                    for p in self.scratch.packets() {
+                    for p in v.scratch_outputs(&self.scratch) {
                         io.send_copy(p, now_ns);
                     }
                 }
-                // Held: the translator copied it; it leaves with a later packet.
-                Verdict::Dropped(_) | Verdict::Held => io.free.push(base),
             }
             return;
         }
