@@ -10,7 +10,7 @@
 //! Each worker owns a [`sixgate_core::Translator`] over the shared
 //! `Arc<Config>`, its buffers (allocated once) and its counters; the packet
 //! path takes no lock. Runtime changes reach the routes and the steering
-//! program through [`plane::TunPlane`]. [`Gateway::wait`] returns on a signal
+//! program through [`plane::TunPlane`]. [`Gateway::crew`]`.wait()` returns on a signal
 //! or a failed worker; [`Gateway::stop`] stops the workers and takes down
 //! routes and device (unless `keep`).
 //!
@@ -23,8 +23,7 @@ use std::sync::Arc;
 use sixgate_config::Loaded;
 use sixgate_dataplane::signals::Signals;
 use sixgate_dataplane::{
-    Crew, Live, Plan, Report, SetupError, Snapshot, StatsHandle, Stop, destinations, pool4_default,
-    system,
+    Crew, Live, Plan, Report, SetupError, destinations, pool4_default, system,
 };
 use tracing::{info, warn};
 
@@ -299,6 +298,12 @@ impl Gateway {
         &self.name
     }
 
+    /// The workers: their counters ([`Crew::stats_handle`]), and
+    /// [`Crew::wait`] for SIGINT/SIGTERM or a worker failure.
+    pub fn crew(&self) -> &Crew {
+        &self.crew
+    }
+
     /// Number of queues (= workers).
     pub fn queues(&self) -> usize {
         self.queues
@@ -318,26 +323,6 @@ impl Gateway {
     /// counters (see [`live`]).
     pub fn live(&self) -> Arc<Live> {
         self.live.clone()
-    }
-
-    /// All workers' counters, summed, as last published.
-    pub fn snapshot(&self) -> Snapshot {
-        self.crew.snapshot()
-    }
-
-    /// Each worker's counters, as last published, in worker order.
-    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
-        self.crew.worker_snapshots()
-    }
-
-    /// A reader of the workers' counters for another thread (metrics, API).
-    pub fn stats_handle(&self) -> StatsHandle {
-        self.crew.stats_handle()
-    }
-
-    /// Block until SIGINT/SIGTERM or a worker failure.
-    pub fn wait(&self) -> Stop {
-        self.crew.wait()
     }
 
     /// Stop the workers; remove routes and device unless `keep`.

@@ -20,7 +20,7 @@
 //! user-space ring ([`handoff`]). [`Gateway::stop`] detaches the programs first (the
 //! kernel then handles every packet again), then stops the workers.
 //!
-//! The counters, the signal handling, [`Stop`] and [`Report`] are the
+//! The counters, the signal handling, [`sixgate_dataplane::Stop`] and [`Report`] are the
 //! runtime's ([`sixgate_dataplane`]), so that `sixgate run` stops and reports
 //! every data plane alike.
 
@@ -29,9 +29,7 @@ use std::sync::Arc;
 use sixgate_config::{Loaded, ZeroCopy};
 use sixgate_core::{Scratch, Translator};
 use sixgate_dataplane::signals::Signals;
-use sixgate_dataplane::{
-    Crew, IoCounters, Live, Plan, Report, SetupError, Snapshot, StatsHandle, Stop, destinations,
-};
+use sixgate_dataplane::{Crew, IoCounters, Live, Plan, Report, SetupError, destinations};
 use tracing::{info, warn};
 
 pub mod handoff;
@@ -341,30 +339,15 @@ impl Gateway {
         self.live.clone()
     }
 
+    /// The workers: their counters ([`Crew::stats_handle`]), and
+    /// [`Crew::wait`] for SIGINT/SIGTERM or a worker failure.
+    pub fn crew(&self) -> &Crew {
+        &self.crew
+    }
+
     /// Number of workers.
     pub fn workers(&self) -> usize {
         self.crew.stats().len()
-    }
-
-    /// All workers' counters, summed, as last published.
-    pub fn snapshot(&self) -> Snapshot {
-        self.crew.snapshot()
-    }
-
-    /// A handle on the workers' counters for readers that outlive a borrow
-    /// (the metrics endpoint).
-    pub fn stats_handle(&self) -> StatsHandle {
-        self.crew.stats_handle()
-    }
-
-    /// Each worker's counters, as last published, in worker order.
-    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
-        self.crew.worker_snapshots()
-    }
-
-    /// Block until SIGINT/SIGTERM or a worker failure.
-    pub fn wait(&self) -> Stop {
-        self.crew.wait()
     }
 
     /// Detach the programs (the kernel handles all traffic again), stop the

@@ -96,7 +96,7 @@ pub fn run(args: &Args) -> CmdResult {
     let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
         .map_err(|e| format!("sixgate run: {e}"))?;
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
-    let _ = workers.set(gw.stats_handle());
+    let _ = workers.set(gw.crew().stats_handle());
     // A CLAT that discovered its PLAT prefix keeps it across reloads.
     let plat = loaded.config.map.pool6;
     let prepare = move |l: &mut sixgate_config::Loaded| {
@@ -145,7 +145,7 @@ pub fn run(args: &Args) -> CmdResult {
     }
     // systemd (Type=notify): forwarding from now on.
     notify("READY=1");
-    let why = gw.wait();
+    let why = gw.crew().wait();
     let ignored = hangups.take();
     if api.is_none() && ignored > 0 {
         tracing::warn!("SIGHUP ignored {ignored} times: nothing reloads without the API");
@@ -212,10 +212,11 @@ impl Gateway {
         })
     }
 
-    fn wait(&self) -> sixgate_dataplane::Stop {
+    /// The workers: counters, and what stops them.
+    fn crew(&self) -> &sixgate_dataplane::Crew {
         match self {
-            Gateway::Tun(g) => g.wait(),
-            Gateway::Xdp(g) => g.wait(),
+            Gateway::Tun(g) => g.crew(),
+            Gateway::Xdp(g) => g.crew(),
         }
     }
 
@@ -231,13 +232,6 @@ impl Gateway {
         match self {
             Gateway::Tun(g) => g.name(),
             Gateway::Xdp(g) => &g.interfaces()[0],
-        }
-    }
-
-    fn stats_handle(&self) -> sixgate_dataplane::StatsHandle {
-        match self {
-            Gateway::Tun(g) => g.stats_handle(),
-            Gateway::Xdp(g) => g.stats_handle(),
         }
     }
 
