@@ -4,67 +4,76 @@
 //! metrics and the summary name them once. Fields a data plane does not have
 //! stay 0.
 
-/// Counters of the I/O and offload handling (the translator counts the rest).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IoCounters {
+/// Defines [`IoCounters`] from one list of its fields, so that merging,
+/// publishing and reading them back cannot miss one.
+macro_rules! io_counters {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// Counters of the I/O and offload handling (the translator counts the rest).
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        pub struct IoCounters {
+            $($(#[doc = $doc])* pub $name: u64,)*
+        }
+
+        impl IoCounters {
+            /// How many counters there are.
+            pub const COUNT: usize = [$(stringify!($name)),*].len();
+
+            /// Every counter, in the order of the fields.
+            pub fn to_array(&self) -> [u64; Self::COUNT] {
+                [$(self.$name),*]
+            }
+
+            /// The counters of [`IoCounters::to_array`]'s order.
+            pub fn from_array(a: [u64; Self::COUNT]) -> IoCounters {
+                let [$($name),*] = a;
+                IoCounters { $($name),* }
+            }
+
+            /// Add another worker's counters into these.
+            pub fn merge(&mut self, o: &IoCounters) {
+                $(self.$name += o.$name;)*
+            }
+        }
+    };
+}
+
+io_counters! {
     /// Packets read from TUN (a super-packet counts once).
-    pub rx_packets: u64,
+    rx_packets,
     /// Bytes read, without the virtio-net header.
-    pub rx_bytes: u64,
+    rx_bytes,
     /// Packets written to TUN (a super-packet counts once).
-    pub tx_packets: u64,
+    tx_packets,
     /// Bytes written, without the virtio-net header.
-    pub tx_bytes: u64,
+    tx_bytes,
     /// Failed reads (other than "nothing to read").
-    pub rx_errors: u64,
+    rx_errors,
     /// Failed writes.
-    pub tx_errors: u64,
+    tx_errors,
     /// Reads that filled the whole buffer (dropped), or too short for the header.
-    pub rx_truncated: u64,
+    rx_truncated,
     /// GSO super-packets read.
-    pub gso_in: u64,
+    gso_in,
     /// Super-packets translated as one.
-    pub gso_whole: u64,
+    gso_whole,
     /// Super-packets segmented in software before translation.
-    pub gso_split: u64,
+    gso_split,
     /// Partial checksums finished in software before translation.
-    pub csum_sw: u64,
+    csum_sw,
     /// Packets dropped by the offload handling itself (bad virtio-net header,
     /// a GSO type or layout sixgate cannot segment).
-    pub offload_dropped: u64,
+    offload_dropped,
     /// XDP data plane: translated packets handed to the kernel's stack instead of
     /// sent on an AF_XDP socket (next hop not resolved yet, which this makes the
     /// kernel do, or routed out of another interface). Always 0 on TUN.
-    pub to_kernel: u64,
+    to_kernel,
     /// XDP data plane: packets that could not be handed to the kernel either
     /// (dropped, `no_route`). Always 0 on TUN.
-    pub no_route: u64,
+    no_route,
     /// XDP data plane: received packets handed to the worker that owns them
     /// (stateful NAT64 with several workers). Always 0 on TUN.
-    pub handoff: u64,
+    handoff,
     /// XDP data plane: packets for another worker dropped because its ring
     /// was full (or the packet longer than a slot). Always 0 on TUN.
-    pub handoff_full: u64,
-}
-
-impl IoCounters {
-    /// Add another worker's counters into these.
-    pub fn merge(&mut self, o: &IoCounters) {
-        self.rx_packets += o.rx_packets;
-        self.rx_bytes += o.rx_bytes;
-        self.tx_packets += o.tx_packets;
-        self.tx_bytes += o.tx_bytes;
-        self.rx_errors += o.rx_errors;
-        self.tx_errors += o.tx_errors;
-        self.rx_truncated += o.rx_truncated;
-        self.gso_in += o.gso_in;
-        self.gso_whole += o.gso_whole;
-        self.gso_split += o.gso_split;
-        self.csum_sw += o.csum_sw;
-        self.offload_dropped += o.offload_dropped;
-        self.to_kernel += o.to_kernel;
-        self.no_route += o.no_route;
-        self.handoff += o.handoff;
-        self.handoff_full += o.handoff_full;
-    }
+    handoff_full,
 }
