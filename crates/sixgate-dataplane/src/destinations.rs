@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 
 use sixgate_config::Loaded;
 use sixgate_core::Config;
+use sixgate_core::nat64::Pool4Entry;
 
 /// One destination prefix (a route into the TUN device, a trie entry on XDP).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,10 +59,7 @@ pub fn wanted(cfg: &Config) -> Vec<Route> {
         }
     }
     for p in cfg.nat64.iter().flat_map(|n| &n.pool4) {
-        let r = Route {
-            prefix: format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len),
-            v6: false,
-        };
+        let r = pool4_route(p);
         if !out.contains(&r) {
             out.push(r);
         }
@@ -75,7 +73,15 @@ pub fn is_pool4(cfg: &Config, route: &Route) -> bool {
     cfg.nat64
         .iter()
         .flat_map(|n| &n.pool4)
-        .any(|p| route.prefix == format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len))
+        .any(|p| pool4_route(p) == *route)
+}
+
+/// A pool4 prefix's route, by its network address.
+pub fn pool4_route(p: &Pool4Entry) -> Route {
+    Route {
+        prefix: format!("{}/{}", Ipv4Addr::from(p.first_addr()), p.prefix_len),
+        v6: false,
+    }
 }
 
 /// The routes `loaded` needs. A CLAT (RFC 6877) translates every IPv4 packet

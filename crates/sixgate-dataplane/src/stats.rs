@@ -22,6 +22,9 @@ pub struct WorkerStats {
     /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
     /// batch: they change slowly and are bigger than a few counters.
     nat64: Mutex<Option<nat64::Stats>>,
+    /// Removed pool4 prefixes this worker's translator still has BIB entries
+    /// on (see `live`), published when they change.
+    pub(crate) draining: Mutex<Vec<nat64::Pool4Entry>>,
     /// The configuration generation this worker runs (see `live`).
     pub(crate) applied: AtomicU64,
 }
@@ -34,6 +37,7 @@ impl Default for WorkerStats {
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
             io: Default::default(),
             nat64: Mutex::new(None),
+            draining: Mutex::new(Vec::new()),
             applied: AtomicU64::new(0),
         }
     }

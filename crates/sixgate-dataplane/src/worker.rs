@@ -149,6 +149,7 @@ impl<P: PacketIo> Worker<P> {
     /// MAP-T CE's NAPT44 keeps NAT64's tables).
     fn tick(&mut self, now_ns: u64) {
         self.io.tick(now_ns);
+        self.follower.after_tick(self.io.translator());
         let (index, log) = (self.index, self.event_log);
         let t = self.io.translator_mut();
         t.drain_events(|e| {

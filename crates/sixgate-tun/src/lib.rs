@@ -243,6 +243,7 @@ impl Gateway {
             steering,
             manage_routes: manage,
             workers: n as u16,
+            draining: Vec::new(),
         };
         let (live, followers) = Live::new(
             cfg.clone(),
