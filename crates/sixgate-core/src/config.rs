@@ -93,6 +93,16 @@ pub const DEFAULT_MTU_PLATEAUS: [u16; 11] = [
 pub const IPV4_DUMMY_ADDRESS: Ipv4Addr = Ipv4Addr::new(192, 0, 0, 8);
 
 impl Config {
+    /// RFC 7915 §4 / §1.2: the longest IPv6 packet an IPv4 packet with DF=0
+    /// becomes unfragmented; a longer one is fragmented by the translator.
+    /// `lowest_ipv6_mtu`, or `ipv6_mtu` when that is lower. Asked by the data
+    /// planes that must know beforehand (checksum offload on TUN).
+    #[inline]
+    pub fn v6_fragment_limit(&self) -> usize {
+        let lowest = self.lowest_ipv6_mtu;
+        usize::from(self.ipv6_mtu.map_or(lowest, |m| m.min(lowest)))
+    }
+
     /// A configuration with the given pool6 and every other value at its default.
     pub fn with_pool6(pool6: Option<Rfc6052Prefix>) -> Self {
         let icmp_source_v6 = pool6

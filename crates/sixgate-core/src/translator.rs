@@ -115,6 +115,14 @@ impl Translator {
         }
     }
 
+    /// Removed pool4 prefixes this worker still has BIB entries on (RFC 6146
+    /// §3.5.1.1, draining: `nat64::runtime`); the timers forget each once its
+    /// last entry has gone, so a data plane can take away what it kept for it
+    /// (a route). Empty without NAT64.
+    pub fn draining_pool4(&self) -> &[nat64::Pool4Entry] {
+        self.nat64.as_ref().map_or(&[], |n| n.draining())
+    }
+
     /// NAT64 table sizes and pool4 use of this worker (all zero without NAT64).
     pub fn nat64_stats(&self) -> nat64::Stats {
         self.nat64.as_ref().map(|n| n.stats()).unwrap_or_default()

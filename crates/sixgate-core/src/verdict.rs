@@ -24,6 +24,36 @@ pub enum Verdict {
     Held,
 }
 
+impl Verdict {
+    /// The packets to send for this verdict, in order: `translated` (the
+    /// [`crate::PacketBuf`]'s data after the call) for [`Verdict::Translated`];
+    /// what the scratch area holds for [`Verdict::Fragmented`] and
+    /// [`Verdict::Replied`]; none for [`Verdict::Dropped`] and [`Verdict::Held`].
+    #[inline]
+    pub fn outputs<'a>(
+        self,
+        translated: &'a [u8],
+        scratch: &'a crate::Scratch,
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        (self == Verdict::Translated)
+            .then_some(translated)
+            .into_iter()
+            .chain(self.scratch_outputs(scratch))
+    }
+
+    /// The packets this verdict left in the scratch area, in order (fragments,
+    /// or one ICMP error): for a data plane that sends a packet translated in
+    /// place its own way.
+    #[inline]
+    pub fn scratch_outputs<'a>(
+        self,
+        scratch: &'a crate::Scratch,
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let leaves = matches!(self, Verdict::Fragmented(_) | Verdict::Replied(_));
+        scratch.packets().take(if leaves { usize::MAX } else { 0 })
+    }
+}
+
 macro_rules! drop_reasons {
     ($($(#[doc = $doc:literal])* $name:ident => $label:literal,)*) => {
         /// Why a packet was not translated. Every drop path names one of these.

@@ -84,13 +84,10 @@ fn dropped(h: &mut Harness, p: &[u8]) -> DropReason {
 fn tick_all(h: &mut Harness) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for _ in 0..10_000 {
-        match h.t.tick(h.now_ns, &mut h.scratch) {
-            None => return out,
-            Some(Verdict::Replied(_)) => {
-                out.extend(h.scratch.packets().map(<[u8]>::to_vec));
-            }
-            Some(_) => {}
-        }
+        let Some(v) = h.t.tick(h.now_ns, &mut h.scratch) else {
+            return out;
+        };
+        out.extend(v.scratch_outputs(&h.scratch).map(<[u8]>::to_vec));
     }
     panic!("tick never finished");
 }
@@ -877,6 +874,23 @@ fn rfc6146_s3_5_removed_pool4_address_drains_its_sessions_survive() {
     at(&mut h, 2200); // the freed port's RFC 6888 reuse delay
     assert_eq!(stats(&h).bib.udp, 0);
     reconfigure(&mut h, |_| {});
+    let (v, out) = h.run_unchecked(&Ip4::new(SERVER4, POOL4).udp(53, port, 10));
+    assert!(v != Verdict::Translated || dst6(&out[0]).0 != IpAddr::V6(CLIENT6));
+}
+
+/// RFC 6146 §3.5.1.1: a removed pool4 address stays ours while it has BIB
+/// entries; the timers forget it once the last one has gone, with no change
+/// needed (the data plane then takes its route away).
+#[test]
+fn rfc6146_s3_5_drained_pool4_address_is_forgotten_by_the_timers() {
+    let mut h = nat(|_| {});
+    let port = udp_out(&mut h, CLIENT6, 5000);
+    reconfigure(&mut h, |n| n.pool4 = vec![Pool4Entry::single(POOL4_B)]);
+    at(&mut h, 10);
+    assert_eq!(h.t.draining_pool4(), [Pool4Entry::single(POOL4)]);
+    at(&mut h, 2000);
+    at(&mut h, 2200); // the freed port's RFC 6888 reuse delay
+    assert!(h.t.draining_pool4().is_empty());
     let (v, out) = h.run_unchecked(&Ip4::new(SERVER4, POOL4).udp(53, port, 10));
     assert!(v != Verdict::Translated || dst6(&out[0]).0 != IpAddr::V6(CLIENT6));
 }

@@ -426,18 +426,9 @@ impl Engine {
         let verdict = self
             .translator
             .translate(&mut pkt, &mut self.scratch, frame.ts_ns);
-        match verdict {
-            Verdict::Translated => {
-                out.write(frame.ts_ns, pkt.data())?;
-                t.written = 1;
-            }
-            Verdict::Fragmented(_) | Verdict::Replied(_) => {
-                for p in self.scratch.packets() {
-                    out.write(frame.ts_ns, p)?;
-                    t.written += 1;
-                }
-            }
-            Verdict::Dropped(_) | Verdict::Held => {}
+        for p in verdict.outputs(pkt.data(), &self.scratch) {
+            out.write(frame.ts_ns, p)?;
+            t.written += 1;
         }
         self.packets_written += t.written as u64;
         t.outcome = Outcome::Verdict(verdict);

@@ -9,11 +9,9 @@
 //! its own with its own length. IPv4 Identification advances by one per segment.
 
 use sixgate_core::checksum;
+use sixgate_core::packet::proto::{TCP, UDP};
 
 use crate::vnet::{Gso, VnetHdr};
-
-const TCP: u8 = 6;
-const UDP: u8 = 17;
 
 /// How a super-packet splits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,7 +19,10 @@
 
 use std::sync::Arc;
 
+use sixgate_core::packet::proto::{TCP, UDP};
+use sixgate_core::packet::{IpHeader, ipv6};
 use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict, nat64};
+use sixgate_dataplane::IoCounters;
 
 use crate::gso;
 use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, VnetHdr};
@@ -29,79 +32,8 @@ use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, Vne
 /// is taken as truncated and dropped.
 pub const RX_MAX: usize = 65_536 + 1024;
 
-/// Longest time between two calls of [`Translator::tick`] (docs/architecture.md:
-/// at least every 100 ms).
-pub const TICK_NS: u64 = 100_000_000;
 /// Most `tick` calls in one [`Pipeline::tick`].
 const TICK_ROUNDS: usize = 4096;
-
-const TCP: u8 = 6;
-const UDP: u8 = 17;
-
-/// Counters of the I/O and offload handling (the translator counts the rest).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IoCounters {
-    /// Packets read from TUN (a super-packet counts once).
-    pub rx_packets: u64,
-    /// Bytes read, without the virtio-net header.
-    pub rx_bytes: u64,
-    /// Packets written to TUN (a super-packet counts once).
-    pub tx_packets: u64,
-    /// Bytes written, without the virtio-net header.
-    pub tx_bytes: u64,
-    /// Failed reads (other than "nothing to read").
-    pub rx_errors: u64,
-    /// Failed writes.
-    pub tx_errors: u64,
-    /// Reads that filled the whole buffer (dropped), or too short for the header.
-    pub rx_truncated: u64,
-    /// GSO super-packets read.
-    pub gso_in: u64,
-    /// Super-packets translated as one.
-    pub gso_whole: u64,
-    /// Super-packets segmented in software before translation.
-    pub gso_split: u64,
-    /// Partial checksums finished in software before translation.
-    pub csum_sw: u64,
-    /// Packets dropped by the offload handling itself (bad virtio-net header,
-    /// a GSO type or layout sixgate cannot segment).
-    pub offload_dropped: u64,
-    /// XDP data plane: translated packets handed to the kernel's stack instead of
-    /// sent on an AF_XDP socket (next hop not resolved yet, which this makes the
-    /// kernel do, or routed out of another interface). Always 0 on TUN.
-    pub to_kernel: u64,
-    /// XDP data plane: packets that could not be handed to the kernel either
-    /// (dropped, `no_route`). Always 0 on TUN.
-    pub no_route: u64,
-    /// XDP data plane: received packets handed to the worker that owns them
-    /// (stateful NAT64 with several workers). Always 0 on TUN.
-    pub handoff: u64,
-    /// XDP data plane: packets for another worker dropped because its ring
-    /// was full (or the packet longer than a slot). Always 0 on TUN.
-    pub handoff_full: u64,
-}
-
-impl IoCounters {
-    /// Add another worker's counters into these.
-    pub fn merge(&mut self, o: &IoCounters) {
-        self.rx_packets += o.rx_packets;
-        self.rx_bytes += o.rx_bytes;
-        self.tx_packets += o.tx_packets;
-        self.tx_bytes += o.tx_bytes;
-        self.rx_errors += o.rx_errors;
-        self.tx_errors += o.tx_errors;
-        self.rx_truncated += o.rx_truncated;
-        self.gso_in += o.gso_in;
-        self.gso_whole += o.gso_whole;
-        self.gso_split += o.gso_split;
-        self.csum_sw += o.csum_sw;
-        self.offload_dropped += o.offload_dropped;
-        self.to_kernel += o.to_kernel;
-        self.no_route += o.no_route;
-        self.handoff += o.handoff;
-        self.handoff_full += o.handoff_full;
-    }
-}
 
 /// What the translator configuration says about offload decisions.
 #[derive(Clone, Copy, Debug)]
@@ -117,10 +49,7 @@ struct Limits {
 impl Limits {
     fn of(cfg: &Config) -> Limits {
         Limits {
-            frag_limit: usize::from(
-                cfg.ipv6_mtu
-                    .map_or(cfg.lowest_ipv6_mtu, |m| m.min(cfg.lowest_ipv6_mtu)),
-            ),
+            frag_limit: cfg.v6_fragment_limit(),
             ipv6_mtu_set: cfg.ipv6_mtu.is_some(),
             ipv4_mtu_set: cfg.ipv4_mtu.is_some(),
         }
@@ -136,7 +65,7 @@ pub struct Pipeline {
     rx: Box<[u8]>,
     seg: Box<[u8]>,
     vnet: bool,
-    nat64: bool,
+    stateful: bool,
     limits: Limits,
     /// I/O and offload counters.
     pub io: IoCounters,
@@ -154,9 +83,9 @@ impl Pipeline {
     pub fn for_worker(cfg: Arc<Config>, vnet: bool, worker: u16, workers: u16) -> Self {
         let limits = Limits::of(&cfg);
         // A MAP-T CE's NAPT44 has the same tables and timers as the NAT64.
-        let nat64 = cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
+        let stateful = cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
         Pipeline {
-            nat64,
+            stateful,
             translator: Translator::for_worker(cfg, worker, workers),
             scratch: Scratch::new(),
             rx_hdr: [0; vnet::LEN],
@@ -202,25 +131,17 @@ impl Pipeline {
     }
 
     /// The translator's timers (stateful NAT64: session expiry, held SYNs), due at
-    /// least every [`TICK_NS`]: runs them until they are done and emits the packets
+    /// least every [`sixgate_dataplane::TICK_NS`]: runs them until they are done and emits the packets
     /// they leave (an ICMPv4 Port Unreachable for a held SYN, RFC 6146
     /// §3.5.2.2).
     pub fn tick(&mut self, now_ns: u64, emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool) {
         // Bounded, in case the core kept answering: the next tick goes on.
         for _ in 0..TICK_ROUNDS {
-            match self.translator.tick(now_ns, &mut self.scratch) {
-                None => break,
-                Some(Verdict::Replied(_)) => {
-                    for p in self.scratch.packets() {
-                        if emit(&VnetHdr::PLAIN, p) {
-                            self.io.tx_packets += 1;
-                            self.io.tx_bytes += p.len() as u64;
-                        } else {
-                            self.io.tx_errors += 1;
-                        }
-                    }
-                }
-                Some(_) => {}
+            let Some(v) = self.translator.tick(now_ns, &mut self.scratch) else {
+                break;
+            };
+            for p in v.scratch_outputs(&self.scratch) {
+                send(emit, &mut self.io, &VnetHdr::PLAIN, p);
             }
         }
     }
@@ -234,7 +155,7 @@ impl Pipeline {
     /// NAT64 table sizes and pool4 port use; a MAP-T CE's NAPT44 tables and port
     /// set (`None` in the other modes).
     pub fn nat64_stats(&self) -> Option<nat64::Stats> {
-        self.nat64.then(|| {
+        self.stateful.then(|| {
             let s = self.translator.nat64_stats();
             if self.translator.config().nat64.is_some() {
                 s
@@ -244,9 +165,9 @@ impl Pipeline {
         })
     }
 
-    /// True in stateful NAT64 mode: [`Pipeline::tick`] is due every [`TICK_NS`].
-    pub fn nat64(&self) -> bool {
-        self.nat64
+    /// True in stateful NAT64 mode: [`Pipeline::tick`] is due every [`sixgate_dataplane::TICK_NS`].
+    pub fn stateful(&self) -> bool {
+        self.stateful
     }
 
     /// Where the next read goes: the virtio-net header (vnet mode only) and the
@@ -357,16 +278,22 @@ struct Out<'a, E> {
     emit: &'a mut E,
 }
 
-impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
-    fn send(&mut self, h: &VnetHdr, p: &[u8]) {
-        if (self.emit)(h, p) {
-            self.io.tx_packets += 1;
-            self.io.tx_bytes += p.len() as u64;
-        } else {
-            self.io.tx_errors += 1;
-        }
+/// Write one packet through `emit`, counted as sent or as a failed write.
+fn send(
+    emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool,
+    io: &mut IoCounters,
+    h: &VnetHdr,
+    p: &[u8],
+) {
+    if emit(h, p) {
+        io.tx_packets += 1;
+        io.tx_bytes += p.len() as u64;
+    } else {
+        io.tx_errors += 1;
     }
+}
 
+impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
     /// Translate `buf[HEADROOM..HEADROOM + len]` and emit what comes out.
     fn translate(&mut self, buf: &mut [u8], len: usize, partial: bool, hdr: &VnetHdr) {
         let declared = ip_len(&buf[HEADROOM..HEADROOM + len]).unwrap_or(len);
@@ -379,36 +306,26 @@ impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
                 let out = pkt.data();
                 let delta = out.len() as isize - declared as isize;
                 let h = hdr.translated(delta, out.len(), out[0] >> 4 == 6);
-                self.send(&h, out);
+                send(self.emit, self.io, &h, out);
             }
             Verdict::Fragmented(_) if partial || hdr.gso() != Gso::None => {
                 // Excluded by partial_ok/one_shot_ok; never send fragments that
                 // carry a partial checksum or a GSO header.
                 self.io.offload_dropped += 1;
             }
-            Verdict::Fragmented(_) | Verdict::Replied(_) => {
-                for p in self.scratch.packets() {
-                    if (self.emit)(&VnetHdr::PLAIN, p) {
-                        self.io.tx_packets += 1;
-                        self.io.tx_bytes += p.len() as u64;
-                    } else {
-                        self.io.tx_errors += 1;
-                    }
+            // Held: the translator copied it; it leaves with a later packet.
+            v => {
+                for p in v.scratch_outputs(self.scratch) {
+                    send(self.emit, self.io, &VnetHdr::PLAIN, p);
                 }
             }
-            // Held: the translator copied it; it leaves with a later packet.
-            Verdict::Dropped(_) | Verdict::Held => {}
         }
     }
 }
 
 /// The length the IP header claims (IPv4 Total Length, IPv6 40 + Payload Length).
 fn ip_len(p: &[u8]) -> Option<usize> {
-    match p.first()? >> 4 {
-        4 if p.len() >= 20 => Some(usize::from(u16::from_be_bytes([p[2], p[3]]))),
-        6 if p.len() >= 40 => Some(40 + usize::from(u16::from_be_bytes([p[4], p[5]]))),
-        _ => None,
-    }
+    Some(IpHeader::of(p)?.declared_len())
 }
 
 fn csum_fits(h: &VnetHdr, len: usize) -> bool {
@@ -418,16 +335,11 @@ fn csum_fits(h: &VnetHdr, len: usize) -> bool {
 /// The transport protocol right after a plain IP header (no IPv4 fragment, no
 /// IPv6 extension header), if the checksum offsets point at its checksum.
 fn transport_at_csum_start(p: &[u8], h: &VnetHdr) -> Option<u8> {
-    let (l4, proto) = match p.first()? >> 4 {
-        4 if p.len() >= 20 => {
-            // A fragment's checksum covers bytes that are not here.
-            if u16::from_be_bytes([p[6], p[7]]) & 0x3fff != 0 {
-                return None;
-            }
-            (usize::from(p[0] & 15) * 4, p[9])
-        }
-        6 if p.len() >= 40 => (40, p[6]),
-        _ => return None,
+    let (l4, proto) = match IpHeader::of(p)? {
+        // A fragment's checksum covers bytes that are not here.
+        IpHeader::V4(h) if h.is_fragment() => return None,
+        IpHeader::V4(h) => (h.header_len(), h.proto),
+        IpHeader::V6(h) => (ipv6::HEADER_LEN, h.next_header),
     };
     let offset = match proto {
         TCP => TCP_CSUM_OFFSET,
@@ -438,17 +350,14 @@ fn transport_at_csum_start(p: &[u8], h: &VnetHdr) -> Option<u8> {
         .then_some(proto)
 }
 
-fn df(p: &[u8]) -> bool {
-    p[6] & 0x40 != 0
-}
-
 /// A single (non-GSO) packet whose partial checksum the core can carry across.
 fn partial_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     if transport_at_csum_start(p, h).is_none() {
         return false;
     }
     // IPv4 DF=0 that the core will fragment for the IPv6 side: finish it first.
-    !(p[0] >> 4 == 4 && !df(p) && ip_len(p).unwrap_or(p.len()) + 20 > l.frag_limit)
+    !matches!(IpHeader::of(p), Some(IpHeader::V4(h))
+        if !h.df() && usize::from(h.total_len.get()) + 20 > l.frag_limit)
 }
 
 /// A super-packet the core can translate as one.
@@ -459,7 +368,10 @@ fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     let Some(proto) = transport_at_csum_start(p, h) else {
         return false;
     };
-    let v4 = p[0] >> 4 == 4;
+    let (v4, df) = match IpHeader::of(p) {
+        Some(IpHeader::V4(h)) => (true, h.df()),
+        _ => (false, false),
+    };
     let type_fits = match h.gso() {
         Gso::TcpV4 => v4 && proto == TCP,
         Gso::TcpV6 => !v4 && proto == TCP,
@@ -469,7 +381,7 @@ fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     // IPv4→IPv6: DF=0 would be fragmented, and a set ipv6_mtu would be checked
     // against the super-packet's length. IPv6→IPv4: the same for ipv4_mtu.
     let mtu_free = if v4 {
-        df(p) && !l.ipv6_mtu_set
+        df && !l.ipv6_mtu_set
     } else {
         !l.ipv4_mtu_set
     };
@@ -793,7 +705,7 @@ mod tests {
                     [nat64]\npool4 = [\"192.0.2.1\"]\nudp_timeout = 1\nevent_log = \"sessions\"\n";
         let cfg = sixgate_config::parse(text, "test.toml").unwrap().config;
         let mut p = Pipeline::for_worker(Arc::new(cfg), false, 0, 1);
-        assert!(p.nat64());
+        assert!(p.stateful());
         let pkt = Ip6::new(CLIENT6, SERVER6).udp(40000, 53, 8);
         p.rx_buffers().1[..pkt.len()].copy_from_slice(&pkt);
         let mut out = Vec::new();
@@ -820,7 +732,7 @@ mod tests {
     #[test]
     fn siit_has_no_nat64_state() {
         let p = Pipeline::new(Arc::new(config()), false);
-        assert!(!p.nat64());
+        assert!(!p.stateful());
         assert!(p.nat64_stats().is_none());
     }
 

@@ -1,15 +1,17 @@
 //! sixgate's AF_XDP data plane: `sixgate run` with `[daemon] dataplane = "xdp"`
 //! (docs/xdp.md).
 //!
-//! [`Gateway::start`] sets up, in order, undoing everything on failure: signal
+//! [`Gateway::start`] sets up, in order, undoing everything on failure: the
+//! runtime's [`Plan`] (default pool4, user, workers, keys); signal
 //! handlers; the XDP program ([`program`]), loaded once per interface with the
 //! destinations to translate (the prefixes the TUN data plane would route into
 //! its device: pool6, EAM, pool4, the CLAT's); per worker a UMEM and two AF_XDP
 //! sockets on its queue, one per interface ([`xsk`]), entered into the
 //! program's socket map; the program attached (native, or generic); the
-//! privilege drop; then one pinned worker thread per queue ([`worker`]), each
-//! following the control plane's [`Live`] handle (the TUN data plane's, with
-//! [`plane::XdpPlane`] editing the program's tries on a runtime change).
+//! privilege drop; then one pinned worker thread per queue, the runtime's
+//! worker loop over the sockets ([`worker`]), each following the control
+//! plane's [`Live`] handle ([`plane::XdpPlane`] edits the program's tries on a
+//! runtime change).
 //! Workers translate in place and transmit on the other interface's socket,
 //! addressing frames from the kernel's route and neighbour tables
 //! ([`nexthop`], [`netlink`]); what cannot go out directly goes through the
@@ -18,20 +20,16 @@
 //! user-space ring ([`handoff`]). [`Gateway::stop`] detaches the programs first (the
 //! kernel then handles every packet again), then stops the workers.
 //!
-//! The counters, the signal handling ([`sixgate_tun::control`]), [`Stop`] and
-//! [`Report`] are the TUN data plane's, so that `sixgate run` stops and reports
-//! both alike.
+//! The counters, the signal handling, [`sixgate_dataplane::Stop`] and [`Report`] are the
+//! runtime's ([`sixgate_dataplane`]), so that `sixgate run` stops and reports
+//! every data plane alike.
 
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::thread::JoinHandle;
 
 use sixgate_config::{Loaded, ZeroCopy};
 use sixgate_core::{Scratch, Translator};
-use sixgate_tun::control::{Signals, pipe};
-use sixgate_tun::stats::WorkerStats;
-use sixgate_tun::{IoCounters, Live, Report, SetupError, Snapshot, Stop, pool4_default, system};
+use sixgate_dataplane::signals::Signals;
+use sixgate_dataplane::{Crew, IoCounters, Live, Plan, Report, SetupError, destinations};
 use tracing::{info, warn};
 
 pub mod handoff;
@@ -64,11 +62,7 @@ fn handoff_slots(n: usize, slot_bytes: usize) -> u32 {
 pub struct Gateway {
     interfaces: [String; 2],
     programs: Vec<Program>,
-    workers: Vec<JoinHandle<Result<(), String>>>,
-    stats: Vec<Arc<WorkerStats>>,
-    stop_flag: Arc<AtomicBool>,
-    stop_wr: Option<OwnedFd>,
-    signals: Signals,
+    crew: Crew,
     /// The control plane's handle, once the workers are built.
     live: Option<Arc<Live>>,
 }
@@ -105,54 +99,21 @@ impl Gateway {
 
     fn setup(loaded: &Loaded) -> Result<Gateway, String> {
         let x = &loaded.xdp;
-        let mut cfg = loaded.config.clone();
-        // The default pool4 (no pool4 key): the gateway's own IPv4 address, its
-        // ports 61001-65535 only (the program passes the rest to the host).
-        let default_pool4 = match &mut cfg.nat64 {
-            Some(nat) if nat.pool4.is_empty() => {
-                let a = pool4_default::gateway_address()?;
-                info!(
-                    address = %a,
-                    "nat64: no pool4 configured; pool4 is the gateway's own address, ports \
-                     and ICMP identifiers {}-{} (the XDP program hands the host the rest)",
-                    pool4_default::PORTS.first,
-                    pool4_default::PORTS.last
-                );
-                if let Some(w) = pool4_default::local_port_range_overlap() {
-                    warn!("nat64: {w}");
-                }
-                nat.pool4 = vec![pool4_default::entry(a)];
-                Some(a)
-            }
-            _ => None,
-        };
-        let user = match &loaded.daemon.user {
-            Some(name) => Some((name.clone(), system::lookup_user(name)?)),
-            None => None,
-        };
+        // The default pool4's ports 61001-65535 only: the program passes the
+        // rest to the host.
+        let mut plan = Plan::new(loaded)?;
         let if6 = ifindex(&x.ipv6_interface, "ipv6_interface")?;
         let if4 = ifindex(&x.ipv4_interface, "ipv4_interface")?;
-        let cpus = system::allowed_cpus();
-        let mut n = match loaded.daemon.workers {
-            0 => cpus.len().max(1),
-            w => usize::from(w),
-        };
+        let n = plan.workers;
         let queues = rx_queues(&x.ipv6_interface).min(rx_queues(&x.ipv4_interface));
         if n > queues {
             warn!(
                 "{n} workers asked for, but the interfaces have {queues} receive queue(s) \
                  (veth: `ip link add ... numrxqueues N numtxqueues N`); running {queues}"
             );
-            n = queues;
+            plan.workers = queues;
         }
-        // A MAP-T CE's NAPT44 is stateful: its tables live in one worker.
-        if n > 1 && cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some()) {
-            warn!(
-                "mapt-ce: the NAPT44 tables belong to one worker and the handoff has no \
-                 owner rule for a CE; running ONE worker instead of {n}"
-            );
-            n = 1;
-        }
+        let n = plan.workers;
         if n < queues {
             warn!(
                 "the interfaces have {queues} receive queues but only {n} worker(s): packets \
@@ -163,28 +124,13 @@ impl Gateway {
 
         // Signals first, so that a SIGTERM during set-up still ends in a clean stop.
         let signals = Signals::install()?;
-        let (stop_rd, stop_wr) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
         let mut gw = Gateway {
             interfaces: [x.ipv6_interface.clone(), x.ipv4_interface.clone()],
             programs: Vec::new(),
-            workers: Vec::new(),
-            stats: Vec::new(),
-            stop_flag: Arc::new(AtomicBool::new(false)),
-            stop_wr: Some(stop_wr),
-            signals,
+            crew: Crew::new(signals, n)?,
             live: None,
         };
-        let built = gw.build(
-            loaded,
-            &mut cfg,
-            default_pool4,
-            [if6, if4],
-            n,
-            &cpus,
-            user,
-            stop_rd,
-        );
-        match built {
+        match gw.build(loaded, &mut plan, [if6, if4]) {
             Ok(()) => Ok(gw),
             Err(e) => {
                 let _ = gw.stop();
@@ -193,45 +139,27 @@ impl Gateway {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn build(
         &mut self,
         loaded: &Loaded,
-        cfg: &mut sixgate_core::Config,
-        default_pool4: Option<std::net::Ipv4Addr>,
+        plan: &mut Plan,
         ifindexes: [u32; 2],
-        n: usize,
-        cpus: &[usize],
-        user: Option<(String, system::User)>,
-        stop_rd: OwnedFd,
     ) -> Result<(), String> {
         let x = &loaded.xdp;
-        let routes = sixgate_tun::routes::wanted_for(loaded);
+        let n = plan.workers;
+        let routes = destinations::wanted_for(loaded);
         let mut dst = Destinations::from_prefixes(routes.iter().map(|r| r.prefix.as_str()))?;
         for name in &self.interfaces {
             let (v4, v6) = program::local_addresses(name)?;
             dst.local_v4.extend(v4);
             dst.local_v6.extend(v6);
         }
-        dst.pool4_default = default_pool4;
+        dst.pool4_default = plan.default_pool4;
         for name in &self.interfaces {
             self.programs.push(Program::load(name, &dst)?);
         }
-        let link_mtu = plane::link_mtus(&self.interfaces, cfg)?;
-        cfg.ipv4_id_key = system::random_u64();
-        if let Some(nat) = &mut cfg.nat64 {
-            nat.hash_key = system::random_u64();
-        }
-        if let Some(m) = &mut cfg.mapt {
-            m.hash_key = system::random_u64();
-        }
-        // Stateful: NAT64, or a MAP-T CE's NAPT44; their timers run.
-        let nat64 = cfg.nat64.is_some() || cfg.mapt.as_ref().is_some_and(|m| m.ce().is_some());
-        let event_log = cfg
-            .nat64
-            .as_ref()
-            .is_some_and(|n| n.event_log != sixgate_core::nat64::EventLog::Off);
-        let cfg = Arc::new(cfg.clone());
+        let link_mtu = plane::link_mtus(&self.interfaces, &mut plan.config)?;
+        let cfg = Arc::new(plan.config.clone());
         let macs = [
             nexthop::mac_of(&self.interfaces[0])
                 .map_err(|e| format!("{}: cannot read its MAC address: {e}", self.interfaces[0]))?,
@@ -246,17 +174,16 @@ impl Gateway {
             .filter_map(Program::take_tries)
             .collect();
         let follow = loaded.clat.is_none() && cfg.mapt.as_ref().is_none_or(|m| m.ce().is_none());
-        let stats: Vec<Arc<WorkerStats>> = (0..n).map(|_| Arc::default()).collect();
         let (live, followers) = Live::new(
             cfg.clone(),
-            stats.clone(),
+            self.crew.stats().to_vec(),
             Box::new(plane::XdpPlane::new(
                 tries,
                 &dst,
                 follow,
                 self.interfaces.clone(),
             )),
-            default_pool4,
+            plan.default_pool4,
         )
         .map_err(|e| format!("cannot create the control channels: {e}"))?;
         self.live = Some(live);
@@ -306,11 +233,9 @@ impl Gateway {
                     .rev()
                     .map(|f| f * u64::from(xsk::FRAME_SIZE)),
             );
-            let s = stats[i].clone();
-            let mut w = worker::Worker {
+            let mut io = worker::XdpIo {
                 index: i,
-                cpu: (!cpus.is_empty()).then(|| cpus[i % cpus.len()]),
-                io: worker::Io {
+                sockets: worker::Sockets {
                     umem,
                     xsks: [x6, x4],
                     free,
@@ -318,25 +243,17 @@ impl Gateway {
                     fill_target: x.frames / 4,
                     hops,
                     kernel,
-                    io: IoCounters::default(),
+                    counters: IoCounters::default(),
                 },
                 translator: Translator::for_worker(cfg.clone(), i as u16, n as u16),
                 scratch: Scratch::new(),
-                stats: s.clone(),
-                stop: self.stop_flag.clone(),
-                stop_fd: Arc::new(stop_rd.try_clone().map_err(|e| e.to_string())?),
-                wake: self.signals.waker().map_err(|e| e.to_string())?,
-                failure: self.signals.failure(),
-                nat64,
-                event_log,
                 handoff: handoffs.next(),
-                follower: followers.next().ok_or("a follower per worker")?,
             };
             // Fill rings first: the program redirects from the moment it is
             // attached, and a socket with nothing to receive into drops.
-            w.io.housekeeping()?;
-            workers.push(w);
-            self.stats.push(s);
+            io.sockets.housekeeping()?;
+            let follower = followers.next().ok_or("a follower per worker")?;
+            workers.push(self.crew.worker(i, plan.cpu(i), io, follower, plan)?);
         }
         for p in &mut self.programs {
             p.attach(x.attach_mode)?;
@@ -357,24 +274,14 @@ impl Gateway {
                 _ => "copy mode",
             }
         );
-        if let Some((name, u)) = user {
-            system::drop_privileges(u)
-                .map_err(|e| format!("cannot switch to user {name:?}: {e}"))?;
-            info!(user = %name, uid = u.uid, gid = u.gid, "dropped privileges");
-        }
+        plan.drop_privileges()?;
         for w in workers {
             let i = w.index;
-            let h = std::thread::Builder::new()
-                .name(format!("sixgate-x{i}"))
-                .spawn(move || w.run())
+            self.crew
+                .spawn(format!("sixgate-x{i}"), w)
                 .map_err(|e| format!("cannot start worker {i}: {e}"))?;
-            self.workers.push(h);
         }
-        info!(
-            workers = n,
-            cpus = ?cpus.iter().cycle().take(n).collect::<Vec<_>>(),
-            "workers started, one per queue, each pinned to a CPU"
-        );
+        plan.log_started(n);
         Ok(())
     }
 
@@ -427,35 +334,20 @@ impl Gateway {
     }
 
     /// The control plane's handle: configuration changes, table listings,
-    /// counters ([`sixgate_tun::live`]).
+    /// counters ([`sixgate_dataplane::live`]).
     pub fn live(&self) -> Option<Arc<Live>> {
         self.live.clone()
     }
 
+    /// The workers: their counters ([`Crew::stats_handle`]), and
+    /// [`Crew::wait`] for SIGINT/SIGTERM or a worker failure.
+    pub fn crew(&self) -> &Crew {
+        &self.crew
+    }
+
     /// Number of workers.
     pub fn workers(&self) -> usize {
-        self.stats.len()
-    }
-
-    /// All workers' counters, summed, as last published.
-    pub fn snapshot(&self) -> Snapshot {
-        sixgate_tun::stats::sum(&self.stats)
-    }
-
-    /// A handle on the workers' counters for readers that outlive a borrow
-    /// (the metrics endpoint).
-    pub fn stats_handle(&self) -> sixgate_tun::StatsHandle {
-        sixgate_tun::StatsHandle::new(self.stats.iter().cloned().collect())
-    }
-
-    /// Each worker's counters, as last published, in worker order.
-    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
-        sixgate_tun::stats::each(&self.stats)
-    }
-
-    /// Block until SIGINT/SIGTERM or a worker failure.
-    pub fn wait(&self) -> Stop {
-        self.signals.wait()
+        self.crew.stats().len()
     }
 
     /// Detach the programs (the kernel handles all traffic again), stop the
@@ -470,20 +362,8 @@ impl Gateway {
                 }
             }
         }
-        self.stop_flag.store(true, Relaxed);
-        drop(self.stop_wr.take());
-        for (i, h) in self.workers.drain(..).enumerate() {
-            match h.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => errors.push(e),
-                Err(_) => errors.push(format!("worker {i} panicked")),
-            }
-        }
-        Report {
-            totals: self.snapshot(),
-            workers: self.stats.iter().map(|s| s.snapshot()).collect(),
-            errors,
-        }
+        self.crew.join(&mut errors);
+        self.crew.report(errors)
     }
 }
 

@@ -11,7 +11,9 @@
 //! which resolves the next hop (ARP, Neighbour Discovery) on the way, and an
 //! unresolved entry is asked again after [`RETRY_NS`].
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
+
+use sixgate_core::packet::IpHeader;
 
 use crate::netlink::{Neighbour, Netlink};
 
@@ -87,11 +89,7 @@ impl NextHops {
     /// The hop for an IP packet's destination (`pkt` starts at its IP header).
     /// `None` for a packet too short to have one.
     pub fn for_packet(&mut self, pkt: &[u8], now_ns: u64) -> Option<Hop> {
-        let dst = match pkt.first()? >> 4 {
-            4 => IpAddr::V4(Ipv4Addr::from(<[u8; 4]>::try_from(pkt.get(16..20)?).ok()?)),
-            6 => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(pkt.get(24..40)?).ok()?)),
-            _ => return None,
-        };
+        let dst = IpHeader::of(pkt)?.dst();
         Some(self.hop(dst, now_ns))
     }
 
@@ -186,6 +184,7 @@ pub fn mtu_of(name: &str) -> std::io::Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     #[test]
     fn slots_spread_and_stay_in_range() {

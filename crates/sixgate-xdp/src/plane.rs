@@ -1,4 +1,4 @@
-//! Runtime changes on the XDP data plane ([`sixgate_tun::live::Plane`]): what
+//! Runtime changes on the XDP data plane ([`sixgate_dataplane::Plane`]): what
 //! the TUN data plane does with routes into its device, done to the XDP
 //! program's destination tries. A new EAM entry or pool4 prefix is added to
 //! both interfaces' tries before the workers run the change; a removed EAM
@@ -7,12 +7,11 @@
 //! pool4's are never touched. A side's MTU the file leaves out is its
 //! interface's, read again at every change.
 
-use std::any::Any;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use sixgate_core::Config;
-use sixgate_tun::live::{Plane, Refusal};
-use sixgate_tun::routes::{self, Route};
+use sixgate_dataplane::destinations::{self, Route};
+use sixgate_dataplane::{Plane, Refusal};
 
 use crate::nexthop;
 use crate::program::{Destinations, TRANSLATE, Tries};
@@ -120,7 +119,7 @@ impl Plane for XdpPlane {
         if !self.follow {
             return Ok(());
         }
-        let (was, now) = (routes::wanted(old), routes::wanted(new));
+        let (was, now) = (destinations::wanted(old), destinations::wanted(new));
         let new: Vec<Prefix> = now
             .iter()
             .filter(|r| !was.contains(r))
@@ -139,7 +138,7 @@ impl Plane for XdpPlane {
         }
         let gone: Vec<Prefix> = was
             .iter()
-            .filter(|r| !now.contains(r) && !routes::is_pool4(old, r))
+            .filter(|r| !now.contains(r) && !destinations::is_pool4(old, r))
             .filter_map(|r| self.prefix(r))
             .collect();
         for p in &gone {
@@ -148,9 +147,5 @@ impl Plane for XdpPlane {
             }
         }
         Ok(())
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

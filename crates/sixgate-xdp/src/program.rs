@@ -43,7 +43,7 @@ pub struct Destinations {
 }
 
 impl Destinations {
-    /// Parse `ADDR/LEN` strings (from `sixgate_tun::routes::wanted_for`).
+    /// Parse `ADDR/LEN` strings (from `sixgate_dataplane::destinations::wanted_for`).
     pub fn from_prefixes<'a>(prefixes: impl IntoIterator<Item = &'a str>) -> Result<Self, String> {
         let mut d = Destinations::default();
         for p in prefixes {
@@ -111,7 +111,7 @@ pub const PASS: u8 = 0;
 pub const TRANSLATE: u8 = 1;
 /// A trie value (IPv4, the default pool4's address): redirected when the TCP or
 /// UDP destination port, the Echo Reply's identifier or the port an ICMP error
-/// quotes is one of [`sixgate_tun::pool4_default::PORTS`]; the kernel's
+/// quotes is one of [`sixgate_dataplane::pool4_default::PORTS`]; the kernel's
 /// otherwise.
 pub const OWN_PORTS: u8 = 2;
 
@@ -264,7 +264,7 @@ impl Program {
             let mut a: Array<_, u32> =
                 Array::try_from(ebpf.map_mut("pool4_ports").ok_or("no map pool4_ports")?)
                     .map_err(|e| format!("pool4_ports: {e}"))?;
-            let p = sixgate_tun::pool4_default::PORTS;
+            let p = sixgate_dataplane::pool4_default::PORTS;
             a.set(0, u32::from(p.first) << 16 | u32::from(p.last), 0)
                 .map_err(|e| format!("pool4_ports: {e}"))?;
         }

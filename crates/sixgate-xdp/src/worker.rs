@@ -1,7 +1,8 @@
-//! A worker: one receive queue on each interface, one CPU, one UMEM shared by
-//! its two AF_XDP sockets, one [`Translator`].
+//! An XDP worker's packet I/O ([`PacketIo`]) for the runtime's worker loop:
+//! one receive queue on each interface, one UMEM shared by its two AF_XDP
+//! sockets, one [`Translator`].
 //!
-//! Each round, for each socket: take up to [`BATCH`] received frames, translate
+//! Each batch, for each socket: take up to [`BATCH`] received frames, translate
 //! each in place (the IP header starts 14 bytes into the frame's data, behind
 //! the kernel's 256-byte headroom, so the +20/+28 bytes of IPv4 → IPv6 fit in
 //! front), write the Ethernet header for the next hop in front of the result and
@@ -18,19 +19,11 @@
 //! also takes what the others handed it, copies each packet into a free frame
 //! of its own and translates it as if received.
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
-use sixgate_core::{HEADROOM, PacketBuf, Scratch, Translator, Verdict};
-use sixgate_tun::IoCounters;
-use sixgate_tun::control::worker_thread;
-use sixgate_tun::live::Follower;
-use sixgate_tun::pipeline::TICK_NS;
-use sixgate_tun::stats::WorkerStats;
+use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_dataplane::worker::TICK_MS;
+use sixgate_dataplane::{Follows, IoCounters, PacketIo, Sleep};
 
 use crate::handoff::{Consumer, Doorbell, Producer};
 use crate::kernel_path::KernelPath;
@@ -44,13 +37,11 @@ pub const BATCH: u32 = 64;
 const ETH: usize = 14;
 /// Where copied packets start in a free frame: as far in as received ones.
 pub(crate) const COPY_OFFSET: usize = 256;
-/// Longest sleep: the timers' period.
-const TICK_MS: i32 = (TICK_NS / 1_000_000) as i32;
 
 /// The frames, the sockets and where packets go: everything but the
 /// translator, so that a packet the translator left in its scratch area can be
 /// sent while the scratch area is borrowed.
-pub(crate) struct Io {
+pub(crate) struct Sockets {
     pub umem: Umem,
     /// Socket on the IPv6-side interface, then on the IPv4-side one.
     pub xsks: [Xsk; 2],
@@ -62,10 +53,10 @@ pub(crate) struct Io {
     pub fill_target: u32,
     pub hops: NextHops,
     pub kernel: KernelPath,
-    pub io: IoCounters,
+    pub counters: IoCounters,
 }
 
-impl Io {
+impl Sockets {
     /// Send the packet at `frame[start..start + len]` of the frame at `base`,
     /// which the caller owns; it is given back to the free list unless queued.
     fn send_frame(&mut self, base: u64, start: usize, len: usize, now_ns: u64) {
@@ -77,7 +68,7 @@ impl Io {
                     let _ = self.xsks[side].flush();
                     self.xsks[side].complete(&mut self.free);
                     if self.xsks[side].tx_room(1) == 0 {
-                        self.io.tx_errors += 1;
+                        self.counters.tx_errors += 1;
                         self.free.push(base);
                         return;
                     }
@@ -92,22 +83,22 @@ impl Io {
                 };
                 frame[start - 2..start].copy_from_slice(&ethertype.to_be_bytes());
                 self.xsks[side].transmit(base + (start - ETH) as u64, (len + ETH) as u32);
-                self.io.tx_packets += 1;
-                self.io.tx_bytes += len as u64;
+                self.counters.tx_packets += 1;
+                self.counters.tx_bytes += len as u64;
             }
             Some(_) => {
                 match self.kernel.send(&frame[start..start + len]) {
                     Ok(()) => {
-                        self.io.to_kernel += 1;
-                        self.io.tx_packets += 1;
-                        self.io.tx_bytes += len as u64;
+                        self.counters.to_kernel += 1;
+                        self.counters.tx_packets += 1;
+                        self.counters.tx_bytes += len as u64;
                     }
-                    Err(_) => self.io.no_route += 1,
+                    Err(_) => self.counters.no_route += 1,
                 }
                 self.free.push(base);
             }
             None => {
-                self.io.no_route += 1;
+                self.counters.no_route += 1;
                 self.free.push(base);
             }
         }
@@ -117,11 +108,11 @@ impl Io {
     /// frame first.
     fn send_copy(&mut self, pkt: &[u8], now_ns: u64) {
         if pkt.len() > FRAME_SIZE as usize - COPY_OFFSET {
-            self.io.tx_errors += 1;
+            self.counters.tx_errors += 1;
             return;
         }
         let Some(base) = self.free.pop() else {
-            self.io.tx_errors += 1;
+            self.counters.tx_errors += 1;
             return;
         };
         let (_, frame) = self.umem.frame_mut(base);
@@ -133,7 +124,7 @@ impl Io {
     pub(crate) fn housekeeping(&mut self) -> Result<(), String> {
         for (side, x) in self.xsks.iter_mut().enumerate() {
             if let Err(e) = x.flush() {
-                self.io.tx_errors += 1;
+                self.counters.tx_errors += 1;
                 if e.raw_os_error() == Some(libc::ENETDOWN) || e.raw_os_error() == Some(libc::ENXIO)
                 {
                     return Err(format!("cannot transmit on interface {side}: {e}"));
@@ -167,12 +158,12 @@ pub(crate) struct Handoff {
 impl Handoff {
     /// Hand IP packet `ip` to worker `to`: counted as handed over, or as a
     /// drop when its ring is full.
-    fn give(&mut self, to: u16, ip: &[u8], io: &mut IoCounters) {
+    fn give(&mut self, to: u16, ip: &[u8], counters: &mut IoCounters) {
         let ring = self.to.get_mut(usize::from(to)).and_then(Option::as_mut);
         if ring.is_some_and(|p| p.push(ip)) {
-            io.handoff += 1;
+            counters.handoff += 1;
         } else {
-            io.handoff_full += 1;
+            counters.handoff_full += 1;
         }
     }
 
@@ -184,38 +175,122 @@ impl Handoff {
     }
 }
 
-/// Everything one worker owns or shares.
-pub(crate) struct Worker {
+/// One worker's sockets, translator and handoff rings.
+pub(crate) struct XdpIo {
     pub index: usize,
-    pub cpu: Option<usize>,
-    pub io: Io,
+    pub sockets: Sockets,
     pub translator: Translator,
     pub scratch: Scratch,
-    pub stats: Arc<WorkerStats>,
-    pub stop: Arc<AtomicBool>,
-    pub stop_fd: Arc<OwnedFd>,
-    pub wake: UnixStream,
-    pub failure: Arc<Mutex<Option<String>>>,
-    /// Stateful: NAT64, or a MAP-T CE's NAPT44; the timers run.
-    pub nat64: bool,
-    pub event_log: bool,
     pub handoff: Option<Handoff>,
-    /// New configurations and questions from the control plane.
-    pub follower: Follower,
 }
 
-impl Worker {
-    /// The thread body.
-    pub fn run(mut self) -> Result<(), String> {
-        worker_thread::pin(self.index, self.cpu);
-        let result = self.run_loop();
-        self.stats.publish(self.translator.counters(), &self.io.io);
-        // What the kernel dropped before the worker saw it: not in the summary's
-        // counters (they count what sixgate handled), so said here.
-        for (side, x) in self.io.xsks.iter().enumerate() {
+impl Follows for XdpIo {
+    /// Static BIB entries and pool4 (hairpinning) decide owners too.
+    fn reconfigure(&mut self, cfg: Arc<Config>) -> Result<(), sixgate_core::reconfigure::Refused> {
+        self.translator.reconfigure(cfg)?;
+        if let Some(h) = &mut self.handoff {
+            let workers = h.to.len() as u16;
+            h.owner = Owner::for_config(self.translator.config(), workers);
+        }
+        Ok(())
+    }
+    fn translator(&self) -> &Translator {
+        &self.translator
+    }
+    fn translator_mut(&mut self) -> &mut Translator {
+        &mut self.translator
+    }
+}
+
+impl PacketIo for XdpIo {
+    fn start(&mut self) -> Result<(), String> {
+        self.sockets.housekeeping()
+    }
+
+    fn batch(&mut self, now_ns: u64) -> Result<bool, String> {
+        let mut got = 0;
+        for side in 0..2 {
+            let mut descs = [(0u64, 0u32); BATCH as usize];
+            let mut k = 0;
+            let n = self.sockets.xsks[side].receive(BATCH, |a, l| {
+                descs[k] = (a, l);
+                k += 1;
+            });
+            self.sockets.filled[side] -= n;
+            for &(addr, len) in &descs[..k] {
+                self.handle(addr, len as usize, now_ns);
+            }
+            got += n;
+        }
+        got += self.take_handed(now_ns);
+        if let Some(h) = &mut self.handoff {
+            h.publish();
+        }
+        self.sockets.housekeeping()?;
+        Ok(got > 0)
+    }
+
+    /// The translator's timers (RFC 6146 session expiry, held SYNs).
+    fn tick(&mut self, now_ns: u64) {
+        for _ in 0..4096 {
+            let Some(v) = self.translator.tick(now_ns, &mut self.scratch) else {
+                break;
+            };
+            for p in v.scratch_outputs(&self.scratch) {
+                self.sockets.send_copy(p, now_ns);
+            }
+        }
+    }
+
+    fn io_counters(&self) -> &IoCounters {
+        &self.sockets.counters
+    }
+
+    /// Sleep on both sockets and the handoff doorbell, at most 100 ms
+    /// (timers). While transmitted frames are outstanding, at most 1 ms after
+    /// kicking the tx rings again (copy mode completes them as the peer takes
+    /// the packets). No sleep while packets handed over wait.
+    fn sleep(&mut self) -> Option<Sleep> {
+        let outstanding = self.sockets.xsks.iter_mut().any(|x| x.tx_outstanding());
+        if outstanding {
+            for x in &self.sockets.xsks {
+                let _ = x.kick();
+            }
+        }
+        // Packets handed over since this round looked: no sleep. Checked after
+        // the last look (Consumer::is_empty pairs with Producer::publish), so
+        // a packet handed over later rings the doorbell polled.
+        let bell = match &mut self.handoff {
+            Some(h) => {
+                if !h.from.iter_mut().all(|c| c.is_empty()) {
+                    return None;
+                }
+                h.doorbell.fd()
+            }
+            None => -1,
+        };
+        Some(Sleep {
+            fds: [self.sockets.xsks[0].fd(), self.sockets.xsks[1].fd(), bell],
+            timeout_ms: Some(if outstanding { 1 } else { TICK_MS }),
+        })
+    }
+
+    fn woke(&mut self, revents: [i16; 3]) -> Result<(), String> {
+        if revents[2] != 0
+            && let Some(h) = &self.handoff
+        {
+            h.doorbell.clear();
+        }
+        Ok(())
+    }
+
+    /// What the kernel dropped before the worker saw it: not in the summary's
+    /// counters (they count what sixgate handled), so said here.
+    fn finish(&mut self, index: usize) {
+        for (side, x) in self.sockets.xsks.iter().enumerate() {
             if let Ok(st) = x.statistics() {
                 tracing::info!(
-                    worker = self.index,
+                    worker = index,
                     socket = if side == 0 { "ipv6 side" } else { "ipv4 side" },
                     rx_dropped = st.rx_dropped,
                     rx_ring_full = st.rx_ring_full,
@@ -226,67 +301,21 @@ impl Worker {
                 );
             }
         }
-        worker_thread::finish(result, &self.failure, &mut self.wake)
     }
+}
 
-    fn run_loop(&mut self) -> Result<(), String> {
-        let start = Instant::now();
-        let mut next_tick = 0u64;
-        self.io.housekeeping()?;
-        loop {
-            let now_ns = start.elapsed().as_nanos() as u64;
-            if self.nat64 && now_ns >= next_tick {
-                self.tick(now_ns);
-                next_tick = now_ns + TICK_NS;
-            }
-            if self.follower.changed()
-                && self.follower.follow(&mut self.translator, now_ns)
-                && let Some(h) = &mut self.handoff
-            {
-                // Static BIB entries and pool4 (hairpinning) decide owners too.
-                let workers = h.to.len() as u16;
-                h.owner = Owner::for_config(self.translator.config(), workers);
-            }
-            let mut got = 0;
-            for side in 0..2 {
-                let mut descs = [(0u64, 0u32); BATCH as usize];
-                let mut k = 0;
-                let n = self.io.xsks[side].receive(BATCH, |a, l| {
-                    descs[k] = (a, l);
-                    k += 1;
-                });
-                self.io.filled[side] -= n;
-                for &(addr, len) in &descs[..k] {
-                    self.handle(addr, len as usize, now_ns);
-                }
-                got += n;
-            }
-            got += self.take_handed(now_ns);
-            if let Some(h) = &mut self.handoff {
-                h.publish();
-            }
-            self.io.housekeeping()?;
-            self.stats.publish(self.translator.counters(), &self.io.io);
-            if self.stop.load(Relaxed) {
-                return Ok(());
-            }
-            if got == 0 && self.sleep()? {
-                return Ok(());
-            }
-        }
-    }
-
+impl XdpIo {
     /// Translate one received frame and send what comes out, or hand it to
     /// the worker that owns it.
     fn handle(&mut self, addr: u64, len: usize, now_ns: u64) {
-        let io = &mut self.io;
+        let io = &mut self.sockets;
         let (base, frame) = io.umem.frame_mut(addr);
         let off = (addr - base) as usize;
-        io.io.rx_packets += 1;
-        io.io.rx_bytes += len as u64;
+        io.counters.rx_packets += 1;
+        io.counters.rx_bytes += len as u64;
         // The IP header must have the core's headroom in front of it.
         if len <= ETH || off + len > frame.len() || off + ETH < HEADROOM {
-            io.io.rx_truncated += 1;
+            io.counters.rx_truncated += 1;
             io.free.push(base);
             return;
         }
@@ -294,7 +323,7 @@ impl Worker {
             let ip = &frame[off + ETH..off + len];
             let owner = h.owner.of(ip, self.index as u16);
             if usize::from(owner) != self.index {
-                h.give(owner, ip, &mut io.io);
+                h.give(owner, ip, &mut io.counters);
                 io.free.push(base);
                 return;
             }
@@ -313,7 +342,7 @@ impl Worker {
         let mut from = std::mem::take(&mut h.from);
         let mut got = 0;
         for c in &mut from {
-            let io = &mut self.io;
+            let io = &mut self.sockets;
             let mut taken = [(0u64, 0usize); BATCH as usize];
             let mut k = 0;
             c.drain(BATCH, |ip| {
@@ -324,7 +353,7 @@ impl Worker {
                 let (_, frame) = io.umem.frame_mut(base);
                 let at = COPY_OFFSET + ETH;
                 let Some(dst) = frame.get_mut(at..at + ip.len()) else {
-                    io.io.rx_truncated += 1;
+                    io.counters.rx_truncated += 1;
                     io.free.push(base);
                     return true;
                 };
@@ -351,7 +380,7 @@ impl Worker {
     fn translate(&mut self, base: u64, start: usize, len: usize, now_ns: u64) {
         let (mut start, mut len) = (start, len);
         for pass in 0..2 {
-            let io = &mut self.io;
+            let io = &mut self.sockets;
             let (_, frame) = io.umem.frame_mut(base);
             let mut pkt = PacketBuf::new(frame, start, len);
             match self
@@ -364,7 +393,7 @@ impl Worker {
                         && let Some(owner) = h.owner.hairpin(pkt.data())
                     {
                         if usize::from(owner) != self.index {
-                            h.give(owner, pkt.data(), &mut io.io);
+                            h.give(owner, pkt.data(), &mut io.counters);
                             io.free.push(base);
                             return;
                         }
@@ -375,107 +404,15 @@ impl Worker {
                     }
                     io.send_frame(base, s, l, now_ns);
                 }
-                Verdict::Fragmented(_) | Verdict::Replied(_) => {
+                // Held: the translator copied it; it leaves with a later packet.
+                v => {
                     io.free.push(base);
-                    for p in self.scratch.packets() {
+                    for p in v.scratch_outputs(&self.scratch) {
                         io.send_copy(p, now_ns);
                     }
                 }
-                // Held: the translator copied it; it leaves with a later packet.
-                Verdict::Dropped(_) | Verdict::Held => io.free.push(base),
             }
             return;
         }
-    }
-
-    /// The translator's timers (RFC 6146 session expiry, held SYNs), and the
-    /// NAT64 event log and table sizes.
-    fn tick(&mut self, now_ns: u64) {
-        for _ in 0..4096 {
-            match self.translator.tick(now_ns, &mut self.scratch) {
-                None => break,
-                Some(Verdict::Replied(_)) => {
-                    for p in self.scratch.packets() {
-                        self.io.send_copy(p, now_ns);
-                    }
-                }
-                Some(_) => {}
-            }
-        }
-        let (index, log) = (self.index, self.event_log);
-        self.translator.drain_events(|e| {
-            if log {
-                sixgate_tun::events::log(index, e);
-            }
-        });
-        // A MAP-T CE's NAPT44 keeps NAT64's tables.
-        self.stats
-            .publish_nat64(if self.translator.config().nat64.is_some() {
-                self.translator.nat64_stats()
-            } else {
-                self.translator.napt44_stats()
-            });
-    }
-
-    /// Sleep until a socket has a packet, another worker hands this one
-    /// packets, the control plane has something, 100 ms passed (timers), or
-    /// the stop pipe hangs up (true). While transmitted frames are outstanding, sleep
-    /// at most 1 ms and kick the tx rings again (copy mode completes them as
-    /// the peer takes the packets).
-    fn sleep(&mut self) -> Result<bool, String> {
-        let outstanding = self.io.xsks.iter_mut().any(|x| x.tx_outstanding());
-        if outstanding {
-            for x in &self.io.xsks {
-                let _ = x.kick();
-            }
-        }
-        let timeout = if outstanding { 1 } else { TICK_MS };
-        // Packets handed over since this round looked: no sleep. Checked after
-        // the last look (Consumer::is_empty pairs with Producer::publish), so
-        // a packet handed over later rings the doorbell polled below.
-        let bell = match &mut self.handoff {
-            Some(h) => {
-                if !h.from.iter_mut().all(|c| c.is_empty()) {
-                    return Ok(false);
-                }
-                h.doorbell.fd()
-            }
-            None => -1,
-        };
-        let mut fds = [
-            pollfd(self.io.xsks[0].fd()),
-            pollfd(self.io.xsks[1].fd()),
-            pollfd(self.stop_fd.as_raw_fd()),
-            pollfd(bell),
-            pollfd(self.follower.wake.as_raw_fd()),
-        ];
-        loop {
-            // SAFETY: fds is a valid array of pollfd.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-            if r >= 0 {
-                break;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(format!("worker {}: poll failed: {e}", self.index));
-            }
-        }
-        if fds[3].revents != 0
-            && let Some(h) = &self.handoff
-        {
-            h.doorbell.clear();
-        }
-        if fds[4].revents != 0 {
-            self.follower.drain_wake();
-        }
-        Ok(fds[2].revents != 0)
-    }
-}
-
-fn pollfd(fd: i32) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
     }
 }

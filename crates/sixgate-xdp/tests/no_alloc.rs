@@ -11,9 +11,9 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use std::sync::Arc;
 
+use sixgate_dataplane::Live;
+use sixgate_dataplane::{Plane, Refusal};
 use sixgate_testkit::Ip4;
-use sixgate_tun::Live;
-use sixgate_tun::live::{Plane, Refusal};
 use sixgate_xdp::kernel_path::KernelPath;
 use sixgate_xdp::nexthop::{Iface, NextHops};
 use sixgate_xdp::xsk::{Bind, FRAME_SIZE, Umem, Xsk};
@@ -32,9 +32,6 @@ impl Plane for NoPlane {
         _: &mut Vec<String>,
     ) -> Result<(), Refusal> {
         Ok(())
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
     }
 }
 

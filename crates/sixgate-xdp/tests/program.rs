@@ -10,8 +10,8 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use aya::programs::{TestRun, TestRunOptions};
+use sixgate_dataplane::Plane;
 use sixgate_testkit::{Ip4, Ip6};
-use sixgate_tun::live::Plane;
 use sixgate_xdp::plane::XdpPlane;
 use sixgate_xdp::program::{Destinations, Program};
 use sixgate_xdp::xsk::{Bind, Umem, Xsk};

@@ -127,7 +127,7 @@ pub fn query_aaaa(
         .map_err(|e| format!("cannot reach DNS server {server}: {e}"))?;
     let mut last = String::from("no attempt made");
     for attempt in 1..=attempts.max(1) {
-        let id = sixgate_tun::system::random_u64() as u16;
+        let id = sixgate_dataplane::system::random_u64() as u16;
         let q = dns_message::query(id, name, TYPE_AAAA);
         match udp_exchange(&sock, &q, id, name, timeout) {
             Ok(a) if a.truncated => return tcp_exchange(server, &q, id, name, timeout),

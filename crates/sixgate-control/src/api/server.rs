@@ -26,8 +26,8 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sixgate_config::Loaded;
-use sixgate_tun::Live;
-use sixgate_tun::live::{Query as Table, Rows};
+use sixgate_dataplane::Live;
+use sixgate_dataplane::live::{Query as Table, Rows};
 
 use super::types::*;
 use crate::ReloadStatus;
@@ -318,7 +318,7 @@ async fn status(State(s): State<Shared>) -> Response {
 }
 
 /// Every counter of a snapshot, by name, in a fixed order.
-pub fn stat_values(s: &sixgate_tun::Snapshot) -> Vec<(&'static str, u64)> {
+pub fn stat_values(s: &sixgate_dataplane::Snapshot) -> Vec<(&'static str, u64)> {
     let (c, io) = (&s.core, &s.io);
     let mut v = vec![
         ("rx_packets", io.rx_packets),

@@ -1,7 +1,7 @@
 //! Prometheus metrics (issue 6): `GET /metrics` on a TCP address of `[metrics]`.
 //!
 //! Nothing is counted here. The workers keep bumping their own plain counters and
-//! publish them after every batch (`sixgate_tun::WorkerStats`); a scrape reads
+//! publish them after every batch (`sixgate_dataplane::WorkerStats`); a scrape reads
 //! those, the DNS64 server's atomics and the reload status into a [`Scrape`], and
 //! [`render`] builds a fresh registry from it. Every metric and its meaning is in
 //! docs/metrics.md (a test keeps the two in step).
@@ -21,7 +21,7 @@ pub struct Scrape {
     /// The translator mode (`siit`, `nat64`, `clat`), for `sixgate_build_info`.
     pub mode: String,
     /// Each worker's counters, in worker order (empty before the gateway is up).
-    pub workers: Vec<sixgate_tun::Snapshot>,
+    pub workers: Vec<sixgate_dataplane::Snapshot>,
     /// The DNS64 server's counters, when `[dns64]` runs in the daemon.
     pub dns64: Option<sixgate_dns64::StatsSnapshot>,
     /// Configuration reloads so far.

@@ -39,7 +39,7 @@ fn worker(i: usize) -> Labels {
 }
 
 /// One counter per worker, read by `f`.
-fn per_worker(s: &Scrape, f: impl Fn(&sixgate_tun::Snapshot) -> u64) -> Samples {
+fn per_worker(s: &Scrape, f: impl Fn(&sixgate_dataplane::Snapshot) -> u64) -> Samples {
     s.workers
         .iter()
         .enumerate()
@@ -132,7 +132,7 @@ fn drops(r: &mut Registry, s: &Scrape) {
 }
 
 fn tun(r: &mut Registry, s: &Scrape) {
-    type Field = fn(&sixgate_tun::IoCounters) -> u64;
+    type Field = fn(&sixgate_dataplane::IoCounters) -> u64;
     let io: [(&str, &str, Field); 12] = [
         (
             "tun_rx_packets",

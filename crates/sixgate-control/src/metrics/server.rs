@@ -108,7 +108,7 @@ mod tests {
     fn serves_metrics_and_404_elsewhere() {
         let collect: Collect = Arc::new(|| Scrape {
             mode: "siit".into(),
-            workers: vec![sixgate_tun::Snapshot::default()],
+            workers: vec![sixgate_dataplane::Snapshot::default()],
             ..Scrape::default()
         });
         let srv = MetricsServer::spawn("127.0.0.1:0".parse().unwrap(), collect).unwrap();

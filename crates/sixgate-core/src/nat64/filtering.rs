@@ -264,6 +264,10 @@ impl Nat64 {
         let mut budget = super::SWEEP_BUDGET;
         self.expire_sessions(now, now_ns, &mut budget);
         self.expire_cooling(now, now_ns, &mut budget);
+        if budget > 0 {
+            // The round's last call: a step of the drained-prefix scan.
+            self.scan_draining();
+        }
         Err(budget == 0)
     }
 

@@ -104,6 +104,10 @@ pub(crate) struct Nat64 {
     /// Removed pool4 prefixes whose BIB entries have not all expired yet
     /// (`runtime`): still ours on the IPv4 side, never used for new mappings.
     draining: Vec<Pool4Entry>,
+    /// Where the scan for drained prefixes goes on (`runtime::scan_draining`),
+    /// and which of the first 64 draining prefixes it met this pass.
+    drain_next: u32,
+    drain_seen: u64,
     /// RFC 6056 algorithm 3's `next_ephemeral`.
     next_ephemeral: u32,
     bib_count: PerProto,
@@ -152,6 +156,8 @@ impl Nat64 {
             events: EventRing::new(EVENT_RING_CAPACITY),
             reserved,
             draining: Vec::new(),
+            drain_next: 0,
+            drain_seen: 0,
             next_ephemeral: 0,
             bib_count: PerProto::default(),
             session_count: PerProto::default(),

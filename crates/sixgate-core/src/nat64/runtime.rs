@@ -5,8 +5,9 @@
 //!   usable at once. A removed address takes no new mapping, but its BIB entries
 //!   and sessions stay until they expire: it is *draining*, still recognised as
 //!   ours on the IPv4 side (so the established sessions keep working), and
-//!   forgotten at the first change after its last BIB entry went. Jool flushes
-//!   them instead; we don't, so a pool4 change never cuts an established flow.
+//!   forgotten once its last BIB entry went: found by the timers' bounded scan
+//!   ([`Nat64::scan_draining`]), or at the next change. Jool flushes them
+//!   instead; we don't, so a pool4 change never cuts an established flow.
 //! - static BIB entries (RFC 6146 §3.1 "manually configured"): added ones are
 //!   installed by the worker that owns their IPv6 side; a removed one goes with
 //!   its sessions (the operator took that mapping away).
@@ -19,6 +20,11 @@ use super::bib::{Bib, STATIC};
 use super::config::{Nat64Config, Pool4Entry, StaticBib};
 use super::event::EventKind;
 use super::slab::{Link, NIL};
+
+/// BIB slots one step of [`Nat64::scan_draining`] looks at: a pass over a
+/// million-entry table in some 25 s of 100 ms timer rounds, microseconds a
+/// step, and only while a removed prefix drains.
+const DRAIN_SCAN_STEP: usize = 4096;
 
 impl Nat64 {
     /// Apply `cfg`: limits, timeouts, filtering and logging from now on; pool4
@@ -60,6 +66,49 @@ impl Nat64 {
         let mut draining = std::mem::take(&mut self.draining);
         draining.retain(|d| self.live_bibs().any(|(_, b)| d.contains(b.v4)));
         self.draining = draining;
+        (self.drain_next, self.drain_seen) = (0, 0);
+    }
+
+    /// Removed pool4 prefixes that still have BIB entries here.
+    pub(crate) fn draining(&self) -> &[Pool4Entry] {
+        &self.draining
+    }
+
+    /// One bounded step ([`DRAIN_SCAN_STEP`] BIB slots) of the timers' scan for
+    /// drained pool4 prefixes: a removed prefix none of whose addresses holds a
+    /// BIB entry through a whole pass over the BIB slab is forgotten, as the
+    /// next change would (no new entry can appear on it meanwhile: it takes no
+    /// new mapping). Only the first 64 draining prefixes are tracked; more wait
+    /// for a change. True when a pass forgot one.
+    pub(crate) fn scan_draining(&mut self) -> bool {
+        if self.draining.is_empty() {
+            return false;
+        }
+        let len = self.bibs.items.len();
+        let from = (self.drain_next as usize).min(len);
+        let to = (from + DRAIN_SCAN_STEP).min(len);
+        let mut seen = self.drain_seen;
+        for (i, b) in self.bibs.items[from..to].iter().enumerate() {
+            for (k, d) in self.draining.iter().take(64).enumerate() {
+                if d.contains(b.v4)
+                    && self.bib_by4(b.proto, b.v4, b.port4) == Some((from + i) as u32)
+                {
+                    seen |= 1 << k;
+                }
+            }
+        }
+        if to < len {
+            (self.drain_next, self.drain_seen) = (to as u32, seen);
+            return false;
+        }
+        let before = self.draining.len();
+        let mut k = 0;
+        self.draining.retain(|_| {
+            k += 1;
+            k > 64 || seen & (1 << (k - 1)) != 0
+        });
+        (self.drain_next, self.drain_seen) = (0, 0);
+        self.draining.len() < before
     }
 
     /// RFC 6146 §3.1: static entries added and removed.

@@ -76,10 +76,7 @@ pub struct PacketOwner {
 }
 
 /// IANA protocol numbers the steering reads.
-const ICMP: u8 = 1;
-const TCP: u8 = 6;
-const UDP: u8 = 17;
-const ICMPV6: u8 = 58;
+use crate::packet::proto::{ICMP, ICMPV6, TCP, UDP};
 
 impl PacketOwner {
     /// The owner rule of `cfg` over `workers` workers.

@@ -222,8 +222,7 @@ fn run(
         };
         return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
     }
-    let lowest = t.cfg.lowest_ipv6_mtu;
-    let frag_mtu = usize::from(t.cfg.ipv6_mtu.map_or(lowest, |m| m.min(lowest)));
+    let frag_mtu = t.cfg.v6_fragment_limit();
     let must_fragment = !h.df() && out_len > frag_mtu;
 
     // §4.2 on a fragmented Echo: its checksum needs the whole message's

@@ -80,13 +80,10 @@ impl Harness {
         buf[HEADROOM..HEADROOM + input.len()].copy_from_slice(input);
         let mut pkt = PacketBuf::new(&mut buf, HEADROOM, input.len());
         let v = self.t.translate(&mut pkt, &mut self.scratch, self.now_ns);
-        let out = match v {
-            Verdict::Translated => vec![pkt.data().to_vec()],
-            Verdict::Fragmented(_) | Verdict::Replied(_) => {
-                self.scratch.packets().map(<[u8]>::to_vec).collect()
-            }
-            Verdict::Dropped(_) | Verdict::Held => vec![],
-        };
+        let out = v
+            .outputs(pkt.data(), &self.scratch)
+            .map(<[u8]>::to_vec)
+            .collect();
         (v, out)
     }
 

@@ -25,7 +25,7 @@ pub struct Args {
 pub fn run(args: &Args) -> CmdResult {
     // First of all: a SIGHUP before the API reloads on it must not kill us.
     let hangups =
-        sixgate_tun::control::Hangups::install().map_err(|e| format!("sixgate run: {e}"))?;
+        sixgate_dataplane::signals::Hangups::install().map_err(|e| format!("sixgate run: {e}"))?;
     // The file as the running configuration (docs/control.md): runtime changes
     // edit it, `config save` writes it.
     let text = std::fs::read_to_string(&args.config)
@@ -81,7 +81,7 @@ pub fn run(args: &Args) -> CmdResult {
     // [metrics]: bound before privileges are dropped; it reports the workers
     // once the gateway has them.
     let reloads = Arc::new(ReloadStatus::default());
-    let workers: Arc<OnceLock<sixgate_tun::StatsHandle>> = Arc::new(OnceLock::new());
+    let workers: Arc<OnceLock<sixgate_dataplane::StatsHandle>> = Arc::new(OnceLock::new());
     let metrics = match &loaded.metrics {
         Some(m) => {
             let collect = collector(&loaded, &workers, dns64.as_ref(), &reloads);
@@ -96,7 +96,7 @@ pub fn run(args: &Args) -> CmdResult {
     let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
         .map_err(|e| format!("sixgate run: {e}"))?;
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
-    let _ = workers.set(gw.stats_handle());
+    let _ = workers.set(gw.crew().stats_handle());
     // A CLAT that discovered its PLAT prefix keeps it across reloads.
     let plat = loaded.config.map.pool6;
     let prepare = move |l: &mut sixgate_config::Loaded| {
@@ -145,14 +145,14 @@ pub fn run(args: &Args) -> CmdResult {
     }
     // systemd (Type=notify): forwarding from now on.
     notify("READY=1");
-    let why = gw.wait();
+    let why = gw.crew().wait();
     let ignored = hangups.take();
     if api.is_none() && ignored > 0 {
         tracing::warn!("SIGHUP ignored {ignored} times: nothing reloads without the API");
     }
     tracing::info!(device = %gw.name(), "stopping: {why}");
     notify("STOPPING=1");
-    let failed = matches!(why, sixgate_tun::Stop::WorkerFailed(_));
+    let failed = matches!(why, sixgate_dataplane::Stop::WorkerFailed(_));
     if let Some(a) = api {
         a.stop();
     }
@@ -203,7 +203,7 @@ impl Gateway {
     fn start(
         loaded: &sixgate_config::Loaded,
         keep: bool,
-    ) -> Result<Gateway, sixgate_tun::SetupError> {
+    ) -> Result<Gateway, sixgate_dataplane::SetupError> {
         Ok(match loaded.daemon.dataplane {
             sixgate_config::Dataplane::Tun => {
                 Gateway::Tun(sixgate_tun::Gateway::start(loaded, keep)?)
@@ -212,14 +212,15 @@ impl Gateway {
         })
     }
 
-    fn wait(&self) -> sixgate_tun::Stop {
+    /// The workers: counters, and what stops them.
+    fn crew(&self) -> &sixgate_dataplane::Crew {
         match self {
-            Gateway::Tun(g) => g.wait(),
-            Gateway::Xdp(g) => g.wait(),
+            Gateway::Tun(g) => g.crew(),
+            Gateway::Xdp(g) => g.crew(),
         }
     }
 
-    fn stop(self) -> sixgate_tun::Report {
+    fn stop(self) -> sixgate_dataplane::Report {
         match self {
             Gateway::Tun(g) => g.stop(),
             Gateway::Xdp(g) => g.stop(),
@@ -234,15 +235,8 @@ impl Gateway {
         }
     }
 
-    fn stats_handle(&self) -> sixgate_tun::StatsHandle {
-        match self {
-            Gateway::Tun(g) => g.stats_handle(),
-            Gateway::Xdp(g) => g.stats_handle(),
-        }
-    }
-
     /// Runtime changes and table listings.
-    fn live(&self) -> Option<Arc<sixgate_tun::Live>> {
+    fn live(&self) -> Option<Arc<sixgate_dataplane::Live>> {
         match self {
             Gateway::Tun(g) => Some(g.live()),
             Gateway::Xdp(g) => g.live(),
@@ -254,7 +248,7 @@ impl Gateway {
 /// gateway is up), the DNS64 server's and the reload status.
 fn collector(
     loaded: &sixgate_config::Loaded,
-    workers: &Arc<OnceLock<sixgate_tun::StatsHandle>>,
+    workers: &Arc<OnceLock<sixgate_dataplane::StatsHandle>>,
     dns64: Option<&sixgate_dns64::ServerThread>,
     reloads: &Arc<ReloadStatus>,
 ) -> Collect {

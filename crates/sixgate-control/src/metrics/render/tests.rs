@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sixgate_core::{Counters, DropReason, nat64};
+use sixgate_dataplane::{IoCounters, Snapshot};
 use sixgate_dns64::StatsSnapshot;
-use sixgate_tun::{IoCounters, Snapshot};
 
 use super::*;
 use crate::reload_status::ReloadReading;

@@ -2,7 +2,7 @@
 //!
 //! A worker counts in plain integers (its translator's [`Counters`] and its
 //! [`IoCounters`]) and copies them into its [`WorkerStats`] with relaxed atomic
-//! stores after every batch of reads (at most [`crate::worker::BATCH`] packets, and
+//! stores after every batch of reads (at most a batch of packets, and
 //! whenever its queue runs dry). Readers see each counter exactly, at most one
 //! batch old; counters of one snapshot may come from two neighbouring batches.
 
@@ -11,17 +11,20 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use sixgate_core::{Counters, DropReason, nat64};
 
-use crate::pipeline::IoCounters;
+use crate::IoCounters;
 
 /// Every counter of one worker, as atomics.
 #[derive(Debug)]
 pub struct WorkerStats {
     core: [AtomicU64; 8],
     dropped: [AtomicU64; DropReason::COUNT],
-    io: [AtomicU64; 16],
+    io: [AtomicU64; IoCounters::COUNT],
     /// NAT64 table sizes, published with every timer tick (every 100 ms), not per
     /// batch: they change slowly and are bigger than a few counters.
     nat64: Mutex<Option<nat64::Stats>>,
+    /// Removed pool4 prefixes this worker's translator still has BIB entries
+    /// on (see `live`), published when they change.
+    pub(crate) draining: Mutex<Vec<nat64::Pool4Entry>>,
     /// The configuration generation this worker runs (see `live`).
     pub(crate) applied: AtomicU64,
 }
@@ -34,6 +37,7 @@ impl Default for WorkerStats {
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
             io: Default::default(),
             nat64: Mutex::new(None),
+            draining: Mutex::new(Vec::new()),
             applied: AtomicU64::new(0),
         }
     }
@@ -196,25 +200,7 @@ impl WorkerStats {
         for (a, v) in self.dropped.iter().zip(c.dropped) {
             a.store(v, Relaxed);
         }
-        let io = [
-            io.rx_packets,
-            io.rx_bytes,
-            io.tx_packets,
-            io.tx_bytes,
-            io.rx_errors,
-            io.tx_errors,
-            io.rx_truncated,
-            io.gso_in,
-            io.gso_whole,
-            io.gso_split,
-            io.csum_sw,
-            io.offload_dropped,
-            io.to_kernel,
-            io.no_route,
-            io.handoff,
-            io.handoff_full,
-        ];
-        for (a, v) in self.io.iter().zip(io) {
+        for (a, v) in self.io.iter().zip(io.to_array()) {
             a.store(v, Relaxed);
         }
     }
@@ -227,7 +213,7 @@ impl WorkerStats {
     /// Read the last published counters (any thread).
     pub fn snapshot(&self) -> Snapshot {
         let core: [u64; 8] = std::array::from_fn(|i| self.core[i].load(Relaxed));
-        let io: [u64; 16] = std::array::from_fn(|i| self.io[i].load(Relaxed));
+        let io = std::array::from_fn(|i| self.io[i].load(Relaxed));
         Snapshot {
             core: Counters {
                 translated_6to4: core[0],
@@ -240,24 +226,7 @@ impl WorkerStats {
                 bytes_4to6: core[7],
                 dropped: std::array::from_fn(|i| self.dropped[i].load(Relaxed)),
             },
-            io: IoCounters {
-                rx_packets: io[0],
-                rx_bytes: io[1],
-                tx_packets: io[2],
-                tx_bytes: io[3],
-                rx_errors: io[4],
-                tx_errors: io[5],
-                rx_truncated: io[6],
-                gso_in: io[7],
-                gso_whole: io[8],
-                gso_split: io[9],
-                csum_sw: io[10],
-                offload_dropped: io[11],
-                to_kernel: io[12],
-                no_route: io[13],
-                handoff: io[14],
-                handoff_full: io[15],
-            },
+            io: IoCounters::from_array(io),
             nat64: *self.nat64.lock().unwrap_or_else(|p| p.into_inner()),
         }
     }

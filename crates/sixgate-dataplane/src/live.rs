@@ -1,8 +1,8 @@
 //! The running gateway as the control plane sees it: configuration snapshots
 //! published to the workers, and questions the workers answer about their
-//! tables. Shared by the TUN and the XDP data planes (`sixgate-xdp`): what
-//! differs between them, where a change's destinations go (routes into the
-//! device, the XDP program's maps), is a [`Plane`].
+//! tables. Shared by every live data plane: what differs between them, where
+//! a change's destinations go (routes into the TUN device, the XDP program's
+//! maps), is a [`Plane`].
 //!
 //! - Configuration: the running [`Config`] sits in an `ArcSwap`. A change
 //!   ([`Live::apply`]) is checked ([`sixgate_core::reconfigure::check`]), its
@@ -19,7 +19,6 @@
 //!   waits for a lock. A flush ([`Live::flush`], `sixgate session flush`)
 //!   travels the same way: each request removes at most one chunk's worth.
 
-use std::any::Any;
 use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::os::unix::net::UnixStream;
@@ -29,12 +28,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use sixgate_core::nat64::{BibView, FlushFilter, Flushed, SessionView};
+use sixgate_core::nat64::{BibView, FlushFilter, Flushed, Pool4Entry, SessionView};
 use sixgate_core::{Config, Translator};
 
-use crate::routes::{self, Route, Routes};
 use crate::stats::{Snapshot, WorkerStats};
-use crate::steering::{self, Steering};
 
 /// How long a change or a question waits for the workers.
 const WORKER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -139,12 +136,26 @@ pub trait Plane: Send {
         Ok(())
     }
 
-    /// For the gateway to take back what it handed over (at exit).
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// At exit, once: take down what [`Plane::apply`] and the start put in
+    /// place (routes into the TUN device), or leave it (`keep`; privileges
+    /// dropped: what the kernel removes with the device). Returns what could
+    /// not be undone.
+    fn finish(&mut self, _keep: bool, _privileged: bool) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Removed pool4 prefixes drained (RFC 6146 §3.5.1.1): every worker runs
+    /// `cfg`, and of the prefixes removed only `draining` still has BIB
+    /// entries; take away what was kept for the others (a route into the TUN
+    /// device). Returns warnings.
+    fn pool4_drained(&mut self, _cfg: &Config, _draining: &[Pool4Entry]) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// What a worker's follower reconfigures and asks: a TUN worker's pipeline, an
-/// XDP worker's translator.
+/// XDP worker's translator (and the packet owners it derives from the
+/// configuration).
 pub trait Follows {
     /// Run `cfg` from now on (keeping the tables).
     fn reconfigure(&mut self, cfg: Arc<Config>) -> Result<(), sixgate_core::reconfigure::Refused>;
@@ -163,84 +174,6 @@ impl Follows for Translator {
     }
     fn translator_mut(&mut self) -> &mut Translator {
         self
-    }
-}
-
-impl Follows for crate::pipeline::Pipeline {
-    fn reconfigure(&mut self, cfg: Arc<Config>) -> Result<(), sixgate_core::reconfigure::Refused> {
-        crate::pipeline::Pipeline::reconfigure(self, cfg)
-    }
-    fn translator(&self) -> &Translator {
-        crate::pipeline::Pipeline::translator(self)
-    }
-    fn translator_mut(&mut self) -> &mut Translator {
-        crate::pipeline::Pipeline::translator_mut(self)
-    }
-}
-
-/// The TUN data plane's destinations: routes into the device (`[tun]
-/// manage_routes`, not a CLAT), and the steering program's static BIB entries.
-pub struct TunPlane {
-    /// The routes sixgate added.
-    pub routes: Option<Routes>,
-    /// Multi-worker NAT64's steering program.
-    pub steering: Option<Steering>,
-    /// Route new EAM and pool4 prefixes.
-    pub manage_routes: bool,
-    /// Workers the steering program spreads over.
-    pub workers: u16,
-}
-
-impl Plane for TunPlane {
-    fn apply(&mut self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal> {
-        if self.manage_routes {
-            self.reroute(old, new, warn)?;
-        }
-        if let (Some(o), Some(n), Some(s)) = (&old.nat64, &new.nat64, self.steering.as_mut()) {
-            let w = self.workers;
-            let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
-            s.update_static_bib(&po.static_bib, &pn.static_bib)?;
-        }
-        Ok(())
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
-
-impl TunPlane {
-    /// Routes: new EAM and pool4 prefixes into the device; removed EAM
-    /// prefixes out. Removed pool4 prefixes keep theirs: their sessions drain.
-    fn reroute(
-        &mut self,
-        old: &Config,
-        new: &Config,
-        warn: &mut Vec<String>,
-    ) -> Result<(), Refusal> {
-        let Some(r) = self.routes.as_mut() else {
-            return Ok(());
-        };
-        let (was, now) = (routes::wanted(old), routes::wanted(new));
-        let mut added: Vec<Route> = Vec::new();
-        for route in now.iter().filter(|r| !was.contains(r)) {
-            if let Err(e) = r.add_one(route) {
-                for a in &added {
-                    let _ = r.remove_one(a);
-                }
-                return Err(e);
-            }
-            added.push(route.clone());
-        }
-        for route in was
-            .iter()
-            .filter(|r| !now.contains(r) && !routes::is_pool4(old, r))
-        {
-            if let Err(e) = r.remove_one(route) {
-                warn.push(e);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -337,10 +270,12 @@ impl Live {
         sixgate_core::reconfigure::check(&old, &new).map_err(|e| e.to_string())?;
         let mut warnings = Vec::new();
         plane.apply(&old, &new, &mut warnings)?;
-        drop(plane);
         self.config.store(Arc::new(new));
         // Release: a worker that reads the new number reads this snapshot.
         let g = self.config_generation.fetch_add(1, Ordering::Release) + 1;
+        // Stored under the plane's lock: pool4_drained sees the plane and the
+        // configuration of one change.
+        drop(plane);
         self.poke_all();
         let deadline = Instant::now() + WORKER_TIMEOUT;
         for (i, s) in self.stats.iter().enumerate() {
@@ -416,13 +351,40 @@ impl Live {
         }
     }
 
-    /// The routes, for the TUN gateway to take down at exit.
-    pub(crate) fn take_routes(&self) -> Option<Routes> {
+    /// A worker's draining pool4 prefixes changed. Once every worker runs the
+    /// current configuration (each publishes its prefixes before it says so),
+    /// the data plane is told which removed prefixes still drain anywhere
+    /// ([`Plane::pool4_drained`]). Runs on that worker's thread, at a timer
+    /// tick or a change: rare, and what it costs (a route removed) is paid
+    /// there, not per packet.
+    fn pool4_drained(&self) {
         let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
-        plane
-            .as_any_mut()
-            .downcast_mut::<TunPlane>()
-            .and_then(|t| t.routes.take())
+        let g = self.config_generation.load(Ordering::Acquire);
+        if self
+            .stats
+            .iter()
+            .any(|s| s.applied.load(Ordering::Acquire) < g)
+        {
+            return; // the last worker to take the change calls again
+        }
+        let mut draining = Vec::new();
+        for s in &self.stats {
+            for p in s.draining.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                if !draining.contains(p) {
+                    draining.push(*p);
+                }
+            }
+        }
+        for w in plane.pool4_drained(&self.config.load(), &draining) {
+            tracing::warn!("{w}");
+        }
+    }
+
+    /// At exit: the data plane takes down what it put in place for the
+    /// destinations ([`Plane::finish`]); returns what could not be undone.
+    pub fn finish(&self, keep: bool, privileged: bool) -> Vec<String> {
+        let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
+        plane.finish(keep, privileged)
     }
 }
 
@@ -432,6 +394,29 @@ impl Follower {
     pub fn drain_wake(&self) {
         let mut drain = [0u8; 64];
         while matches!((&self.wake).read(&mut drain), Ok(n) if n > 0) {}
+    }
+
+    /// After the translator's timers: when they forgot a drained pool4 prefix
+    /// (RFC 6146 §3.5.1.1), the data plane may take away what it kept for it.
+    pub fn after_tick(&self, t: &Translator) {
+        if self.publish_draining(t) {
+            self.live.pool4_drained();
+        }
+    }
+
+    /// Publish the translator's draining pool4 prefixes; true when they changed.
+    fn publish_draining(&self, t: &Translator) -> bool {
+        let now = t.draining_pool4();
+        let mut published = self.live.stats[self.index]
+            .draining
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if published[..] == *now {
+            return false;
+        }
+        published.clear();
+        published.extend_from_slice(now);
+        true
     }
 
     /// Between two batches: anything new? One relaxed load when nothing is.
@@ -456,9 +441,11 @@ impl Follower {
                 tracing::error!(worker = self.index, "{e}");
             }
             self.seen_config = g;
+            self.publish_draining(p.translator());
             self.live.stats[self.index]
                 .applied
                 .store(g, Ordering::Release);
+            self.live.pool4_drained();
         }
         while let Ok(r) = self.requests.try_recv() {
             let chunk = match r.query {
@@ -500,7 +487,14 @@ impl Follower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::Pipeline;
+
+    /// A data plane with no destinations to put in place.
+    struct NoPlane;
+    impl Plane for NoPlane {
+        fn apply(&mut self, _: &Config, _: &Config, _: &mut Vec<String>) -> Result<(), Refusal> {
+            Ok(())
+        }
+    }
     use sixgate_core::nat64::{Nat64Config, Pool4Entry};
     use std::sync::atomic::AtomicBool;
 
@@ -530,12 +524,7 @@ mod tests {
         let file = || sixgate_config::parse(text, "br.toml").unwrap().config;
         let mut start = file();
         start.mapt.as_mut().unwrap().hash_key = 9;
-        let plane = TunPlane {
-            routes: Some(Routes::none("sg-test")),
-            steering: None,
-            manage_routes: false,
-            workers: 0,
-        };
+        let plane = NoPlane;
         let (live, _) = Live::new(Arc::new(start), Vec::new(), Box::new(plane), None).unwrap();
         live.apply(file()).unwrap();
         assert_eq!(live.config().mapt.as_ref().unwrap().hash_key, 9);
@@ -551,12 +540,7 @@ mod tests {
         start.nat64.as_mut().unwrap().hash_key = 7;
         let start = Arc::new(start);
         let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
-        let plane = TunPlane {
-            routes: Some(Routes::none("sg-test")),
-            steering: None,
-            manage_routes: false,
-            workers: 2,
-        };
+        let plane = NoPlane;
         let (live, followers) = Live::new(start.clone(), stats, Box::new(plane), None).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let workers: Vec<_> = followers
@@ -566,14 +550,14 @@ mod tests {
                 let stop = stop.clone();
                 let cfg = start.clone();
                 std::thread::spawn(move || {
-                    let mut p = Pipeline::for_worker(cfg, false, i as u16, 2);
+                    let mut p = Translator::for_worker(cfg, i as u16, 2);
                     while !stop.load(Ordering::Relaxed) {
                         if f.changed() {
                             f.follow(&mut p, 0);
                         }
                         std::thread::sleep(Duration::from_millis(1));
                     }
-                    p.translator().config().clone()
+                    p.config().clone()
                 })
             })
             .collect();
@@ -602,5 +586,72 @@ mod tests {
         }
         assert_eq!(live.config().nat64.as_ref().unwrap().pool4.len(), 2);
         assert!(live.chunk(5, Query::Bib, 0, 1).is_err());
+    }
+
+    /// Records what [`Plane::pool4_drained`] was told.
+    struct Recorder(Arc<Mutex<Vec<Vec<Pool4Entry>>>>);
+    impl Plane for Recorder {
+        fn apply(&mut self, _: &Config, _: &Config, _: &mut Vec<String>) -> Result<(), Refusal> {
+            Ok(())
+        }
+        fn pool4_drained(&mut self, _: &Config, draining: &[Pool4Entry]) -> Vec<String> {
+            self.0.lock().unwrap().push(draining.to_vec());
+            Vec::new()
+        }
+    }
+
+    /// RFC 6146 §3.5.1.1: a removed pool4 address with a session is reported
+    /// draining once the worker runs the change, and drained once the worker's
+    /// timers have seen its last BIB entry go, without another change.
+    #[test]
+    fn rfc6146_s3_5_1_1_removed_pool4_is_reported_drained_by_the_timers() {
+        use sixgate_core::{HEADROOM, PacketBuf, Scratch, Verdict};
+        let (a, b) = ([192, 0, 2, 1], [192, 0, 2, 2]);
+        let start = Arc::new(nat64(&[a]));
+        let mut t = Translator::new(start.clone());
+        let mut scratch = Scratch::new();
+        let client: std::net::Ipv6Addr = "2001:db8:1::5".parse().unwrap();
+        let server: std::net::Ipv6Addr = "2001:db8:64::cb00:7101".parse().unwrap();
+        let udp = sixgate_testkit::Ip6::new(client, server).udp(5000, 53, 10);
+        let mut buf = vec![0u8; HEADROOM + udp.len()];
+        buf[HEADROOM..].copy_from_slice(&udp);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, udp.len());
+        assert_eq!(t.translate(&mut pkt, &mut scratch, 0), Verdict::Translated);
+
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let stats: Vec<Arc<WorkerStats>> = vec![Arc::default()];
+        let (live, followers) =
+            Live::new(start, stats, Box::new(Recorder(told.clone())), None).unwrap();
+        let now_s = Arc::new(AtomicU64::new(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut f = followers.into_iter().next().unwrap();
+        let worker = {
+            let (now_s, stop) = (now_s.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let now = now_s.load(Ordering::Relaxed) * 1_000_000_000;
+                    if f.changed() {
+                        f.follow(&mut t, now);
+                    }
+                    while t.tick(now, &mut scratch).is_some() {}
+                    f.after_tick(&t);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        };
+        live.apply(nat64(&[b])).unwrap();
+        let entry = |x: [u8; 4]| Pool4Entry::single(Ipv4Addr::from(x));
+        assert_eq!(told.lock().unwrap().last(), Some(&vec![entry(a)]));
+        // Past the UDP timeout, then the freed port's reuse delay.
+        now_s.store(2000, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(50));
+        now_s.store(2200, Ordering::Relaxed);
+        let deadline = Instant::now() + WORKER_TIMEOUT;
+        while told.lock().unwrap().last() != Some(&Vec::new()) {
+            assert!(Instant::now() < deadline, "{:?}", told.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stop.store(true, Ordering::Relaxed);
+        worker.join().unwrap();
     }
 }

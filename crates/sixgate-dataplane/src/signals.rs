@@ -1,7 +1,7 @@
-//! What every live data plane's gateway waits on: SIGINT and SIGTERM, and a
-//! worker's failure. Shared by the TUN and the XDP data planes (`sixgate-xdp`),
-//! so both stop alike and report the same [`Stop`]. And [`Hangups`]: SIGHUP
-//! made harmless until something reloads on it.
+//! Signal handling: what every live data plane's gateway waits on (SIGINT and
+//! SIGTERM, and a worker's failure), so all stop alike and report the same
+//! [`Stop`]; [`Hangups`], SIGHUP made harmless until something reloads on it;
+//! and the stop pipe that wakes sleeping workers.
 
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -142,38 +142,4 @@ pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: both are fresh descriptors we own.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// A worker thread's first steps and last ones, alike on every data plane:
-/// pin it to its CPU (a failure is only a warning), and on the way out record
-/// its error (the first failure wins) and wake the gateway waiting on
-/// [`Signals`].
-pub mod worker_thread {
-    use std::io::Write;
-    use std::os::unix::net::UnixStream;
-    use std::sync::Mutex;
-
-    /// Pin worker `index` to `cpu`, if it has one.
-    pub fn pin(index: usize, cpu: Option<usize>) {
-        if let Some(cpu) = cpu
-            && let Err(e) = crate::system::pin_current_thread(cpu)
-        {
-            tracing::warn!(worker = index, cpu, "cannot pin worker to its CPU: {e}");
-        }
-    }
-
-    /// Hand `result`'s error, if any, to the gateway, and return `result`.
-    pub fn finish(
-        result: Result<(), String>,
-        failure: &Mutex<Option<String>>,
-        wake: &mut UnixStream,
-    ) -> Result<(), String> {
-        if let Err(e) = &result {
-            let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
-            f.get_or_insert_with(|| e.clone());
-            drop(f);
-            let _ = wake.write_all(&[1]);
-        }
-        result
-    }
 }

@@ -1,8 +1,10 @@
-//! What the gateway asks of the operating system besides the TUN device: CPUs
-//! and pinning, forwarding sysctls, users and privilege drop, random seeds.
+//! What a gateway asks of the operating system besides its packet I/O: CPUs
+//! and pinning, forwarding sysctls, users and privilege drop, random seeds,
+//! and `ip` (iproute2) for addresses and routes.
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::process::Command;
 
 /// The CPUs this process may run on (its affinity mask), in order.
 pub fn allowed_cpus() -> Vec<usize> {
@@ -159,6 +161,28 @@ pub fn signal_name(sig: i32) -> String {
                 unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
             }
         }
+    }
+}
+
+/// Run `ip [-6] ARGS`; stdout on success, stderr (or why it could not run) on failure.
+pub fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
+    let mut cmd = Command::new("ip");
+    if v6 {
+        cmd.arg("-6");
+    }
+    let out = cmd
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run `ip` (iproute2): {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let msg = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        Err(if msg.is_empty() {
+            format!("ip exited with {}", out.status)
+        } else {
+            msg
+        })
     }
 }
 

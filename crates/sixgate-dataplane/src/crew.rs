@@ -1,0 +1,132 @@
+//! A gateway's workers as one: their counters, how they are stopped (a flag
+//! and a pipe whose hang-up wakes every sleeping worker), how a failed one
+//! wakes the gateway ([`Signals`]), and their threads. Every live data plane
+//! starts, waits for, stops and reports its workers through one.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread::JoinHandle;
+
+use crate::live::Follower;
+use crate::signals::{Signals, pipe};
+use crate::stats::{self, Snapshot, StatsHandle, WorkerStats};
+use crate::worker::{PacketIo, Worker};
+use crate::{Report, Stop};
+
+/// The workers of one gateway.
+pub struct Crew {
+    stats: Vec<Arc<WorkerStats>>,
+    stop_flag: Arc<AtomicBool>,
+    stop_rd: Arc<OwnedFd>,
+    stop_wr: Option<OwnedFd>,
+    signals: Signals,
+    threads: Vec<JoinHandle<Result<(), String>>>,
+}
+
+impl Crew {
+    /// Counters for `n` workers, and the means to stop them; `signals` are
+    /// what [`Crew::wait`] waits on.
+    pub fn new(signals: Signals, n: usize) -> Result<Crew, String> {
+        let (stop_rd, stop_wr) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+        Ok(Crew {
+            stats: (0..n).map(|_| Arc::default()).collect(),
+            stop_flag: Arc::new(AtomicBool::new(false)),
+            stop_rd: Arc::new(stop_rd),
+            stop_wr: Some(stop_wr),
+            signals,
+            threads: Vec::with_capacity(n),
+        })
+    }
+
+    /// Each worker's counters, for [`crate::Live::new`].
+    pub fn stats(&self) -> &[Arc<WorkerStats>] {
+        &self.stats
+    }
+
+    /// Worker `index`, not started yet: `io` is its packet I/O, `follower`
+    /// its end of the control plane's channel.
+    pub fn worker<P: PacketIo>(
+        &self,
+        index: usize,
+        cpu: Option<usize>,
+        io: P,
+        follower: Follower,
+        plan: &crate::Plan,
+    ) -> Result<Worker<P>, String> {
+        Ok(Worker {
+            index,
+            cpu,
+            io,
+            stats: self.stats[index].clone(),
+            stop: self.stop_flag.clone(),
+            stop_fd: self.stop_rd.clone(),
+            wake: self.signals.waker().map_err(|e| e.to_string())?,
+            failure: self.signals.failure(),
+            stateful: plan.stateful,
+            event_log: plan.event_log,
+            follower,
+        })
+    }
+
+    /// Start `w` on a thread of its own, named `name`.
+    pub fn spawn<P: PacketIo + Send + 'static>(
+        &mut self,
+        name: String,
+        w: Worker<P>,
+    ) -> std::io::Result<()> {
+        let h = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || w.run())?;
+        self.threads.push(h);
+        Ok(())
+    }
+
+    /// Block until SIGINT/SIGTERM or a worker failure.
+    pub fn wait(&self) -> Stop {
+        self.signals.wait()
+    }
+
+    /// All workers' counters, summed, as last published.
+    pub fn snapshot(&self) -> Snapshot {
+        stats::sum(&self.stats)
+    }
+
+    /// Each worker's counters, as last published, in worker order.
+    pub fn worker_snapshots(&self) -> Vec<Snapshot> {
+        stats::each(&self.stats)
+    }
+
+    /// A reader of the workers' counters for another thread (metrics, API).
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle::new(self.stats.iter().cloned().collect())
+    }
+
+    /// Tell every worker to stop (the flag, and the pipe's hang-up for those
+    /// asleep); [`Crew::join`] waits for them.
+    pub fn halt(&mut self) {
+        self.stop_flag.store(true, Relaxed);
+        drop(self.stop_wr.take());
+    }
+
+    /// Stop the workers and wait for them; `errors` gets their failures.
+    pub fn join(&mut self, errors: &mut Vec<String>) {
+        self.halt();
+        for (i, h) in self.threads.drain(..).enumerate() {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => errors.push(e),
+                Err(_) => errors.push(format!("worker {i} panicked")),
+            }
+        }
+    }
+
+    /// What the run ended with: the counters and `errors`.
+    pub fn report(&self, errors: Vec<String>) -> Report {
+        Report {
+            totals: self.snapshot(),
+            workers: self.worker_snapshots(),
+            errors,
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The worker loop every live data plane runs, one thread per queue and CPU,
+//! generic over the data plane's packet I/O ([`PacketIo`]): monomorphised, so
+//! the packet path has no indirect call.
+//!
+//! Each round: the translator's timers when due (stateful modes, every
+//! [`TICK_NS`]; RFC 6146 session expiry, held SYNs), with the NAT64 event log
+//! and table sizes; a new configuration or a control-plane question
+//! ([`Follower`]); one batch of packets received, translated and sent
+//! ([`PacketIo::batch`]); the counters published; then, when the batch found
+//! nothing, a sleep in `poll` on the data plane's descriptors, the stop pipe
+//! and the control plane's wake-up.
+
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::IoCounters;
+use crate::live::{Follower, Follows};
+use crate::stats::WorkerStats;
+
+/// Longest time between two calls of [`sixgate_core::Translator::tick`]
+/// (docs/architecture.md: at least every 100 ms).
+pub const TICK_NS: u64 = 100_000_000;
+
+/// Longest sleep in a stateful mode: the timers' period.
+pub const TICK_MS: i32 = (TICK_NS / 1_000_000) as i32;
+
+/// A data plane's packet I/O, as the worker loop drives it. Its translator is
+/// reached through [`Follows`] (timers, events, counters, runtime changes).
+pub trait PacketIo: Follows {
+    /// Once, before the first round.
+    fn start(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Receive one batch, translate it and send what comes out. True when it
+    /// found packets (more may be waiting: no sleep); an error ends the worker.
+    fn batch(&mut self, now_ns: u64) -> Result<bool, String>;
+
+    /// Run the translator's timers until they are done and send the packets
+    /// they leave (an ICMPv4 Port Unreachable for a held SYN, RFC 6146
+    /// §3.5.2.2).
+    fn tick(&mut self, now_ns: u64);
+
+    /// The I/O counters to publish.
+    fn io_counters(&self) -> &IoCounters;
+
+    /// Before a sleep: the descriptors to wake on (negative: none) and the
+    /// longest sleep (`None`: until woken, or [`TICK_MS`] in a stateful
+    /// mode). `None` instead of a sleep: something is waiting already.
+    fn sleep(&mut self) -> Option<Sleep>;
+
+    /// After a sleep: what `poll` said of [`Sleep::fds`].
+    fn woke(&mut self, _revents: [i16; 3]) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Once, after the last round (what the data plane reports at exit).
+    fn finish(&mut self, _index: usize) {}
+}
+
+/// What a worker sleeps on besides the stop pipe and the control plane.
+pub struct Sleep {
+    /// The data plane's descriptors (sockets, queues, doorbells); -1 for none.
+    pub fds: [RawFd; 3],
+    /// Longest sleep in milliseconds; `None`: the loop decides.
+    pub timeout_ms: Option<i32>,
+}
+
+/// One worker: its packet I/O and what it shares with the gateway.
+pub struct Worker<P> {
+    pub index: usize,
+    pub cpu: Option<usize>,
+    pub io: P,
+    pub stats: Arc<WorkerStats>,
+    /// Set by the gateway to stop.
+    pub stop: Arc<AtomicBool>,
+    /// Read end of the stop pipe: hangs up when the gateway closes the write end.
+    pub stop_fd: Arc<OwnedFd>,
+    /// Tells the gateway that this worker failed.
+    pub wake: UnixStream,
+    /// Why a worker failed (first failure wins).
+    pub failure: Arc<Mutex<Option<String>>>,
+    /// Stateful (NAT64, a MAP-T CE's NAPT44): the timers run.
+    pub stateful: bool,
+    /// Log NAT64 events (`[nat64] event_log`).
+    pub event_log: bool,
+    /// New configurations and questions from the control plane.
+    pub follower: Follower,
+}
+
+impl<P: PacketIo> Worker<P> {
+    /// The thread body.
+    pub fn run(mut self) -> Result<(), String> {
+        if let Some(cpu) = self.cpu
+            && let Err(e) = crate::system::pin_current_thread(cpu)
+        {
+            tracing::warn!(
+                worker = self.index,
+                cpu,
+                "cannot pin worker to its CPU: {e}"
+            );
+        }
+        let result = self.run_loop();
+        self.publish();
+        self.io.finish(self.index);
+        if let Err(e) = &result {
+            let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+            f.get_or_insert_with(|| e.clone());
+            drop(f);
+            let _ = self.wake.write_all(&[1]);
+        }
+        result
+    }
+
+    fn publish(&self) {
+        self.stats
+            .publish(self.io.translator().counters(), self.io.io_counters());
+    }
+
+    fn run_loop(&mut self) -> Result<(), String> {
+        let start = Instant::now();
+        let mut next_tick = 0u64;
+        self.io.start()?;
+        loop {
+            let now_ns = start.elapsed().as_nanos() as u64;
+            if self.stateful && now_ns >= next_tick {
+                self.tick(now_ns);
+                next_tick = now_ns + TICK_NS;
+            }
+            if self.follower.changed() {
+                self.follower.follow(&mut self.io, now_ns);
+            }
+            let busy = self.io.batch(now_ns)?;
+            self.publish();
+            if self.stop.load(Relaxed) {
+                return Ok(());
+            }
+            if !busy && self.sleep()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The translator's timers, then the NAT64 event log and table sizes (a
+    /// MAP-T CE's NAPT44 keeps NAT64's tables).
+    fn tick(&mut self, now_ns: u64) {
+        self.io.tick(now_ns);
+        self.follower.after_tick(self.io.translator());
+        let (index, log) = (self.index, self.event_log);
+        let t = self.io.translator_mut();
+        t.drain_events(|e| {
+            if log {
+                crate::events::log(index, e);
+            }
+        });
+        self.stats.publish_nat64(if t.config().nat64.is_some() {
+            t.nat64_stats()
+        } else {
+            t.napt44_stats()
+        });
+    }
+
+    /// Sleep until the data plane has something, the control plane has
+    /// something, the timeout ran out (false), or the stop pipe hangs up (true).
+    fn sleep(&mut self) -> Result<bool, String> {
+        let Some(s) = self.io.sleep() else {
+            return Ok(false);
+        };
+        let timeout = s
+            .timeout_ms
+            .unwrap_or(if self.stateful { TICK_MS } else { -1 });
+        let mut fds = [
+            pollfd(s.fds[0]),
+            pollfd(s.fds[1]),
+            pollfd(s.fds[2]),
+            pollfd(self.stop_fd.as_raw_fd()),
+            pollfd(self.follower.wake.as_raw_fd()),
+        ];
+        loop {
+            // SAFETY: fds is a valid array of pollfd.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if r >= 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(format!("worker {}: poll failed: {e}", self.index));
+            }
+        }
+        if fds[3].revents != 0 {
+            return Ok(true);
+        }
+        if fds[4].revents != 0 {
+            self.follower.drain_wake();
+        }
+        self.io
+            .woke([fds[0].revents, fds[1].revents, fds[2].revents])?;
+        Ok(false)
+    }
+}
+
+/// A `poll` entry waiting for input (`poll` skips a negative descriptor).
+fn pollfd(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}

@@ -1,0 +1,174 @@
+//! Runtime changes on the TUN data plane ([`sixgate_dataplane::Plane`]):
+//! routes into the device follow the destinations (`[tun] manage_routes`,
+//! not a CLAT), and the steering program's static BIB entries follow
+//! `[nat64] static_bib`; a removed pool4 prefix keeps its route until its
+//! last session has gone (RFC 6146 §3.5.1.1, draining); at exit the routes
+//! sixgate added go.
+
+use sixgate_core::Config;
+use sixgate_core::nat64::Pool4Entry;
+use sixgate_dataplane::destinations::{self, Route};
+use sixgate_dataplane::{Plane, Refusal};
+use tracing::info;
+
+use crate::routes::Routes;
+use crate::steering::{self, Steering};
+
+/// The TUN data plane's destinations: routes into the device, and the
+/// steering program's static BIB entries.
+pub struct TunPlane {
+    /// The routes sixgate added.
+    pub routes: Routes,
+    /// Multi-worker NAT64's steering program.
+    pub steering: Option<Steering>,
+    /// Route new EAM and pool4 prefixes.
+    pub manage_routes: bool,
+    /// Workers the steering program spreads over.
+    pub workers: u16,
+    /// Routes of removed pool4 prefixes, kept while they drain.
+    pub draining: Vec<Route>,
+}
+
+impl Plane for TunPlane {
+    fn apply(&mut self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal> {
+        if self.manage_routes {
+            self.reroute(old, new, warn)?;
+        }
+        if let (Some(o), Some(n), Some(s)) = (&old.nat64, &new.nat64, self.steering.as_mut()) {
+            let w = self.workers;
+            let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
+            s.update_static_bib(&po.static_bib, &pn.static_bib)?;
+        }
+        Ok(())
+    }
+
+    fn pool4_drained(&mut self, cfg: &Config, draining: &[Pool4Entry]) -> Vec<String> {
+        let mut warn = Vec::new();
+        for route in drained(&mut self.draining, cfg, draining) {
+            match self.routes.remove_one(&route) {
+                Ok(()) => info!(
+                    device = %self.routes.dev(),
+                    "pool4 {route} drained (its last session has gone): route removed"
+                ),
+                Err(e) => warn.push(e),
+            }
+        }
+        warn
+    }
+
+    /// `keep`: the device and its routes stay. Privileges dropped: the kernel
+    /// removes the routes with the device. Otherwise each route added goes.
+    fn finish(&mut self, keep: bool, privileged: bool) -> Vec<String> {
+        let dev = self.routes.dev().to_owned();
+        if keep {
+            let left = self.routes.forget();
+            info!(
+                device = %dev,
+                routes = left.len(),
+                "keep: leaving the device and its routes in place"
+            );
+        } else if privileged {
+            for r in self.routes.added() {
+                info!(device = %dev, "removing route {r}");
+            }
+            return self.routes.remove();
+        } else if !self.routes.added().is_empty() {
+            info!(
+                device = %dev,
+                "privileges were dropped: the kernel removes the routes with the device"
+            );
+            self.routes.forget();
+        }
+        Vec::new()
+    }
+}
+
+impl TunPlane {
+    /// Routes: new EAM and pool4 prefixes into the device; removed EAM
+    /// prefixes out. Removed pool4 prefixes keep theirs: their sessions drain.
+    fn reroute(
+        &mut self,
+        old: &Config,
+        new: &Config,
+        warn: &mut Vec<String>,
+    ) -> Result<(), Refusal> {
+        let r = &mut self.routes;
+        let (was, now) = (destinations::wanted(old), destinations::wanted(new));
+        let mut added: Vec<Route> = Vec::new();
+        for route in now.iter().filter(|r| !was.contains(r)) {
+            if let Err(e) = r.add_one(route) {
+                for a in &added {
+                    let _ = r.remove_one(a);
+                }
+                return Err(e);
+            }
+            added.push(route.clone());
+        }
+        for route in was.iter().filter(|r| !now.contains(r)) {
+            if destinations::is_pool4(old, route) {
+                // Its sessions drain: the route goes with the last of them.
+                if r.added().contains(route) && !self.draining.contains(route) {
+                    self.draining.push(route.clone());
+                }
+            } else if let Err(e) = r.remove_one(route) {
+                warn.push(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The routes of `kept` (removed pool4 prefixes) to take away now: neither
+/// in `cfg`'s pool4 again nor a prefix a worker still drains. They leave
+/// `kept`, as does a route `cfg` wants again.
+fn drained(kept: &mut Vec<Route>, cfg: &Config, draining: &[Pool4Entry]) -> Vec<Route> {
+    let wanted = destinations::wanted(cfg);
+    let mut gone = Vec::new();
+    kept.retain(|route| {
+        if wanted.contains(route) {
+            return false;
+        }
+        if draining
+            .iter()
+            .any(|p| destinations::pool4_route(p) == *route)
+        {
+            return true;
+        }
+        gone.push(route.clone());
+        false
+    });
+    gone
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sixgate_core::nat64::Nat64Config;
+    use std::net::Ipv4Addr;
+
+    /// RFC 6146 §3.5.1.1: a removed pool4 prefix's route stays while a
+    /// worker drains it and goes with its last session; one pool4 takes back
+    /// stays (it is wanted again).
+    #[test]
+    fn rfc6146_s3_5_1_1_removed_pool4_route_goes_once_drained() {
+        let a = Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 1));
+        let b = Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 2));
+        let mut cfg = Config::with_pool6(None);
+        cfg.nat64 = Some(Nat64Config {
+            pool4: vec![b],
+            ..Nat64Config::default()
+        });
+        let mut kept = vec![destinations::pool4_route(&a)];
+        assert!(drained(&mut kept, &cfg, &[a]).is_empty());
+        assert_eq!(kept, [destinations::pool4_route(&a)]);
+        assert_eq!(
+            drained(&mut kept, &cfg, &[]),
+            [destinations::pool4_route(&a)]
+        );
+        assert!(kept.is_empty());
+        // Re-added before it drained: kept as a wanted route, no longer draining.
+        let mut kept = vec![destinations::pool4_route(&b)];
+        assert!(drained(&mut kept, &cfg, &[]).is_empty());
+        assert!(kept.is_empty());
+    }
+}
