@@ -1078,3 +1078,128 @@ fn rfc7757_s3_eam_entry_added_and_removed_at_runtime() {
     // The counters were kept across both changes.
     assert_eq!(h.t.counters().drops(DropReason::SourceUntranslatable), 2);
 }
+
+// ---- Issue 19: flags, lengths and MTUs the RFC names ---------------------------------------
+
+/// §5.1 Flags: DF comes from the size of the *translated* IPv4 packet. A
+/// 576-byte ICMPv4 error made from a 1400-byte ICMPv6 error (longer than RFC
+/// 4443 §2.4 (c) allows, but sent by some routers) has DF=0, and so an
+/// Identification (RFC 6864).
+#[test]
+fn rfc7915_s5_1_df_of_translated_icmp_error_from_its_truncated_size() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().udp(53, 5353, 1400);
+    let input = v6_error_from(ROUTER_V6_EAM, 1, 4, [0; 4], &truncate(&inner, 1400 - 48));
+    assert_eq!(input.len(), 1400);
+    let out = h.one(&input);
+    assert_eq!(out.len(), 576);
+    let s = view(&out);
+    assert_eq!(s.df, Some(false), "576 bytes ≤ 1260: DF=0");
+    assert_ne!(s.ipv4_id, Some(0), "DF=0 needs an Identification");
+    // The quoted packet's DF is its own IPv4 size: 20 + 8 + 1400 > 1260.
+    assert_eq!(out[28 + 6] & 0x40, 0x40, "inner DF");
+}
+
+/// §5.1 Flags: with extension headers the IPv6 packet is larger than its IPv4
+/// form; DF follows the IPv4 size.
+#[test]
+fn rfc7915_s5_1_df_from_ipv4_size_not_ipv6_size() {
+    let mut h = Harness::sample();
+    // 40 + 8 (Hop-by-Hop) + 8 (Destination Options) + 8 + 1224 = 1288 bytes;
+    // as IPv4: 20 + 8 + 1224 = 1252.
+    let out = h.one(&v6().hop_by_hop().dest_opts().udp(1, 2, 1224));
+    assert_eq!(out.len(), 1252);
+    assert_eq!(view(&out).df, Some(false));
+}
+
+/// §5.1 / RFC 2675: Payload Length 0 is a jumbogram only with a Hop-by-Hop
+/// Jumbo Payload option. Next Header 59 with no payload is valid and, like
+/// every protocol (§5.5), translated.
+#[test]
+fn rfc7915_s5_1_no_next_header_with_payload_length_0_translated() {
+    let mut h = Harness::sample();
+    let input = v6().raw(59, &[]);
+    assert_eq!(input.len(), 40);
+    let out = h.one(&input);
+    assert_eq!(out.len(), 20);
+    let s = view(&out);
+    assert_eq!(s.protocol, 59);
+    assert_eq!((s.src, s.dst), (IpAddr::V4(CLIENT4), IpAddr::V4(SERVER4)));
+    // A zero Payload Length that claims a Hop-by-Hop header is still refused.
+    let mut jumbo = v6().hop_by_hop().udp(1, 2, 8);
+    jumbo[4..6].copy_from_slice(&[0, 0]);
+    assert_eq!(h.run(&jumbo).0, Verdict::Dropped(DropReason::Malformed));
+}
+
+/// §4.2: the Packet Too Big MTU is min(advertised + 20, IPv6 next hop's MTU,
+/// IPv4 next hop's MTU + 20), with the MTUs configured.
+#[test]
+fn rfc7915_s4_2_packet_too_big_mtu_is_minimum_of_three() {
+    let inner = client_as_v4().udp(1, 2, 1460);
+    let frag_needed = |mtu: u16| {
+        let m = mtu.to_be_bytes();
+        v4_error(3, 4, [0, 0, m[0], m[1]], &truncate(&inner, 200))
+    };
+    // Neither MTU configured: advertised + 20.
+    let mut h = Harness::sample();
+    assert_eq!(
+        &l4(&h.one(&frag_needed(1496)))[4..8],
+        &1516u32.to_be_bytes()
+    );
+    // IPv6 link of 1500: the translated packet could not be larger anyway.
+    let mut cfg = sample_config();
+    cfg.ipv6_mtu = Some(1500);
+    let mut h = Harness::new(cfg);
+    assert_eq!(
+        &l4(&h.one(&frag_needed(1496)))[4..8],
+        &1500u32.to_be_bytes()
+    );
+    assert_eq!(
+        &l4(&h.one(&frag_needed(1400)))[4..8],
+        &1420u32.to_be_bytes()
+    );
+    // IPv4 link of 1400: + 20.
+    let mut cfg = sample_config();
+    cfg.ipv4_mtu = Some(1400);
+    let mut h = Harness::new(cfg);
+    assert_eq!(
+        &l4(&h.one(&frag_needed(1496)))[4..8],
+        &1420u32.to_be_bytes()
+    );
+    // Never below the IPv6 minimum.
+    assert_eq!(&l4(&h.one(&frag_needed(576)))[4..8], &1280u32.to_be_bytes());
+}
+
+/// §5.5 / RFC 8200 §8.1: an IPv6 UDP checksum of zero is invalid (outside RFC
+/// 6935 tunnels); `udp_zero_checksum` decides, as in the other direction:
+/// compute one, or drop.
+#[test]
+fn rfc7915_s5_5_ipv6_udp_zero_checksum_follows_policy() {
+    let mut input = v6().udp(5353, 53, 30);
+    input[46..48].copy_from_slice(&[0, 0]);
+    let mut h = Harness::sample();
+    let out = h.one(&input);
+    let s = view(&out);
+    assert!(s.l4_verified);
+    let L4::Udp { checksum, .. } = s.l4 else {
+        panic!()
+    };
+    assert_ne!(checksum, 0, "computed");
+
+    let mut cfg = sample_config();
+    cfg.udp_zero_checksum = UdpZeroChecksum::Drop;
+    let mut h = Harness::new(cfg);
+    assert_eq!(
+        h.run(&input).0,
+        Verdict::Dropped(DropReason::UdpZeroChecksum)
+    );
+    // A fragment's checksum covers bytes we do not have: dropped either way.
+    let whole = v6().udp(5353, 53, 600);
+    let mut frags = split_v6(&whole, 256, 9);
+    frags[0][54..56].copy_from_slice(&[0, 0]);
+    let mut h = Harness::sample();
+    assert_eq!(
+        h.run_unchecked(&frags[0]).0,
+        Verdict::Dropped(DropReason::UdpZeroChecksum)
+    );
+}

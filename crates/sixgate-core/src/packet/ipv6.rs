@@ -160,8 +160,10 @@ pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv6Packet, Ipv6Error> {
         return Err(Ipv6Error::Malformed);
     }
     let total_len = HEADER_LEN + usize::from(hdr.payload_len.get());
-    // A zero Payload Length is a jumbogram (RFC 2675): not translatable to IPv4.
-    if !quoted && (hdr.payload_len.get() == 0 || total_len > data.len()) {
+    // RFC 2675: a zero Payload Length is a jumbogram only when a Hop-by-Hop
+    // Jumbo Payload option follows; that header would lie past `end` and is
+    // refused below. Zero with No Next Header (59) is an ordinary empty packet.
+    if !quoted && total_len > data.len() {
         return Err(Ipv6Error::Malformed);
     }
     let end = total_len.min(data.len());

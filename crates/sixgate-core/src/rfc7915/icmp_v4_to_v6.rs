@@ -99,7 +99,10 @@ pub(crate) fn translate_error(
     let rest = match m.rest {
         Rest::Mtu => {
             let mtu4 = u16::from_be_bytes([rest[2], rest[3]]);
-            mtu::frag_needed_to_ptb(mtu4, qh.total_len.get(), &t.cfg.mtu_plateaus).to_be_bytes()
+            let c = &t.cfg;
+            let len = qh.total_len.get();
+            mtu::frag_needed_to_ptb_links(mtu4, len, &c.mtu_plateaus, c.ipv6_mtu, c.ipv4_mtu)
+                .to_be_bytes()
         }
         Rest::Pointer(ptr) => [0, 0, 0, ptr],
         Rest::Zero | Rest::Copy => [0; 4],

@@ -106,7 +106,8 @@ pub(crate) fn translate_error(
             f.id as u16,
             if f.more { MF } else { 0 } | (f.offset / 8) as u16,
         ),
-        None if q.total_len > 1280 => (0, DF),
+        // §5.1 Flags, from the size the quoted packet had as IPv4.
+        None if 20 + q_l4_len > super::v6_to_v4::DF_THRESHOLD_V4 => (0, DF),
         None => (0, 0),
     };
     let inner = ipv4::header(

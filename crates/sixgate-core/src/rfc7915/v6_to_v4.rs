@@ -6,7 +6,7 @@ use super::{icmp_fragments, icmp_v6_to_v4, transport};
 use crate::checksum;
 use crate::config::HairpinMode;
 use crate::hash;
-use crate::icmp_error::{self, Owed};
+use crate::icmp_error::{self, ICMPV4_ERROR_MAX, Owed};
 use crate::mapt;
 use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, DF, MF};
@@ -16,8 +16,8 @@ use crate::translator::Translator;
 use crate::verdict::{DropReason, Verdict};
 use zerocopy::IntoBytes;
 
-/// RFC 7915 §5.1: an IPv6 packet up to this size becomes an IPv4 packet with DF=0.
-const DF_THRESHOLD: usize = 1280;
+/// RFC 7915 §5.1 Flags: a translated IPv4 packet up to this size has DF=0.
+pub(crate) const DF_THRESHOLD_V4: usize = 1260;
 
 /// Translate one IPv6 packet to IPv4 in place (§5.1), or hairpin it back to IPv6
 /// (RFC 7757 §4).
@@ -181,7 +181,7 @@ pub fn translate(
     if let Some(mtu) = t.cfg.ipv4_mtu
         && p.frag.is_none()
         && !icmp_error
-        && total > DF_THRESHOLD
+        && 20 + l4_len > DF_THRESHOLD_V4
         && 20 + l4_len > usize::from(mtu)
     {
         let ptb = (u32::from(mtu) + 20).max(super::mtu::IPV6_MIN_MTU);
@@ -227,7 +227,10 @@ pub fn translate(
             id: 0,
             flags: 0,
         };
-        (out.id, out.flags) = identification(t, &p, src4, dst4, proto4);
+        // §5.1 Flags: DF follows the size of the translated error, which is
+        // cut to 576 bytes (RFC 1812 §4.3.2.3), not the IPv6 packet's.
+        let len4 = (20 + l4_len).min(ICMPV4_ERROR_MAX);
+        (out.id, out.flags) = identification(t, &p, len4, src4, dst4, proto4);
         let inner = nat
             .as_ref()
             .and_then(|o| o.inner.as_ref())
@@ -270,6 +273,8 @@ pub fn translate(
         } else {
             let r = if t.partial_csum {
                 transport::update_partial(l4, p.proto, v6_sum, v4_sum)
+            } else if p.proto == nh::UDP && l4.len() >= 8 && l4[6..8] == [0, 0] {
+                udp_zero_checksum(t, l4, p.is_fragmented(), src4, dst4)
             } else {
                 transport::update_pseudo_header(l4, p.proto, v6_sum, v4_sum, false)
             };
@@ -279,7 +284,7 @@ pub fn translate(
         }
     }
 
-    let (id, flags) = identification(t, &p, src4, dst4, proto4);
+    let (id, flags) = identification(t, &p, 20 + l4_len, src4, dst4, proto4);
     let hdr = ipv4::header(
         tos,
         (20 + l4_len) as u16,
@@ -300,6 +305,30 @@ pub fn translate(
     finish(t, pkt, scratch, now_ns, Verdict::Translated, hairpin)
 }
 
+/// §5.5: an IPv6 UDP checksum of zero is invalid (RFC 8200 §8.1; RFC 6935
+/// tunnels aside). `udp_zero_checksum` applies as in §4.5: compute the IPv4
+/// checksum, or drop. A fragment's checksum covers bytes we do not have.
+#[cold]
+#[inline(never)]
+fn udp_zero_checksum(
+    t: &Translator,
+    udp: &mut [u8],
+    fragmented: bool,
+    src4: [u8; 4],
+    dst4: [u8; 4],
+) -> Result<(), DropReason> {
+    if fragmented || t.cfg.udp_zero_checksum == crate::config::UdpZeroChecksum::Drop {
+        return Err(DropReason::UdpZeroChecksum);
+    }
+    let pseudo = checksum::v4_pseudo(&src4, &dst4, udp.len() as u16, nh::UDP);
+    let c = match checksum::compute(pseudo, udp) {
+        0 => 0xffff,
+        c => c,
+    };
+    udp[6..8].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
 /// The outer IPv4 header fields decided before the ICMP error path takes over.
 pub(crate) struct Outer {
     pub tos: u8,
@@ -311,11 +340,13 @@ pub(crate) struct Outer {
 }
 
 /// §5.1 / §5.1.1: Identification and Flags. With a Fragment header they come from
-/// it; otherwise DF is set above 1280 bytes, and below it a per-flow ID is needed
-/// because the IPv4 packet may be fragmented (RFC 6864).
+/// it; otherwise DF is set when the translated packet (`len4` bytes) exceeds 1260,
+/// and below that a per-flow ID is needed because the IPv4 packet may be
+/// fragmented (RFC 6864).
 fn identification(
     t: &mut Translator,
     p: &Ipv6Packet,
+    len4: usize,
     src: [u8; 4],
     dst: [u8; 4],
     proto: u8,
@@ -325,7 +356,7 @@ fn identification(
             f.id as u16,
             if f.more { MF } else { 0 } | (f.offset / 8) as u16,
         ),
-        None if p.total_len <= DF_THRESHOLD => (t.ids.next(src, dst, proto), 0),
+        None if len4 <= DF_THRESHOLD_V4 => (t.ids.next(src, dst, proto), 0),
         None => (0, DF),
     }
 }
