@@ -130,13 +130,14 @@ fn run(
     let nat = if mapt.is_none() && t.nat64.as_ref().is_some_and(|n| n.in_pool4(dst4)) {
         match nat64::xlate::v4_to_v6(t, pkt.data(), &p, icmp_error, now_ns) {
             Ok(i) => Some(i),
-            // RFC 6146 §3.5.1.2 / §3.5.3: tell the sender, as Jool does: no mapping
-            // is "host unreachable", filtering "administratively prohibited".
+            // RFC 6146 §3.5.1.2, §3.5.2.2, §3.5.3: tell the sender. No mapping for
+            // a TCP or UDP port is "port unreachable", for an ICMP identifier "host
+            // unreachable"; filtering is "administratively prohibited".
             Err(r @ (DropReason::NoBibEntry | DropReason::Filtered)) => {
-                let code = if r == DropReason::Filtered {
-                    icmp4::CODE_ADMIN_PROHIBITED
-                } else {
-                    icmp4::CODE_HOST_UNREACHABLE
+                let code = match r {
+                    DropReason::Filtered => icmp4::CODE_ADMIN_PROHIBITED,
+                    _ if h.proto == nh::ICMP => icmp4::CODE_HOST_UNREACHABLE,
+                    _ => icmp4::CODE_PORT_UNREACHABLE,
                 };
                 let owed = Owed {
                     ty: icmp4::DEST_UNREACH,

@@ -124,6 +124,18 @@ pub fn translate(
     let nat = if mapt.is_none() && t.nat64.is_some() && t.cfg.map.eam.lookup_v6(src6).is_none() {
         match nat64::xlate::v6_to_v4(t, pkt.data(), &p, dst4, icmp_error, now_ns) {
             Ok(o) => Some(o),
+            // RFC 6146 §3.5.1.1, §3.5.2.1, §3.5.3: no IPv4 transport address
+            // could be allocated: Destination Unreachable, address unreachable.
+            Err(r @ DropReason::Pool4Exhausted) => {
+                let owed = Owed {
+                    ty: icmp6::DEST_UNREACH,
+                    code: icmp6::CODE_ADDRESS_UNREACHABLE,
+                    rest: [0; 4],
+                    reason: r,
+                };
+                let quiet = icmp_error || !p.is_first();
+                return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, quiet);
+            }
             Err(r) => return Verdict::Dropped(r),
         }
     } else {
