@@ -90,9 +90,12 @@ drop_reasons! {
     Hairpin => "hairpin",
     /// Buffer has less headroom than translation needs (a data-plane bug, never the sender's).
     NoHeadroom => "no_headroom",
-    /// Source address is one the translator must never forward from (multicast, loopback, unspecified).
+    /// Source address is one a router must never forward from (RFC 1812 §5.3.7,
+    /// RFC 3927 §7: 0/8, 127/8, 169.254/16, 224/4, 240/4, broadcast; IPv6
+    /// multicast, loopback, unspecified), on either side, IPv4 checked after mapping.
     BadSource => "bad_source",
-    /// Destination is multicast/broadcast/reserved and cannot be translated.
+    /// Destination is one a router must never forward to (the same IPv4 blocks,
+    /// IPv6 multicast).
     BadDestination => "bad_destination",
     /// NAT64 (RFC 6146 §3.5.1.1, §3.5.2.1): an IPv4 packet for a pool4 transport
     /// address with no BIB entry (or an ICMP error about no known session).

@@ -1203,3 +1203,123 @@ fn rfc7915_s5_5_ipv6_udp_zero_checksum_follows_policy() {
         Verdict::Dropped(DropReason::UdpZeroChecksum)
     );
 }
+
+// ---- Addresses no router forwards, and the quoted packet (issue 19) -----------------------
+
+/// §4.1 Source Address: an ICMPv4 error from an illegal source (0.0.0.0,
+/// 127.0.0.1: a misconfigured router) is translated, for troubleshooting;
+/// anything else from such a source is dropped (RFC 1812 §5.3.7).
+#[test]
+fn rfc7915_s4_1_icmpv4_error_from_illegal_source_translated() {
+    let mut h = Harness::sample();
+    let inner = client_as_v4().udp(5353, 53, 20);
+    for (router, router6) in [
+        ("127.0.0.1", "2001:db8:64::7f00:1"),
+        ("0.0.0.0", "2001:db8:64::"),
+        ("169.254.0.1", "2001:db8:64::a9fe:1"),
+    ] {
+        let router: Ipv4Addr = router.parse().unwrap();
+        let err = Ip4::new(router, CLIENT4).icmp_error(3, 1, [0; 4], &inner);
+        let s = view(&h.one(&err));
+        assert_eq!(s.src, IpAddr::V6(router6.parse().unwrap()), "{router}");
+        assert_eq!(s.dst, IpAddr::V6(CLIENT6));
+        let plain = Ip4::new(router, CLIENT4).udp(1, 2, 8);
+        assert_eq!(h.run(&plain).0, Verdict::Dropped(DropReason::BadSource));
+    }
+    // Multicast and broadcast sources never send errors.
+    let err = Ip4::new(Ipv4Addr::BROADCAST, CLIENT4).icmp_error(3, 1, [0; 4], &inner);
+    assert_eq!(h.run(&err).0, Verdict::Dropped(DropReason::BadSource));
+}
+
+/// RFC 1812 §5.3.7, RFC 3927 §7, RFC 7915 §4.1: 0/8, 127/8, 169.254/16, 224/4,
+/// 240/4 and 255.255.255.255 are never forwarded, as a source or a destination,
+/// in either direction (IPv6 → IPv4 checks the address after mapping).
+#[test]
+fn rfc1812_s5_3_7_addresses_never_forwarded_both_directions() {
+    let mut h = Harness::sample();
+    let pool6 = |a: &str| -> Ipv6Addr { format!("2001:db8:64::{a}").parse().unwrap() };
+    for a in [
+        "0.0.0.1",
+        "127.0.0.1",
+        "169.254.1.1",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+    ] {
+        let v4: Ipv4Addr = a.parse().unwrap();
+        // IPv4 → IPv6.
+        let p = Ip4::new(v4, CLIENT4).udp(1, 2, 8);
+        assert_eq!(h.run(&p).0, Verdict::Dropped(DropReason::BadSource), "{a}");
+        let p = Ip4::new(SERVER4, v4).udp(1, 2, 8);
+        assert_eq!(
+            h.run(&p).0,
+            Verdict::Dropped(DropReason::BadDestination),
+            "{a}"
+        );
+        // IPv6 → IPv4: the address embedded in pool6.
+        let p = Ip6::new(pool6(a), CLIENT6).udp(1, 2, 8);
+        assert_eq!(h.run(&p).0, Verdict::Dropped(DropReason::BadSource), "{a}");
+        let p = Ip6::new(CLIENT6, pool6(a)).udp(1, 2, 8);
+        assert_eq!(
+            h.run(&p).0,
+            Verdict::Dropped(DropReason::BadDestination),
+            "{a}"
+        );
+    }
+    // An ICMPv6 error from such a router takes the RFC 6791 source instead.
+    let inner = server_as_v6().udp(53, 5353, 20);
+    let err = v6_error_from(pool6("127.0.0.1"), 1, 0, [0; 4], &inner);
+    assert_eq!(
+        view(&h.one(&err)).src,
+        IpAddr::V4(Ipv4Addr::new(192, 0, 0, 8))
+    );
+}
+
+/// §4.3 / §5.3: a quoted packet with an address no router forwards could not
+/// have been translated; an error quoting it is dropped, not translated.
+#[test]
+fn rfc7915_s4_3_s5_3_quoted_never_forwarded_address_dropped() {
+    let mut h = Harness::sample();
+    let inner = Ip4::new(CLIENT4, Ipv4Addr::LOCALHOST).udp(1, 2, 8);
+    assert_eq!(
+        h.run(&v4_error(3, 1, [0; 4], &inner)).0,
+        Verdict::Dropped(DropReason::IcmpInnerUntranslatable)
+    );
+    let inner = Ip6::new("2001:db8:64::7f00:1".parse().unwrap(), CLIENT6).udp(1, 2, 8);
+    assert_eq!(
+        h.run(&v6_error_from(ROUTER_V6_EAM, 1, 0, [0; 4], &inner)).0,
+        Verdict::Dropped(DropReason::IcmpInnerUntranslatable)
+    );
+}
+
+/// §4.1 / §5.1 Protocol and Next Header, outer and quoted alike: a number that
+/// would claim an IPv6 extension header or ICMPv6 inside IPv4 (or ICMPv4 inside
+/// IPv6) is dropped as an outer packet (`unknown_protocol`) and as a quoted one
+/// (`icmp_inner_untranslatable`).
+#[test]
+fn rfc7915_s4_3_s5_3_quoted_protocol_judged_as_outer() {
+    let mut h = Harness::sample();
+    for proto in [0u8, 43, 44, 58, 60] {
+        let outer = v4().raw(proto, &[0; 8]);
+        assert_eq!(
+            h.run(&outer).0,
+            Verdict::Dropped(DropReason::UnknownProtocol)
+        );
+        let inner = client_as_v4().raw(proto, &[0; 8]);
+        assert_eq!(
+            h.run(&v4_error(3, 1, [0; 4], &inner)).0,
+            Verdict::Dropped(DropReason::IcmpInnerUntranslatable),
+            "quoted protocol {proto}"
+        );
+    }
+    let outer = v6().raw(1, &[8, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        h.run(&outer).0,
+        Verdict::Dropped(DropReason::UnknownProtocol)
+    );
+    let inner = server_as_v6().raw(1, &[8, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        h.run(&v6_error_from(ROUTER_V6_EAM, 1, 0, [0; 4], &inner)).0,
+        Verdict::Dropped(DropReason::IcmpInnerUntranslatable)
+    );
+}

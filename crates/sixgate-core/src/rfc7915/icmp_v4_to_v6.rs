@@ -55,6 +55,12 @@ pub(crate) fn translate_error(
         Err(_) => return Verdict::Dropped(Inner),
     };
     let qh = q.hdr;
+    // §4.3: the quoted packet is judged as the outer one would be (§4.1): a
+    // protocol number with no IPv6 meaning, or an address no router forwards,
+    // could not have been translated, so nothing quoting it is.
+    if quoted_untranslatable(&qh) {
+        return Verdict::Dropped(Inner);
+    }
     let (qsrc, qdst) = match nat {
         // RFC 6146: the quoted packet went out through a session.
         Some(n) => (n.src, n.dst),
@@ -145,4 +151,12 @@ pub(crate) fn translate_error(
     o[42..44].copy_from_slice(&c.to_be_bytes());
     pkt.set_window(new_start, total);
     Verdict::Translated
+}
+
+/// The outer packet's rules (§4.1; RFC 1812 §5.3.7) applied to a quoted one.
+#[cold]
+fn quoted_untranslatable(qh: &ipv4::Ipv4Header) -> bool {
+    ipv6::is_untranslatable_protocol_v4(qh.proto)
+        || ipv4::is_bad_source(qh.src)
+        || ipv4::is_bad_destination(qh.dst)
 }

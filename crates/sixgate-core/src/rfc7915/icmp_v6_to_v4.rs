@@ -64,6 +64,15 @@ pub(crate) fn translate_error(
             _ => return Verdict::Dropped(Inner),
         },
     };
+    // §5.3: the quoted packet is judged as the outer one would be (§5.1): ICMPv4
+    // or AH inside IPv6, or an IPv4 address no router forwards, could not have
+    // been translated, so nothing quoting it is.
+    if ipv6::is_untranslatable_protocol_v6(q.proto)
+        || ipv4::is_bad_source(qsrc)
+        || ipv4::is_bad_destination(qdst)
+    {
+        return Verdict::Dropped(Inner);
+    }
     let q_l4_at = inner_at + q.l4_off;
     // The original datagram's upper-layer length, from its header (not what survived).
     let q_l4_len = q.total_len.saturating_sub(q.l4_off);

@@ -85,7 +85,9 @@ fn run(
     if ipv6::is_untranslatable_protocol_v4(h.proto) {
         return Verdict::Dropped(DropReason::UnknownProtocol);
     }
-    if ipv4::is_bad_source(h.src) {
+    // §4.1: an ICMPv4 error from an illegal unicast source still crosses, for
+    // troubleshooting (RFC 6791 gives it an IPv6 source if it maps to none).
+    if ipv4::is_bad_source(h.src) && !(icmp_error && ipv4::is_error_source_allowed(h.src)) {
         return Verdict::Dropped(DropReason::BadSource);
     }
     if ipv4::is_bad_destination(h.dst) {

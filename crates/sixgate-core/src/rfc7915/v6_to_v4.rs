@@ -148,6 +148,14 @@ pub fn translate(
             None => rfc6791_source(t, &h.src),
         },
         (None, None) => match t.cfg.map.map_v6(src6) {
+            // RFC 1812 §5.3.7: a source embedded in pool6 that no IPv4 router
+            // would forward; an ICMPv6 error takes an RFC 6791 source instead.
+            Ok(a) if ipv4::is_bad_source(a.to_be_bytes()) => {
+                if !icmp_error {
+                    return Verdict::Dropped(DropReason::BadSource);
+                }
+                rfc6791_source(t, &h.src)
+            }
             Ok(a) => a,
             // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
             Err(_) if icmp_error => rfc6791_source(t, &h.src),
