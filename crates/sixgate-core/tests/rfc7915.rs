@@ -488,12 +488,18 @@ fn rfc6791_without_pool_uses_icmp_source_v4() {
     assert_eq!(s.src, IpAddr::V4(Ipv4Addr::new(192, 0, 0, 8)));
 }
 
+/// §5.1 + §5.4: an unmappable source of a non-error is dropped, and told
+/// "administratively prohibited" (an ICMPv6 message is not).
 #[test]
-fn rfc7915_s5_1_unmappable_source_of_non_error_dropped() {
+fn rfc7915_s5_4_unmappable_source_of_non_error_gets_admin_prohibited() {
     let mut h = Harness::sample();
     let input = Ip6::new("2001:db8:ffff::1".parse().unwrap(), SERVER6).udp(1, 2, 8);
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::SourceUntranslatable));
+    assert_eq!(view(&out[0]).icmp(), Some((1, 1)));
+    let echo = Ip6::new("2001:db8:ffff::1".parse().unwrap(), SERVER6).echo_request(1, 2, 8);
     assert_eq!(
-        h.run(&input).0,
+        h.run(&echo).0,
         Verdict::Dropped(DropReason::SourceUntranslatable)
     );
 }
@@ -643,14 +649,15 @@ fn rfc7915_s5_1_exhausted_routing_header_skipped() {
     assert!(view(&out).l4_verified);
 }
 
+/// §5.1 + §5.4: an extension header we cannot walk: dropped, and told
+/// "administratively prohibited".
 #[test]
-fn rfc7915_s5_1_unknown_extension_header_dropped() {
+fn rfc7915_s5_4_unknown_extension_header_gets_admin_prohibited() {
     let mut h = Harness::sample();
     let input = v6().raw(135, &[59, 0, 0, 0, 0, 0, 0, 0]); // Mobility header
-    assert_eq!(
-        h.run(&input).0,
-        Verdict::Dropped(DropReason::UnknownExtensionHeader)
-    );
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::UnknownExtensionHeader));
+    assert_eq!(view(&out[0]).icmp(), Some((1, 1)));
 }
 
 // ---- Fragments (§4.1, §5.1.1, §4 fragmentation) ------------------------------------------
@@ -913,10 +920,9 @@ fn rfc7915_s4_5_udp_zero_checksum_drop_policy() {
     let mut cfg = sample_config();
     cfg.udp_zero_checksum = UdpZeroChecksum::Drop;
     let mut h = Harness::new(cfg);
-    assert_eq!(
-        h.run(&v4().udp_zero_checksum(53, 5353, 30)).0,
-        Verdict::Dropped(DropReason::UdpZeroChecksum)
-    );
+    let (v, out) = h.run(&v4().udp_zero_checksum(53, 5353, 30));
+    assert_eq!(v, Verdict::Replied(DropReason::UdpZeroChecksum));
+    assert_eq!(view(&out[0]).icmp(), Some((3, 13)), "§4.4 admin prohibited");
 }
 
 #[test]
@@ -926,7 +932,7 @@ fn rfc7915_s4_5_fragmented_udp_zero_checksum_dropped() {
     let frags = split_v4(&whole, 256);
     assert_eq!(
         h.run(&frags[0]).0,
-        Verdict::Dropped(DropReason::UdpZeroChecksum)
+        Verdict::Replied(DropReason::UdpZeroChecksum)
     );
 }
 
@@ -972,8 +978,9 @@ fn rfc7757_s4_hairpin_off_and_simple() {
         let mut cfg = sample_config();
         cfg.hairpin = mode;
         let mut h = Harness::new(cfg);
-        let (v, _) = h.run(&Ip6::new(CLIENT6, neighbour_via_pool6).udp(1, 2, 20));
-        assert_eq!(v, Verdict::Dropped(DropReason::Hairpin), "{mode:?}");
+        let (v, out) = h.run(&Ip6::new(CLIENT6, neighbour_via_pool6).udp(1, 2, 20));
+        assert_eq!(v, Verdict::Replied(DropReason::Hairpin), "{mode:?}");
+        assert_eq!(view(&out[0]).icmp(), Some((1, 1)), "§5.4 admin prohibited");
     }
 }
 
@@ -1006,7 +1013,7 @@ fn rfc6877_clat_return_traffic_is_no_hairpin() {
         let (v, _) =
             h.run(&Ip6::new(customer6, "2001:db8:64::192.0.0.3".parse().unwrap()).udp(1, 2, 8));
         if mode == HairpinMode::Off {
-            assert_eq!(v, Verdict::Dropped(DropReason::Hairpin));
+            assert_eq!(v, Verdict::Replied(DropReason::Hairpin));
         }
     }
 }
@@ -1061,7 +1068,7 @@ fn rfc7757_s3_eam_entry_added_and_removed_at_runtime() {
     let probe = Ip6::new(host6, SERVER6).udp(5000, 53, 10);
     assert_eq!(
         h.run(&probe).0,
-        Verdict::Dropped(DropReason::SourceUntranslatable)
+        Verdict::Replied(DropReason::SourceUntranslatable)
     );
     let entry = Eam::parse("198.18.1.0/24", "2001:db8:2::/120").unwrap();
     let mut cfg = h.t.config().clone();
@@ -1073,7 +1080,7 @@ fn rfc7757_s3_eam_entry_added_and_removed_at_runtime() {
     h.t.reconfigure(std::sync::Arc::new(cfg)).unwrap();
     assert_eq!(
         h.run(&probe).0,
-        Verdict::Dropped(DropReason::SourceUntranslatable)
+        Verdict::Replied(DropReason::SourceUntranslatable)
     );
     // The counters were kept across both changes.
     assert_eq!(h.t.counters().drops(DropReason::SourceUntranslatable), 2);
@@ -1189,10 +1196,9 @@ fn rfc7915_s5_5_ipv6_udp_zero_checksum_follows_policy() {
     let mut cfg = sample_config();
     cfg.udp_zero_checksum = UdpZeroChecksum::Drop;
     let mut h = Harness::new(cfg);
-    assert_eq!(
-        h.run(&input).0,
-        Verdict::Dropped(DropReason::UdpZeroChecksum)
-    );
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::UdpZeroChecksum));
+    assert_eq!(view(&out[0]).icmp(), Some((1, 1)), "§5.4 admin prohibited");
     // A fragment's checksum covers bytes we do not have: dropped either way.
     let whole = v6().udp(5353, 53, 600);
     let mut frags = split_v6(&whole, 256, 9);
@@ -1200,7 +1206,7 @@ fn rfc7915_s5_5_ipv6_udp_zero_checksum_follows_policy() {
     let mut h = Harness::sample();
     assert_eq!(
         h.run_unchecked(&frags[0]).0,
-        Verdict::Dropped(DropReason::UdpZeroChecksum)
+        Verdict::Replied(DropReason::UdpZeroChecksum)
     );
 }
 
@@ -1303,7 +1309,7 @@ fn rfc7915_s4_3_s5_3_quoted_protocol_judged_as_outer() {
         let outer = v4().raw(proto, &[0; 8]);
         assert_eq!(
             h.run(&outer).0,
-            Verdict::Dropped(DropReason::UnknownProtocol)
+            Verdict::Replied(DropReason::UnknownProtocol)
         );
         let inner = client_as_v4().raw(proto, &[0; 8]);
         assert_eq!(
@@ -1315,11 +1321,42 @@ fn rfc7915_s4_3_s5_3_quoted_protocol_judged_as_outer() {
     let outer = v6().raw(1, &[8, 0, 0, 0, 0, 0, 0, 0]);
     assert_eq!(
         h.run(&outer).0,
-        Verdict::Dropped(DropReason::UnknownProtocol)
+        Verdict::Replied(DropReason::UnknownProtocol)
     );
     let inner = server_as_v6().raw(1, &[8, 0, 0, 0, 0, 0, 0, 0]);
     assert_eq!(
         h.run(&v6_error_from(ROUTER_V6_EAM, 1, 0, [0; 4], &inner)).0,
         Verdict::Dropped(DropReason::IcmpInnerUntranslatable)
+    );
+}
+
+/// §4.4 / §5.4: the "administratively prohibited" errors for packets the
+/// translator cannot translate are rate-limited like every error it sends
+/// (RFC 4443 §2.4 (f)), and the packets are counted under their own reason.
+#[test]
+fn rfc7915_s4_4_s5_4_admin_prohibited_errors_rate_limited_and_counted() {
+    let mut cfg = sample_config();
+    cfg.icmp_errors_per_sec = 1;
+    cfg.icmp_error_burst = 1;
+    let mut h = Harness::new(cfg);
+    let v4_ah = v4().raw(51, &[0; 16]);
+    let v6_icmp4 = v6().raw(1, &[8, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        h.run(&v4_ah).0,
+        Verdict::Replied(DropReason::UnknownProtocol)
+    );
+    assert_eq!(
+        h.run(&v6_icmp4).0,
+        Verdict::Dropped(DropReason::UnknownProtocol)
+    );
+    assert_eq!(h.t.counters().drops(DropReason::UnknownProtocol), 2);
+    assert_eq!(h.t.counters().icmp_generated, 1);
+    assert_eq!(h.t.counters().icmp_rate_limited, 1);
+    // Not about a non-first fragment.
+    h.now_ns = 10_000_000_000;
+    let frag = v4().fragment(51, 8, false, &[0; 16]);
+    assert_eq!(
+        h.run(&frag).0,
+        Verdict::Dropped(DropReason::UnknownProtocol)
     );
 }

@@ -83,7 +83,11 @@ fn run(
     // §4.1 copies Protocol into Next Header; these values would claim an IPv6
     // extension header (or ICMPv6) that is not there.
     if ipv6::is_untranslatable_protocol_v4(h.proto) {
-        return Verdict::Dropped(DropReason::UnknownProtocol);
+        // §4.4: administratively prohibited (not about a non-first fragment;
+        // a hairpinned packet's sender is on the IPv6 side).
+        let r = DropReason::UnknownProtocol;
+        let quiet = !first || hairpin;
+        return icmp_error::prohibited_v4(t, pkt.data(), scratch, now_ns, r, quiet);
     }
     // §4.1: an ICMPv4 error from an illegal unicast source still crosses, for
     // troubleshooting (RFC 6791 gives it an IPv6 source if it maps to none).
@@ -183,7 +187,12 @@ fn run(
         (Ok(a), _) => a,
         // An ICMPv4 error from a router we cannot map: RFC 6791's IPv6 counterpart.
         (Err(_), Some(pool)) if icmp_error => u128::from(pool),
-        (Err(e), _) => return Verdict::Dropped(e.drop_reason(true)),
+        (Err(e), _) => {
+            // §4.4: administratively prohibited (never about an ICMPv4 message).
+            let quiet = h.proto == nh::ICMP || !first || hairpin;
+            let r = e.drop_reason(true);
+            return icmp_error::prohibited_v4(t, pkt.data(), scratch, now_ns, r, quiet);
+        }
     };
     let (src6_int, dst6_int) = (src6, dst6);
     let (src6, dst6) = (src6.to_be_bytes(), dst6.to_be_bytes());
@@ -277,6 +286,11 @@ fn run(
             proto => transport::update_pseudo_header(l4, proto, v4_sum, v6_sum, false),
         };
         if let Err(r) = r {
+            if r == DropReason::UdpZeroChecksum {
+                // §4.4 with §4.5's policy: administratively prohibited.
+                let quiet = hairpin || !first;
+                return icmp_error::prohibited_v4(t, pkt.data(), scratch, now_ns, r, quiet);
+            }
             return Verdict::Dropped(r);
         }
     }

@@ -31,7 +31,10 @@ pub fn translate(
         Ok(p) => p,
         Err(Ipv6Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
         Err(Ipv6Error::UnknownExtension) => {
-            return Verdict::Dropped(DropReason::UnknownExtensionHeader);
+            // §5.4: administratively prohibited (not to a multicast destination).
+            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]));
+            let r = DropReason::UnknownExtensionHeader;
+            return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
         }
         Err(Ipv6Error::RoutingHeader { pointer }) => {
             // §5.1: Parameter Problem, Erroneous header field, pointing at Segments Left.
@@ -62,7 +65,10 @@ pub fn translate(
     // §5.1 copies Next Header into Protocol; ICMPv4 inside IPv6 has no meaning and
     // AH cannot survive new addresses.
     if ipv6::is_untranslatable_protocol_v6(p.proto) {
-        return Verdict::Dropped(DropReason::UnknownProtocol);
+        // §5.4: administratively prohibited (the packet is no ICMPv6 message).
+        let quiet = !p.is_first() || ipv6::is_multicast(&h.dst);
+        let r = DropReason::UnknownProtocol;
+        return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
     }
     if ipv6::is_multicast(&h.src) || ipv6::is_unspecified_or_loopback(&h.src) {
         return Verdict::Dropped(DropReason::BadSource);
@@ -159,7 +165,12 @@ pub fn translate(
             Ok(a) => a,
             // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
             Err(_) if icmp_error => rfc6791_source(t, &h.src),
-            Err(e) => return Verdict::Dropped(e.drop_reason(true)),
+            Err(e) => {
+                // §5.4: administratively prohibited.
+                let quiet = p.proto == nh::ICMPV6 || !p.is_first();
+                let r = e.drop_reason(true);
+                return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
+            }
         },
     };
     let (src4_int, dst4_int) = (src4, dst4);
@@ -187,7 +198,10 @@ pub fn translate(
             HairpinMode::Intrinsic => true,
         };
         if !allowed {
-            return Verdict::Dropped(DropReason::Hairpin);
+            // §5.4: administratively prohibited.
+            let quiet = p.proto == nh::ICMPV6 || !p.is_first();
+            let r = DropReason::Hairpin;
+            return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
         }
     }
 
@@ -299,6 +313,10 @@ pub fn translate(
                 transport::update_pseudo_header(l4, p.proto, v6_sum, v4_sum, false)
             };
             if let Err(r) = r {
+                if r == DropReason::UdpZeroChecksum {
+                    // §5.4 (with §4.5's policy): administratively prohibited.
+                    return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, false);
+                }
                 return Verdict::Dropped(r);
             }
         }
