@@ -64,6 +64,10 @@ drop_reasons! {
     RoutingHeader => "routing_header",
     /// RFC 7915 §5.1: an extension header the translator does not know.
     UnknownExtensionHeader => "unknown_extension_header",
+    /// RFC 7112 §5, RFC 7915 §5.1.1, RFC 8200 §4.3: an IPv6 header chain that
+    /// cannot be translated: an extension header after the Fragment header, or
+    /// a Hop-by-Hop header that is not first. Administratively prohibited owed.
+    ExtensionHeaderChain => "extension_header_chain",
     /// RFC 7915 §4.1: IPv4 source route option (LSRR/SSRR) not yet used up.
     Ipv4SourceRoute => "ipv4_source_route",
     /// RFC 7915 §4.2/§5.2: ICMP type or code with no counterpart in the other family.

@@ -1360,3 +1360,44 @@ fn rfc7915_s4_4_s5_4_admin_prohibited_errors_rate_limited_and_counted() {
         Verdict::Dropped(DropReason::UnknownProtocol)
     );
 }
+
+// ---- RFC 7112: the header chain (issue 19) ------------------------------------------------
+
+/// RFC 7112 §5 and RFC 7915 §5.1.1 / §5.4: an extension header after the
+/// Fragment header cannot be translated (IPv4 has nowhere to put it, and the
+/// later fragments' offsets count its bytes): dropped, counted
+/// (`extension_header_chain`), answered "administratively prohibited".
+#[test]
+fn rfc7112_s5_extension_header_after_fragment_header_refused() {
+    let mut h = Harness::sample();
+    for input in [
+        v6().fragment_header(0, true, 7).dest_opts().udp(1, 2, 64),
+        v6().fragment_header(0, false, 8).dest_opts().udp(1, 2, 64),
+        v6().fragment_header(0, true, 9).routing(0).udp(1, 2, 64),
+    ] {
+        let (v, out) = h.run(&input);
+        assert_eq!(v, Verdict::Replied(DropReason::ExtensionHeaderChain));
+        let s = view(&out[0]);
+        assert_eq!((s.dst, s.icmp()), (IpAddr::V6(CLIENT6), Some((1, 1))));
+    }
+    assert_eq!(h.t.counters().drops(DropReason::ExtensionHeaderChain), 3);
+    // Before the Fragment header they are fine.
+    let whole = v6().dest_opts().udp(1, 2, 600);
+    for f in split_v6(&whole, 256, 10) {
+        assert_eq!(h.run(&f).0, Verdict::Translated);
+    }
+}
+
+/// RFC 8200 §4.3 (with RFC 7915 §5.4): a Hop-by-Hop header anywhere but first is
+/// the same case, counted and answered, no longer a silent `malformed`.
+#[test]
+fn rfc8200_s4_3_hop_by_hop_not_first_refused() {
+    let mut h = Harness::sample();
+    let input = v6().dest_opts().hop_by_hop().udp(1, 2, 8);
+    // The oracle refuses the quoted packet itself: the error is read by hand.
+    let (v, out) = h.run_unchecked(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::ExtensionHeaderChain));
+    assert_eq!((out[0][6], out[0][40], out[0][41]), (58, 1, 1));
+    assert_eq!(&out[0][24..40], &CLIENT6.octets());
+    assert_eq!(&out[0][48..], &input[..]);
+}

@@ -30,10 +30,14 @@ pub fn translate(
     let p = match ipv6::parse(pkt.data(), false) {
         Ok(p) => p,
         Err(Ipv6Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
-        Err(Ipv6Error::UnknownExtension) => {
+        Err(e @ (Ipv6Error::UnknownExtension | Ipv6Error::HeaderChain)) => {
             // §5.4: administratively prohibited (not to a multicast destination).
             let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]));
-            let r = DropReason::UnknownExtensionHeader;
+            let r = if e == Ipv6Error::HeaderChain {
+                DropReason::ExtensionHeaderChain
+            } else {
+                DropReason::UnknownExtensionHeader
+            };
             return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
         }
         Err(Ipv6Error::RoutingHeader { pointer }) => {
