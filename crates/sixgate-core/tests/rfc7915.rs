@@ -1401,3 +1401,50 @@ fn rfc8200_s4_3_hop_by_hop_not_first_refused() {
     assert_eq!(&out[0][24..40], &CLIENT6.octets());
     assert_eq!(&out[0][48..], &input[..]);
 }
+
+// ---- §1.4 / §5.1: IPv6 fragments and the IPv4 MTU (issue 19) ------------------------------
+
+/// §5.1 / RFC 791: an IPv6 fragment whose IPv4 form (DF=0) is larger than
+/// `ipv4_mtu` is fragmented further, as an IPv4 router would; the pieces keep
+/// the Identification and reassemble into the datagram.
+#[test]
+fn rfc7915_s5_1_ipv6_fragment_larger_than_ipv4_mtu_fragmented_further() {
+    let mut cfg = sample_config();
+    cfg.ipv4_mtu = Some(1400);
+    let mut h = Harness::new(cfg);
+    let whole = v6().udp(5353, 53, 3000);
+    let mut outs = vec![];
+    for f in split_v6(&whole, 1400, 0x0042_0077) {
+        let (v, out) = h.run(&f);
+        assert!(
+            matches!(v, Verdict::Fragmented(_) | Verdict::Translated),
+            "{v:?}"
+        );
+        outs.extend(out);
+    }
+    assert!(outs.len() > 3, "the 1420-byte pieces were split");
+    for o in &outs {
+        assert!(o.len() <= 1400, "{} bytes on a 1400-byte link", o.len());
+        let s = view(o);
+        assert_eq!((s.df, s.ipv4_id), (Some(false), Some(0x0077)));
+    }
+    let (udp, _) = reassemble(&outs);
+    assert_eq!(udp.len(), 8 + 3000);
+    assert!(udp_verifies_v4(CLIENT4, SERVER4, &udp));
+    assert_eq!(h.t.counters().translated_6to4, 3, "counted once per input");
+}
+
+/// §5.1: an unfragmented IPv6 packet of at most 1280 bytes becomes a DF=0 IPv4
+/// packet; over a smaller `ipv4_mtu` it is fragmented, not sent whole.
+#[test]
+fn rfc7915_s5_1_df0_packet_over_ipv4_mtu_fragmented() {
+    let mut cfg = sample_config();
+    cfg.ipv4_mtu = Some(1000);
+    let mut h = Harness::new(cfg);
+    let (v, outs) = h.run(&v6().udp(1, 2, 1100));
+    assert_eq!(v, Verdict::Fragmented(2));
+    assert!(outs.iter().all(|o| o.len() <= 1000));
+    let (udp, _) = reassemble(&outs);
+    assert!(udp_verifies_v4(CLIENT4, SERVER4, &udp));
+    assert_eq!(h.t.counters().fragments_out, 2);
+}

@@ -430,5 +430,40 @@ fn finish(
         return super::v4_to_v6::translate_hairpin(t, pkt, scratch, now_ns);
     }
     t.counters.translated_6to4 += 1;
+    // §5.1 / RFC 791: a DF=0 packet (an IPv6 fragment, or one of at most 1260
+    // bytes) larger than the IPv4 link is fragmented further, as any router
+    // would (DF=1 ones got Packet Too Big above).
+    // A partial checksum cannot be split (the data plane's contract).
+    if let Some(mtu) = t.cfg.ipv4_mtu
+        && pkt.len() > usize::from(mtu)
+        && !t.partial_csum
+    {
+        return fragment_v4(t, pkt, scratch, mtu);
+    }
     v
+}
+
+#[cold]
+#[inline(never)]
+fn fragment_v4(
+    t: &mut Translator,
+    pkt: &PacketBuf<'_>,
+    scratch: &mut Scratch,
+    mtu: u16,
+) -> Verdict {
+    if pkt.data().get(6).is_some_and(|b| b & 0x40 != 0) {
+        // DF=1 over the MTU: only an ICMP error we do not refuse; leave it whole.
+        return Verdict::Translated;
+    }
+    let before = scratch.len();
+    match super::fragment::split_v4(pkt.data(), usize::from(mtu), scratch) {
+        Ok(n) => {
+            t.counters.fragments_out += u64::from(n);
+            Verdict::Fragmented((before + usize::from(n)) as u8)
+        }
+        Err(r) => {
+            scratch.truncate(before);
+            Verdict::Dropped(r)
+        }
+    }
 }
