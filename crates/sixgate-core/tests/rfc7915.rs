@@ -964,7 +964,11 @@ fn rfc7757_s4_hairpin_intrinsic() {
     let out = h.one(&Ip6::new(CLIENT6, neighbour_via_pool6).udp(1, 2, 20));
     let s = view(&out);
     assert_eq!(s.family, Family::V6);
-    assert_eq!(s.src, IpAddr::V6(CLIENT6));
+    // RFC 7757 Appendix B: the source in its pool6 form (tests/rfc7757.rs).
+    assert_eq!(
+        s.src,
+        IpAddr::V6("2001:db8:64::198.18.0.5".parse().unwrap())
+    );
     assert_eq!(s.dst, IpAddr::V6("2001:db8:1::6".parse().unwrap()));
     assert_eq!(s.hop_limit, 63, "decremented once");
     assert!(s.l4_verified);

@@ -30,6 +30,7 @@ pub(crate) fn translate_error(
     p: &Ipv4Packet,
     out: &Outer6,
     nat: Option<&InnerTo6>,
+    hairpin: bool,
 ) -> Verdict {
     use DropReason::IcmpInnerUntranslatable as Inner;
     if p.hdr.is_fragment() {
@@ -64,10 +65,21 @@ pub(crate) fn translate_error(
     let (qsrc, qdst) = match nat {
         // RFC 6146: the quoted packet went out through a session.
         Some(n) => (n.src, n.dst),
-        None => match (t.cfg.map.v4_to_v6(&qh.src), t.cfg.map.v4_to_v6(&qh.dst)) {
-            (Ok(s), Ok(d)) => (s, d),
-            _ => return Verdict::Dropped(Inner),
-        },
+        None => {
+            let map = &t.cfg.map;
+            // RFC 7757 §4.3, Appendix B: in a hairpinned error the quoted
+            // packet's destination is the pool6 form its sender used.
+            let qdst = u32::from_be_bytes(qh.dst);
+            let qdst = if hairpin {
+                map.map_v4_pool6(qdst)
+            } else {
+                map.map_v4(qdst)
+            };
+            match (map.v4_to_v6(&qh.src), qdst) {
+                (Ok(s), Ok(d)) => (s, d.to_be_bytes()),
+                _ => return Verdict::Dropped(Inner),
+            }
+        }
     };
     let q_l4_at = inner_at + q.ihl;
     let q_l4_len = q.total_len - q.ihl;

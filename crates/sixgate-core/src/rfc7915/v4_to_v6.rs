@@ -181,6 +181,9 @@ fn run(
     };
     let mapped_src = match mapt.as_ref().map(|m| m.src6) {
         Some(Some(a)) => Ok(a),
+        // RFC 7757 §4.3 and Appendix B: a hairpinned packet's source takes its
+        // pool6 form, not its EAM one, so the reply comes back through us.
+        None if hairpin => t.cfg.map.map_v4_pool6(src4),
         Some(None) | None => t.cfg.map.map_v4(src4),
     };
     let src6 = match (mapped_src, t.cfg.rfc6791_v6) {
@@ -210,7 +213,7 @@ fn run(
             .as_ref()
             .and_then(|i| i.inner.as_ref())
             .or(mapt.as_ref().and_then(|m| m.inner.as_ref()));
-        return icmp_v4_to_v6::translate_error(t, pkt, &p, &out, inner);
+        return icmp_v4_to_v6::translate_error(t, pkt, &p, &out, inner, hairpin);
     }
 
     let frag_len = if fragmented {
