@@ -18,6 +18,7 @@ use crate::packet::PacketBuf;
 use crate::packet::ipv4::{self, Ipv4Packet};
 use crate::packet::ipv6::{self, nh};
 use crate::packet::l4::ICMP_HEADER_LEN;
+use crate::rfc4884;
 use crate::translator::Translator;
 use crate::verdict::{DropReason, Verdict};
 use zerocopy::IntoBytes;
@@ -56,6 +57,17 @@ pub(crate) fn translate_error(
         Err(_) => return Verdict::Dropped(Inner),
     };
     let qh = q.hdr;
+    // RFC 4884: a length attribute says where the quoted datagram's field ends
+    // (padding and an extension structure may follow).
+    let parts = match rfc4884::length_attribute(false, ty) {
+        Some((at, unit)) => rfc4884::split(end - inner_at, b_rest(rest, at), unit, q.total_len),
+        None => rfc4884::split(end - inner_at, 0, 4, 0),
+    };
+    let (end, ext) = if parts.quote_len >= q.ihl {
+        (inner_at + parts.quote_len, parts.ext)
+    } else {
+        (end, None)
+    };
     // §4.3: the quoted packet is judged as the outer one would be (§4.1): a
     // protocol number with no IPv6 meaning, or an address no router forwards,
     // could not have been translated, so nothing quoting it is.
@@ -139,7 +151,20 @@ pub(crate) fn translate_error(
     let q_payload = (q_l4_len + frag_len).min(usize::from(u16::MAX)) as u16;
     let inner = ipv6::header(q_tc, q_payload, q_next, qh.ttl, qsrc, qdst);
 
-    let total = (hdrs + (end - q_l4_at)).min(ICMPV6_ERROR_MAX);
+    let mut total = (hdrs + (end - q_l4_at)).min(ICMPV6_ERROR_MAX);
+    let mut rest = rest;
+    // §4.2 "ICMP Error Payload" / RFC 4884: pad anew, move the extension after
+    // it, adjust the length attribute; drop the extension if it cannot fit.
+    if let Some((off, len)) = ext
+        && let Some((at6, unit6)) = rfc4884::length_attribute(true, m.ty)
+    {
+        let limit = new_start + ICMPV6_ERROR_MAX;
+        let from = (inner_at + off, len);
+        if let Some(field) = rfc4884::place(buf, new_start + 40, end, from, unit6, limit) {
+            total = 48 + field + len;
+            rest[at6 - 4] = (field / unit6) as u8;
+        }
+    }
     let icmp_len = total - ipv6::HEADER_LEN;
     let outer = ipv6::header(
         out.tc,
@@ -171,4 +196,10 @@ fn quoted_untranslatable(qh: &ipv4::Ipv4Header) -> bool {
     ipv6::is_untranslatable_protocol_v4(qh.proto)
         || ipv4::is_bad_source(qh.src)
         || ipv4::is_bad_destination(qh.dst)
+}
+
+/// The rest-of-header byte at ICMP header offset `at` (4..8).
+#[inline]
+fn b_rest(rest: [u8; 4], at: usize) -> u8 {
+    rest[at - 4]
 }
