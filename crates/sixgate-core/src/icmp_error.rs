@@ -1,7 +1,9 @@
 //! RFC 7915 §4.4 and §5.4: ICMP errors the translator itself owes the sender:
 //! Time Exceeded when it
 //! decrements the hop limit to zero (RFC 7915 §4.1/§5.1), Parameter Problem for an
-//! unexhausted Routing header (§5.1), Source Route Failed (§4.1).
+//! unexhausted Routing header (§5.1), Source Route Failed (§4.1), and
+//! "administratively prohibited" for a packet it cannot translate
+//! ([`prohibited_v6`], [`prohibited_v4`]).
 //!
 //! Errors are written to the [`Scratch`], never in place: the offending packet is
 //! quoted as it arrived. RFC 4443 §2.4 (e) and RFC 1812 §4.3.2.7 rules apply:
@@ -120,4 +122,49 @@ pub(crate) fn reply_v4(
     let c = checksum::compute(0, icmp);
     icmp[2..4].copy_from_slice(&c.to_be_bytes());
     Verdict::Replied(owed.reason)
+}
+
+/// RFC 7915 §5.4: an IPv6 packet the translator discards gets ICMPv6 Destination
+/// Unreachable, Code 1 (communication administratively prohibited), "unless the
+/// discarded packet is itself an ICMPv6 message" (`quiet`, with non-first
+/// fragments), rate-limited like every error it sends; counted under `reason`.
+#[cold]
+#[inline(never)]
+pub(crate) fn prohibited_v6(
+    t: &mut Translator,
+    offending: &[u8],
+    scratch: &mut Scratch,
+    now_ns: u64,
+    reason: DropReason,
+    quiet: bool,
+) -> Verdict {
+    let owed = Owed {
+        ty: crate::rfc7915::icmp_map::v6::DEST_UNREACH,
+        code: crate::rfc7915::icmp_map::v6::CODE_ADMIN_PROHIBITED,
+        rest: [0; 4],
+        reason,
+    };
+    reply_v6(t, offending, scratch, now_ns, owed, quiet)
+}
+
+/// RFC 7915 §4.4: an IPv4 packet the translator discards gets ICMPv4 Destination
+/// Unreachable, Code 13 (communication administratively prohibited), unless it
+/// is itself an ICMPv4 message or a non-first fragment (`quiet`).
+#[cold]
+#[inline(never)]
+pub(crate) fn prohibited_v4(
+    t: &mut Translator,
+    offending: &[u8],
+    scratch: &mut Scratch,
+    now_ns: u64,
+    reason: DropReason,
+    quiet: bool,
+) -> Verdict {
+    let owed = Owed {
+        ty: crate::rfc7915::icmp_map::v4::DEST_UNREACH,
+        code: crate::rfc7915::icmp_map::v4::CODE_ADMIN_PROHIBITED,
+        rest: [0; 4],
+        reason,
+    };
+    reply_v4(t, offending, scratch, now_ns, owed, quiet)
 }

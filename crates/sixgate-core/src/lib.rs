@@ -24,6 +24,7 @@ pub mod nat64;
 pub mod packet;
 pub mod rate_limit;
 pub mod reconfigure;
+pub mod rfc4884;
 pub mod rfc7915;
 pub mod translator;
 pub mod verdict;

@@ -94,6 +94,10 @@ drop_reasons! {
     RoutingHeader => "routing_header",
     /// RFC 7915 §5.1: an extension header the translator does not know.
     UnknownExtensionHeader => "unknown_extension_header",
+    /// RFC 7112 §5, RFC 7915 §5.1.1, RFC 8200 §4.3: an IPv6 header chain that
+    /// cannot be translated: an extension header after the Fragment header, or
+    /// a Hop-by-Hop header that is not first. Administratively prohibited owed.
+    ExtensionHeaderChain => "extension_header_chain",
     /// RFC 7915 §4.1: IPv4 source route option (LSRR/SSRR) not yet used up.
     Ipv4SourceRoute => "ipv4_source_route",
     /// RFC 7915 §4.2/§5.2: ICMP type or code with no counterpart in the other family.
@@ -120,9 +124,12 @@ drop_reasons! {
     Hairpin => "hairpin",
     /// Buffer has less headroom than translation needs (a data-plane bug, never the sender's).
     NoHeadroom => "no_headroom",
-    /// Source address is one the translator must never forward from (multicast, loopback, unspecified).
+    /// Source address is one a router must never forward from (RFC 1812 §5.3.7,
+    /// RFC 3927 §7: 0/8, 127/8, 169.254/16, 224/4, 240/4, broadcast; IPv6
+    /// multicast, loopback, unspecified), on either side, IPv4 checked after mapping.
     BadSource => "bad_source",
-    /// Destination is multicast/broadcast/reserved and cannot be translated.
+    /// Destination is one a router must never forward to (the same IPv4 blocks,
+    /// IPv6 multicast).
     BadDestination => "bad_destination",
     /// NAT64 (RFC 6146 §3.5.1.1, §3.5.2.1): an IPv4 packet for a pool4 transport
     /// address with no BIB entry (or an ICMP error about no known session).

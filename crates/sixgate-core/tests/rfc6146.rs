@@ -183,12 +183,41 @@ fn rfc6146_s3_5_1_2_no_bib_entry() {
     let (v, out) = h.run(&in4(SERVER4).udp(53, 61500, 10));
     assert_eq!(v, Verdict::Replied(DropReason::NoBibEntry));
     let s = view(&out[0]);
-    assert_eq!((s.dst, s.icmp()), (IpAddr::V4(SERVER4), Some((3, 1))));
+    assert_eq!(
+        (s.dst, s.icmp()),
+        (IpAddr::V4(SERVER4), Some((3, 3))),
+        "§3.5.1.2: Port Unreachable"
+    );
     assert_eq!(
         stats(&h).bib.total(),
         0,
         "IPv4 packets never create mappings"
     );
+}
+
+/// §3.5.2.2: a TCP segment (not a SYN) for a pool4 port with no BIB entry is
+/// answered as a closed port is; §3.5.3: an ICMP query for an identifier with
+/// no BIB entry gets "host unreachable" (ICMP has no port).
+#[test]
+fn rfc6146_s3_5_2_2_and_s3_5_3_no_bib_entry_error_codes() {
+    let mut h = nat(|_| {});
+    let (v, out) = h.run(&in4(SERVER4).tcp_flags(80, 61500, tcp_flag::ACK, 0));
+    assert_eq!(v, Verdict::Replied(DropReason::NoBibEntry));
+    assert_eq!(view(&out[0]).icmp(), Some((3, 3)), "TCP: port unreachable");
+    let (v, out) = h.run(&in4(SERVER4).echo_request(61500, 1, 8));
+    assert_eq!(v, Verdict::Replied(DropReason::NoBibEntry));
+    assert_eq!(view(&out[0]).icmp(), Some((3, 1)), "ICMP: host unreachable");
+}
+
+/// §3.5.1.1 (and §3.5.2.1, §3.5.3): no IPv4 transport address can be
+/// allocated: ICMPv6 Destination Unreachable, Address Unreachable (code 3).
+#[test]
+fn rfc6146_s3_5_1_1_pool4_exhausted_gets_address_unreachable() {
+    let mut h = nat(|n| n.pool4.clear());
+    let (v, out) = h.run(&out6(CLIENT6, SERVER6).udp(5000, 53, 10));
+    assert_eq!(v, Verdict::Replied(DropReason::Pool4Exhausted));
+    let s = view(&out[0]);
+    assert_eq!((s.dst, s.icmp()), (IpAddr::V6(CLIENT6), Some((1, 3))));
 }
 
 #[test]
@@ -465,6 +494,31 @@ fn rfc6146_s3_8_hairpinning() {
     // A answers B through B's mapping.
     let back = h.one(&out6(CLIENT6, POOL4_6).udp(5000, port_b, 10));
     assert_eq!(dst6(&back), (IpAddr::V6(CLIENT_B), 6000));
+}
+
+/// §3.8: an ICMPv6 error about a hairpinned packet (here A refuses B's
+/// datagram: Port Unreachable) translates to an IPv4 error from pool4 to
+/// pool4, which goes round again to B, quoting B's packet as B sent it.
+#[test]
+fn rfc6146_s3_8_icmp_error_about_hairpinned_packet_is_hairpinned() {
+    let mut h = nat(|_| {});
+    let port_a = udp_out(&mut h, CLIENT6, 5000);
+    let to_a = h.one(&out6(CLIENT_B, POOL4_6).udp(6000, port_a, 10));
+    let err = out6(CLIENT6, POOL4_6).icmp_error(1, 4, [0; 4], &to_a);
+    let r = h.one(&err);
+    let s = view(&r);
+    assert_eq!(
+        s.family,
+        Family::V6,
+        "hairpinned, not sent from pool4 to pool4"
+    );
+    assert_eq!((s.src, s.dst), (IpAddr::V6(POOL4_6), IpAddr::V6(CLIENT_B)));
+    assert_eq!(s.icmp(), Some((1, 4)), "port unreachable both ways");
+    let i = s.inner.unwrap();
+    assert_eq!((i.src, i.dst), (IpAddr::V6(CLIENT_B), IpAddr::V6(POOL4_6)));
+    assert_eq!(i.l4.ports(), Some((6000, port_a)));
+    assert_eq!(i.l4_checksum_ok, Some(true));
+    assert_eq!(h.t.counters().hairpinned, 2);
 }
 
 // ---- ICMP errors -----------------------------------------------------------------------

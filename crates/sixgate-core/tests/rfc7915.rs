@@ -488,12 +488,18 @@ fn rfc6791_without_pool_uses_icmp_source_v4() {
     assert_eq!(s.src, IpAddr::V4(Ipv4Addr::new(192, 0, 0, 8)));
 }
 
+/// §5.1 + §5.4: an unmappable source of a non-error is dropped, and told
+/// "administratively prohibited" (an ICMPv6 message is not).
 #[test]
-fn rfc7915_s5_1_unmappable_source_of_non_error_dropped() {
+fn rfc7915_s5_4_unmappable_source_of_non_error_gets_admin_prohibited() {
     let mut h = Harness::sample();
     let input = Ip6::new("2001:db8:ffff::1".parse().unwrap(), SERVER6).udp(1, 2, 8);
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::SourceUntranslatable));
+    assert_eq!(view(&out[0]).icmp(), Some((1, 1)));
+    let echo = Ip6::new("2001:db8:ffff::1".parse().unwrap(), SERVER6).echo_request(1, 2, 8);
     assert_eq!(
-        h.run(&input).0,
+        h.run(&echo).0,
         Verdict::Dropped(DropReason::SourceUntranslatable)
     );
 }
@@ -643,14 +649,15 @@ fn rfc7915_s5_1_exhausted_routing_header_skipped() {
     assert!(view(&out).l4_verified);
 }
 
+/// §5.1 + §5.4: an extension header we cannot walk: dropped, and told
+/// "administratively prohibited".
 #[test]
-fn rfc7915_s5_1_unknown_extension_header_dropped() {
+fn rfc7915_s5_4_unknown_extension_header_gets_admin_prohibited() {
     let mut h = Harness::sample();
     let input = v6().raw(135, &[59, 0, 0, 0, 0, 0, 0, 0]); // Mobility header
-    assert_eq!(
-        h.run(&input).0,
-        Verdict::Dropped(DropReason::UnknownExtensionHeader)
-    );
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::UnknownExtensionHeader));
+    assert_eq!(view(&out[0]).icmp(), Some((1, 1)));
 }
 
 // ---- Fragments (§4.1, §5.1.1, §4 fragmentation) ------------------------------------------
@@ -913,10 +920,9 @@ fn rfc7915_s4_5_udp_zero_checksum_drop_policy() {
     let mut cfg = sample_config();
     cfg.udp_zero_checksum = UdpZeroChecksum::Drop;
     let mut h = Harness::new(cfg);
-    assert_eq!(
-        h.run(&v4().udp_zero_checksum(53, 5353, 30)).0,
-        Verdict::Dropped(DropReason::UdpZeroChecksum)
-    );
+    let (v, out) = h.run(&v4().udp_zero_checksum(53, 5353, 30));
+    assert_eq!(v, Verdict::Replied(DropReason::UdpZeroChecksum));
+    assert_eq!(view(&out[0]).icmp(), Some((3, 13)), "§4.4 admin prohibited");
 }
 
 #[test]
@@ -926,7 +932,7 @@ fn rfc7915_s4_5_fragmented_udp_zero_checksum_dropped() {
     let frags = split_v4(&whole, 256);
     assert_eq!(
         h.run(&frags[0]).0,
-        Verdict::Dropped(DropReason::UdpZeroChecksum)
+        Verdict::Replied(DropReason::UdpZeroChecksum)
     );
 }
 
@@ -958,7 +964,11 @@ fn rfc7757_s4_hairpin_intrinsic() {
     let out = h.one(&Ip6::new(CLIENT6, neighbour_via_pool6).udp(1, 2, 20));
     let s = view(&out);
     assert_eq!(s.family, Family::V6);
-    assert_eq!(s.src, IpAddr::V6(CLIENT6));
+    // RFC 7757 Appendix B: the source in its pool6 form (tests/rfc7757.rs).
+    assert_eq!(
+        s.src,
+        IpAddr::V6("2001:db8:64::198.18.0.5".parse().unwrap())
+    );
     assert_eq!(s.dst, IpAddr::V6("2001:db8:1::6".parse().unwrap()));
     assert_eq!(s.hop_limit, 63, "decremented once");
     assert!(s.l4_verified);
@@ -972,8 +982,9 @@ fn rfc7757_s4_hairpin_off_and_simple() {
         let mut cfg = sample_config();
         cfg.hairpin = mode;
         let mut h = Harness::new(cfg);
-        let (v, _) = h.run(&Ip6::new(CLIENT6, neighbour_via_pool6).udp(1, 2, 20));
-        assert_eq!(v, Verdict::Dropped(DropReason::Hairpin), "{mode:?}");
+        let (v, out) = h.run(&Ip6::new(CLIENT6, neighbour_via_pool6).udp(1, 2, 20));
+        assert_eq!(v, Verdict::Replied(DropReason::Hairpin), "{mode:?}");
+        assert_eq!(view(&out[0]).icmp(), Some((1, 1)), "§5.4 admin prohibited");
     }
 }
 
@@ -1006,7 +1017,7 @@ fn rfc6877_clat_return_traffic_is_no_hairpin() {
         let (v, _) =
             h.run(&Ip6::new(customer6, "2001:db8:64::192.0.0.3".parse().unwrap()).udp(1, 2, 8));
         if mode == HairpinMode::Off {
-            assert_eq!(v, Verdict::Dropped(DropReason::Hairpin));
+            assert_eq!(v, Verdict::Replied(DropReason::Hairpin));
         }
     }
 }
@@ -1061,7 +1072,7 @@ fn rfc7757_s3_eam_entry_added_and_removed_at_runtime() {
     let probe = Ip6::new(host6, SERVER6).udp(5000, 53, 10);
     assert_eq!(
         h.run(&probe).0,
-        Verdict::Dropped(DropReason::SourceUntranslatable)
+        Verdict::Replied(DropReason::SourceUntranslatable)
     );
     let entry = Eam::parse("198.18.1.0/24", "2001:db8:2::/120").unwrap();
     let mut cfg = h.t.config().clone();
@@ -1073,8 +1084,371 @@ fn rfc7757_s3_eam_entry_added_and_removed_at_runtime() {
     h.t.reconfigure(std::sync::Arc::new(cfg)).unwrap();
     assert_eq!(
         h.run(&probe).0,
-        Verdict::Dropped(DropReason::SourceUntranslatable)
+        Verdict::Replied(DropReason::SourceUntranslatable)
     );
     // The counters were kept across both changes.
     assert_eq!(h.t.counters().drops(DropReason::SourceUntranslatable), 2);
+}
+
+// ---- Issue 19: flags, lengths and MTUs the RFC names ---------------------------------------
+
+/// §5.1 Flags: DF comes from the size of the *translated* IPv4 packet. A
+/// 576-byte ICMPv4 error made from a 1400-byte ICMPv6 error (longer than RFC
+/// 4443 §2.4 (c) allows, but sent by some routers) has DF=0, and so an
+/// Identification (RFC 6864).
+#[test]
+fn rfc7915_s5_1_df_of_translated_icmp_error_from_its_truncated_size() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().udp(53, 5353, 1400);
+    let input = v6_error_from(ROUTER_V6_EAM, 1, 4, [0; 4], &truncate(&inner, 1400 - 48));
+    assert_eq!(input.len(), 1400);
+    let out = h.one(&input);
+    assert_eq!(out.len(), 576);
+    let s = view(&out);
+    assert_eq!(s.df, Some(false), "576 bytes ≤ 1260: DF=0");
+    assert_ne!(s.ipv4_id, Some(0), "DF=0 needs an Identification");
+    // The quoted packet's DF is its own IPv4 size: 20 + 8 + 1400 > 1260.
+    assert_eq!(out[28 + 6] & 0x40, 0x40, "inner DF");
+}
+
+/// §5.1 Flags: with extension headers the IPv6 packet is larger than its IPv4
+/// form; DF follows the IPv4 size.
+#[test]
+fn rfc7915_s5_1_df_from_ipv4_size_not_ipv6_size() {
+    let mut h = Harness::sample();
+    // 40 + 8 (Hop-by-Hop) + 8 (Destination Options) + 8 + 1224 = 1288 bytes;
+    // as IPv4: 20 + 8 + 1224 = 1252.
+    let out = h.one(&v6().hop_by_hop().dest_opts().udp(1, 2, 1224));
+    assert_eq!(out.len(), 1252);
+    assert_eq!(view(&out).df, Some(false));
+}
+
+/// §5.1 / RFC 2675: Payload Length 0 is a jumbogram only with a Hop-by-Hop
+/// Jumbo Payload option. Next Header 59 with no payload is valid and, like
+/// every protocol (§5.5), translated.
+#[test]
+fn rfc7915_s5_1_no_next_header_with_payload_length_0_translated() {
+    let mut h = Harness::sample();
+    let input = v6().raw(59, &[]);
+    assert_eq!(input.len(), 40);
+    let out = h.one(&input);
+    assert_eq!(out.len(), 20);
+    let s = view(&out);
+    assert_eq!(s.protocol, 59);
+    assert_eq!((s.src, s.dst), (IpAddr::V4(CLIENT4), IpAddr::V4(SERVER4)));
+    // A zero Payload Length that claims a Hop-by-Hop header is still refused.
+    let mut jumbo = v6().hop_by_hop().udp(1, 2, 8);
+    jumbo[4..6].copy_from_slice(&[0, 0]);
+    assert_eq!(h.run(&jumbo).0, Verdict::Dropped(DropReason::Malformed));
+}
+
+/// §4.2: the Packet Too Big MTU is min(advertised + 20, IPv6 next hop's MTU,
+/// IPv4 next hop's MTU + 20), with the MTUs configured.
+#[test]
+fn rfc7915_s4_2_packet_too_big_mtu_is_minimum_of_three() {
+    let inner = client_as_v4().udp(1, 2, 1460);
+    let frag_needed = |mtu: u16| {
+        let m = mtu.to_be_bytes();
+        v4_error(3, 4, [0, 0, m[0], m[1]], &truncate(&inner, 200))
+    };
+    // Neither MTU configured: advertised + 20.
+    let mut h = Harness::sample();
+    assert_eq!(
+        &l4(&h.one(&frag_needed(1496)))[4..8],
+        &1516u32.to_be_bytes()
+    );
+    // IPv6 link of 1500: the translated packet could not be larger anyway.
+    let mut cfg = sample_config();
+    cfg.ipv6_mtu = Some(1500);
+    let mut h = Harness::new(cfg);
+    assert_eq!(
+        &l4(&h.one(&frag_needed(1496)))[4..8],
+        &1500u32.to_be_bytes()
+    );
+    assert_eq!(
+        &l4(&h.one(&frag_needed(1400)))[4..8],
+        &1420u32.to_be_bytes()
+    );
+    // IPv4 link of 1400: + 20.
+    let mut cfg = sample_config();
+    cfg.ipv4_mtu = Some(1400);
+    let mut h = Harness::new(cfg);
+    assert_eq!(
+        &l4(&h.one(&frag_needed(1496)))[4..8],
+        &1420u32.to_be_bytes()
+    );
+    // Never below the IPv6 minimum.
+    assert_eq!(&l4(&h.one(&frag_needed(576)))[4..8], &1280u32.to_be_bytes());
+}
+
+/// §5.5 / RFC 8200 §8.1: an IPv6 UDP checksum of zero is invalid (outside RFC
+/// 6935 tunnels); `udp_zero_checksum` decides, as in the other direction:
+/// compute one, or drop.
+#[test]
+fn rfc7915_s5_5_ipv6_udp_zero_checksum_follows_policy() {
+    let mut input = v6().udp(5353, 53, 30);
+    input[46..48].copy_from_slice(&[0, 0]);
+    let mut h = Harness::sample();
+    let out = h.one(&input);
+    let s = view(&out);
+    assert!(s.l4_verified);
+    let L4::Udp { checksum, .. } = s.l4 else {
+        panic!()
+    };
+    assert_ne!(checksum, 0, "computed");
+
+    let mut cfg = sample_config();
+    cfg.udp_zero_checksum = UdpZeroChecksum::Drop;
+    let mut h = Harness::new(cfg);
+    let (v, out) = h.run(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::UdpZeroChecksum));
+    assert_eq!(view(&out[0]).icmp(), Some((1, 1)), "§5.4 admin prohibited");
+    // A fragment's checksum covers bytes we do not have: dropped either way.
+    let whole = v6().udp(5353, 53, 600);
+    let mut frags = split_v6(&whole, 256, 9);
+    frags[0][54..56].copy_from_slice(&[0, 0]);
+    let mut h = Harness::sample();
+    assert_eq!(
+        h.run_unchecked(&frags[0]).0,
+        Verdict::Replied(DropReason::UdpZeroChecksum)
+    );
+}
+
+// ---- Addresses no router forwards, and the quoted packet (issue 19) -----------------------
+
+/// §4.1 Source Address: an ICMPv4 error from an illegal source (0.0.0.0,
+/// 127.0.0.1: a misconfigured router) is translated, for troubleshooting;
+/// anything else from such a source is dropped (RFC 1812 §5.3.7).
+#[test]
+fn rfc7915_s4_1_icmpv4_error_from_illegal_source_translated() {
+    let mut h = Harness::sample();
+    let inner = client_as_v4().udp(5353, 53, 20);
+    for (router, router6) in [
+        ("127.0.0.1", "2001:db8:64::7f00:1"),
+        ("0.0.0.0", "2001:db8:64::"),
+        ("169.254.0.1", "2001:db8:64::a9fe:1"),
+    ] {
+        let router: Ipv4Addr = router.parse().unwrap();
+        let err = Ip4::new(router, CLIENT4).icmp_error(3, 1, [0; 4], &inner);
+        let s = view(&h.one(&err));
+        assert_eq!(s.src, IpAddr::V6(router6.parse().unwrap()), "{router}");
+        assert_eq!(s.dst, IpAddr::V6(CLIENT6));
+        let plain = Ip4::new(router, CLIENT4).udp(1, 2, 8);
+        assert_eq!(h.run(&plain).0, Verdict::Dropped(DropReason::BadSource));
+    }
+    // Multicast and broadcast sources never send errors.
+    let err = Ip4::new(Ipv4Addr::BROADCAST, CLIENT4).icmp_error(3, 1, [0; 4], &inner);
+    assert_eq!(h.run(&err).0, Verdict::Dropped(DropReason::BadSource));
+}
+
+/// RFC 1812 §5.3.7, RFC 3927 §7, RFC 7915 §4.1: 0/8, 127/8, 169.254/16, 224/4,
+/// 240/4 and 255.255.255.255 are never forwarded, as a source or a destination,
+/// in either direction (IPv6 → IPv4 checks the address after mapping).
+#[test]
+fn rfc1812_s5_3_7_addresses_never_forwarded_both_directions() {
+    let mut h = Harness::sample();
+    let pool6 = |a: &str| -> Ipv6Addr { format!("2001:db8:64::{a}").parse().unwrap() };
+    for a in [
+        "0.0.0.1",
+        "127.0.0.1",
+        "169.254.1.1",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+    ] {
+        let v4: Ipv4Addr = a.parse().unwrap();
+        // IPv4 → IPv6.
+        let p = Ip4::new(v4, CLIENT4).udp(1, 2, 8);
+        assert_eq!(h.run(&p).0, Verdict::Dropped(DropReason::BadSource), "{a}");
+        let p = Ip4::new(SERVER4, v4).udp(1, 2, 8);
+        assert_eq!(
+            h.run(&p).0,
+            Verdict::Dropped(DropReason::BadDestination),
+            "{a}"
+        );
+        // IPv6 → IPv4: the address embedded in pool6.
+        let p = Ip6::new(pool6(a), CLIENT6).udp(1, 2, 8);
+        assert_eq!(h.run(&p).0, Verdict::Dropped(DropReason::BadSource), "{a}");
+        let p = Ip6::new(CLIENT6, pool6(a)).udp(1, 2, 8);
+        assert_eq!(
+            h.run(&p).0,
+            Verdict::Dropped(DropReason::BadDestination),
+            "{a}"
+        );
+    }
+    // An ICMPv6 error from such a router takes the RFC 6791 source instead.
+    let inner = server_as_v6().udp(53, 5353, 20);
+    let err = v6_error_from(pool6("127.0.0.1"), 1, 0, [0; 4], &inner);
+    assert_eq!(
+        view(&h.one(&err)).src,
+        IpAddr::V4(Ipv4Addr::new(192, 0, 0, 8))
+    );
+}
+
+/// §4.3 / §5.3: a quoted packet with an address no router forwards could not
+/// have been translated; an error quoting it is dropped, not translated.
+#[test]
+fn rfc7915_s4_3_s5_3_quoted_never_forwarded_address_dropped() {
+    let mut h = Harness::sample();
+    let inner = Ip4::new(CLIENT4, Ipv4Addr::LOCALHOST).udp(1, 2, 8);
+    assert_eq!(
+        h.run(&v4_error(3, 1, [0; 4], &inner)).0,
+        Verdict::Dropped(DropReason::IcmpInnerUntranslatable)
+    );
+    let inner = Ip6::new("2001:db8:64::7f00:1".parse().unwrap(), CLIENT6).udp(1, 2, 8);
+    assert_eq!(
+        h.run(&v6_error_from(ROUTER_V6_EAM, 1, 0, [0; 4], &inner)).0,
+        Verdict::Dropped(DropReason::IcmpInnerUntranslatable)
+    );
+}
+
+/// §4.1 / §5.1 Protocol and Next Header, outer and quoted alike: a number that
+/// would claim an IPv6 extension header or ICMPv6 inside IPv4 (or ICMPv4 inside
+/// IPv6) is dropped as an outer packet (`unknown_protocol`) and as a quoted one
+/// (`icmp_inner_untranslatable`).
+#[test]
+fn rfc7915_s4_3_s5_3_quoted_protocol_judged_as_outer() {
+    let mut h = Harness::sample();
+    for proto in [0u8, 43, 44, 58, 60] {
+        let outer = v4().raw(proto, &[0; 8]);
+        assert_eq!(
+            h.run(&outer).0,
+            Verdict::Replied(DropReason::UnknownProtocol)
+        );
+        let inner = client_as_v4().raw(proto, &[0; 8]);
+        assert_eq!(
+            h.run(&v4_error(3, 1, [0; 4], &inner)).0,
+            Verdict::Dropped(DropReason::IcmpInnerUntranslatable),
+            "quoted protocol {proto}"
+        );
+    }
+    let outer = v6().raw(1, &[8, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        h.run(&outer).0,
+        Verdict::Replied(DropReason::UnknownProtocol)
+    );
+    let inner = server_as_v6().raw(1, &[8, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        h.run(&v6_error_from(ROUTER_V6_EAM, 1, 0, [0; 4], &inner)).0,
+        Verdict::Dropped(DropReason::IcmpInnerUntranslatable)
+    );
+}
+
+/// §4.4 / §5.4: the "administratively prohibited" errors for packets the
+/// translator cannot translate are rate-limited like every error it sends
+/// (RFC 4443 §2.4 (f)), and the packets are counted under their own reason.
+#[test]
+fn rfc7915_s4_4_s5_4_admin_prohibited_errors_rate_limited_and_counted() {
+    let mut cfg = sample_config();
+    cfg.icmp_errors_per_sec = 1;
+    cfg.icmp_error_burst = 1;
+    let mut h = Harness::new(cfg);
+    let v4_ah = v4().raw(51, &[0; 16]);
+    let v6_icmp4 = v6().raw(1, &[8, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        h.run(&v4_ah).0,
+        Verdict::Replied(DropReason::UnknownProtocol)
+    );
+    assert_eq!(
+        h.run(&v6_icmp4).0,
+        Verdict::Dropped(DropReason::UnknownProtocol)
+    );
+    assert_eq!(h.t.counters().drops(DropReason::UnknownProtocol), 2);
+    assert_eq!(h.t.counters().icmp_generated, 1);
+    assert_eq!(h.t.counters().icmp_rate_limited, 1);
+    // Not about a non-first fragment.
+    h.now_ns = 10_000_000_000;
+    let frag = v4().fragment(51, 8, false, &[0; 16]);
+    assert_eq!(
+        h.run(&frag).0,
+        Verdict::Dropped(DropReason::UnknownProtocol)
+    );
+}
+
+// ---- RFC 7112: the header chain (issue 19) ------------------------------------------------
+
+/// RFC 7112 §5 and RFC 7915 §5.1.1 / §5.4: an extension header after the
+/// Fragment header cannot be translated (IPv4 has nowhere to put it, and the
+/// later fragments' offsets count its bytes): dropped, counted
+/// (`extension_header_chain`), answered "administratively prohibited".
+#[test]
+fn rfc7112_s5_extension_header_after_fragment_header_refused() {
+    let mut h = Harness::sample();
+    for input in [
+        v6().fragment_header(0, true, 7).dest_opts().udp(1, 2, 64),
+        v6().fragment_header(0, false, 8).dest_opts().udp(1, 2, 64),
+        v6().fragment_header(0, true, 9).routing(0).udp(1, 2, 64),
+    ] {
+        let (v, out) = h.run(&input);
+        assert_eq!(v, Verdict::Replied(DropReason::ExtensionHeaderChain));
+        let s = view(&out[0]);
+        assert_eq!((s.dst, s.icmp()), (IpAddr::V6(CLIENT6), Some((1, 1))));
+    }
+    assert_eq!(h.t.counters().drops(DropReason::ExtensionHeaderChain), 3);
+    // Before the Fragment header they are fine.
+    let whole = v6().dest_opts().udp(1, 2, 600);
+    for f in split_v6(&whole, 256, 10) {
+        assert_eq!(h.run(&f).0, Verdict::Translated);
+    }
+}
+
+/// RFC 8200 §4.3 (with RFC 7915 §5.4): a Hop-by-Hop header anywhere but first is
+/// the same case, counted and answered, no longer a silent `malformed`.
+#[test]
+fn rfc8200_s4_3_hop_by_hop_not_first_refused() {
+    let mut h = Harness::sample();
+    let input = v6().dest_opts().hop_by_hop().udp(1, 2, 8);
+    // The oracle refuses the quoted packet itself: the error is read by hand.
+    let (v, out) = h.run_unchecked(&input);
+    assert_eq!(v, Verdict::Replied(DropReason::ExtensionHeaderChain));
+    assert_eq!((out[0][6], out[0][40], out[0][41]), (58, 1, 1));
+    assert_eq!(&out[0][24..40], &CLIENT6.octets());
+    assert_eq!(&out[0][48..], &input[..]);
+}
+
+// ---- §1.4 / §5.1: IPv6 fragments and the IPv4 MTU (issue 19) ------------------------------
+
+/// §5.1 / RFC 791: an IPv6 fragment whose IPv4 form (DF=0) is larger than
+/// `ipv4_mtu` is fragmented further, as an IPv4 router would; the pieces keep
+/// the Identification and reassemble into the datagram.
+#[test]
+fn rfc7915_s5_1_ipv6_fragment_larger_than_ipv4_mtu_fragmented_further() {
+    let mut cfg = sample_config();
+    cfg.ipv4_mtu = Some(1400);
+    let mut h = Harness::new(cfg);
+    let whole = v6().udp(5353, 53, 3000);
+    let mut outs = vec![];
+    for f in split_v6(&whole, 1400, 0x0042_0077) {
+        let (v, out) = h.run(&f);
+        assert!(
+            matches!(v, Verdict::Fragmented(_) | Verdict::Translated),
+            "{v:?}"
+        );
+        outs.extend(out);
+    }
+    assert!(outs.len() > 3, "the 1420-byte pieces were split");
+    for o in &outs {
+        assert!(o.len() <= 1400, "{} bytes on a 1400-byte link", o.len());
+        let s = view(o);
+        assert_eq!((s.df, s.ipv4_id), (Some(false), Some(0x0077)));
+    }
+    let (udp, _) = reassemble(&outs);
+    assert_eq!(udp.len(), 8 + 3000);
+    assert!(udp_verifies_v4(CLIENT4, SERVER4, &udp));
+    assert_eq!(h.t.counters().translated_6to4, 3, "counted once per input");
+}
+
+/// §5.1: an unfragmented IPv6 packet of at most 1280 bytes becomes a DF=0 IPv4
+/// packet; over a smaller `ipv4_mtu` it is fragmented, not sent whole.
+#[test]
+fn rfc7915_s5_1_df0_packet_over_ipv4_mtu_fragmented() {
+    let mut cfg = sample_config();
+    cfg.ipv4_mtu = Some(1000);
+    let mut h = Harness::new(cfg);
+    let (v, outs) = h.run(&v6().udp(1, 2, 1100));
+    assert_eq!(v, Verdict::Fragmented(2));
+    assert!(outs.iter().all(|o| o.len() <= 1000));
+    let (udp, _) = reassemble(&outs);
+    assert!(udp_verifies_v4(CLIENT4, SERVER4, &udp));
+    assert_eq!(h.t.counters().fragments_out, 2);
 }

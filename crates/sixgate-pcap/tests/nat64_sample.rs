@@ -72,7 +72,8 @@ fn nat64_sample_tells_its_story() {
         icmp - syn
     );
     assert_eq!(s.timer_packets, 1);
-    // 8 translated, the timer's Port Unreachable, 2 Host Unreachable for no BIB.
+    // 8 translated, the timer's Port Unreachable, 2 Port Unreachable for no BIB
+    // (RFC 6146 §3.5.1.2).
     assert_eq!(s.packets_written, 11);
     for (what, p) in make_nat64_sample::packets().iter().map(|(_, w, p)| (w, p)) {
         sixgate_testkit::check(p).unwrap_or_else(|e| panic!("{what}: {e}"));

@@ -344,10 +344,10 @@ fn rfc6888_req8_port_reuse_delay_120_s() {
     assert_eq!(check(r.output_of(1)).unwrap().ports(), Some((5000, 5001)));
     assert_eq!(
         r.verdict(2),
-        Verdict::Dropped(DropReason::Pool4Exhausted),
-        "7 s after A's session ended, its port still rests"
+        Verdict::Replied(DropReason::Pool4Exhausted),
+        "7 s after A's session ended, its port still rests (RFC 6146 §3.5.1.1: address unreachable)"
     );
-    assert_eq!(r.verdict(3), Verdict::Dropped(DropReason::Pool4Exhausted));
+    assert_eq!(r.verdict(3), Verdict::Replied(DropReason::Pool4Exhausted));
     assert!(
         r.passed(4),
         "120 s later, B gets the port: {:?}",

@@ -510,7 +510,8 @@ fn transport(layer: IpLayer<'_>, checks: Checks) -> Result<Summary, String> {
         && checks.inner
         && is_icmp_error(family, ty)
     {
-        let inner = check_inner(family, &payload[8..])?;
+        let (quoted, padded) = rfc4884_original_datagram(family, ty, payload)?;
+        let inner = check_inner(family, quoted, padded)?;
         summary.inner = Some(Box::new(inner));
     }
     Ok(summary)
@@ -579,9 +580,47 @@ fn verify_l4(pseudo: Pseudo, protocol: u8, data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// Check the packet quoted by an ICMP error of family `outer`.
-fn check_inner(outer: Family, q: &[u8]) -> Result<Inner, String> {
+/// RFC 4884: the original datagram field of an ICMP error (`icmp`: header and
+/// body), and whether it is padded (a non-zero length attribute). An extension
+/// structure after it must follow a field of at least 128 bytes, carry version 2
+/// and a checksum that verifies.
+fn rfc4884_original_datagram(family: Family, ty: u8, icmp: &[u8]) -> Result<(&[u8], bool), String> {
+    let (at, unit) = match (family, ty) {
+        (Family::V4, 3 | 11 | 12) => (5, 4),
+        (Family::V6, 1 | 3) => (4, 8),
+        _ => return Ok((&icmp[8..], false)),
+    };
+    let body = &icmp[8..];
+    let field = usize::from(icmp[at]) * unit;
+    if field == 0 {
+        return Ok((body, false));
+    }
+    if field > body.len() {
+        return Err(format!(
+            "RFC 4884 length attribute {field} bytes, {} present",
+            body.len()
+        ));
+    }
+    let ext = &body[field..];
+    if !ext.is_empty() {
+        if field < 128 {
+            return Err(format!("RFC 4884 extension after a {field}-byte field"));
+        }
+        if ext.len() < 4 || ext[0] >> 4 != 2 {
+            return Err("RFC 4884 extension header malformed".into());
+        }
+        if !csum::verifies(0, ext) {
+            return Err("RFC 4884 extension checksum does not verify".into());
+        }
+    }
+    Ok((&body[..field], true))
+}
+
+/// Check the packet quoted by an ICMP error of family `outer`. `padded`: the
+/// quote may end in zero padding past the length its header claims (RFC 4884).
+fn check_inner(outer: Family, q: &[u8], padded: bool) -> Result<Inner, String> {
     let version = q.first().map(|b| b >> 4);
+    let q = if padded { strip_padding(outer, q)? } else { q };
     match (outer, version) {
         (_, None) => Err("ICMP error quotes nothing".to_string()),
         (Family::V4, Some(4)) => inner_v4(q),
@@ -589,6 +628,23 @@ fn check_inner(outer: Family, q: &[u8]) -> Result<Inner, String> {
         (_, Some(v)) => Err(format!("{outer:?} ICMP error quotes IP version {v}")),
     }
     .map_err(|e| format!("inner packet: {e}"))
+}
+
+/// RFC 4884 §5: a padded quote, cut to the length its header claims; the
+/// bytes cut must be zeros.
+fn strip_padding(family: Family, q: &[u8]) -> Result<&[u8], String> {
+    let claimed = match family {
+        Family::V4 if q.len() >= 4 => usize::from(u16::from_be_bytes([q[2], q[3]])),
+        Family::V6 if q.len() >= 6 => 40 + usize::from(u16::from_be_bytes([q[4], q[5]])),
+        _ => return Ok(q),
+    };
+    if q.len() <= claimed {
+        return Ok(q);
+    }
+    if q[claimed..].iter().any(|&b| b != 0) {
+        return Err("RFC 4884 padding is not zero".into());
+    }
+    Ok(&q[..claimed])
 }
 
 fn inner_v4(q: &[u8]) -> Result<Inner, String> {

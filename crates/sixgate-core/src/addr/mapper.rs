@@ -78,6 +78,16 @@ impl Mapper {
         self.wkp_check(pool6, v4)?;
         Ok(v4)
     }
+    /// RFC 7757 §4.3 / Appendix B: the RFC 6052 (pool6) form of `v4`, skipping
+    /// the EAM table: the source of a hairpinned packet (and the destination of
+    /// the packet a hairpinned ICMP error quotes) must lead back through the
+    /// translator, as the IPv6 host addressed it.
+    pub fn map_v4_pool6(&self, v4: u32) -> Result<u128, MapError> {
+        let pool6 = self.pool6.as_ref().ok_or(MapError::NoMapping)?;
+        self.wkp_check(pool6, v4)?;
+        Ok(pool6.embed_u32(v4))
+    }
+
     /// Map an IPv4 address to IPv6: EAM, then pool6.
     #[inline]
     pub fn v4_to_v6(&self, v4: &[u8; 4]) -> Result<[u8; 16], MapError> {

@@ -106,6 +106,10 @@ pub(crate) fn v6_to_v4(
                 remote_port(ports.proto, ports.sport),
             )
             .ok_or(DropReason::NoBibEntry)?;
+        // §3.8: an error about a hairpinned packet goes back to its sender,
+        // whose pool4 transport address is the quoted source, like any other
+        // packet (the worker owning that port translates it back).
+        let hairpin = n.in_pool4(dst4) && (n.workers == 1 || n.owns_port(ports.sport));
         return Ok(Out {
             src4: v4,
             port: None,
@@ -116,7 +120,7 @@ pub(crate) fn v6_to_v4(
                 which: Which::Destination,
                 port: port4,
             }),
-            hairpin: false,
+            hairpin,
         });
     }
     let id = p.frag.map_or(0, |f| f.id);

@@ -177,13 +177,72 @@ pub fn header(
     h
 }
 
-/// RFC 7915 §4.1 and RFC 1812 §5.3.7: sources a router must not forward from:
-/// 0/8, 127/8, multicast and reserved (224/3), limited broadcast.
-pub fn is_bad_source(a: [u8; 4]) -> bool {
-    a[0] == 0 || a[0] == 127 || a[0] >= 224
+/// RFC 1812 §5.3.7, RFC 3927 §7, RFC 7915 §4.1: addresses a router must never
+/// forward from or to: 0/8 ("this network"), 127/8 (loopback), 169.254/16
+/// (link-local), 224/4 (multicast), 240/4 (reserved) and 255.255.255.255.
+#[inline(always)]
+pub fn is_never_forwarded(a: [u8; 4]) -> bool {
+    a[0] == 0 || a[0] == 127 || a[0] >= 224 || (a[0] == 169 && a[1] == 254)
 }
 
-/// Destinations that cannot be translated: multicast, reserved, broadcast, 0/8.
+/// Sources a router must not forward from ([`is_never_forwarded`]).
+#[inline(always)]
+pub fn is_bad_source(a: [u8; 4]) -> bool {
+    is_never_forwarded(a)
+}
+
+/// Destinations a router must not forward to ([`is_never_forwarded`]).
+#[inline(always)]
 pub fn is_bad_destination(a: [u8; 4]) -> bool {
-    a[0] == 0 || a[0] >= 224
+    is_never_forwarded(a)
+}
+
+/// RFC 7915 §4.1: an ICMPv4 *error* from an illegal unicast source (0/8,
+/// 127/8, 169.254/16: a misconfigured router) is still translated, for
+/// troubleshooting; multicast, reserved and broadcast sources never are.
+#[inline]
+pub fn is_error_source_allowed(a: [u8; 4]) -> bool {
+    a[0] < 224
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 1812 §5.3.7 and RFC 3927 §7: each block, first and last address, and
+    /// its neighbours outside.
+    #[test]
+    fn rfc1812_s5_3_7_never_forwarded() {
+        for bad in [
+            [0, 0, 0, 0],
+            [0, 255, 255, 255],
+            [127, 0, 0, 1],
+            [127, 255, 255, 255],
+            [169, 254, 0, 0],
+            [169, 254, 255, 255],
+            [224, 0, 0, 1],
+            [239, 255, 255, 255],
+            [240, 0, 0, 0],
+            [255, 255, 255, 255],
+        ] {
+            assert!(is_bad_source(bad) && is_bad_destination(bad), "{bad:?}");
+        }
+        for good in [
+            [1, 0, 0, 0],
+            [126, 255, 255, 255],
+            [128, 0, 0, 0],
+            [169, 253, 255, 255],
+            [169, 255, 0, 0],
+            [223, 255, 255, 255],
+        ] {
+            assert!(
+                !is_bad_source(good) && !is_bad_destination(good),
+                "{good:?}"
+            );
+        }
+        assert!(is_error_source_allowed([127, 0, 0, 1]));
+        assert!(is_error_source_allowed([0, 0, 0, 0]));
+        assert!(!is_error_source_allowed([224, 0, 0, 1]));
+        assert!(!is_error_source_allowed([255, 255, 255, 255]));
+    }
 }

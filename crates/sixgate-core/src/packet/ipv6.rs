@@ -145,6 +145,11 @@ pub enum Ipv6Error {
     },
     /// An extension header the translator cannot skip (Mobility, HIP, Shim6, experimental).
     UnknownExtension,
+    /// A header chain the translator cannot carry: an extension header after
+    /// the Fragment header (RFC 7112 §5; RFC 7915 §5.1.1: IPv4 has nowhere to
+    /// put it, and later fragments' offsets count its bytes), or a Hop-by-Hop
+    /// header that is not first (RFC 8200 §4.3).
+    HeaderChain,
 }
 
 /// Parse an IPv6 packet and walk its extension headers (RFC 7915 §5.1).
@@ -160,8 +165,10 @@ pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv6Packet, Ipv6Error> {
         return Err(Ipv6Error::Malformed);
     }
     let total_len = HEADER_LEN + usize::from(hdr.payload_len.get());
-    // A zero Payload Length is a jumbogram (RFC 2675): not translatable to IPv4.
-    if !quoted && (hdr.payload_len.get() == 0 || total_len > data.len()) {
+    // RFC 2675: a zero Payload Length is a jumbogram only when a Hop-by-Hop
+    // Jumbo Payload option follows; that header would lie past `end` and is
+    // refused below. Zero with No Next Header (59) is an ordinary empty packet.
+    if !quoted && total_len > data.len() {
         return Err(Ipv6Error::Malformed);
     }
     let end = total_len.min(data.len());
@@ -171,9 +178,14 @@ pub fn parse(data: &[u8], quoted: bool) -> Result<Ipv6Packet, Ipv6Error> {
     loop {
         match nh {
             nh::HOP_BY_HOP | nh::DEST_OPTS | nh::ROUTING => {
-                // RFC 8200 §4.3: Hop-by-Hop only right after the fixed header.
-                if nh == nh::HOP_BY_HOP && off != HEADER_LEN {
-                    return Err(Ipv6Error::Malformed);
+                // RFC 8200 §4.3: Hop-by-Hop only right after the fixed header;
+                // RFC 7112: nothing but the upper layer after a Fragment header.
+                if (nh == nh::HOP_BY_HOP && off != HEADER_LEN) || frag.is_some() {
+                    return Err(if quoted {
+                        Ipv6Error::Malformed
+                    } else {
+                        Ipv6Error::HeaderChain
+                    });
                 }
                 let b = data
                     .get(off..off + 4)

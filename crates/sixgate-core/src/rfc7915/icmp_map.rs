@@ -50,6 +50,8 @@ pub mod v4 {
     pub const PARAM_PROBLEM: u8 = 12;
     /// Destination Unreachable code: host unreachable.
     pub const CODE_HOST_UNREACHABLE: u8 = 1;
+    /// Destination Unreachable code: port unreachable.
+    pub const CODE_PORT_UNREACHABLE: u8 = 3;
     /// Destination Unreachable code: fragmentation needed and DF set.
     pub const CODE_FRAG_NEEDED: u8 = 4;
     /// Destination Unreachable: communication administratively prohibited (RFC 1812).
@@ -76,6 +78,8 @@ pub mod v6 {
     pub const TIME_EXCEEDED: u8 = 3;
     /// Parameter Problem.
     pub const PARAM_PROBLEM: u8 = 4;
+    /// Destination Unreachable code: communication administratively prohibited.
+    pub const CODE_ADMIN_PROHIBITED: u8 = 1;
     /// Destination Unreachable code: address unreachable.
     pub const CODE_ADDRESS_UNREACHABLE: u8 = 3;
     /// Echo Request.

@@ -18,6 +18,7 @@ use crate::packet::PacketBuf;
 use crate::packet::ipv4::{self, Ipv4Packet};
 use crate::packet::ipv6::{self, nh};
 use crate::packet::l4::ICMP_HEADER_LEN;
+use crate::rfc4884;
 use crate::translator::Translator;
 use crate::verdict::{DropReason, Verdict};
 use zerocopy::IntoBytes;
@@ -30,6 +31,7 @@ pub(crate) fn translate_error(
     p: &Ipv4Packet,
     out: &Outer6,
     nat: Option<&InnerTo6>,
+    hairpin: bool,
 ) -> Verdict {
     use DropReason::IcmpInnerUntranslatable as Inner;
     if p.hdr.is_fragment() {
@@ -55,13 +57,41 @@ pub(crate) fn translate_error(
         Err(_) => return Verdict::Dropped(Inner),
     };
     let qh = q.hdr;
+    // RFC 4884: a length attribute says where the quoted datagram's field ends
+    // (padding and an extension structure may follow).
+    let parts = match rfc4884::length_attribute(false, ty) {
+        Some((at, unit)) => rfc4884::split(end - inner_at, b_rest(rest, at), unit, q.total_len),
+        None => rfc4884::split(end - inner_at, 0, 4, 0),
+    };
+    let (end, ext) = if parts.quote_len >= q.ihl {
+        (inner_at + parts.quote_len, parts.ext)
+    } else {
+        (end, None)
+    };
+    // §4.3: the quoted packet is judged as the outer one would be (§4.1): a
+    // protocol number with no IPv6 meaning, or an address no router forwards,
+    // could not have been translated, so nothing quoting it is.
+    if quoted_untranslatable(&qh) {
+        return Verdict::Dropped(Inner);
+    }
     let (qsrc, qdst) = match nat {
         // RFC 6146: the quoted packet went out through a session.
         Some(n) => (n.src, n.dst),
-        None => match (t.cfg.map.v4_to_v6(&qh.src), t.cfg.map.v4_to_v6(&qh.dst)) {
-            (Ok(s), Ok(d)) => (s, d),
-            _ => return Verdict::Dropped(Inner),
-        },
+        None => {
+            let map = &t.cfg.map;
+            // RFC 7757 §4.3, Appendix B: in a hairpinned error the quoted
+            // packet's destination is the pool6 form its sender used.
+            let qdst = u32::from_be_bytes(qh.dst);
+            let qdst = if hairpin {
+                map.map_v4_pool6(qdst)
+            } else {
+                map.map_v4(qdst)
+            };
+            match (map.v4_to_v6(&qh.src), qdst) {
+                (Ok(s), Ok(d)) => (s, d.to_be_bytes()),
+                _ => return Verdict::Dropped(Inner),
+            }
+        }
     };
     let q_l4_at = inner_at + q.ihl;
     let q_l4_len = q.total_len - q.ihl;
@@ -99,7 +129,10 @@ pub(crate) fn translate_error(
     let rest = match m.rest {
         Rest::Mtu => {
             let mtu4 = u16::from_be_bytes([rest[2], rest[3]]);
-            mtu::frag_needed_to_ptb(mtu4, qh.total_len.get(), &t.cfg.mtu_plateaus).to_be_bytes()
+            let c = &t.cfg;
+            let len = qh.total_len.get();
+            mtu::frag_needed_to_ptb_links(mtu4, len, &c.mtu_plateaus, c.ipv6_mtu, c.ipv4_mtu)
+                .to_be_bytes()
         }
         Rest::Pointer(ptr) => [0, 0, 0, ptr],
         Rest::Zero | Rest::Copy => [0; 4],
@@ -118,7 +151,20 @@ pub(crate) fn translate_error(
     let q_payload = (q_l4_len + frag_len).min(usize::from(u16::MAX)) as u16;
     let inner = ipv6::header(q_tc, q_payload, q_next, qh.ttl, qsrc, qdst);
 
-    let total = (hdrs + (end - q_l4_at)).min(ICMPV6_ERROR_MAX);
+    let mut total = (hdrs + (end - q_l4_at)).min(ICMPV6_ERROR_MAX);
+    let mut rest = rest;
+    // §4.2 "ICMP Error Payload" / RFC 4884: pad anew, move the extension after
+    // it, adjust the length attribute; drop the extension if it cannot fit.
+    if let Some((off, len)) = ext
+        && let Some((at6, unit6)) = rfc4884::length_attribute(true, m.ty)
+    {
+        let limit = new_start + ICMPV6_ERROR_MAX;
+        let from = (inner_at + off, len);
+        if let Some(field) = rfc4884::place(buf, new_start + 40, end, from, unit6, limit) {
+            total = 48 + field + len;
+            rest[at6 - 4] = (field / unit6) as u8;
+        }
+    }
     let icmp_len = total - ipv6::HEADER_LEN;
     let outer = ipv6::header(
         out.tc,
@@ -142,4 +188,18 @@ pub(crate) fn translate_error(
     o[42..44].copy_from_slice(&c.to_be_bytes());
     pkt.set_window(new_start, total);
     Verdict::Translated
+}
+
+/// The outer packet's rules (§4.1; RFC 1812 §5.3.7) applied to a quoted one.
+#[cold]
+fn quoted_untranslatable(qh: &ipv4::Ipv4Header) -> bool {
+    ipv6::is_untranslatable_protocol_v4(qh.proto)
+        || ipv4::is_bad_source(qh.src)
+        || ipv4::is_bad_destination(qh.dst)
+}
+
+/// The rest-of-header byte at ICMP header offset `at` (4..8).
+#[inline]
+fn b_rest(rest: [u8; 4], at: usize) -> u8 {
+    rest[at - 4]
 }

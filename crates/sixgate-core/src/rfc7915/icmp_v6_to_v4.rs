@@ -18,6 +18,7 @@ use crate::packet::ipv4::{self, DF, MF};
 use crate::packet::ipv6::{self, nh};
 use crate::packet::l4::ICMP_HEADER_LEN;
 use crate::packet::{PacketBuf, ipv6::Ipv6Packet};
+use crate::rfc4884;
 use crate::translator::Translator;
 use crate::verdict::{DropReason, Verdict};
 use zerocopy::IntoBytes;
@@ -56,6 +57,17 @@ pub(crate) fn translate_error(
         Err(_) => return Verdict::Dropped(Inner),
     };
     let qh = q.hdr;
+    // RFC 4884: a length attribute says where the quoted datagram's field ends
+    // (padding and an extension structure may follow).
+    let parts = match rfc4884::length_attribute(true, ty) {
+        Some((at, unit)) => rfc4884::split(end - inner_at, rest[at - 4], unit, q.total_len),
+        None => rfc4884::split(end - inner_at, 0, 8, 0),
+    };
+    let (end, ext) = if parts.quote_len >= q.l4_off {
+        (inner_at + parts.quote_len, parts.ext)
+    } else {
+        (end, None)
+    };
     let (qsrc, qdst) = match nat {
         // RFC 6146: the quoted packet came in through a session.
         Some(n) => (n.src, n.dst),
@@ -64,6 +76,15 @@ pub(crate) fn translate_error(
             _ => return Verdict::Dropped(Inner),
         },
     };
+    // §5.3: the quoted packet is judged as the outer one would be (§5.1): ICMPv4
+    // or AH inside IPv6, or an IPv4 address no router forwards, could not have
+    // been translated, so nothing quoting it is.
+    if ipv6::is_untranslatable_protocol_v6(q.proto)
+        || ipv4::is_bad_source(qsrc)
+        || ipv4::is_bad_destination(qdst)
+    {
+        return Verdict::Dropped(Inner);
+    }
     let q_l4_at = inner_at + q.l4_off;
     // The original datagram's upper-layer length, from its header (not what survived).
     let q_l4_len = q.total_len.saturating_sub(q.l4_off);
@@ -106,7 +127,8 @@ pub(crate) fn translate_error(
             f.id as u16,
             if f.more { MF } else { 0 } | (f.offset / 8) as u16,
         ),
-        None if q.total_len > 1280 => (0, DF),
+        // §5.1 Flags, from the size the quoted packet had as IPv4.
+        None if 20 + q_l4_len > super::v6_to_v4::DF_THRESHOLD_V4 => (0, DF),
         None => (0, 0),
     };
     let inner = ipv4::header(
@@ -134,7 +156,20 @@ pub(crate) fn translate_error(
 
     const HDRS: usize = ipv4::HEADER_LEN + ICMP_HEADER_LEN + ipv4::HEADER_LEN;
     let new_start = q_l4_at - HDRS;
-    let total = (HDRS + (end - q_l4_at)).min(ICMPV4_ERROR_MAX);
+    let mut total = (HDRS + (end - q_l4_at)).min(ICMPV4_ERROR_MAX);
+    let mut rest = rest;
+    // §5.2 "ICMP Error Payload" / RFC 4884: pad anew, move the extension after
+    // it, adjust the length attribute; drop the extension if it cannot fit.
+    if let Some((off, len)) = ext
+        && let Some((at4, unit4)) = rfc4884::length_attribute(false, m.ty)
+    {
+        let limit = new_start + ICMPV4_ERROR_MAX;
+        let from = (inner_at + off, len);
+        if let Some(field) = rfc4884::place(buf, new_start + 20, end, from, unit4, limit) {
+            total = 28 + field + len;
+            rest[at4 - 4] = (field / unit4) as u8;
+        }
+    }
     let outer = ipv4::header(
         out.tos,
         total as u16,

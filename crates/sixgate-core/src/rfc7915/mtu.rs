@@ -9,7 +9,8 @@ pub const IPV4_MIN_MTU: u32 = 68;
 ///
 /// `mtu4` is the field from the ICMPv4 message; zero means the router predates
 /// RFC 1191, so the greatest plateau below the quoted packet's Total Length is used.
-/// The result is `max(1280, mtu + 20)`.
+/// The result is `max(1280, mtu + 20)`; [`frag_needed_to_ptb_links`] adds the
+/// translator's own links.
 pub fn frag_needed_to_ptb(mtu4: u16, inner_total_len: u16, plateaus: &[u16]) -> u32 {
     let mtu = if mtu4 == 0 {
         plateau_below(inner_total_len, plateaus)
@@ -17,6 +18,26 @@ pub fn frag_needed_to_ptb(mtu4: u16, inner_total_len: u16, plateaus: &[u16]) -> 
         mtu4
     };
     (u32::from(mtu) + 20).max(IPV6_MIN_MTU)
+}
+
+/// RFC 7915 §4.2: "minimum(advertised MTU+20, MTU_of_IPv6_nexthop,
+/// (MTU_of_IPv4_nexthop)+20)", each link counted where its MTU is configured
+/// (`None`: the operating system's, unknown here), never below 1280.
+pub fn frag_needed_to_ptb_links(
+    mtu4: u16,
+    inner_total_len: u16,
+    plateaus: &[u16],
+    ipv6_mtu: Option<u16>,
+    ipv4_mtu: Option<u16>,
+) -> u32 {
+    let mut mtu = frag_needed_to_ptb(mtu4, inner_total_len, plateaus);
+    if let Some(m) = ipv6_mtu {
+        mtu = mtu.min(u32::from(m));
+    }
+    if let Some(m) = ipv4_mtu {
+        mtu = mtu.min(u32::from(m) + 20);
+    }
+    mtu.max(IPV6_MIN_MTU)
 }
 
 /// RFC 1191 §5: the greatest plateau strictly less than `total_len`; the smallest
@@ -63,6 +84,27 @@ mod tests {
         assert_eq!(plateau_below(60, &P), 68);
         assert_eq!(frag_needed_to_ptb(0, 1500, &P), 1512);
         assert_eq!(frag_needed_to_ptb(0, 1000, &P), 1280);
+    }
+
+    #[test]
+    fn rfc7915_s4_2_mtu_minimum_of_advertised_and_both_links() {
+        assert_eq!(frag_needed_to_ptb_links(1496, 1500, &P, None, None), 1516);
+        assert_eq!(
+            frag_needed_to_ptb_links(1496, 1500, &P, Some(1500), None),
+            1500
+        );
+        assert_eq!(
+            frag_needed_to_ptb_links(1496, 1500, &P, None, Some(1400)),
+            1420
+        );
+        assert_eq!(
+            frag_needed_to_ptb_links(1496, 1500, &P, Some(1300), Some(1400)),
+            1300
+        );
+        assert_eq!(
+            frag_needed_to_ptb_links(1496, 1500, &P, Some(1000), None),
+            1280
+        );
     }
 
     #[test]

@@ -83,9 +83,15 @@ fn run(
     // §4.1 copies Protocol into Next Header; these values would claim an IPv6
     // extension header (or ICMPv6) that is not there.
     if ipv6::is_untranslatable_protocol_v4(h.proto) {
-        return Verdict::Dropped(DropReason::UnknownProtocol);
+        // §4.4: administratively prohibited (not about a non-first fragment;
+        // a hairpinned packet's sender is on the IPv6 side).
+        let r = DropReason::UnknownProtocol;
+        let quiet = !first || hairpin;
+        return icmp_error::prohibited_v4(t, pkt.data(), scratch, now_ns, r, quiet);
     }
-    if ipv4::is_bad_source(h.src) {
+    // §4.1: an ICMPv4 error from an illegal unicast source still crosses, for
+    // troubleshooting (RFC 6791 gives it an IPv6 source if it maps to none).
+    if ipv4::is_bad_source(h.src) && !(icmp_error && ipv4::is_error_source_allowed(h.src)) {
         return Verdict::Dropped(DropReason::BadSource);
     }
     if ipv4::is_bad_destination(h.dst) {
@@ -130,13 +136,14 @@ fn run(
     let nat = if mapt.is_none() && t.nat64.as_ref().is_some_and(|n| n.in_pool4(dst4)) {
         match nat64::xlate::v4_to_v6(t, pkt.data(), &p, icmp_error, now_ns) {
             Ok(i) => Some(i),
-            // RFC 6146 §3.5.1.2 / §3.5.3: tell the sender, as Jool does: no mapping
-            // is "host unreachable", filtering "administratively prohibited".
+            // RFC 6146 §3.5.1.2, §3.5.2.2, §3.5.3: tell the sender. No mapping for
+            // a TCP or UDP port is "port unreachable", for an ICMP identifier "host
+            // unreachable"; filtering is "administratively prohibited".
             Err(r @ (DropReason::NoBibEntry | DropReason::Filtered)) => {
-                let code = if r == DropReason::Filtered {
-                    icmp4::CODE_ADMIN_PROHIBITED
-                } else {
-                    icmp4::CODE_HOST_UNREACHABLE
+                let code = match r {
+                    DropReason::Filtered => icmp4::CODE_ADMIN_PROHIBITED,
+                    _ if h.proto == nh::ICMP => icmp4::CODE_HOST_UNREACHABLE,
+                    _ => icmp4::CODE_PORT_UNREACHABLE,
                 };
                 let owed = Owed {
                     ty: icmp4::DEST_UNREACH,
@@ -174,13 +181,21 @@ fn run(
     };
     let mapped_src = match mapt.as_ref().map(|m| m.src6) {
         Some(Some(a)) => Ok(a),
+        // RFC 7757 §4.3 and Appendix B: a hairpinned packet's source takes its
+        // pool6 form, not its EAM one, so the reply comes back through us.
+        None if hairpin => t.cfg.map.map_v4_pool6(src4),
         Some(None) | None => t.cfg.map.map_v4(src4),
     };
     let src6 = match (mapped_src, t.cfg.rfc6791_v6) {
         (Ok(a), _) => a,
         // An ICMPv4 error from a router we cannot map: RFC 6791's IPv6 counterpart.
         (Err(_), Some(pool)) if icmp_error => u128::from(pool),
-        (Err(e), _) => return Verdict::Dropped(e.drop_reason(true)),
+        (Err(e), _) => {
+            // §4.4: administratively prohibited (never about an ICMPv4 message).
+            let quiet = h.proto == nh::ICMP || !first || hairpin;
+            let r = e.drop_reason(true);
+            return icmp_error::prohibited_v4(t, pkt.data(), scratch, now_ns, r, quiet);
+        }
     };
     let (src6_int, dst6_int) = (src6, dst6);
     let (src6, dst6) = (src6.to_be_bytes(), dst6.to_be_bytes());
@@ -198,7 +213,7 @@ fn run(
             .as_ref()
             .and_then(|i| i.inner.as_ref())
             .or(mapt.as_ref().and_then(|m| m.inner.as_ref()));
-        return icmp_v4_to_v6::translate_error(t, pkt, &p, &out, inner);
+        return icmp_v4_to_v6::translate_error(t, pkt, &p, &out, inner, hairpin);
     }
 
     let frag_len = if fragmented {
@@ -273,6 +288,11 @@ fn run(
             proto => transport::update_pseudo_header(l4, proto, v4_sum, v6_sum, false),
         };
         if let Err(r) = r {
+            if r == DropReason::UdpZeroChecksum {
+                // §4.4 with §4.5's policy: administratively prohibited.
+                let quiet = hairpin || !first;
+                return icmp_error::prohibited_v4(t, pkt.data(), scratch, now_ns, r, quiet);
+            }
             return Verdict::Dropped(r);
         }
     }

@@ -6,7 +6,7 @@ use super::{icmp_fragments, icmp_v6_to_v4, transport};
 use crate::checksum;
 use crate::config::HairpinMode;
 use crate::hash;
-use crate::icmp_error::{self, Owed};
+use crate::icmp_error::{self, ICMPV4_ERROR_MAX, Owed};
 use crate::mapt;
 use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, DF, MF};
@@ -16,8 +16,8 @@ use crate::translator::Translator;
 use crate::verdict::{DropReason, Verdict};
 use zerocopy::IntoBytes;
 
-/// RFC 7915 §5.1: an IPv6 packet up to this size becomes an IPv4 packet with DF=0.
-const DF_THRESHOLD: usize = 1280;
+/// RFC 7915 §5.1 Flags: a translated IPv4 packet up to this size has DF=0.
+pub(crate) const DF_THRESHOLD_V4: usize = 1260;
 
 /// Translate one IPv6 packet to IPv4 in place (§5.1), or hairpin it back to IPv6
 /// (RFC 7757 §4).
@@ -30,8 +30,15 @@ pub fn translate(
     let p = match ipv6::parse(pkt.data(), false) {
         Ok(p) => p,
         Err(Ipv6Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
-        Err(Ipv6Error::UnknownExtension) => {
-            return Verdict::Dropped(DropReason::UnknownExtensionHeader);
+        Err(e @ (Ipv6Error::UnknownExtension | Ipv6Error::HeaderChain)) => {
+            // §5.4: administratively prohibited (not to a multicast destination).
+            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]));
+            let r = if e == Ipv6Error::HeaderChain {
+                DropReason::ExtensionHeaderChain
+            } else {
+                DropReason::UnknownExtensionHeader
+            };
+            return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
         }
         Err(Ipv6Error::RoutingHeader { pointer }) => {
             // §5.1: Parameter Problem, Erroneous header field, pointing at Segments Left.
@@ -62,7 +69,10 @@ pub fn translate(
     // §5.1 copies Next Header into Protocol; ICMPv4 inside IPv6 has no meaning and
     // AH cannot survive new addresses.
     if ipv6::is_untranslatable_protocol_v6(p.proto) {
-        return Verdict::Dropped(DropReason::UnknownProtocol);
+        // §5.4: administratively prohibited (the packet is no ICMPv6 message).
+        let quiet = !p.is_first() || ipv6::is_multicast(&h.dst);
+        let r = DropReason::UnknownProtocol;
+        return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
     }
     if ipv6::is_multicast(&h.src) || ipv6::is_unspecified_or_loopback(&h.src) {
         return Verdict::Dropped(DropReason::BadSource);
@@ -124,6 +134,18 @@ pub fn translate(
     let nat = if mapt.is_none() && t.nat64.is_some() && t.cfg.map.eam.lookup_v6(src6).is_none() {
         match nat64::xlate::v6_to_v4(t, pkt.data(), &p, dst4, icmp_error, now_ns) {
             Ok(o) => Some(o),
+            // RFC 6146 §3.5.1.1, §3.5.2.1, §3.5.3: no IPv4 transport address
+            // could be allocated: Destination Unreachable, address unreachable.
+            Err(r @ DropReason::Pool4Exhausted) => {
+                let owed = Owed {
+                    ty: icmp6::DEST_UNREACH,
+                    code: icmp6::CODE_ADDRESS_UNREACHABLE,
+                    rest: [0; 4],
+                    reason: r,
+                };
+                let quiet = icmp_error || !p.is_first();
+                return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, quiet);
+            }
             Err(r) => return Verdict::Dropped(r),
         }
     } else {
@@ -136,10 +158,23 @@ pub fn translate(
             None => rfc6791_source(t, &h.src),
         },
         (None, None) => match t.cfg.map.map_v6(src6) {
+            // RFC 1812 §5.3.7: a source embedded in pool6 that no IPv4 router
+            // would forward; an ICMPv6 error takes an RFC 6791 source instead.
+            Ok(a) if ipv4::is_bad_source(a.to_be_bytes()) => {
+                if !icmp_error {
+                    return Verdict::Dropped(DropReason::BadSource);
+                }
+                rfc6791_source(t, &h.src)
+            }
             Ok(a) => a,
             // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
             Err(_) if icmp_error => rfc6791_source(t, &h.src),
-            Err(e) => return Verdict::Dropped(e.drop_reason(true)),
+            Err(e) => {
+                // §5.4: administratively prohibited.
+                let quiet = p.proto == nh::ICMPV6 || !p.is_first();
+                let r = e.drop_reason(true);
+                return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
+            }
         },
     };
     let (src4_int, dst4_int) = (src4, dst4);
@@ -167,7 +202,10 @@ pub fn translate(
             HairpinMode::Intrinsic => true,
         };
         if !allowed {
-            return Verdict::Dropped(DropReason::Hairpin);
+            // §5.4: administratively prohibited.
+            let quiet = p.proto == nh::ICMPV6 || !p.is_first();
+            let r = DropReason::Hairpin;
+            return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
         }
     }
 
@@ -181,7 +219,7 @@ pub fn translate(
     if let Some(mtu) = t.cfg.ipv4_mtu
         && p.frag.is_none()
         && !icmp_error
-        && total > DF_THRESHOLD
+        && 20 + l4_len > DF_THRESHOLD_V4
         && 20 + l4_len > usize::from(mtu)
     {
         let ptb = (u32::from(mtu) + 20).max(super::mtu::IPV6_MIN_MTU);
@@ -227,7 +265,10 @@ pub fn translate(
             id: 0,
             flags: 0,
         };
-        (out.id, out.flags) = identification(t, &p, src4, dst4, proto4);
+        // §5.1 Flags: DF follows the size of the translated error, which is
+        // cut to 576 bytes (RFC 1812 §4.3.2.3), not the IPv6 packet's.
+        let len4 = (20 + l4_len).min(ICMPV4_ERROR_MAX);
+        (out.id, out.flags) = identification(t, &p, len4, src4, dst4, proto4);
         let inner = nat
             .as_ref()
             .and_then(|o| o.inner.as_ref())
@@ -270,16 +311,22 @@ pub fn translate(
         } else {
             let r = if t.partial_csum {
                 transport::update_partial(l4, p.proto, v6_sum, v4_sum)
+            } else if p.proto == nh::UDP && l4.len() >= 8 && l4[6..8] == [0, 0] {
+                udp_zero_checksum(t, l4, p.is_fragmented(), src4, dst4)
             } else {
                 transport::update_pseudo_header(l4, p.proto, v6_sum, v4_sum, false)
             };
             if let Err(r) = r {
+                if r == DropReason::UdpZeroChecksum {
+                    // §5.4 (with §4.5's policy): administratively prohibited.
+                    return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, false);
+                }
                 return Verdict::Dropped(r);
             }
         }
     }
 
-    let (id, flags) = identification(t, &p, src4, dst4, proto4);
+    let (id, flags) = identification(t, &p, 20 + l4_len, src4, dst4, proto4);
     let hdr = ipv4::header(
         tos,
         (20 + l4_len) as u16,
@@ -300,6 +347,30 @@ pub fn translate(
     finish(t, pkt, scratch, now_ns, Verdict::Translated, hairpin)
 }
 
+/// §5.5: an IPv6 UDP checksum of zero is invalid (RFC 8200 §8.1; RFC 6935
+/// tunnels aside). `udp_zero_checksum` applies as in §4.5: compute the IPv4
+/// checksum, or drop. A fragment's checksum covers bytes we do not have.
+#[cold]
+#[inline(never)]
+fn udp_zero_checksum(
+    t: &Translator,
+    udp: &mut [u8],
+    fragmented: bool,
+    src4: [u8; 4],
+    dst4: [u8; 4],
+) -> Result<(), DropReason> {
+    if fragmented || t.cfg.udp_zero_checksum == crate::config::UdpZeroChecksum::Drop {
+        return Err(DropReason::UdpZeroChecksum);
+    }
+    let pseudo = checksum::v4_pseudo(&src4, &dst4, udp.len() as u16, nh::UDP);
+    let c = match checksum::compute(pseudo, udp) {
+        0 => 0xffff,
+        c => c,
+    };
+    udp[6..8].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
 /// The outer IPv4 header fields decided before the ICMP error path takes over.
 pub(crate) struct Outer {
     pub tos: u8,
@@ -311,11 +382,13 @@ pub(crate) struct Outer {
 }
 
 /// §5.1 / §5.1.1: Identification and Flags. With a Fragment header they come from
-/// it; otherwise DF is set above 1280 bytes, and below it a per-flow ID is needed
-/// because the IPv4 packet may be fragmented (RFC 6864).
+/// it; otherwise DF is set when the translated packet (`len4` bytes) exceeds 1260,
+/// and below that a per-flow ID is needed because the IPv4 packet may be
+/// fragmented (RFC 6864).
 fn identification(
     t: &mut Translator,
     p: &Ipv6Packet,
+    len4: usize,
     src: [u8; 4],
     dst: [u8; 4],
     proto: u8,
@@ -325,7 +398,7 @@ fn identification(
             f.id as u16,
             if f.more { MF } else { 0 } | (f.offset / 8) as u16,
         ),
-        None if p.total_len <= DF_THRESHOLD => (t.ids.next(src, dst, proto), 0),
+        None if len4 <= DF_THRESHOLD_V4 => (t.ids.next(src, dst, proto), 0),
         None => (0, DF),
     }
 }
@@ -357,5 +430,40 @@ fn finish(
         return super::v4_to_v6::translate_hairpin(t, pkt, scratch, now_ns);
     }
     t.counters.translated_6to4 += 1;
+    // §5.1 / RFC 791: a DF=0 packet (an IPv6 fragment, or one of at most 1260
+    // bytes) larger than the IPv4 link is fragmented further, as any router
+    // would (DF=1 ones got Packet Too Big above).
+    // A partial checksum cannot be split (the data plane's contract).
+    if let Some(mtu) = t.cfg.ipv4_mtu
+        && pkt.len() > usize::from(mtu)
+        && !t.partial_csum
+    {
+        return fragment_v4(t, pkt, scratch, mtu);
+    }
     v
+}
+
+#[cold]
+#[inline(never)]
+fn fragment_v4(
+    t: &mut Translator,
+    pkt: &PacketBuf<'_>,
+    scratch: &mut Scratch,
+    mtu: u16,
+) -> Verdict {
+    if pkt.data().get(6).is_some_and(|b| b & 0x40 != 0) {
+        // DF=1 over the MTU: only an ICMP error we do not refuse; leave it whole.
+        return Verdict::Translated;
+    }
+    let before = scratch.len();
+    match super::fragment::split_v4(pkt.data(), usize::from(mtu), scratch) {
+        Ok(n) => {
+            t.counters.fragments_out += u64::from(n);
+            Verdict::Fragmented((before + usize::from(n)) as u8)
+        }
+        Err(r) => {
+            scratch.truncate(before);
+            Verdict::Dropped(r)
+        }
+    }
 }
