@@ -16,8 +16,11 @@ use sixgate_core::nat64::{
 use toml::Spanned;
 
 use crate::ConfigError;
+use crate::cx::Cx;
 use crate::schema::{Nat64Section, Pool4Item, StaticBibEntry};
-use crate::validate::{Cx, clean_v4_prefix, int_in, mask_v4, quoted_list, v4_addr, v6_addr};
+use crate::value::{
+    MAX_SESSIONS, Timer, clean_v4_prefix, int_in, mask_v4, quoted_list, timeout, v4_addr, v6_addr,
+};
 
 /// Default TCP and UDP ports of a pool4 entry that gives none: every port. pool4
 /// addresses are the translator's own (routed to it), so nothing else on the host
@@ -41,25 +44,8 @@ pub(crate) const POOL4_MAX_ADDRESSES: u64 = 65_536;
 /// Most IPv4 SYNs held at once (§3.5.2.2); the store is allocated at start.
 pub(crate) const MAX_HELD_SYNS: i64 = 1 << 20;
 
-/// Longest timeout, seconds (about 11.5 days): the core keeps deadlines as 32-bit
-/// millisecond timestamps compared with wrapping arithmetic.
-pub(crate) const MAX_TIMEOUT_S: i64 = sixgate_core::nat64::MAX_TIMEOUT_S as i64;
-
-/// Most sessions for the whole gateway (64 Mi): the tables are allocated for
-/// `max_sessions` at start, so an absurd value would fail there, not here.
-pub(crate) const MAX_SESSIONS: i64 = 1 << 26;
-
 /// Largest `port_block_size` (RFC 7422 blocks: half the port space).
 pub(crate) const MAX_PORT_BLOCK: i64 = 32_768;
-
-/// A timeout key, its RFC floor and where the RFC sets it.
-pub(crate) struct Timer {
-    pub(crate) key: &'static str,
-    /// Below this, warn.
-    pub(crate) rfc_min: u32,
-    /// What the warning cites.
-    pub(crate) rule: &'static str,
-}
 
 const UDP_TIMER: Timer = Timer {
     key: "udp_timeout",
@@ -215,37 +201,6 @@ pub(crate) fn section(
         out.log_destinations = v;
     }
     Ok(out)
-}
-
-/// A timeout in whole seconds, `lo` to [`MAX_TIMEOUT_S`]; under the RFC floor it warns.
-pub(crate) fn timeout(
-    cx: &Cx<'_>,
-    t: &Timer,
-    v: &Spanned<i64>,
-    lo: i64,
-) -> Result<u32, ConfigError> {
-    let n = *v.get_ref();
-    if n == 0 && lo > 0 {
-        return Err(cx.err(
-            v.span(),
-            format!(
-                "{} = 0: a session would expire as it is made; expected a number of seconds \
-                 from 1 to {MAX_TIMEOUT_S}, at least {} to follow {}",
-                t.key, t.rfc_min, t.rule
-            ),
-        ));
-    }
-    let secs = int_in(cx, t.key, v, lo, MAX_TIMEOUT_S)? as u32;
-    if secs < t.rfc_min {
-        cx.warn(
-            v.span(),
-            format!(
-                "{} = {secs}: below {} s; {}. Fine for tests, not for service",
-                t.key, t.rfc_min, t.rule
-            ),
-        );
-    }
-    Ok(secs)
 }
 
 fn proto_name(p: Proto) -> &'static str {
