@@ -31,10 +31,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::dut::{Dataplane, RunningDut, SIXGATE_TUN, start_sixgate_with_config};
 use crate::error::{Context, Result};
 use crate::netns::{Netns, Proto, veth, veth_queues};
 use crate::process::Background;
-use crate::translator::{Dataplane, RunningTranslator, SIXGATE_TUN, start_sixgate_with_config};
 
 /// Addresses and prefixes of the chain.
 pub mod addr {
@@ -346,7 +346,7 @@ impl Chain {
 
     /// Start the CLAT ([`CLAT_TOML`]) and wait until its routes point into it
     /// (after discovery: sixgate asks the DNS server before it sets anything up).
-    pub fn start_clat<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+    pub fn start_clat<'a>(&'a self, binary: &Path) -> Result<RunningDut<'a>> {
         self.start_clat_on(binary, Dataplane::Tun)
     }
 
@@ -358,7 +358,7 @@ impl Chain {
         &'a self,
         binary: &Path,
         dataplane: Dataplane,
-    ) -> Result<RunningTranslator<'a>> {
+    ) -> Result<RunningDut<'a>> {
         match dataplane {
             Dataplane::Tun => start_sixgate_with_config(
                 &self.clat,
@@ -385,7 +385,7 @@ impl Chain {
     }
 
     /// Start the PLAT.
-    pub fn start_plat<'a>(&'a self, binary: &Path, plat: Plat) -> Result<RunningTranslator<'a>> {
+    pub fn start_plat<'a>(&'a self, binary: &Path, plat: Plat) -> Result<RunningDut<'a>> {
         start_sixgate_with_config(&self.plat, binary, plat.toml(), &plat.routes())
     }
 
@@ -574,7 +574,7 @@ pub mod mapt {
 
         /// Start the BR in the PLAT's place; ready when the DMR and the rule's
         /// IPv4 prefix are routed into it.
-        pub fn start_mapt_br<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+        pub fn start_mapt_br<'a>(&'a self, binary: &Path) -> Result<RunningDut<'a>> {
             self.start_mapt_br_on(binary, Dataplane::Tun, "")
         }
 
@@ -584,7 +584,7 @@ pub mod mapt {
             &'a self,
             binary: &Path,
             extra: &str,
-        ) -> Result<RunningTranslator<'a>> {
+        ) -> Result<RunningDut<'a>> {
             self.start_mapt_br_on(binary, Dataplane::Tun, extra)
         }
 
@@ -595,7 +595,7 @@ pub mod mapt {
             binary: &Path,
             dataplane: Dataplane,
             extra: &str,
-        ) -> Result<RunningTranslator<'a>> {
+        ) -> Result<RunningDut<'a>> {
             let config = format!("{}{extra}", br_toml());
             match dataplane {
                 Dataplane::Tun => start_sixgate_with_config(
@@ -612,7 +612,7 @@ pub mod mapt {
         }
 
         /// Start the first CE in the CLAT's place.
-        pub fn start_mapt_ce<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+        pub fn start_mapt_ce<'a>(&'a self, binary: &Path) -> Result<RunningDut<'a>> {
             self.start_mapt_ce_on(binary, Dataplane::Tun)
         }
 
@@ -621,7 +621,7 @@ pub mod mapt {
             &'a self,
             binary: &Path,
             dataplane: Dataplane,
-        ) -> Result<RunningTranslator<'a>> {
+        ) -> Result<RunningDut<'a>> {
             if dataplane == Dataplane::Xdp {
                 self.complete_checksums(&self.client)?;
             }
@@ -637,7 +637,7 @@ pub mod mapt {
 
     impl Customer {
         /// Start its CE.
-        pub fn start_ce<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+        pub fn start_ce<'a>(&'a self, binary: &Path) -> Result<RunningDut<'a>> {
             self.start_ce_on(binary, Dataplane::Tun)
         }
 
@@ -647,7 +647,7 @@ pub mod mapt {
             &'a self,
             binary: &Path,
             dataplane: Dataplane,
-        ) -> Result<RunningTranslator<'a>> {
+        ) -> Result<RunningDut<'a>> {
             if dataplane == Dataplane::Xdp {
                 self.client
                     .run("ethtool", ["-K", ifname::CLIENT, "tx", "off"])?;
@@ -668,7 +668,7 @@ pub mod mapt {
         end_user: &str,
         map: std::net::Ipv6Addr,
         dataplane: Dataplane,
-    ) -> Result<RunningTranslator<'a>> {
+    ) -> Result<RunningDut<'a>> {
         let map = format!("{map}/128");
         match dataplane {
             Dataplane::Tun => {

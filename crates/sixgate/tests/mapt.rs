@@ -32,8 +32,8 @@ use common::{
 use sixgate_netns::chain::mapt::{Customer, addr as maddr};
 use sixgate_netns::chain::{Chain, addr};
 use sixgate_netns::{
-    Dataplane, ENV_DATAPLANE, Proto, RunningTranslator, ScratchDir, Stopped, check_host,
-    cleanup_stale, list_namespaces,
+    Dataplane, ENV_DATAPLANE, Proto, RunningDut, ScratchDir, Stopped, check_host, cleanup_stale,
+    list_namespaces,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
@@ -41,10 +41,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 /// The running chain a test body gets.
 struct Running<'a> {
     chain: &'a Chain,
-    ce: RunningTranslator<'a>,
-    br: RunningTranslator<'a>,
+    ce: RunningDut<'a>,
+    br: RunningDut<'a>,
     /// The second customer and its CE, when asked for.
-    second: Option<(&'a Customer, RunningTranslator<'a>)>,
+    second: Option<(&'a Customer, RunningDut<'a>)>,
 }
 
 impl Running<'_> {

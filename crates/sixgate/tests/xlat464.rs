@@ -30,8 +30,7 @@ use std::time::Instant;
 use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
 use sixgate_netns::chain::{Chain, Plat, addr};
 use sixgate_netns::{
-    Background, Dataplane, RunningTranslator, ScratchDir, check_host, cleanup_stale,
-    list_namespaces,
+    Background, Dataplane, RunningDut, ScratchDir, check_host, cleanup_stale, list_namespaces,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
@@ -50,8 +49,8 @@ fn plat() -> Plat {
 /// The running chain a test body gets.
 struct Running<'a> {
     chain: &'a Chain,
-    clat: RunningTranslator<'a>,
-    plat: RunningTranslator<'a>,
+    clat: RunningDut<'a>,
+    plat: RunningDut<'a>,
     dns: Background,
     plat_kind: Plat,
 }

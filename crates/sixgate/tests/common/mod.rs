@@ -11,8 +11,8 @@ use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
-    Background, Netns, Proto, RunningTranslator, ScratchDir, Stopped, Topology, TopologyOptions,
-    Translator, cleanup_stale, list_namespaces,
+    Background, Dut, Netns, Proto, RunningDut, ScratchDir, Stopped, Topology, TopologyOptions,
+    cleanup_stale, list_namespaces,
 };
 
 /// Tests of one process take turns: on a 2-core machine parallel beds would
@@ -26,8 +26,8 @@ pub static SERIAL: Mutex<()> = Mutex::new(());
 pub fn run_bed(
     test: &str,
     options: TopologyOptions,
-    translator: &Translator,
-    body: impl FnOnce(&Topology, &RunningTranslator),
+    translator: &Dut,
+    body: impl FnOnce(&Topology, &RunningDut),
 ) -> Stopped {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     static CLEANUP: Once = Once::new();
