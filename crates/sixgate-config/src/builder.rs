@@ -3,7 +3,6 @@
 
 use sixgate_core::Config;
 use sixgate_core::addr::Rfc6052Prefix;
-use sixgate_core::config::IPV4_DUMMY_ADDRESS;
 
 use crate::cx::Cx;
 use crate::schema::File;
@@ -148,14 +147,11 @@ impl Loaded {
     /// discovery (or its fallback) has settled it. The ICMPv6 error source follows
     /// it unless the file set `icmp_source_v6`.
     pub fn set_plat_prefix(&mut self, prefix: Rfc6052Prefix) {
-        self.config.map.pool6 = Some(prefix);
-        if self
+        let follows = self
             .clat
             .as_ref()
-            .is_none_or(|c| c.icmp_source_v6_from_prefix)
-        {
-            self.config.icmp_source_v6 = prefix.embed(IPV4_DUMMY_ADDRESS);
-        }
+            .is_none_or(|c| c.icmp_source_v6_from_prefix);
+        crate::clat::set_plat_prefix(&mut self.config, prefix, follows);
     }
 }
 

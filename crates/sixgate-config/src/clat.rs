@@ -4,7 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use sixgate_core::Config;
 use sixgate_core::addr::{Eam, EamError, Rfc6052Prefix};
-use sixgate_core::config::HairpinMode;
+use sixgate_core::config::{HairpinMode, IPV4_DUMMY_ADDRESS};
 use toml::Spanned;
 
 use crate::ConfigError;
@@ -28,6 +28,23 @@ pub struct ClatSettings {
     /// `[translator] icmp_source_v6` was not given: it follows the PLAT prefix
     /// (192.0.0.8 embedded, as in SIIT mode) once that is known.
     pub icmp_source_v6_from_prefix: bool,
+}
+
+impl ClatSettings {
+    /// Use `prefix` as the PLAT prefix of a running `cfg` (RFC 7050 §3: a
+    /// re-discovered prefix), as [`Loaded::set_plat_prefix`] does at start.
+    pub fn set_plat_prefix(&self, cfg: &mut Config, prefix: Rfc6052Prefix) {
+        set_plat_prefix(cfg, prefix, self.icmp_source_v6_from_prefix);
+    }
+}
+
+/// pool6 = `prefix`, and the ICMPv6 error source with it (192.0.0.8 embedded)
+/// when it `follows` the prefix.
+pub(crate) fn set_plat_prefix(cfg: &mut Config, prefix: Rfc6052Prefix, follows: bool) {
+    cfg.map.pool6 = Some(prefix);
+    if follows {
+        cfg.icmp_source_v6 = prefix.embed(IPV4_DUMMY_ADDRESS);
+    }
 }
 
 /// Where a CLAT's PLAT prefix comes from.

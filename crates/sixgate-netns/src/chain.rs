@@ -183,6 +183,12 @@ impl Plat {
     }
 }
 
+/// A hosts(5) file for [`Chain::start_dns_from`]: `ipv4only.arpa` at the two
+/// Well-Known IPv4 Addresses (RFC 7050 §2) in the /96 prefix `prefix` ("2001:db8:64::").
+pub fn ipv4only_hosts(prefix: &str) -> String {
+    format!("{prefix}c000:aa ipv4only.arpa\n{prefix}c000:ab ipv4only.arpa\n")
+}
+
 /// The five namespaces of the chain, configured and routed, without translators.
 /// Everything is removed on drop.
 #[derive(Debug)]
@@ -319,25 +325,40 @@ impl Chain {
     /// the two Well-Known IPv4 Addresses in the PLAT prefix, as a DNS64 would
     /// (RFC 7050 §2), TTL 300 s, and nothing else. Ready when it listens on port 53.
     pub fn start_dns(&self) -> Result<Background> {
+        self.start_dnsmasq(&[
+            "--local-ttl=300",
+            "--host-record=ipv4only.arpa,2001:db8:64::c000:aa",
+            "--host-record=ipv4only.arpa,2001:db8:64::c000:ab",
+        ])
+    }
+
+    /// [`Chain::start_dns`] answering from `hosts` (see [`ipv4only_hosts`]) with
+    /// TTL `ttl`: rewrite the file and send the server SIGHUP, and the answer
+    /// changes (RFC 7050 §3 refresh).
+    pub fn start_dns_from(&self, hosts: &Path, ttl: u32) -> Result<Background> {
+        self.start_dnsmasq(&[
+            &format!("--local-ttl={ttl}"),
+            &format!("--addn-hosts={}", hosts.display()),
+        ])
+    }
+
+    fn start_dnsmasq(&self, answers: &[&str]) -> Result<Background> {
         let server = addr::DNS_SERVER.to_string();
-        let dns = self.core.spawn(
-            "dnsmasq",
-            [
-                "--keep-in-foreground",
-                "--conf-file=/dev/null",
-                "--no-resolv",
-                "--no-hosts",
-                "--bind-interfaces",
-                &format!("--listen-address={server}"),
-                "--user=root",
-                "--pid-file",
-                "--log-facility=-",
-                "--log-queries",
-                "--local-ttl=300",
-                "--host-record=ipv4only.arpa,2001:db8:64::c000:aa",
-                "--host-record=ipv4only.arpa,2001:db8:64::c000:ab",
-            ],
-        )?;
+        let listen = format!("--listen-address={server}");
+        let mut args = vec![
+            "--keep-in-foreground",
+            "--conf-file=/dev/null",
+            "--no-resolv",
+            "--no-hosts",
+            "--bind-interfaces",
+            &listen,
+            "--user=root",
+            "--pid-file",
+            "--log-facility=-",
+            "--log-queries",
+        ];
+        args.extend_from_slice(answers);
+        let dns = self.core.spawn("dnsmasq", args)?;
         self.core
             .wait_listening(Proto::Udp, 53, Duration::from_secs(10))
             .context("waiting for dnsmasq")?;

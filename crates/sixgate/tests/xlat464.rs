@@ -25,10 +25,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::Path;
 use std::sync::Once;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
-use sixgate_netns::chain::{Chain, Plat, addr};
+use sixgate_netns::chain::{Chain, Plat, addr, ipv4only_hosts};
 use sixgate_netns::{
     Background, Dataplane, RunningDut, ScratchDir, check_host, cleanup_stale, list_namespaces,
 };
@@ -80,11 +80,19 @@ impl Running<'_> {
 /// Build the chain, start dnsmasq, the PLAT and the CLAT, run `body`, stop both
 /// translators (they must stop cleanly) and check that the namespaces are gone.
 fn with_chain(test: &str, body: impl FnOnce(&Running)) {
-    with_chain_on(test, Dataplane::Tun, body);
+    with_chain_on(test, Dataplane::Tun, Dns::Fixed, body);
 }
 
-/// [`with_chain`] with the CLAT on data plane `clat_on`.
-fn with_chain_on(test: &str, clat_on: Dataplane, body: impl FnOnce(&Running)) {
+/// What the core's DNS server answers for `ipv4only.arpa`.
+enum Dns<'a> {
+    /// The PLAT prefix, TTL 300 s.
+    Fixed,
+    /// What this hosts file says, with this TTL (`Chain::start_dns_from`).
+    From(&'a Path, u32),
+}
+
+/// [`with_chain`] with the CLAT on data plane `clat_on` and DNS answers `dns`.
+fn with_chain_on(test: &str, clat_on: Dataplane, dns: Dns, body: impl FnOnce(&Running)) {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return;
@@ -104,9 +112,11 @@ fn with_chain_on(test: &str, clat_on: Dataplane, body: impl FnOnce(&Running)) {
         .iter()
         .map(|n| n.name().to_owned())
         .collect();
-    let dns = chain
-        .start_dns()
-        .unwrap_or_else(|e| panic!("{test}: dnsmasq (scripts/setup.sh installs it): {e}"));
+    let dns = match dns {
+        Dns::Fixed => chain.start_dns(),
+        Dns::From(hosts, ttl) => chain.start_dns_from(hosts, ttl),
+    };
+    let dns = dns.unwrap_or_else(|e| panic!("{test}: dnsmasq (scripts/setup.sh installs it): {e}"));
     let bin = Path::new(BIN);
     let plat = chain
         .start_plat(bin, plat_kind)
@@ -191,6 +201,46 @@ fn clat_discovers_the_plat_prefix() {
     });
 }
 
+/// RFC 7050 §3: the CLAT asks again before the answer's TTL (2 s here) runs out
+/// and follows a changed prefix. It starts on a prefix nobody serves (ping
+/// fails), the DNS answer then changes to the PLAT's prefix, and without a
+/// restart ping gets through.
+#[test]
+fn clat_follows_a_changed_plat_prefix() {
+    let dir = ScratchDir::new("xlat7050").unwrap();
+    let hosts = dir.write("hosts", ipv4only_hosts("2001:db8:65::")).unwrap();
+    let test = "clat_follows_a_changed_plat_prefix";
+    with_chain_on(test, Dataplane::Tun, Dns::From(&hosts, 2), |r| {
+        let server = addr::SERVER.to_string();
+        let log = r.clat.log();
+        assert!(log.contains("using 2001:db8:65::/96"), "{log}");
+        let out = r.chain.client.run_timeout(
+            "ping",
+            ["-n", "-c", "1", "-W", "1", &server],
+            Duration::from_secs(5),
+        );
+        assert!(out.is_err(), "ping through an unserved prefix: {out:?}");
+        std::fs::write(&hosts, ipv4only_hosts("2001:db8:64::")).unwrap();
+        // dnsmasq re-reads --addn-hosts files on SIGHUP.
+        let pid = r.dns.pid().to_string();
+        let hup = std::process::Command::new("kill")
+            .args(["-HUP", &pid])
+            .status();
+        assert!(hup.is_ok_and(|s| s.success()), "kill -HUP {pid}");
+        let want = format!(
+            "PLAT prefix changed from 2001:db8:65::/96 to {}",
+            addr::PLAT_PREFIX
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !r.clat.log().contains(&want) {
+            assert!(Instant::now() < deadline, "no refresh:\n{}", r.logs());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let rtts = ping(&r.chain.client, &server, 3);
+        println!("after the change, ping {server}: RTT {rtts:?} ms");
+    });
+}
+
 /// ICMP Echo through both translators: ICMPv4 → ICMPv6 (CLAT) → ICMPv4 (PLAT)
 /// and back (RFC 7915 §4.2, §5.2).
 #[test]
@@ -232,7 +282,7 @@ fn iperf3_test(test: &str, what: &str, args: &'static [&'static str]) {
 }
 
 fn iperf3_test_on(test: &str, clat_on: Dataplane, what: &str, args: &'static [&'static str]) {
-    with_chain_on(test, clat_on, |r| {
+    with_chain_on(test, clat_on, Dns::Fixed, |r| {
         let server: IpAddr = addr::SERVER.into();
         let m = iperf3(&r.chain.client, &r.chain.server, server, server, args);
         let (mbit_s, detail) = (m.mbit_s, m.detail);
@@ -274,10 +324,15 @@ fn iperf3_udp_client_to_server() {
 /// The CLAT on the XDP data plane (docs/xdp.md): ping across the chain.
 #[test]
 fn ping_client_to_server_xdp_clat() {
-    with_chain_on("ping_client_to_server_xdp_clat", Dataplane::Xdp, |r| {
-        let rtts = ping(&r.chain.client, &addr::SERVER.to_string(), 5);
-        println!("ping {} (CLAT on XDP): RTT {rtts:?} ms", addr::SERVER);
-    });
+    with_chain_on(
+        "ping_client_to_server_xdp_clat",
+        Dataplane::Xdp,
+        Dns::Fixed,
+        |r| {
+            let rtts = ping(&r.chain.client, &addr::SERVER.to_string(), 5);
+            println!("ping {} (CLAT on XDP): RTT {rtts:?} ms", addr::SERVER);
+        },
+    );
 }
 
 /// The CLAT on XDP: TCP both ways with iperf3.
