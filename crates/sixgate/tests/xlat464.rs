@@ -22,16 +22,14 @@
 mod common;
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::Path;
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
-use sixgate_netns::chain::{Chain, Plat, addr, ipv4only_hosts};
-use sixgate_netns::{
-    Background, Dataplane, RunningDut, ScratchDir, check_host, cleanup_stale, list_namespaces,
+use common::{
+    Turn, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping, stop_cleanly,
 };
+use sixgate_netns::chain::{Chain, Plat, addr, ipv4only_hosts};
+use sixgate_netns::{Background, Dataplane, RunningDut, ScratchDir, check_host};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -97,21 +95,10 @@ fn with_chain_on(test: &str, clat_on: Dataplane, dns: Dns, body: impl FnOnce(&Ru
         println!("skipped: {test}: {why}");
         return;
     }
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    static CLEANUP: Once = Once::new();
-    CLEANUP.call_once(|| {
-        for what in cleanup_stale().unwrap_or_default() {
-            println!("removed stale {what}");
-        }
-    });
-    let t0 = Instant::now();
+    let mut turn = Turn::take(test);
     let plat_kind = plat();
     let chain = Chain::build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    let names: Vec<String> = chain
-        .namespaces()
-        .iter()
-        .map(|n| n.name().to_owned())
-        .collect();
+    turn.expect_gone(chain.namespaces());
     let dns = match dns {
         Dns::Fixed => chain.start_dns(),
         Dns::From(hosts, ttl) => chain.start_dns_from(hosts, ttl),
@@ -138,32 +125,19 @@ fn with_chain_on(test: &str, clat_on: Dataplane, dns: Dns, body: impl FnOnce(&Ru
         dns,
         plat_kind,
     };
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&running))) {
-        eprintln!("{test}: logs:\n{}", running.logs());
-        drop(running);
-        drop(chain);
-        resume_unwind(panic);
-    }
-    stop_cleanly(test, running);
+    turn.run(|| running.logs(), || body(&running));
+    stop_both(test, running);
     drop(chain);
-    let listed = list_namespaces().unwrap_or_else(|e| panic!("{e}"));
-    let left: Vec<&String> = names.iter().filter(|n| listed.contains(n)).collect();
-    assert!(left.is_empty(), "{test}: namespaces left behind: {left:?}");
-    println!("{test}: passed in {:.1} s", t0.elapsed().as_secs_f32());
+    turn.finish();
 }
 
 /// Stop both translators (each must stop cleanly) and dnsmasq.
-fn stop_cleanly(test: &str, running: Running) {
+fn stop_both(test: &str, running: Running) {
     let Running {
         clat, plat, dns, ..
     } = running;
     for (what, t) in [("CLAT", clat), ("PLAT", plat)] {
-        t.check_running()
-            .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
-        let stopped = t.stop().unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
-        stopped
-            .check_clean()
-            .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+        let stopped = stop_cleanly(test, what, t);
         if let Some(s) = &stopped.tun_stats {
             println!(
                 "{test}: {what} TUN: {} packets in, {} out; {}",
