@@ -155,40 +155,214 @@ impl Loaded {
     }
 }
 
-/// Build the validated configuration.
+/// Build the validated configuration; the first error (in the order the checks
+/// run) when there is one.
 pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, ConfigError> {
+    let (loaded, errors) = build_all(file, text, origin);
+    match (loaded, errors.into_iter().next()) {
+        (_, Some(e)) => Err(e),
+        (Some(l), None) => Ok(l),
+        (None, None) => unreachable!("a file that does not load has an error"),
+    }
+}
+
+/// Build the validated configuration, checking as much of the file as one error
+/// leaves checkable: every section, and in a section every key that does not
+/// depend on a bad one. `None` when there is any error; the errors in the order
+/// the checks ran.
+pub(crate) fn build_all(
+    file: File,
+    text: &str,
+    origin: &str,
+) -> (Option<Loaded>, Vec<ConfigError>) {
     let cx = Cx::new(text, origin);
-    let Some(section) = file.translator else {
-        return Err(cx.err(
-            0..0,
-            "no [translator] section; expected a [translator] table with at least \
-             `mode` and `pool6` or `eam`",
+    let translator = match file.translator {
+        None => {
+            cx.record(cx.err(
+                0..0,
+                "no [translator] section; expected a [translator] table with at least \
+                 `mode` and `pool6` or `eam`",
+            ));
+            None
+        }
+        Some(section) => {
+            let header = section.span();
+            let t = section.into_inner();
+            // [clat] gives different defaults to keys the file left out.
+            let explicit = Explicit {
+                hairpin: t.hairpin.is_some(),
+                icmp_source_v6: t.icmp_source_v6.is_some(),
+            };
+            cx.keep(crate::translator::section(&cx, t, header))
+                .map(|(config, mode, mode_span)| (config, mode, mode_span, explicit))
+        }
+    };
+    // The sections of a mode need its [translator]; without one they are not
+    // checked (their errors would follow from the first).
+    let mut mode_sections = None;
+    if let Some((mut config, mode, mode_span, explicit)) = translator {
+        config.nat64 = mode_section_nat64(&cx, &config, mode, &mode_span, file.nat64);
+        let clat = match (mode, file.clat) {
+            (Mode::Clat, Some(c)) => cx.keep(crate::clat::section(&cx, &mut config, c, explicit)),
+            (Mode::Clat, None) => {
+                cx.record(cx.err(
+                    mode_span.clone(),
+                    "mode = \"clat\" needs a [clat] section; expected [clat] with at least \
+                     ipv6 = the CLAT's IPv6 prefix (RFC 6877 §6.3), e.g. \"2001:db8:c1a7::/125\"",
+                ));
+                None
+            }
+            (_, Some(c)) => {
+                cx.record(cx.err(
+                    c.span(),
+                    format!(
+                        "[clat] is only read in mode \"clat\", but mode is {:?}; expected \
+                         mode = \"clat\" in [translator], or no [clat] section",
+                        mode.as_str()
+                    ),
+                ));
+                None
+            }
+            (_, None) => None,
+        };
+        match (mode, file.mapt) {
+            (Mode::MaptBr | Mode::MaptCe, Some(m)) => {
+                let span = m.span();
+                cx.keep(crate::mapt::section(
+                    &cx,
+                    &mut config,
+                    mode,
+                    m.into_inner(),
+                    span,
+                    explicit.icmp_source_v6,
+                ));
+            }
+            (Mode::MaptBr | Mode::MaptCe, None) => cx.record(cx.err(
+                mode_span,
+                format!(
+                    "mode = {:?} but no [mapt] section; expected a [mapt] table with the \
+                     domain's `dmr` and mapping rules (RFC 7599 §5)",
+                    mode.as_str()
+                ),
+            )),
+            (_, Some(m)) => cx.record(cx.err(
+                m.span(),
+                format!(
+                    "[mapt] is only read in modes \"mapt-br\" and \"mapt-ce\", but mode is \
+                     {:?}; expected one of those modes, or no [mapt] section",
+                    mode.as_str()
+                ),
+            )),
+            (_, None) => {}
+        }
+        mode_sections = Some((config, mode, clat));
+    }
+    let dataplane_span = file
+        .daemon
+        .as_ref()
+        .and_then(|d| d.get_ref().dataplane.as_ref().map(|v| v.span()));
+    let daemon = file
+        .daemon
+        .and_then(|d| cx.keep(crate::daemon::section(&cx, d.into_inner())))
+        .unwrap_or_default();
+    let tun = file
+        .tun
+        .and_then(|t| cx.keep(crate::tun::section(&cx, t.into_inner())))
+        .unwrap_or_default();
+    let xdp = match file.xdp {
+        Some(x) => {
+            let span = x.span();
+            cx.keep(crate::xdp::section(&cx, x.into_inner(), span))
+        }
+        None => Some(XdpSettings::default()),
+    };
+    if daemon.dataplane == Dataplane::Xdp
+        && xdp.as_ref().is_some_and(|x| x.ipv6_interface.is_empty())
+    {
+        cx.record(cx.err(
+            dataplane_span.unwrap_or(0..0),
+            "dataplane = \"xdp\" needs an [xdp] section; expected [xdp] with \
+             ipv6_interface and ipv4_interface, e.g. \"eth0\" and \"eth1\"",
         ));
+    }
+    // [dns64] and [pref64] may take pool6 from a [translator] that loaded.
+    let pool6 = mode_sections.as_ref().map(|(c, ..)| c.map.pool6);
+    let dns64_prefixes_span = file
+        .dns64
+        .as_ref()
+        .and_then(|d| d.get_ref().prefixes.as_ref().map(|p| p.span()));
+    let dns64 = match (file.dns64, pool6) {
+        (Some(d), Some(pool6)) => {
+            let span = d.span();
+            cx.keep(crate::dns64::section(&cx, d.into_inner(), span, pool6))
+        }
+        _ => None,
     };
-    let header = section.span();
-    let t = section.into_inner();
-    // [clat] gives different defaults to keys the file left out.
-    let explicit = Explicit {
-        hairpin: t.hairpin.is_some(),
-        icmp_source_v6: t.icmp_source_v6.is_some(),
+    let pref64 = match (file.pref64, pool6) {
+        (Some(p), Some(pool6)) => {
+            let span = p.span();
+            cx.keep(crate::pref64::section(&cx, p.into_inner(), span, pool6))
+        }
+        _ => None,
     };
-    let (mut config, mode, mode_span) = crate::translator::section(&cx, t, header)?;
-    config.nat64 = match (mode, file.nat64) {
+    let metrics = file
+        .metrics
+        .and_then(|m| cx.keep(crate::metrics::section(&cx, m.into_inner())))
+        .flatten();
+    let log = file
+        .log
+        .and_then(|l| cx.keep(crate::log::section(&cx, l.into_inner())))
+        .unwrap_or_default();
+    if let (Some((config, ..)), Some(d), Some(span)) = (&mode_sections, &dns64, dns64_prefixes_span)
+    {
+        crate::lint::dns64_prefixes_differ_from_pool6(&cx, config, d, span);
+    }
+    let Some((config, mode, clat)) = mode_sections.filter(|_| !cx.failed()) else {
+        return (None, cx.into_parts().0);
+    };
+    let (_, warnings) = cx.into_parts();
+    let loaded = Loaded {
+        config,
+        mode,
+        daemon,
+        tun,
+        xdp: xdp.unwrap_or_default(),
+        clat,
+        dns64,
+        pref64,
+        metrics,
+        log,
+        warnings,
+    };
+    (Some(loaded), Vec::new())
+}
+
+/// `[nat64]` against the mode: checked in mode nat64, required there, refused
+/// elsewhere.
+fn mode_section_nat64(
+    cx: &Cx<'_>,
+    config: &sixgate_core::Config,
+    mode: Mode,
+    mode_span: &std::ops::Range<usize>,
+    nat64: Option<toml::Spanned<crate::schema::Nat64Section>>,
+) -> Option<sixgate_core::nat64::Nat64Config> {
+    match (mode, nat64) {
         (Mode::Nat64, Some(n)) => {
             let span = n.span();
-            Some(crate::nat64::section(&cx, &config, n.into_inner(), span)?)
+            cx.keep(crate::nat64::section(cx, config, n.into_inner(), span))
         }
         (Mode::Nat64, None) => {
-            return Err(cx.err(
-                mode_span,
+            cx.record(cx.err(
+                mode_span.clone(),
                 "mode = \"nat64\" but no [nat64] section; expected a [nat64] table, usually \
                  with `pool4`, the IPv4 addresses the translator owns (RFC 6146 §2); an empty \
                  [nat64] takes the default pool4 (the gateway's own IPv4 address, ports \
                  61001-65535)",
             ));
+            None
         }
         (_, Some(n)) => {
-            return Err(cx.err(
+            cx.record(cx.err(
                 n.span(),
                 format!(
                     "[nat64]: the section is for mode = \"nat64\" but this file has mode = \
@@ -196,127 +370,10 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
                     mode.as_str()
                 ),
             ));
+            None
         }
         (_, None) => None,
-    };
-    let clat = match (mode, file.clat) {
-        (Mode::Clat, Some(c)) => Some(crate::clat::section(&cx, &mut config, c, explicit)?),
-        (Mode::Clat, None) => {
-            return Err(cx.err(
-                mode_span,
-                "mode = \"clat\" needs a [clat] section; expected [clat] with at least \
-                 ipv6 = the CLAT's IPv6 prefix (RFC 6877 §6.3), e.g. \"2001:db8:c1a7::/125\"",
-            ));
-        }
-        (_, Some(c)) => {
-            return Err(cx.err(
-                c.span(),
-                format!(
-                    "[clat] is only read in mode \"clat\", but mode is {:?}; expected \
-                     mode = \"clat\" in [translator], or no [clat] section",
-                    mode.as_str()
-                ),
-            ));
-        }
-        (_, None) => None,
-    };
-    match (mode, file.mapt) {
-        (Mode::MaptBr | Mode::MaptCe, Some(m)) => {
-            let span = m.span();
-            crate::mapt::section(
-                &cx,
-                &mut config,
-                mode,
-                m.into_inner(),
-                span,
-                explicit.icmp_source_v6,
-            )?;
-        }
-        (Mode::MaptBr | Mode::MaptCe, None) => {
-            return Err(cx.err(
-                mode_span,
-                format!(
-                    "mode = {:?} but no [mapt] section; expected a [mapt] table with the \
-                     domain's `dmr` and mapping rules (RFC 7599 §5)",
-                    mode.as_str()
-                ),
-            ));
-        }
-        (_, Some(m)) => {
-            return Err(cx.err(
-                m.span(),
-                format!(
-                    "[mapt] is only read in modes \"mapt-br\" and \"mapt-ce\", but mode is \
-                     {:?}; expected one of those modes, or no [mapt] section",
-                    mode.as_str()
-                ),
-            ));
-        }
-        (_, None) => {}
     }
-    let dataplane_span = file
-        .daemon
-        .as_ref()
-        .and_then(|d| d.get_ref().dataplane.as_ref().map(|v| v.span()));
-    let daemon = match file.daemon {
-        Some(d) => crate::daemon::section(&cx, d.into_inner())?,
-        None => DaemonSettings::default(),
-    };
-    let tun = match file.tun {
-        Some(t) => crate::tun::section(&cx, t.into_inner())?,
-        None => TunSettings::default(),
-    };
-    let xdp = match file.xdp {
-        Some(x) => {
-            let span = x.span();
-            crate::xdp::section(&cx, x.into_inner(), span)?
-        }
-        None => XdpSettings::default(),
-    };
-    if daemon.dataplane == Dataplane::Xdp && xdp.ipv6_interface.is_empty() {
-        return Err(cx.err(
-            dataplane_span.unwrap_or(0..0),
-            "dataplane = \"xdp\" needs an [xdp] section; expected [xdp] with \
-             ipv6_interface and ipv4_interface, e.g. \"eth0\" and \"eth1\"",
-        ));
-    }
-    let dns64 = match file.dns64 {
-        Some(d) => {
-            let span = d.span();
-            let pool6 = config.map.pool6;
-            Some(crate::dns64::section(&cx, d.into_inner(), span, pool6)?)
-        }
-        None => None,
-    };
-    let pref64 = match file.pref64 {
-        Some(p) => {
-            let span = p.span();
-            let pool6 = config.map.pool6;
-            Some(crate::pref64::section(&cx, p.into_inner(), span, pool6)?)
-        }
-        None => None,
-    };
-    let metrics = match file.metrics {
-        Some(m) => crate::metrics::section(&cx, m.into_inner())?,
-        None => None,
-    };
-    let log = match file.log {
-        Some(l) => crate::log::section(&cx, l.into_inner())?,
-        None => LogSettings::default(),
-    };
-    Ok(Loaded {
-        config,
-        mode,
-        daemon,
-        tun,
-        xdp,
-        clat,
-        dns64,
-        pref64,
-        metrics,
-        log,
-        warnings: cx.into_warnings(),
-    })
 }
 
 /// What `sixgate dns64` runs with: the `[dns64]` settings and any warnings.

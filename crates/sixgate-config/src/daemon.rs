@@ -59,53 +59,65 @@ pub(crate) const MAX_WORKERS: i64 = 256;
 pub(crate) fn section(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, ConfigError> {
     let mut out = DaemonSettings::default();
     if let Some(w) = &d.workers {
-        out.workers = int_in(cx, "workers", w, 0, MAX_WORKERS)? as u16;
+        cx.check(|| {
+            out.workers = int_in(cx, "workers", w, 0, MAX_WORKERS)? as u16;
+            Ok(())
+        });
     }
     if let Some(u) = &d.user {
-        let name = u.get_ref();
-        // POSIX portable user names, plus what Debian's adduser accepts.
-        let ok = !name.is_empty()
-            && name.len() <= 32
-            && !name.starts_with('-')
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$'));
-        if !ok {
-            return Err(cx.bad(
-                "user",
-                u,
-                "not a user name",
-                "a user name of 1 to 32 letters, digits, '_', '-', '.', e.g. \"nobody\"",
-            ));
-        }
-        out.user = Some(name.clone());
-    }
-    if let Some(p) = &d.socket {
-        let path = p.get_ref();
-        // sun_path holds 108 bytes with the terminating NUL.
-        if !path.starts_with('/') || path.len() > 107 || path.ends_with('/') {
-            return Err(cx.bad(
-                "socket",
-                p,
-                "not an absolute socket path of at most 107 bytes",
-                "an absolute path such as \"/run/sixgate/sixgate.sock\"",
-            ));
-        }
-        out.socket = path.into();
-    }
-    if let Some(v) = &d.dataplane {
-        out.dataplane = match v.get_ref().as_str() {
-            "tun" => Dataplane::Tun,
-            "xdp" => Dataplane::Xdp,
-            other => {
+        cx.check(|| {
+            let name = u.get_ref();
+            // POSIX portable user names, plus what Debian's adduser accepts.
+            let ok = !name.is_empty()
+                && name.len() <= 32
+                && !name.starts_with('-')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$'));
+            if !ok {
                 return Err(cx.bad(
-                    "dataplane",
-                    v,
-                    format!("unknown data plane {other:?}"),
-                    "\"tun\" or \"xdp\"",
+                    "user",
+                    u,
+                    "not a user name",
+                    "a user name of 1 to 32 letters, digits, '_', '-', '.', e.g. \"nobody\"",
                 ));
             }
-        };
+            out.user = Some(name.clone());
+            Ok(())
+        });
+    }
+    if let Some(p) = &d.socket {
+        cx.check(|| {
+            let path = p.get_ref();
+            // sun_path holds 108 bytes with the terminating NUL.
+            if !path.starts_with('/') || path.len() > 107 || path.ends_with('/') {
+                return Err(cx.bad(
+                    "socket",
+                    p,
+                    "not an absolute socket path of at most 107 bytes",
+                    "an absolute path such as \"/run/sixgate/sixgate.sock\"",
+                ));
+            }
+            out.socket = path.into();
+            Ok(())
+        });
+    }
+    if let Some(v) = &d.dataplane {
+        cx.check(|| {
+            out.dataplane = match v.get_ref().as_str() {
+                "tun" => Dataplane::Tun,
+                "xdp" => Dataplane::Xdp,
+                other => {
+                    return Err(cx.bad(
+                        "dataplane",
+                        v,
+                        format!("unknown data plane {other:?}"),
+                        "\"tun\" or \"xdp\"",
+                    ));
+                }
+            };
+            Ok(())
+        });
     }
     Ok(out)
 }

@@ -241,11 +241,13 @@ pub(crate) fn section(
         Some(l) => l
             .iter()
             .map(|v| {
-                if v.get_ref().contains(':') {
+                let net = if v.get_ref().contains(':') {
                     v6_net(cx, "acl", v).map(IpNet::V6)
                 } else {
                     v4_net(cx, "acl", v).map(IpNet::V4)
-                }
+                }?;
+                crate::lint::open_resolver(cx, v.span(), &net);
+                Ok(net)
             })
             .collect::<Result<_, _>>()?,
         None => DEFAULT_ACL.iter().map(|s| s.parse().unwrap()).collect(),

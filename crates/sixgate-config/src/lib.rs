@@ -35,6 +35,7 @@ mod cx;
 mod daemon;
 pub mod dns64;
 mod error;
+mod lint;
 pub mod log;
 mod mapt;
 pub mod metrics;
@@ -74,6 +75,70 @@ pub fn parse_dns64(text: &str, origin: &str) -> Result<Dns64File, ConfigError> {
     let file: schema::File =
         toml::from_str(text).map_err(|e| error::syntax_error(&e, text, origin))?;
     builder::build_dns64(file, text, origin)
+}
+
+/// A file `sixgate config check` accepts.
+#[derive(Clone, Debug)]
+pub enum Checked {
+    /// A gateway's file (with `[translator]`), as `sixgate run` reads it.
+    Gateway(Box<Loaded>),
+    /// A DNS64-only file (no `[translator]`), as `sixgate dns64 --config` reads it.
+    Dns64(Dns64File),
+}
+
+impl Checked {
+    /// The warnings of the file.
+    pub fn warnings(&self) -> &[ConfigWarning] {
+        match self {
+            Checked::Gateway(l) => &l.warnings,
+            Checked::Dns64(d) => &d.warnings,
+        }
+    }
+
+    /// One line for humans, as [`Loaded::describe`].
+    pub fn describe(&self) -> String {
+        match self {
+            Checked::Gateway(l) => l.describe(),
+            Checked::Dns64(d) => format!(
+                "DNS64 only, on {} address(es) to {} upstream(s)",
+                d.dns64.listen.len(),
+                d.dns64.upstream.len()
+            ),
+        }
+    }
+}
+
+/// Read and check the file at `path` as `sixgate config check` does.
+pub fn check_file(path: &Path) -> Result<Checked, Vec<ConfigError>> {
+    let origin = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| vec![ConfigError::unreadable(&origin, e)])?;
+    check(&text, &origin)
+}
+
+/// Check `text` as `sixgate config check` does: a file with `[translator]` as
+/// `sixgate run` reads it, one with only `[dns64]` as `sixgate dns64` does.
+/// Every error the file has (a TOML syntax error stops at the first), in file
+/// order, not only the first.
+pub fn check(text: &str, origin: &str) -> Result<Checked, Vec<ConfigError>> {
+    let file: schema::File =
+        toml::from_str(text).map_err(|e| vec![error::syntax_error(&e, text, origin)])?;
+    if file.translator.is_none() && file.dns64.is_some() {
+        return builder::build_dns64(file, text, origin)
+            .map(Checked::Dns64)
+            .map_err(|e| vec![e]);
+    }
+    match builder::build_all(file, text, origin) {
+        (Some(l), _) => Ok(Checked::Gateway(Box::new(l))),
+        (None, mut errors) => {
+            // In file order; an error with no position (none here) last.
+            errors.sort_by_key(|e| {
+                e.position()
+                    .map_or((usize::MAX, usize::MAX), |p| (p.line, p.column))
+            });
+            Err(errors)
+        }
+    }
 }
 
 #[cfg(test)]

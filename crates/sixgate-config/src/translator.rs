@@ -116,50 +116,63 @@ pub(crate) fn section(
     }
 
     let mut cfg = Config::with_pool6(pool6);
-    for (i, e) in eam_entries.iter().enumerate() {
-        eam(cx, &mut cfg, i, e)?;
-    }
     if let Some(v) = t.wkp_strict {
         cfg.map.wkp_strict = v;
     }
+    // From here on every key is checked on its own: one bad value does not hide
+    // the next.
+    for (i, e) in eam_entries.iter().enumerate() {
+        cx.check(|| eam(cx, &mut cfg, i, e));
+    }
     if let Some(h) = &t.hairpin {
-        cfg.hairpin = match h.get_ref().as_str() {
-            "off" => HairpinMode::Off,
-            "simple" => HairpinMode::Simple,
-            "intrinsic" => HairpinMode::Intrinsic,
-            _ => {
-                return Err(cx.bad(
-                    "hairpin",
-                    h,
-                    "unknown hairpinning mode",
-                    "\"off\", \"simple\" or \"intrinsic\" (RFC 7757 §4)",
-                ));
-            }
-        };
+        cx.check(|| {
+            cfg.hairpin = match h.get_ref().as_str() {
+                "off" => HairpinMode::Off,
+                "simple" => HairpinMode::Simple,
+                "intrinsic" => HairpinMode::Intrinsic,
+                _ => {
+                    return Err(cx.bad(
+                        "hairpin",
+                        h,
+                        "unknown hairpinning mode",
+                        "\"off\", \"simple\" or \"intrinsic\" (RFC 7757 §4)",
+                    ));
+                }
+            };
+            Ok(())
+        });
     }
-    if let Some(list) = &t.rfc6791_v4 {
-        cfg.rfc6791_v4 = rfc6791_v4(cx, list)?;
+    if let Some(list) = &t.rfc6791_v4
+        && let Some(v) = cx.keep(rfc6791_v4(cx, list))
+    {
+        cfg.rfc6791_v4 = v;
     }
-    if let Some(a) = &t.rfc6791_v6 {
-        cfg.rfc6791_v6 = Some(v6_addr(cx, "rfc6791_v6", a)?);
+    if let Some(a) = &t.rfc6791_v6
+        && let Some(v) = cx.keep(v6_addr(cx, "rfc6791_v6", a))
+    {
+        cfg.rfc6791_v6 = Some(v);
     }
-    if let Some(a) = &t.icmp_source_v4 {
-        cfg.icmp_source_v4 = v4_addr(cx, "icmp_source_v4", a)?;
+    if let Some(a) = &t.icmp_source_v4
+        && let Some(v) = cx.keep(v4_addr(cx, "icmp_source_v4", a))
+    {
+        cfg.icmp_source_v4 = v;
     }
     match (&t.icmp_source_v6, pool6) {
-        (Some(a), _) => cfg.icmp_source_v6 = v6_addr(cx, "icmp_source_v6", a)?,
+        (Some(a), _) => {
+            if let Some(v) = cx.keep(v6_addr(cx, "icmp_source_v6", a)) {
+                cfg.icmp_source_v6 = v;
+            }
+        }
         (None, Some(_)) => {} // with_pool6 embedded 192.0.0.8 in pool6.
         // A CLAT discovering its PLAT prefix: Loaded::set_plat_prefix fills it in.
         (None, None) if mode == Mode::Clat => {}
         // MAP-T: [mapt] sets it from the DMR.
         (None, None) if mapt => {}
-        (None, None) => {
-            return Err(cx.err(
-                header,
-                "[translator] has no `icmp_source_v6` and no `pool6` to derive it from; \
-                 expected icmp_source_v6 = an IPv6 address of this translator",
-            ));
-        }
+        (None, None) => cx.record(cx.err(
+            header,
+            "[translator] has no `icmp_source_v6` and no `pool6` to derive it from; \
+             expected icmp_source_v6 = an IPv6 address of this translator",
+        )),
     }
     if let Some(v) = t.reset_traffic_class {
         cfg.reset_traffic_class = v;
@@ -167,51 +180,69 @@ pub(crate) fn section(
     if let Some(v) = t.reset_tos {
         cfg.reset_tos = v;
     }
-    if let Some(v) = &t.new_tos {
-        cfg.new_tos = int_in(cx, "new_tos", v, 0, 255)? as u8;
+    if let Some(v) = &t.new_tos
+        && let Some(n) = cx.keep(int_in(cx, "new_tos", v, 0, 255))
+    {
+        cfg.new_tos = n as u8;
     }
-    if let Some(v) = &t.lowest_ipv6_mtu {
-        cfg.lowest_ipv6_mtu = int_in(cx, "lowest_ipv6_mtu", v, 1280, 65535)? as u16;
+    if let Some(v) = &t.lowest_ipv6_mtu
+        && let Some(n) = cx.keep(int_in(cx, "lowest_ipv6_mtu", v, 1280, 65535))
+    {
+        cfg.lowest_ipv6_mtu = n as u16;
     }
-    if let Some(v) = &t.ipv4_mtu {
-        cfg.ipv4_mtu = Some(int_in(cx, "ipv4_mtu", v, 68, 65535)? as u16);
+    if let Some(v) = &t.ipv4_mtu
+        && let Some(n) = cx.keep(int_in(cx, "ipv4_mtu", v, 68, 65535))
+    {
+        cfg.ipv4_mtu = Some(n as u16);
     }
-    if let Some(v) = &t.ipv6_mtu {
-        cfg.ipv6_mtu = Some(int_in(cx, "ipv6_mtu", v, 1280, 65535)? as u16);
+    if let Some(v) = &t.ipv6_mtu
+        && let Some(n) = cx.keep(int_in(cx, "ipv6_mtu", v, 1280, 65535))
+    {
+        cfg.ipv6_mtu = Some(n as u16);
     }
-    if let Some(list) = &t.mtu_plateaus {
-        cfg.mtu_plateaus = mtu_plateaus(cx, list)?;
+    if let Some(list) = &t.mtu_plateaus
+        && let Some(v) = cx.keep(mtu_plateaus(cx, list))
+    {
+        cfg.mtu_plateaus = v;
     }
     if let Some(u) = &t.udp_zero_checksum {
-        cfg.udp_zero_checksum = match u.get_ref().as_str() {
-            "compute" => UdpZeroChecksum::Compute,
-            "drop" => UdpZeroChecksum::Drop,
-            _ => {
-                return Err(cx.bad(
-                    "udp_zero_checksum",
-                    u,
-                    "unknown policy",
-                    "\"compute\" or \"drop\" (RFC 7915 §4.5)",
-                ));
-            }
-        };
+        cx.check(|| {
+            cfg.udp_zero_checksum = match u.get_ref().as_str() {
+                "compute" => UdpZeroChecksum::Compute,
+                "drop" => UdpZeroChecksum::Drop,
+                _ => {
+                    return Err(cx.bad(
+                        "udp_zero_checksum",
+                        u,
+                        "unknown policy",
+                        "\"compute\" or \"drop\" (RFC 7915 §4.5)",
+                    ));
+                }
+            };
+            Ok(())
+        });
     }
     if let Some(v) = t.decrement_hop_limit {
         cfg.decrement_hop_limit = v;
     }
-    if let Some(v) = &t.icmp_errors_per_sec {
-        cfg.icmp_errors_per_sec = int_in(cx, "icmp_errors_per_sec", v, 0, u32::MAX.into())? as u32;
+    if let Some(v) = &t.icmp_errors_per_sec
+        && let Some(n) = cx.keep(int_in(cx, "icmp_errors_per_sec", v, 0, u32::MAX.into()))
+    {
+        cfg.icmp_errors_per_sec = n as u32;
     }
     if let Some(v) = &t.icmp_error_burst {
-        cfg.icmp_error_burst = int_in(cx, "icmp_error_burst", v, 0, u32::MAX.into())? as u32;
-        if cfg.icmp_error_burst == 0 && cfg.icmp_errors_per_sec > 0 {
-            return Err(cx.bad(
-                "icmp_error_burst",
-                v,
-                "an empty bucket can never send an error",
-                "at least 1, or icmp_errors_per_sec = 0 to disable ICMP errors",
-            ));
-        }
+        cx.check(|| {
+            cfg.icmp_error_burst = int_in(cx, "icmp_error_burst", v, 0, u32::MAX.into())? as u32;
+            if cfg.icmp_error_burst == 0 && cfg.icmp_errors_per_sec > 0 {
+                return Err(cx.bad(
+                    "icmp_error_burst",
+                    v,
+                    "an empty bucket can never send an error",
+                    "at least 1, or icmp_errors_per_sec = 0 to disable ICMP errors",
+                ));
+            }
+            Ok(())
+        });
     }
     Ok((cfg, mode, mode_span))
 }
@@ -329,6 +360,8 @@ fn eam(cx: &Cx<'_>, cfg: &mut Config, i: usize, e: &Spanned<EamEntry>) -> Result
         v6: v6.octets(),
         v6_len,
     };
+    crate::lint::eam_inside_pool6(cx, e.span(), &k6, (v6, v6_len), cfg.map.pool6);
+    crate::lint::wkp_with_lab_ipv4(cx, cfg, e.span(), &k4, (v4, v4_len));
     cfg.map.eam.insert(new).map_err(|err| match err {
         EamError::SuffixMismatch => suffix_mismatch(),
         EamError::Syntax(msg) => cx.err(e.span(), format!("eam[{i}]: {msg}")),

@@ -43,21 +43,27 @@ impl Default for TunSettings {
 pub(crate) fn section(cx: &Cx<'_>, t: TunSection) -> Result<TunSettings, ConfigError> {
     let mut out = TunSettings::default();
     if let Some(n) = &t.name {
-        let name = n.get_ref();
-        let problem = interface_name_problem(name);
-        if let Some(problem) = problem {
-            return Err(cx.bad(
-                "name",
-                n,
-                problem,
-                "an interface name of 1 to 15 ASCII characters without '/', ':' or spaces, \
-                 e.g. \"sixgate0\"",
-            ));
-        }
-        out.name = name.clone();
+        cx.check(|| {
+            let name = n.get_ref();
+            let problem = interface_name_problem(name);
+            if let Some(problem) = problem {
+                return Err(cx.bad(
+                    "name",
+                    n,
+                    problem,
+                    "an interface name of 1 to 15 ASCII characters without '/', ':' or spaces, \
+                     e.g. \"sixgate0\"",
+                ));
+            }
+            out.name = name.clone();
+            Ok(())
+        });
     }
     if let Some(m) = &t.mtu {
-        out.mtu = int_in(cx, "mtu", m, 1280, 65535)? as u16;
+        cx.check(|| {
+            out.mtu = int_in(cx, "mtu", m, 1280, 65535)? as u16;
+            Ok(())
+        });
     }
     if let Some(v) = t.offload {
         out.offload = v;
