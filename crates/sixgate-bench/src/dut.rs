@@ -17,7 +17,9 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sixgate_netns::{Background, Netns, RunningTranslator, ScratchDir, start_sixgate_with_config};
+use sixgate_netns::{
+    Background, Netns, RunningDut as RunningSixgate, ScratchDir, start_sixgate_with_config,
+};
 
 use crate::bed::{self, Bed, DUT_MIDDLE_IF, DUT_RIGHT_IF, Kind, addr};
 
@@ -81,7 +83,7 @@ pub struct RunningDut<'a> {
     pub traffic: Traffic,
     /// What was configured, for the report.
     pub description: Vec<String>,
-    sixgates: Vec<RunningTranslator<'a>>,
+    sixgates: Vec<RunningSixgate<'a>>,
     processes: Vec<Background>,
     /// Commands that undo the set-up, run in reverse order.
     undo: Vec<(&'a Netns, Vec<String>)>,

@@ -2,22 +2,22 @@
 //!
 //! The section works in a gateway file (next to `[translator]`, whose `pool6` it
 //! can take as its prefix, so the two never disagree) and alone, for
-//! `sixgate dns64 --config FILE`, where [`load_dns64`] reads it without requiring
-//! a translator.
+//! `sixgate dns64 --config FILE`, where [`load_dns64`](crate::load_dns64) reads it
+//! without requiring a translator.
 
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
-use std::path::Path;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::Deserialize;
 use sixgate_core::addr::Rfc6052Prefix;
 use toml::Spanned;
 
-use crate::validate::{
-    Cx, V4_PREFIX, V6_PREFIX, clean_v4_prefix, clean_v6_prefix, int_in, rfc6052_prefix,
+use crate::ConfigError;
+use crate::cx::Cx;
+use crate::value::{
+    V4_PREFIX, V6_PREFIX, clean_v4_prefix, clean_v6_prefix, int_in, rfc6052_prefix,
 };
-use crate::{ConfigError, ConfigWarning};
 
 /// Keys of `[dns64]`, in the order of [`Dns64Section`]'s fields.
 pub const DNS64_KEYS: &[&str] = &[
@@ -241,11 +241,13 @@ pub(crate) fn section(
         Some(l) => l
             .iter()
             .map(|v| {
-                if v.get_ref().contains(':') {
+                let net = if v.get_ref().contains(':') {
                     v6_net(cx, "acl", v).map(IpNet::V6)
                 } else {
                     v4_net(cx, "acl", v).map(IpNet::V4)
-                }
+                }?;
+                crate::lint::open_resolver(cx, v.span(), &net);
+                Ok(net)
             })
             .collect::<Result<_, _>>()?,
         None => DEFAULT_ACL.iter().map(|s| s.parse().unwrap()).collect(),
@@ -306,180 +308,5 @@ fn v4_net(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<Ipv4Net, Config
     Ok(Ipv4Net::new(a, len).expect("length checked"))
 }
 
-/// What `sixgate dns64` runs with: the `[dns64]` settings and any warnings.
-#[derive(Clone, Debug)]
-pub struct Dns64File {
-    /// The checked section.
-    pub dns64: Dns64Settings,
-    /// Warnings of the whole file (its translator sections, when present).
-    pub warnings: Vec<ConfigWarning>,
-}
-
-/// Read a file for `sixgate dns64`: it must have `[dns64]`; a `[translator]`
-/// is optional, and when present the whole file is checked as for `sixgate run`
-/// (so `prefixes = "pool6"` means the same prefix the translator uses).
-pub fn load_dns64(path: &Path) -> Result<Dns64File, ConfigError> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::unreadable(&origin, e))?;
-    parse_dns64(&text, &origin)
-}
-
-/// [`load_dns64`] on text.
-pub fn parse_dns64(text: &str, origin: &str) -> Result<Dns64File, ConfigError> {
-    let file: crate::schema::File =
-        toml::from_str(text).map_err(|e| crate::syntax_error(&e, text, origin))?;
-    if file.translator.is_some() {
-        let loaded = crate::validate::build(file, text, origin)?;
-        return match loaded.dns64 {
-            Some(dns64) => Ok(Dns64File {
-                dns64,
-                warnings: loaded.warnings,
-            }),
-            None => Err(ConfigError::at(
-                origin,
-                text,
-                0..0,
-                "no [dns64] section; expected a [dns64] table with at least `upstream`",
-            )),
-        };
-    }
-    let cx = Cx::new(text, origin);
-    let Some(d) = file.dns64 else {
-        return Err(cx.err(
-            0..0,
-            "no [dns64] section; expected a [dns64] table with at least `upstream`",
-        ));
-    };
-    let span = d.span();
-    let dns64 = section(&cx, d.into_inner(), span, None)?;
-    Ok(Dns64File {
-        dns64,
-        warnings: cx.into_warnings(),
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const EVERY_KEY: &str = r#"[dns64]
-listen = ["[2001:db8:1::53]:53", "127.0.0.1:5353"]
-upstream = ["192.0.2.53", "[2001:db8::53]:53"]
-prefixes = ["64:ff9b::/96", "2001:db8:100::/40"]
-exclude = ["::ffff:0:0/96", "2001:db8:bad::/48"]
-exclude_ipv4 = ["10.0.0.0/8"]
-acl = ["2001:db8:1::/48", "127.0.0.1"]
-cache_size = 5
-max_ttl = 60
-upstream_timeout_ms = 300
-upstream_attempts = 3
-"#;
-
-    fn err(text: &str) -> String {
-        parse_dns64(text, "f.toml").unwrap_err().to_string()
-    }
-
-    #[test]
-    fn every_key_alone_and_the_key_list_matches_the_schema() {
-        let d = parse_dns64(EVERY_KEY, "f.toml").unwrap().dns64;
-        assert_eq!(d.listen[0], "[2001:db8:1::53]:53".parse().unwrap());
-        assert_eq!(d.upstream[0], "192.0.2.53:53".parse().unwrap());
-        assert_eq!(d.prefixes.len(), 2);
-        assert_eq!(d.exclude.len(), 2);
-        assert_eq!(d.exclude_ipv4, ["10.0.0.0/8".parse::<Ipv4Net>().unwrap()]);
-        assert_eq!(d.acl[1], "127.0.0.1/32".parse::<IpNet>().unwrap());
-        assert_eq!((d.cache_size, d.max_ttl), (5, 60));
-        assert_eq!((d.upstream_timeout_ms, d.upstream_attempts), (300, 3));
-        let keys: Vec<&str> = EVERY_KEY
-            .lines()
-            .filter_map(|l| l.split_once(" = ").map(|(k, _)| k))
-            .collect();
-        assert_eq!(keys, DNS64_KEYS);
-        // Every field set means every key deserialised into its own field.
-        let f: crate::schema::File = toml::from_str(EVERY_KEY).unwrap();
-        let Dns64Section {
-            listen,
-            upstream,
-            prefixes,
-            exclude,
-            exclude_ipv4,
-            acl,
-            cache_size,
-            max_ttl,
-            upstream_timeout_ms,
-            upstream_attempts,
-        } = f.dns64.unwrap().into_inner();
-        let set = [
-            listen.is_some(),
-            upstream.is_some(),
-            prefixes.is_some(),
-            exclude.is_some(),
-            exclude_ipv4.is_some(),
-            acl.is_some(),
-            cache_size.is_some(),
-            max_ttl.is_some(),
-            upstream_timeout_ms.is_some(),
-            upstream_attempts.is_some(),
-        ];
-        assert_eq!(set.len(), DNS64_KEYS.len());
-        assert!(set.iter().all(|&s| s));
-    }
-
-    #[test]
-    fn defaults_and_pool6_is_the_translator_prefix() {
-        let text = "[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/96\"\n\
-                    [dns64]\nupstream = [\"192.0.2.53\"]\n";
-        let d = parse_dns64(text, "f.toml").unwrap().dns64;
-        assert_eq!(d.prefixes, ["2001:db8:64::/96".parse().unwrap()]);
-        assert_eq!(d.exclude, [DEFAULT_EXCLUDE.parse::<Ipv6Net>().unwrap()]);
-        assert_eq!(d.listen.len(), 2);
-        assert_eq!(d.acl.len(), 2);
-        assert_eq!(d.cache_size, DEFAULT_CACHE_SIZE);
-        // The gateway's loader sees the same section.
-        let l = crate::parse(text, "f.toml").unwrap();
-        assert_eq!(l.dns64, Some(d));
-        let explicit = text.replace("[dns64]\n", "[dns64]\nprefixes = \"pool6\"\n");
-        assert!(parse_dns64(&explicit, "f.toml").is_ok());
-        // And a gateway file without [dns64] has none.
-        assert_eq!(
-            crate::parse(&text[..text.find("[dns64]").unwrap()], "f")
-                .unwrap()
-                .dns64,
-            None
-        );
-    }
-
-    #[test]
-    fn errors_name_file_line_and_key() {
-        assert_eq!(
-            err("[dns64]\nprefixes = [\"64:ff9b::/96\"]\n"),
-            "f.toml:1:1: [dns64] has no upstream; expected upstream = a list of resolvers \
-             to forward to, e.g. upstream = [\"192.0.2.53\"]"
-        );
-        assert!(err("[dns64]\nupstream = [\"192.0.2.53\"]\n").contains("no prefixes"));
-        assert!(
-            err("[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = \"pool6\"\n")
-                .starts_with("f.toml:3:12: prefixes = ")
-        );
-        assert!(
-            err("[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"64:ff9b::/33\"]\n")
-                .contains("length /33 is not an RFC 6052 length")
-        );
-        assert!(
-            err("[dns64]\nupstream = [\"nonsense\"]\nprefixes = \"pool6\"\n")
-                .starts_with("f.toml:2:13: upstream = \"nonsense\": not an address")
-        );
-        assert!(
-            err("[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"64:ff9b::/96\"]\nacl = [\"10.0.0.1/8\"]\n")
-                .contains("bits beyond /8 are set; expected \"10.0.0.0/8\"")
-        );
-        assert!(
-            err("[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"64:ff9b::/96\"]\nupstream_attempts = 0\n")
-                .starts_with("f.toml:4:21: upstream_attempts = 0: out of range")
-        );
-        assert!(err("[dns64]\nupstrem = 1\n").contains("unknown key `upstrem`"));
-        assert!(
-            err("[translator]\nmode = \"siit\"\npool6 = \"64:ff9b::/96\"\n").contains("no [dns64]")
-        );
-    }
-}
+mod tests;

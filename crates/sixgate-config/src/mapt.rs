@@ -14,9 +14,12 @@ use sixgate_core::config::IPV4_DUMMY_ADDRESS;
 use sixgate_core::mapt::{CeConfig, DEFAULT_PSID_OFFSET, MapRule, MaptConfig, Napt44Config, Role};
 use toml::Spanned;
 
-use crate::nat64::{MAX_SESSIONS, Timer, timeout};
+use crate::cx::Cx;
 use crate::schema::{MapRuleEntry, MaptSection};
-use crate::validate::{Cx, V4_PREFIX, V6_PREFIX, clean_v4_prefix, clean_v6_prefix, int_in};
+use crate::value::{
+    MAX_SESSIONS, Timer, V4_PREFIX, V6_PREFIX, clean_v4_prefix, clean_v6_prefix, int_in,
+    rfc6052_prefix, timeout,
+};
 use crate::{ConfigError, Mode};
 
 /// A checked rule, the entry it came from (for error positions) and its key.
@@ -62,7 +65,7 @@ pub(crate) fn section(
              (RFC 7599 §5), e.g. dmr = \"2001:db8:ffff::/96\"",
         ));
     };
-    let dmr = crate::validate::rfc6052_prefix(cx, "dmr", d)?;
+    let dmr = rfc6052_prefix(cx, "dmr", d)?;
     let bmrs = rules(cx, "bmr", m.bmr.as_deref().unwrap_or(&[]))?;
     let fmrs = rules(cx, "fmr", m.fmr.as_deref().unwrap_or(&[]))?;
     // Every rule forwards (a BMR is the FMR of its own CEs, RFC 7597 §5).

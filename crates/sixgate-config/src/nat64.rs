@@ -16,8 +16,11 @@ use sixgate_core::nat64::{
 use toml::Spanned;
 
 use crate::ConfigError;
+use crate::cx::Cx;
 use crate::schema::{Nat64Section, Pool4Item, StaticBibEntry};
-use crate::validate::{Cx, clean_v4_prefix, int_in, mask_v4, quoted_list, v4_addr, v6_addr};
+use crate::value::{
+    MAX_SESSIONS, Timer, clean_v4_prefix, int_in, mask_v4, quoted_list, timeout, v4_addr, v6_addr,
+};
 
 /// Default TCP and UDP ports of a pool4 entry that gives none: every port. pool4
 /// addresses are the translator's own (routed to it), so nothing else on the host
@@ -41,25 +44,8 @@ pub(crate) const POOL4_MAX_ADDRESSES: u64 = 65_536;
 /// Most IPv4 SYNs held at once (§3.5.2.2); the store is allocated at start.
 pub(crate) const MAX_HELD_SYNS: i64 = 1 << 20;
 
-/// Longest timeout, seconds (about 11.5 days): the core keeps deadlines as 32-bit
-/// millisecond timestamps compared with wrapping arithmetic.
-pub(crate) const MAX_TIMEOUT_S: i64 = sixgate_core::nat64::MAX_TIMEOUT_S as i64;
-
-/// Most sessions for the whole gateway (64 Mi): the tables are allocated for
-/// `max_sessions` at start, so an absurd value would fail there, not here.
-pub(crate) const MAX_SESSIONS: i64 = 1 << 26;
-
 /// Largest `port_block_size` (RFC 7422 blocks: half the port space).
 pub(crate) const MAX_PORT_BLOCK: i64 = 32_768;
-
-/// A timeout key, its RFC floor and where the RFC sets it.
-pub(crate) struct Timer {
-    pub(crate) key: &'static str,
-    /// Below this, warn.
-    pub(crate) rfc_min: u32,
-    /// What the warning cites.
-    pub(crate) rule: &'static str,
-}
 
 const UDP_TIMER: Timer = Timer {
     key: "udp_timeout",
@@ -100,7 +86,7 @@ pub(crate) fn section(
 ) -> Result<Nat64Config, ConfigError> {
     let mut out = Nat64Config {
         pool4: match &n.pool4 {
-            Some(list) => pool4(cx, list)?,
+            Some(list) => pool4(cx, cfg, list)?,
             None => Vec::new(),
         },
         ..Nat64Config::default()
@@ -119,133 +105,144 @@ pub(crate) fn section(
         ));
     }
     if let Some(f) = &n.filtering {
-        out.filtering = match f.get_ref().as_str() {
-            "endpoint-independent" => Filtering::EndpointIndependent,
-            "address-dependent" => Filtering::AddressDependent,
-            _ => {
-                return Err(cx.bad(
-                    "filtering",
-                    f,
-                    "unknown filtering behaviour",
-                    "\"endpoint-independent\" or \"address-dependent\" (RFC 4787 §5, \
-                     RFC 6146 §3.5.1)",
-                ));
-            }
-        };
+        cx.check(|| {
+            out.filtering = match f.get_ref().as_str() {
+                "endpoint-independent" => Filtering::EndpointIndependent,
+                "address-dependent" => Filtering::AddressDependent,
+                _ => {
+                    return Err(cx.bad(
+                        "filtering",
+                        f,
+                        "unknown filtering behaviour",
+                        "\"endpoint-independent\" or \"address-dependent\" (RFC 4787 §5, \
+                         RFC 6146 §3.5.1)",
+                    ));
+                }
+            };
+            Ok(())
+        });
     }
     if let Some(v) = n.drop_external_tcp {
         out.drop_external_tcp = v;
     }
     if let Some(v) = &n.max_held_syns {
-        out.max_held_syns = int_in(cx, "max_held_syns", v, 0, MAX_HELD_SYNS)? as u32;
+        cx.check(|| {
+            out.max_held_syns = int_in(cx, "max_held_syns", v, 0, MAX_HELD_SYNS)? as u32;
+            Ok(())
+        });
     }
     let t = &mut out.timeouts;
     if let Some(v) = &n.udp_timeout {
-        t.udp = timeout(cx, &UDP_TIMER, v, 1)?;
+        cx.check(|| {
+            t.udp = timeout(cx, &UDP_TIMER, v, 1)?;
+            Ok(())
+        });
     }
     if let Some(v) = &n.tcp_established_timeout {
-        t.tcp_established = timeout(cx, &TCP_EST_TIMER, v, 1)?;
+        cx.check(|| {
+            t.tcp_established = timeout(cx, &TCP_EST_TIMER, v, 1)?;
+            Ok(())
+        });
     }
     if let Some(v) = &n.tcp_transitory_timeout {
-        t.tcp_transitory = timeout(cx, &TCP_TRANS_TIMER, v, 1)?;
+        cx.check(|| {
+            t.tcp_transitory = timeout(cx, &TCP_TRANS_TIMER, v, 1)?;
+            Ok(())
+        });
     }
     if let Some(v) = &n.icmp_timeout {
-        t.icmp = timeout(cx, &ICMP_TIMER, v, 1)?;
+        cx.check(|| {
+            t.icmp = timeout(cx, &ICMP_TIMER, v, 1)?;
+            Ok(())
+        });
     }
     if let Some(v) = &n.port_reuse_delay {
-        t.port_reuse = timeout(cx, &PORT_REUSE_TIMER, v, 0)?;
+        cx.check(|| {
+            t.port_reuse = timeout(cx, &PORT_REUSE_TIMER, v, 0)?;
+            Ok(())
+        });
     }
     if let Some(v) = &n.max_sessions {
-        out.max_sessions = int_in(cx, "max_sessions", v, 1, MAX_SESSIONS)? as u32;
+        cx.check(|| {
+            out.max_sessions = int_in(cx, "max_sessions", v, 1, MAX_SESSIONS)? as u32;
+            Ok(())
+        });
     }
     if let Some(v) = &n.subscriber_prefix_len {
-        out.subscriber_prefix_len = int_in(cx, "subscriber_prefix_len", v, 0, 128)? as u8;
+        cx.check(|| {
+            out.subscriber_prefix_len = int_in(cx, "subscriber_prefix_len", v, 0, 128)? as u8;
+            Ok(())
+        });
     }
     if let Some(v) = &n.max_sessions_per_subscriber {
-        out.max_sessions_per_subscriber =
-            int_in(cx, "max_sessions_per_subscriber", v, 0, u32::MAX.into())? as u32;
+        cx.check(|| {
+            out.max_sessions_per_subscriber =
+                int_in(cx, "max_sessions_per_subscriber", v, 0, u32::MAX.into())? as u32;
+            Ok(())
+        });
     }
     if let Some(v) = &n.max_ports_per_subscriber {
-        out.max_ports_per_subscriber =
-            int_in(cx, "max_ports_per_subscriber", v, 0, u32::MAX.into())? as u32;
+        cx.check(|| {
+            out.max_ports_per_subscriber =
+                int_in(cx, "max_ports_per_subscriber", v, 0, u32::MAX.into())? as u32;
+            Ok(())
+        });
     }
     if let Some(v) = &n.port_block_size {
-        let size = int_in(cx, "port_block_size", v, 0, MAX_PORT_BLOCK)?;
-        if size != 0 && (size as u64).count_ones() != 1 {
-            return Err(cx.bad(
-                "port_block_size",
-                v,
-                "not a power of two",
-                format_args!(
-                    "0 (no port blocks) or a power of two from 1 to {MAX_PORT_BLOCK}, \
-                     e.g. 512 (RFC 7422)"
-                ),
-            ));
-        }
-        out.port_block_size = size as u16;
-    }
-    if let Some(list) = &n.static_bib {
-        if n.pool4.is_none() && !list.is_empty() {
-            return Err(cx.err(
-                list[0].span(),
-                "static_bib[0]: a static BIB entry needs an explicit pool4 holding its \
-                 address and port (the default pool4, the gateway's own address, is only \
-                 found when `sixgate run` starts); expected a pool4 key in [nat64], e.g. \
-                 pool4 = [\"203.0.113.1\"]",
-            ));
-        }
-        out.static_bib = static_bib(cx, cfg, &out.pool4, list)?;
-    }
-    if let Some(e) = &n.event_log {
-        out.event_log = match e.get_ref().as_str() {
-            "off" => EventLog::Off,
-            "sessions" => EventLog::Sessions,
-            "bib" => EventLog::Bib,
-            _ => {
+        cx.check(|| {
+            let size = int_in(cx, "port_block_size", v, 0, MAX_PORT_BLOCK)?;
+            if size != 0 && (size as u64).count_ones() != 1 {
                 return Err(cx.bad(
-                    "event_log",
-                    e,
-                    "unknown event log",
-                    "\"off\", \"sessions\" or \"bib\" (RFC 6888 §4)",
+                    "port_block_size",
+                    v,
+                    "not a power of two",
+                    format_args!(
+                        "0 (no port blocks) or a power of two from 1 to {MAX_PORT_BLOCK}, \
+                         e.g. 512 (RFC 7422)"
+                    ),
                 ));
             }
-        };
+            out.port_block_size = size as u16;
+            Ok(())
+        });
+    }
+    if let Some(list) = &n.static_bib {
+        cx.check(|| {
+            if n.pool4.is_none() && !list.is_empty() {
+                return Err(cx.err(
+                    list[0].span(),
+                    "static_bib[0]: a static BIB entry needs an explicit pool4 holding its \
+                     address and port (the default pool4, the gateway's own address, is only \
+                     found when `sixgate run` starts); expected a pool4 key in [nat64], e.g. \
+                     pool4 = [\"203.0.113.1\"]",
+                ));
+            }
+            out.static_bib = static_bib(cx, cfg, &out.pool4, list)?;
+            Ok(())
+        });
+    }
+    if let Some(e) = &n.event_log {
+        cx.check(|| {
+            out.event_log = match e.get_ref().as_str() {
+                "off" => EventLog::Off,
+                "sessions" => EventLog::Sessions,
+                "bib" => EventLog::Bib,
+                _ => {
+                    return Err(cx.bad(
+                        "event_log",
+                        e,
+                        "unknown event log",
+                        "\"off\", \"sessions\" or \"bib\" (RFC 6888 §4)",
+                    ));
+                }
+            };
+            Ok(())
+        });
     }
     if let Some(v) = n.log_destinations {
         out.log_destinations = v;
     }
     Ok(out)
-}
-
-/// A timeout in whole seconds, `lo` to [`MAX_TIMEOUT_S`]; under the RFC floor it warns.
-pub(crate) fn timeout(
-    cx: &Cx<'_>,
-    t: &Timer,
-    v: &Spanned<i64>,
-    lo: i64,
-) -> Result<u32, ConfigError> {
-    let n = *v.get_ref();
-    if n == 0 && lo > 0 {
-        return Err(cx.err(
-            v.span(),
-            format!(
-                "{} = 0: a session would expire as it is made; expected a number of seconds \
-                 from 1 to {MAX_TIMEOUT_S}, at least {} to follow {}",
-                t.key, t.rfc_min, t.rule
-            ),
-        ));
-    }
-    let secs = int_in(cx, t.key, v, lo, MAX_TIMEOUT_S)? as u32;
-    if secs < t.rfc_min {
-        cx.warn(
-            v.span(),
-            format!(
-                "{} = {secs}: below {} s; {}. Fine for tests, not for service",
-                t.key, t.rfc_min, t.rule
-            ),
-        );
-    }
-    Ok(secs)
 }
 
 fn proto_name(p: Proto) -> &'static str {
@@ -258,6 +255,7 @@ fn proto_name(p: Proto) -> &'static str {
 
 fn pool4(
     cx: &Cx<'_>,
+    cfg: &Config,
     list: &Spanned<Vec<Spanned<Pool4Item>>>,
 ) -> Result<Vec<Pool4Entry>, ConfigError> {
     let mut out: Vec<Pool4Entry> = Vec::new();
@@ -293,6 +291,13 @@ fn pool4(
                 }
             }
         };
+        crate::lint::wkp_with_lab_ipv4(
+            cx,
+            cfg,
+            item.span(),
+            &format!("pool4[{i}]"),
+            (entry.addr, entry.prefix_len),
+        );
         total += 1u64 << (32 - u32::from(entry.prefix_len));
         if total > POOL4_MAX_ADDRESSES {
             return Err(cx.err(

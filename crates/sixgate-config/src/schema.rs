@@ -1,7 +1,7 @@
 //! The TOML schema: what a config file may contain, as serde structs.
 //!
 //! Values that need checking beyond their TOML type (prefixes, addresses, ranges,
-//! enumerations) are kept as [`Spanned`] raw values so that `validate` can report
+//! enumerations) are kept as [`Spanned`] raw values so that the section checks can report
 //! the file position of a bad one. Everything here is `deny_unknown_fields`: a
 //! misspelt key is an error, never silently ignored.
 //!
@@ -82,7 +82,7 @@ pub const TRANSLATOR_KEYS: &[&str] = &[
     "icmp_error_burst",
 ];
 
-/// `[translator]`. Every key is optional at this level; `validate` decides which
+/// `[translator]`. Every key is optional at this level; the checks in `translator` decide which
 /// combinations are complete and fills in the defaults.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

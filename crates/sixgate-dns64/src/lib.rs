@@ -12,13 +12,15 @@
 //!
 //! - [`synth`]: RFC 6147 §5.1 (when to synthesize, how), pure.
 //! - [`ptr`]: §5.3.1, PTR under the prefixes.
-//! - [`ipv4only`]: RFC 7050 / RFC 8880 `ipv4only.arpa`.
+//! - [`ipv4only`]: RFC 7050 / RFC 8880 `ipv4only.arpa`, the answering side;
+//!   [`plat_discovery`]: the asking side, a CLAT's RFC 7050 discovery and refresh.
 //! - `cache`, `upstream`: the bounded cache and the forwarder.
 //! - [`resolve`]: one query to one reply; [`server`]: UDP and TCP listeners.
 //! - [`stats`]: counters for metrics.
 
 pub mod cache;
 pub mod ipv4only;
+pub mod plat_discovery;
 pub mod ptr;
 pub mod resolve;
 pub mod server;

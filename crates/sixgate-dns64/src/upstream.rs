@@ -238,7 +238,7 @@ fn first_send(wire: &[u8], server: SocketAddr) -> std::io::Result<UdpSocket> {
 }
 
 /// A recursive query for `q` with a fresh random ID and our EDNS.
-fn request(q: &Query, dnssec_ok: bool, checking_disabled: bool) -> Message {
+pub(crate) fn request(q: &Query, dnssec_ok: bool, checking_disabled: bool) -> Message {
     let mut m = Message::new(rand::random(), MessageType::Query, OpCode::Query);
     m.metadata.recursion_desired = true;
     m.metadata.checking_disabled = checking_disabled;

@@ -31,10 +31,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::dut::{Dataplane, RunningDut, SIXGATE_TUN, start_sixgate_with_config};
 use crate::error::{Context, Result};
 use crate::netns::{Netns, Proto, veth, veth_queues};
 use crate::process::Background;
-use crate::translator::{Dataplane, RunningTranslator, SIXGATE_TUN, start_sixgate_with_config};
 
 /// Addresses and prefixes of the chain.
 pub mod addr {
@@ -183,6 +183,12 @@ impl Plat {
     }
 }
 
+/// A hosts(5) file for [`Chain::start_dns_from`]: `ipv4only.arpa` at the two
+/// Well-Known IPv4 Addresses (RFC 7050 §2) in the /96 prefix `prefix` ("2001:db8:64::").
+pub fn ipv4only_hosts(prefix: &str) -> String {
+    format!("{prefix}c000:aa ipv4only.arpa\n{prefix}c000:ab ipv4only.arpa\n")
+}
+
 /// The five namespaces of the chain, configured and routed, without translators.
 /// Everything is removed on drop.
 #[derive(Debug)]
@@ -319,25 +325,40 @@ impl Chain {
     /// the two Well-Known IPv4 Addresses in the PLAT prefix, as a DNS64 would
     /// (RFC 7050 §2), TTL 300 s, and nothing else. Ready when it listens on port 53.
     pub fn start_dns(&self) -> Result<Background> {
+        self.start_dnsmasq(&[
+            "--local-ttl=300",
+            "--host-record=ipv4only.arpa,2001:db8:64::c000:aa",
+            "--host-record=ipv4only.arpa,2001:db8:64::c000:ab",
+        ])
+    }
+
+    /// [`Chain::start_dns`] answering from `hosts` (see [`ipv4only_hosts`]) with
+    /// TTL `ttl`: rewrite the file and send the server SIGHUP, and the answer
+    /// changes (RFC 7050 §3 refresh).
+    pub fn start_dns_from(&self, hosts: &Path, ttl: u32) -> Result<Background> {
+        self.start_dnsmasq(&[
+            &format!("--local-ttl={ttl}"),
+            &format!("--addn-hosts={}", hosts.display()),
+        ])
+    }
+
+    fn start_dnsmasq(&self, answers: &[&str]) -> Result<Background> {
         let server = addr::DNS_SERVER.to_string();
-        let dns = self.core.spawn(
-            "dnsmasq",
-            [
-                "--keep-in-foreground",
-                "--conf-file=/dev/null",
-                "--no-resolv",
-                "--no-hosts",
-                "--bind-interfaces",
-                &format!("--listen-address={server}"),
-                "--user=root",
-                "--pid-file",
-                "--log-facility=-",
-                "--log-queries",
-                "--local-ttl=300",
-                "--host-record=ipv4only.arpa,2001:db8:64::c000:aa",
-                "--host-record=ipv4only.arpa,2001:db8:64::c000:ab",
-            ],
-        )?;
+        let listen = format!("--listen-address={server}");
+        let mut args = vec![
+            "--keep-in-foreground",
+            "--conf-file=/dev/null",
+            "--no-resolv",
+            "--no-hosts",
+            "--bind-interfaces",
+            &listen,
+            "--user=root",
+            "--pid-file",
+            "--log-facility=-",
+            "--log-queries",
+        ];
+        args.extend_from_slice(answers);
+        let dns = self.core.spawn("dnsmasq", args)?;
         self.core
             .wait_listening(Proto::Udp, 53, Duration::from_secs(10))
             .context("waiting for dnsmasq")?;
@@ -346,7 +367,7 @@ impl Chain {
 
     /// Start the CLAT ([`CLAT_TOML`]) and wait until its routes point into it
     /// (after discovery: sixgate asks the DNS server before it sets anything up).
-    pub fn start_clat<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+    pub fn start_clat<'a>(&'a self, binary: &Path) -> Result<RunningDut<'a>> {
         self.start_clat_on(binary, Dataplane::Tun)
     }
 
@@ -358,7 +379,7 @@ impl Chain {
         &'a self,
         binary: &Path,
         dataplane: Dataplane,
-    ) -> Result<RunningTranslator<'a>> {
+    ) -> Result<RunningDut<'a>> {
         match dataplane {
             Dataplane::Tun => start_sixgate_with_config(
                 &self.clat,
@@ -385,7 +406,7 @@ impl Chain {
     }
 
     /// Start the PLAT.
-    pub fn start_plat<'a>(&'a self, binary: &Path, plat: Plat) -> Result<RunningTranslator<'a>> {
+    pub fn start_plat<'a>(&'a self, binary: &Path, plat: Plat) -> Result<RunningDut<'a>> {
         start_sixgate_with_config(&self.plat, binary, plat.toml(), &plat.routes())
     }
 
@@ -574,7 +595,7 @@ pub mod mapt {
 
         /// Start the BR in the PLAT's place; ready when the DMR and the rule's
         /// IPv4 prefix are routed into it.
-        pub fn start_mapt_br<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+        pub fn start_mapt_br<'a>(&'a self, binary: &Path) -> Result<RunningDut<'a>> {
             self.start_mapt_br_on(binary, Dataplane::Tun, "")
         }
 
@@ -584,7 +605,7 @@ pub mod mapt {
             &'a self,
             binary: &Path,
             extra: &str,
-        ) -> Result<RunningTranslator<'a>> {
+        ) -> Result<RunningDut<'a>> {
             self.start_mapt_br_on(binary, Dataplane::Tun, extra)
         }
 
@@ -595,7 +616,7 @@ pub mod mapt {
             binary: &Path,
             dataplane: Dataplane,
             extra: &str,
-        ) -> Result<RunningTranslator<'a>> {
+        ) -> Result<RunningDut<'a>> {
             let config = format!("{}{extra}", br_toml());
             match dataplane {
                 Dataplane::Tun => start_sixgate_with_config(
@@ -612,7 +633,7 @@ pub mod mapt {
         }
 
         /// Start the first CE in the CLAT's place.
-        pub fn start_mapt_ce<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+        pub fn start_mapt_ce<'a>(&'a self, binary: &Path) -> Result<RunningDut<'a>> {
             self.start_mapt_ce_on(binary, Dataplane::Tun)
         }
 
@@ -621,7 +642,7 @@ pub mod mapt {
             &'a self,
             binary: &Path,
             dataplane: Dataplane,
-        ) -> Result<RunningTranslator<'a>> {
+        ) -> Result<RunningDut<'a>> {
             if dataplane == Dataplane::Xdp {
                 self.complete_checksums(&self.client)?;
             }
@@ -637,7 +658,7 @@ pub mod mapt {
 
     impl Customer {
         /// Start its CE.
-        pub fn start_ce<'a>(&'a self, binary: &Path) -> Result<RunningTranslator<'a>> {
+        pub fn start_ce<'a>(&'a self, binary: &Path) -> Result<RunningDut<'a>> {
             self.start_ce_on(binary, Dataplane::Tun)
         }
 
@@ -647,7 +668,7 @@ pub mod mapt {
             &'a self,
             binary: &Path,
             dataplane: Dataplane,
-        ) -> Result<RunningTranslator<'a>> {
+        ) -> Result<RunningDut<'a>> {
             if dataplane == Dataplane::Xdp {
                 self.client
                     .run("ethtool", ["-K", ifname::CLIENT, "tx", "off"])?;
@@ -668,7 +689,7 @@ pub mod mapt {
         end_user: &str,
         map: std::net::Ipv6Addr,
         dataplane: Dataplane,
-    ) -> Result<RunningTranslator<'a>> {
+    ) -> Result<RunningDut<'a>> {
         let map = format!("{map}/128");
         match dataplane {
             Dataplane::Tun => {

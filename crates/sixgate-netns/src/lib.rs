@@ -3,7 +3,7 @@
 //!
 //! Used by the end-to-end tests (`crates/sixgate/tests/e2e.rs`), by `sixgate demo`
 //! and by the `sg-bed` helper for benchmark scripts. It does not depend on
-//! sixgate's core: the translator under test is a program ([`Translator`]), either
+//! sixgate's core: the translator under test, the device under test, is a program ([`Dut`]), either
 //! `sixgate run` or TAYGA, so the same tests validate both.
 //!
 //! Pieces, from small to large:
@@ -13,7 +13,7 @@
 //! - [`Background`]: a program running in the background, stopped on drop.
 //! - [`Topology`]: the standard bed, IPv6-only host — gateway — IPv4 router —
 //!   IPv4-only host (addresses in [`addr`], drawing in [`topology`]).
-//! - [`Translator`] / [`RunningTranslator`]: the translator in the gateway.
+//! - [`Dut`] / [`RunningDut`]: the device under test, the translator in the gateway.
 //! - [`chain::Chain`]: the 464XLAT chain, IPv4-only client — CLAT — IPv6-only
 //!   core — PLAT — IPv4-only server, with [`start_sixgate_with_config`] for its
 //!   two translators.
@@ -26,10 +26,10 @@
 //! any straggling process with them.
 //!
 //! ```no_run
-//! use sixgate_netns::{Topology, TopologyOptions, Translator, addr};
+//! use sixgate_netns::{Topology, TopologyOptions, Dut, addr};
 //!
 //! let bed = Topology::build(TopologyOptions::default())?;
-//! let translator = bed.start(&Translator::Tayga)?;
+//! let translator = bed.start(&Dut::Tayga)?;
 //! let out = bed.v6host.run("ping", ["-c1", &addr::V4_HOST_AS_V6.to_string()])?;
 //! println!("{out}");
 //! translator.stop()?.check_clean()?;
@@ -39,12 +39,16 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub mod chain;
+mod dut;
 mod error;
 mod netns;
 mod process;
 pub mod topology;
-mod translator;
 
+pub use dut::{
+    Dataplane, Dut, ENV_BINARY, ENV_DATAPLANE, ENV_EXTRA_TOML, ENV_TRANSLATOR, RunningDut,
+    SIXGATE_TUN, Stopped, TAYGA_TUN, start_sixgate_with_config,
+};
 pub use error::{Context, Error, Result};
 pub use netns::{
     LinkState, LinkStats, Netns, Proto, check_host, cleanup_stale, list_namespaces, veth,
@@ -55,10 +59,6 @@ pub use process::{
 };
 pub use topology::{
     NAT64_TOML, TRANSLATOR_TOML, Topology, TopologyOptions, addr, ifname, v4_as_v6,
-};
-pub use translator::{
-    Dataplane, ENV_BINARY, ENV_DATAPLANE, ENV_EXTRA_TOML, ENV_TRANSLATOR, RunningTranslator,
-    SIXGATE_TUN, Stopped, TAYGA_TUN, Translator, start_sixgate_with_config,
 };
 
 /// Every name this crate gives starts with this.

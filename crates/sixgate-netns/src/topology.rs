@@ -18,9 +18,9 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use crate::dut::{Dut, RunningDut};
 use crate::error::{Context, Result};
 use crate::netns::{Netns, veth, veth_queues};
-use crate::translator::{RunningTranslator, Translator};
 
 /// Addresses and prefixes of the bed.
 pub mod addr {
@@ -108,7 +108,7 @@ eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
 
 /// The `[translator]` and `[nat64]` sections of a stateful NAT64 (RFC 6146) on the
 /// same bed: pool6 as for SIIT, pool4 [`addr::POOL4`] (the prefix the router
-/// already sends to the gateway). Give it to [`crate::Translator::Sixgate`] as
+/// already sends to the gateway). Give it to [`crate::Dut::Sixgate`] as
 /// extra TOML: its `mode` replaces the generated `[translator]`.
 pub const NAT64_TOML: &str = r#"[translator]
 mode = "nat64"
@@ -278,7 +278,7 @@ impl Topology {
     }
 
     /// Start `translator` in the gateway and wait until it is ready.
-    pub fn start(&self, translator: &Translator) -> Result<RunningTranslator<'_>> {
+    pub fn start(&self, translator: &Dut) -> Result<RunningDut<'_>> {
         translator.start(&self.gateway)
     }
 

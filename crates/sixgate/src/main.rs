@@ -8,8 +8,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
-mod dns_message;
-mod plat_discovery;
 mod pref64;
 
 /// sixgate: an IPv4/IPv6 translator (SIIT, RFC 7915).

@@ -293,6 +293,114 @@ fn translate_clat_needs_pool6_offline() {
     );
 }
 
+/// Every error of a file at once, each with FILE:LINE:COLUMN, in file order,
+/// across keys and sections; then how many.
+#[test]
+fn config_check_reports_every_error() {
+    let d = scratch("check-all");
+    let cfg = write(
+        &d,
+        "bad.toml",
+        format!(
+            "{EAM_ONLY}new_tos = 300\nlowest_ipv6_mtu = 5\n[daemon]\nworkers = 999\n\
+             [tun]\nmtu = 10\n"
+        )
+        .as_bytes(),
+    );
+    let o = sixgate(&["config", "check", &cfg]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "{cfg}:5:11: new_tos = 300: out of range; expected an integer from 0 to 255\n\
+             {cfg}:6:19: lowest_ipv6_mtu = 5: out of range; expected an integer from 1280 to 65535\n\
+             {cfg}:8:11: workers = 999: out of range; expected an integer from 0 to 256\n\
+             {cfg}:10:7: mtu = 10: out of range; expected an integer from 1280 to 65535\n\
+             {cfg}: 4 errors\n"
+        )
+    );
+}
+
+/// A DNS64-only file (what `sixgate dns64 --config` runs) checks too.
+#[test]
+fn config_check_accepts_a_dns64_only_file() {
+    let d = scratch("check-dns64");
+    let cfg = write(
+        &d,
+        "dns64.toml",
+        b"[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"64:ff9b::/96\"]\n",
+    );
+    let o = sixgate(&["config", "check", &cfg]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        format!("{cfg}: ok (DNS64 only, on 2 address(es) to 1 upstream(s))\n")
+    );
+    // Its errors are reported as for `sixgate dns64`.
+    let bad = write(&d, "bad.toml", b"[dns64]\nupstream = [\"x\"]\n");
+    let o = sixgate(&["config", "check", &bad]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).starts_with(&format!("{bad}:2:")),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Valid values that are likely mistakes warn (FILE:LINE:COLUMN: warning) and
+/// the check still succeeds: DNS64 prefixes other than pool6 inside `sixgate
+/// run`, an open resolver ACL, an EAM IPv6 prefix inside pool6, lab IPv4
+/// addresses with the Well-Known Prefix (RFC 6052 §3.1).
+#[test]
+fn config_check_warns_about_likely_mistakes() {
+    let d = scratch("check-lint");
+    let nat64 = write(
+        &d,
+        "nat64.toml",
+        b"[translator]\nmode = \"nat64\"\n[nat64]\npool4 = [\"10.0.0.1\"]\n\
+          [dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"2001:db8:99::/96\"]\n\
+          acl = [\"::/0\"]\n",
+    );
+    let o = sixgate(&["config", "check", &nat64]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "{nat64}:4:10: warning: pool4[0]: 10.0.0.1/32 is in 10.0.0.0/8, not global"
+        )),
+        "{err}"
+    );
+    assert!(
+        lines[0].contains("RFC 6052 §3.1") && lines[0].contains("network-specific prefix"),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "{nat64}:8:8: warning: acl = \"::/0\": every client may query"
+        )),
+        "{err}"
+    );
+    assert!(lines[2].starts_with(&format!("{nat64}:7:12: warning: prefixes: 2001:db8:99::/96 is not [translator] pool6 64:ff9b::/96")), "{err}");
+
+    let siit = write(
+        &d,
+        "siit.toml",
+        b"[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/96\"\n\
+          eam = [ { ipv4 = \"203.0.113.0/24\", ipv6 = \"2001:db8:64::cb00:7100/120\" } ]\n",
+    );
+    let o = sixgate(&["config", "check", &siit]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!("{siit}:4:9: warning: eam[0].ipv6: 2001:db8:64::cb00:7100/120 lies inside pool6 2001:db8:64::/96")),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
 #[test]
 fn config_check_reports_file_line_column() {
     let d = scratch("check-bad");

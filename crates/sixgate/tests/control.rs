@@ -9,8 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
-    Dataplane, Netns, RunningTranslator, ScratchDir, Topology, TopologyOptions, Translator, addr,
-    check_host,
+    Dataplane, Dut, Netns, RunningDut, ScratchDir, Topology, TopologyOptions, addr, check_host,
 };
 
 mod common;
@@ -22,12 +21,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
 /// sixgate with `extra` TOML, or `None` (after printing why) on a machine that
 /// cannot run the bed.
-fn sixgate_or_skip(test: &str, extra: &str) -> Option<Translator> {
+fn sixgate_or_skip(test: &str, extra: &str) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
     }
-    Some(Translator::Sixgate {
+    Some(Dut::Sixgate {
         binary: BIN.into(),
         dataplane: Dataplane::Tun,
         extra_toml: extra.to_owned(),
@@ -41,7 +40,7 @@ const NAT64_25: &str = "[translator]\nmode = \"nat64\"\npool6 = \"2001:db8:64::/
                         [nat64]\npool4 = [\"198.18.0.0/25\"]\n[daemon]\nworkers = 2\n\
                         [tun]\nmanage_routes = false\n";
 
-fn socket<'a>(tr: &'a RunningTranslator) -> &'a Path {
+fn socket<'a>(tr: &'a RunningDut) -> &'a Path {
     tr.api_socket().expect("sixgate has an API socket")
 }
 
@@ -684,14 +683,14 @@ fn control_nat64_session_flush() {
 
 /// sixgate on XDP with `extra`, or `None` when the machine cannot run the bed
 /// or `SIXGATE_E2E_DATAPLANE` leaves XDP out (as the e2e suite does).
-fn xdp_or_skip(test: &str, extra: &str) -> Option<Translator> {
+fn xdp_or_skip(test: &str, extra: &str) -> Option<Dut> {
     let planes = std::env::var(sixgate_netns::ENV_DATAPLANE).unwrap_or_default();
     if !planes.trim().is_empty() && !planes.split(',').any(|p| p.trim() == "xdp") {
         println!("skipped: {test}: {}={planes}", sixgate_netns::ENV_DATAPLANE);
         return None;
     }
     let mut tr = sixgate_or_skip(test, extra)?;
-    if let Translator::Sixgate { dataplane, .. } = &mut tr {
+    if let Dut::Sixgate { dataplane, .. } = &mut tr {
         *dataplane = Dataplane::Xdp;
     }
     Some(tr)

@@ -855,7 +855,7 @@ fn full_path(test: &str, translator_toml: &str) {
     if skip(test) {
         return;
     }
-    use sixgate_netns::{Dataplane, Topology, TopologyOptions, Translator, addr};
+    use sixgate_netns::{Dataplane, Dut, Topology, TopologyOptions, addr};
     let bed = Topology::build(TopologyOptions::default()).unwrap();
     let dir = ScratchDir::new("dns64path").unwrap();
     let d = dir.path().display().to_string();
@@ -908,7 +908,7 @@ fn full_path(test: &str, translator_toml: &str) {
         .wait_listening(Proto::Tcp, 8080, Duration::from_secs(10))
         .unwrap();
     let gw6 = addr::GATEWAY_V6;
-    let translator = Translator::Sixgate {
+    let translator = Dut::Sixgate {
         binary: BIN.into(),
         dataplane: Dataplane::Tun,
         extra_toml: format!(

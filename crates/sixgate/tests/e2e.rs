@@ -32,8 +32,8 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
-    Background, Netns, Proto, RunningTranslator, ScratchDir, Topology, TopologyOptions, Translator,
-    addr, check_host, list_namespaces,
+    Background, Dut, Netns, Proto, RunningDut, ScratchDir, Topology, TopologyOptions, addr,
+    check_host, list_namespaces,
 };
 
 mod common;
@@ -45,15 +45,15 @@ use common::{
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
 /// The translator to test, or `None` (after printing why) if the test must skip.
-fn translator_or_skip(test: &str) -> Option<Translator> {
+fn translator_or_skip(test: &str) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
     }
-    let translator = Translator::from_env(BIN).unwrap_or_else(|e| panic!("{e}"));
+    let translator = Dut::from_env(BIN).unwrap_or_else(|e| panic!("{e}"));
     match (&translator, translator.check_available()) {
         (_, Ok(())) => Some(translator),
-        (Translator::Sixgate { .. }, Err(why)) => {
+        (Dut::Sixgate { .. }, Err(why)) => {
             println!("skipped: {test}: {why}");
             None
         }
@@ -64,15 +64,15 @@ fn translator_or_skip(test: &str) -> Option<Translator> {
 /// [`run_bed`] with each translator the environment selects (sixgate: on each
 /// data plane, TUN and XDP, unless `SIXGATE_E2E_DATAPLANE` names some), or a
 /// skip.
-fn with_bed(test: &str, options: TopologyOptions, body: impl Fn(&Topology, &RunningTranslator)) {
+fn with_bed(test: &str, options: TopologyOptions, body: impl Fn(&Topology, &RunningDut)) {
     if translator_or_skip(test).is_none() {
         return;
     }
-    let all = Translator::all_from_env(BIN).unwrap_or_else(|e| panic!("{e}"));
+    let all = Dut::all_from_env(BIN).unwrap_or_else(|e| panic!("{e}"));
     for translator in &all {
         let name = match translator {
-            Translator::Sixgate { dataplane, .. } => format!("{test}[{}]", dataplane.name()),
-            Translator::Tayga => test.to_owned(),
+            Dut::Sixgate { dataplane, .. } => format!("{test}[{}]", dataplane.name()),
+            Dut::Tayga => test.to_owned(),
         };
         run_bed(&name, options.clone(), translator, &body);
     }
@@ -120,7 +120,7 @@ fn ping_v4_host_to_v6_host() {
 /// message's length: the first fragment waits for the last.
 #[test]
 fn ping_larger_than_the_mtu_both_ways() {
-    if matches!(Translator::from_env(BIN), Ok(Translator::Tayga)) {
+    if matches!(Dut::from_env(BIN), Ok(Dut::Tayga)) {
         // Tried: TAYGA 0.9.2 loses every one of these pings.
         println!("skipped: ping_larger_than_the_mtu_both_ways: TAYGA drops fragmented ICMP");
         return;
@@ -511,10 +511,10 @@ fn stop_removes_tun_and_routes() {
 
 /// `sixgate demo` for `translator`: the demo runs its own binary's `run`, unless
 /// told to run another executable (`SIXGATE_E2E_BINARY`).
-fn demo_command(translator: &Translator) -> std::process::Command {
+fn demo_command(translator: &Dut) -> std::process::Command {
     let mut cmd = std::process::Command::new(BIN);
     cmd.args(["demo", "--translator", translator.name()]);
-    if let Translator::Sixgate { binary, .. } = translator
+    if let Dut::Sixgate { binary, .. } = translator
         && binary.as_path() != std::path::Path::new(BIN)
     {
         cmd.arg("--sixgate-binary").arg(binary);

@@ -21,30 +21,26 @@
 mod common;
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::Path;
-use std::sync::Once;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{
-    SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx, ping,
+    Turn, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx, ping,
+    stop_cleanly,
 };
 use sixgate_netns::chain::mapt::{Customer, addr as maddr};
 use sixgate_netns::chain::{Chain, addr};
-use sixgate_netns::{
-    Dataplane, ENV_DATAPLANE, Proto, RunningTranslator, ScratchDir, Stopped, check_host,
-    cleanup_stale, list_namespaces,
-};
+use sixgate_netns::{Dataplane, ENV_DATAPLANE, Proto, RunningDut, ScratchDir, Stopped, check_host};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
 /// The running chain a test body gets.
 struct Running<'a> {
     chain: &'a Chain,
-    ce: RunningTranslator<'a>,
-    br: RunningTranslator<'a>,
+    ce: RunningDut<'a>,
+    br: RunningDut<'a>,
     /// The second customer and its CE, when asked for.
-    second: Option<(&'a Customer, RunningTranslator<'a>)>,
+    second: Option<(&'a Customer, RunningDut<'a>)>,
 }
 
 impl Running<'_> {
@@ -92,27 +88,16 @@ fn with_mapt_on(
         println!("skipped: {test}: {why}");
         return None;
     }
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    static CLEANUP: Once = Once::new();
-    CLEANUP.call_once(|| {
-        for what in cleanup_stale().unwrap_or_default() {
-            println!("removed stale {what}");
-        }
-    });
-    let t0 = Instant::now();
+    let mut turn = Turn::take(test);
     let chain = Chain::build_mapt().unwrap_or_else(|e| panic!("{test}: {e}"));
     let customer = two.then(|| {
         chain
             .add_mapt_customer()
             .unwrap_or_else(|e| panic!("{test}: {e}"))
     });
-    let mut names: Vec<String> = chain
-        .namespaces()
-        .iter()
-        .map(|n| n.name().to_owned())
-        .collect();
+    turn.expect_gone(chain.namespaces());
     if let Some(c) = &customer {
-        names.extend([c.client.name().to_owned(), c.ce.name().to_owned()]);
+        turn.expect_gone([&c.client, &c.ce]);
     }
     let bin = Path::new(BIN);
     let br = chain
@@ -139,20 +124,11 @@ fn with_mapt_on(
         br,
         second,
     };
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&running))) {
-        eprintln!("{test}: logs:\n{}", running.logs());
-        drop(running);
-        drop(customer);
-        drop(chain);
-        resume_unwind(panic);
-    }
+    turn.run(|| running.logs(), || body(&running));
     let br_stopped = stop_all(test, running);
     drop(customer);
     drop(chain);
-    let listed = list_namespaces().unwrap_or_else(|e| panic!("{e}"));
-    let left: Vec<&String> = names.iter().filter(|n| listed.contains(n)).collect();
-    assert!(left.is_empty(), "{test}: namespaces left behind: {left:?}");
-    println!("{test}: passed in {:.1} s", t0.elapsed().as_secs_f32());
+    turn.finish();
     br_stopped
 }
 
@@ -165,12 +141,7 @@ fn stop_all(test: &str, running: Running) -> Option<Stopped> {
     }
     let mut br_stopped = None;
     for (what, t) in all {
-        t.check_running()
-            .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
-        let stopped = t.stop().unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
-        stopped
-            .check_clean()
-            .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+        let stopped = stop_cleanly(test, what, t);
         println!("{test}: {what}: {}", stopped.stdout.trim());
         // A CE's exit line speaks of its NAPT44 in a CE's words.
         if what.starts_with("CE") {

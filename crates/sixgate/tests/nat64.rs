@@ -32,8 +32,8 @@ use std::time::Duration;
 
 use sixgate_core::nat64::steering::subscriber_worker;
 use sixgate_netns::{
-    Dataplane, NAT64_TOML, Netns, Proto, RunningTranslator, ScratchDir, Topology, TopologyOptions,
-    Translator, addr, check_host, veth,
+    Dataplane, Dut, NAT64_TOML, Netns, Proto, RunningDut, ScratchDir, Topology, TopologyOptions,
+    addr, check_host, veth,
 };
 
 mod common;
@@ -51,7 +51,7 @@ const STATIC_V4: &str = "198.18.0.200";
 /// sixgate in nat64 mode with `workers` workers and `nat64_keys` added to the
 /// `[nat64]` section, or `None` (after printing why) if this machine cannot
 /// run the bed.
-fn nat64_or_skip(test: &str, workers: u16, nat64_keys: &str) -> Option<Translator> {
+fn nat64_or_skip(test: &str, workers: u16, nat64_keys: &str) -> Option<Dut> {
     nat64_on_or_skip(test, Dataplane::Tun, workers, nat64_keys)
 }
 
@@ -61,12 +61,12 @@ fn nat64_on_or_skip(
     dataplane: Dataplane,
     workers: u16,
     nat64_keys: &str,
-) -> Option<Translator> {
+) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
     }
-    Some(Translator::Sixgate {
+    Some(Dut::Sixgate {
         binary: BIN.into(),
         dataplane,
         // NAT64_TOML ends inside [nat64]: the keys land there.
@@ -133,7 +133,7 @@ fn http_through_nat64(client: &Netns, bed: &Topology) {
 }
 
 /// iperf3 TCP both ways and UDP from `client` to the IPv4 host.
-fn iperf3_through_nat64(client: &Netns, bed: &Topology, tr: &RunningTranslator) {
+fn iperf3_through_nat64(client: &Netns, bed: &Topology, tr: &RunningDut) {
     for (what, args) in [
         ("TCP v6 -> v4", &[][..]),
         ("TCP v4 -> v6 (-R)", &["-R"][..]),
@@ -650,7 +650,7 @@ fn default_pool4_tests(test: &str, dataplane: Dataplane, workers: u16) {
         println!("skipped: {test}: no nft (nftables): {e}");
         return;
     }
-    let translator = Translator::Sixgate {
+    let translator = Dut::Sixgate {
         binary: BIN.into(),
         dataplane,
         extra_toml: default_pool4_config(workers),

@@ -12,7 +12,7 @@ use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
-    Dataplane, NAT64_TOML, Topology, TopologyOptions, Translator, addr, check_host, ifname,
+    Dataplane, Dut, NAT64_TOML, Topology, TopologyOptions, addr, check_host, ifname,
 };
 
 mod common;
@@ -73,7 +73,7 @@ fn rfc8781_host_learns_pool6_from_router_advertisements() {
         println!("skipped: {test}: {why}");
         return;
     }
-    let translator = Translator::Sixgate {
+    let translator = Dut::Sixgate {
         binary: BIN.into(),
         dataplane: Dataplane::Tun,
         extra_toml: format!(

@@ -22,17 +22,14 @@
 mod common;
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::Path;
-use std::sync::Once;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use common::{SERIAL, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping};
-use sixgate_netns::chain::{Chain, Plat, addr};
-use sixgate_netns::{
-    Background, Dataplane, RunningTranslator, ScratchDir, check_host, cleanup_stale,
-    list_namespaces,
+use common::{
+    Turn, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping, stop_cleanly,
 };
+use sixgate_netns::chain::{Chain, Plat, addr, ipv4only_hosts};
+use sixgate_netns::{Background, Dataplane, RunningDut, ScratchDir, check_host};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -50,8 +47,8 @@ fn plat() -> Plat {
 /// The running chain a test body gets.
 struct Running<'a> {
     chain: &'a Chain,
-    clat: RunningTranslator<'a>,
-    plat: RunningTranslator<'a>,
+    clat: RunningDut<'a>,
+    plat: RunningDut<'a>,
     dns: Background,
     plat_kind: Plat,
 }
@@ -81,33 +78,32 @@ impl Running<'_> {
 /// Build the chain, start dnsmasq, the PLAT and the CLAT, run `body`, stop both
 /// translators (they must stop cleanly) and check that the namespaces are gone.
 fn with_chain(test: &str, body: impl FnOnce(&Running)) {
-    with_chain_on(test, Dataplane::Tun, body);
+    with_chain_on(test, Dataplane::Tun, Dns::Fixed, body);
 }
 
-/// [`with_chain`] with the CLAT on data plane `clat_on`.
-fn with_chain_on(test: &str, clat_on: Dataplane, body: impl FnOnce(&Running)) {
+/// What the core's DNS server answers for `ipv4only.arpa`.
+enum Dns<'a> {
+    /// The PLAT prefix, TTL 300 s.
+    Fixed,
+    /// What this hosts file says, with this TTL (`Chain::start_dns_from`).
+    From(&'a Path, u32),
+}
+
+/// [`with_chain`] with the CLAT on data plane `clat_on` and DNS answers `dns`.
+fn with_chain_on(test: &str, clat_on: Dataplane, dns: Dns, body: impl FnOnce(&Running)) {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return;
     }
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    static CLEANUP: Once = Once::new();
-    CLEANUP.call_once(|| {
-        for what in cleanup_stale().unwrap_or_default() {
-            println!("removed stale {what}");
-        }
-    });
-    let t0 = Instant::now();
+    let mut turn = Turn::take(test);
     let plat_kind = plat();
     let chain = Chain::build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    let names: Vec<String> = chain
-        .namespaces()
-        .iter()
-        .map(|n| n.name().to_owned())
-        .collect();
-    let dns = chain
-        .start_dns()
-        .unwrap_or_else(|e| panic!("{test}: dnsmasq (scripts/setup.sh installs it): {e}"));
+    turn.expect_gone(chain.namespaces());
+    let dns = match dns {
+        Dns::Fixed => chain.start_dns(),
+        Dns::From(hosts, ttl) => chain.start_dns_from(hosts, ttl),
+    };
+    let dns = dns.unwrap_or_else(|e| panic!("{test}: dnsmasq (scripts/setup.sh installs it): {e}"));
     let bin = Path::new(BIN);
     let plat = chain
         .start_plat(bin, plat_kind)
@@ -129,32 +125,19 @@ fn with_chain_on(test: &str, clat_on: Dataplane, body: impl FnOnce(&Running)) {
         dns,
         plat_kind,
     };
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&running))) {
-        eprintln!("{test}: logs:\n{}", running.logs());
-        drop(running);
-        drop(chain);
-        resume_unwind(panic);
-    }
-    stop_cleanly(test, running);
+    turn.run(|| running.logs(), || body(&running));
+    stop_both(test, running);
     drop(chain);
-    let listed = list_namespaces().unwrap_or_else(|e| panic!("{e}"));
-    let left: Vec<&String> = names.iter().filter(|n| listed.contains(n)).collect();
-    assert!(left.is_empty(), "{test}: namespaces left behind: {left:?}");
-    println!("{test}: passed in {:.1} s", t0.elapsed().as_secs_f32());
+    turn.finish();
 }
 
 /// Stop both translators (each must stop cleanly) and dnsmasq.
-fn stop_cleanly(test: &str, running: Running) {
+fn stop_both(test: &str, running: Running) {
     let Running {
         clat, plat, dns, ..
     } = running;
     for (what, t) in [("CLAT", clat), ("PLAT", plat)] {
-        t.check_running()
-            .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
-        let stopped = t.stop().unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
-        stopped
-            .check_clean()
-            .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+        let stopped = stop_cleanly(test, what, t);
         if let Some(s) = &stopped.tun_stats {
             println!(
                 "{test}: {what} TUN: {} packets in, {} out; {}",
@@ -189,6 +172,46 @@ fn clat_discovers_the_plat_prefix() {
             dns.contains("query[AAAA] ipv4only.arpa"),
             "dnsmasq saw no query:\n{dns}"
         );
+    });
+}
+
+/// RFC 7050 §3: the CLAT asks again before the answer's TTL (2 s here) runs out
+/// and follows a changed prefix. It starts on a prefix nobody serves (ping
+/// fails), the DNS answer then changes to the PLAT's prefix, and without a
+/// restart ping gets through.
+#[test]
+fn clat_follows_a_changed_plat_prefix() {
+    let dir = ScratchDir::new("xlat7050").unwrap();
+    let hosts = dir.write("hosts", ipv4only_hosts("2001:db8:65::")).unwrap();
+    let test = "clat_follows_a_changed_plat_prefix";
+    with_chain_on(test, Dataplane::Tun, Dns::From(&hosts, 2), |r| {
+        let server = addr::SERVER.to_string();
+        let log = r.clat.log();
+        assert!(log.contains("using 2001:db8:65::/96"), "{log}");
+        let out = r.chain.client.run_timeout(
+            "ping",
+            ["-n", "-c", "1", "-W", "1", &server],
+            Duration::from_secs(5),
+        );
+        assert!(out.is_err(), "ping through an unserved prefix: {out:?}");
+        std::fs::write(&hosts, ipv4only_hosts("2001:db8:64::")).unwrap();
+        // dnsmasq re-reads --addn-hosts files on SIGHUP.
+        let pid = r.dns.pid().to_string();
+        let hup = std::process::Command::new("kill")
+            .args(["-HUP", &pid])
+            .status();
+        assert!(hup.is_ok_and(|s| s.success()), "kill -HUP {pid}");
+        let want = format!(
+            "PLAT prefix changed from 2001:db8:65::/96 to {}",
+            addr::PLAT_PREFIX
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !r.clat.log().contains(&want) {
+            assert!(Instant::now() < deadline, "no refresh:\n{}", r.logs());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let rtts = ping(&r.chain.client, &server, 3);
+        println!("after the change, ping {server}: RTT {rtts:?} ms");
     });
 }
 
@@ -233,7 +256,7 @@ fn iperf3_test(test: &str, what: &str, args: &'static [&'static str]) {
 }
 
 fn iperf3_test_on(test: &str, clat_on: Dataplane, what: &str, args: &'static [&'static str]) {
-    with_chain_on(test, clat_on, |r| {
+    with_chain_on(test, clat_on, Dns::Fixed, |r| {
         let server: IpAddr = addr::SERVER.into();
         let m = iperf3(&r.chain.client, &r.chain.server, server, server, args);
         let (mbit_s, detail) = (m.mbit_s, m.detail);
@@ -275,10 +298,15 @@ fn iperf3_udp_client_to_server() {
 /// The CLAT on the XDP data plane (docs/xdp.md): ping across the chain.
 #[test]
 fn ping_client_to_server_xdp_clat() {
-    with_chain_on("ping_client_to_server_xdp_clat", Dataplane::Xdp, |r| {
-        let rtts = ping(&r.chain.client, &addr::SERVER.to_string(), 5);
-        println!("ping {} (CLAT on XDP): RTT {rtts:?} ms", addr::SERVER);
-    });
+    with_chain_on(
+        "ping_client_to_server_xdp_clat",
+        Dataplane::Xdp,
+        Dns::Fixed,
+        |r| {
+            let rtts = ping(&r.chain.client, &addr::SERVER.to_string(), 5);
+            println!("ping {} (CLAT on XDP): RTT {rtts:?} ms", addr::SERVER);
+        },
+    );
 }
 
 /// The CLAT on XDP: TCP both ways with iperf3.

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use sixgate_netns::{
-    Dataplane, Topology, TopologyOptions, Translator, addr, check_host, cleanup_stale, interrupt,
+    Dataplane, Dut, Topology, TopologyOptions, addr, check_host, cleanup_stale, interrupt,
 };
 
 /// Run a command against the sixgate namespace test bed.
@@ -96,8 +96,8 @@ fn run(cli: &Cli) -> Result<ExitCode, String> {
         return Err("no command given; usage: sg-bed [OPTIONS] -- COMMAND [ARGS...]".into());
     };
     let translator = match cli.translator {
-        Which::Tayga => Translator::Tayga,
-        Which::Sixgate => Translator::Sixgate {
+        Which::Tayga => Dut::Tayga,
+        Which::Sixgate => Dut::Sixgate {
             binary: cli.sixgate.clone(),
             dataplane: Dataplane::parse(&cli.dataplane).map_err(|e| e.to_string())?,
             extra_toml: cli.extra_toml.clone(),

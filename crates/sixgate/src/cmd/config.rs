@@ -7,7 +7,10 @@ use super::CmdResult;
 /// `sixgate config` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Load and validate a configuration file, then summarise it.
+    /// Load and validate a configuration file, then summarise it: a gateway's
+    /// file (`sixgate run`) or a DNS64-only one (`sixgate dns64`). Every error
+    /// is reported (FILE:LINE:COLUMN each), and warnings for valid values that
+    /// are likely mistakes.
     Check {
         /// The TOML file (see docs/config.md).
         file: PathBuf,
@@ -25,12 +28,20 @@ pub enum Command {
 pub fn run(cmd: &Command) -> CmdResult {
     match cmd {
         Command::Check { file } => {
-            let loaded = sixgate_config::load(file).map_err(|e| e.to_string())?;
-            // Warnings (values against an RFC) do not fail the check.
-            for w in &loaded.warnings {
+            let checked = sixgate_config::check_file(file).map_err(|errors| {
+                // Every error, one a line; the count last.
+                let n = errors.len();
+                let mut lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+                if n > 1 {
+                    lines.push(format!("{}: {n} errors", file.display()));
+                }
+                lines.join("\n")
+            })?;
+            // Warnings (values against an RFC, likely mistakes) do not fail the check.
+            for w in checked.warnings() {
                 eprintln!("{w}");
             }
-            println!("{}: ok ({})", file.display(), loaded.describe());
+            println!("{}: ok ({})", file.display(), checked.describe());
             Ok(())
         }
         Command::Save { file, socket } => {

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
-    Context, Error, Netns, Proto, RunningTranslator, ScratchDir, Topology, TopologyOptions,
-    Translator, addr, check_host, cleanup_stale, interrupt, list_namespaces,
+    Context, Dut, Error, Netns, Proto, RunningDut, ScratchDir, Topology, TopologyOptions, addr,
+    check_host, cleanup_stale, interrupt, list_namespaces,
 };
 
 use super::CmdResult;
@@ -51,9 +51,9 @@ pub fn run(args: &Args) -> CmdResult {
                 None => std::env::current_exe()
                     .map_err(|e| format!("sixgate demo: cannot find this program: {e}"))?,
             };
-            Translator::sixgate(exe)
+            Dut::sixgate(exe)
         }
-        Which::Tayga => Translator::Tayga,
+        Which::Tayga => Dut::Tayga,
     };
     if let Err(why) = translator.check_available() {
         return Err(match args.translator {
@@ -88,11 +88,11 @@ fn indent(text: &str) -> String {
 
 /// The whole demo. Every early return (`?`) drops the translator and the bed, which
 /// removes them.
-fn demo(translator: &Translator) -> sixgate_netns::Result<()> {
+fn demo(translator: &Dut) -> sixgate_netns::Result<()> {
     let t0 = Instant::now();
     let who = match translator {
-        Translator::Sixgate { .. } => "sixgate",
-        Translator::Tayga => "TAYGA",
+        Dut::Sixgate { .. } => "sixgate",
+        Dut::Tayga => "TAYGA",
     };
     println!(
         "sixgate demo: an IPv6-only host and an IPv4-only web server talk through a stateless \
@@ -305,7 +305,7 @@ fn web(bed: &Topology, who: &str) -> sixgate_netns::Result<()> {
 }
 
 /// Stop the translator and show what it reported.
-fn stop(running: RunningTranslator<'_>) -> sixgate_netns::Result<()> {
+fn stop(running: RunningDut<'_>) -> sixgate_netns::Result<()> {
     let name = running.name();
     let stopped = running.stop()?;
     match name {

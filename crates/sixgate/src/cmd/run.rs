@@ -46,7 +46,7 @@ pub fn run(args: &Args) -> CmdResult {
         tracing::warn!("{w}");
     }
     // A CLAT may have to ask the network for its PLAT prefix first (RFC 7050).
-    crate::plat_discovery::settle_plat_prefix(&mut loaded)
+    let discovered = sixgate_dns64::plat_discovery::settle_plat_prefix(&mut loaded)
         .map_err(|e| format!("sixgate run: {e}"))?;
     // [dns64] serves next to the gateway. Its sockets are bound before the
     // gateway drops privileges, so port 53 works with `[daemon] user`.
@@ -97,19 +97,44 @@ pub fn run(args: &Args) -> CmdResult {
         .map_err(|e| format!("sixgate run: {e}"))?;
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let _ = workers.set(gw.crew().stats_handle());
-    // A CLAT that discovered its PLAT prefix keeps it across reloads.
-    let plat = loaded.config.map.pool6;
-    let prepare = move |l: &mut sixgate_config::Loaded| {
-        if let (
-            Some(sixgate_config::ClatSettings {
-                plat_prefix: sixgate_config::PlatPrefix::Discover { .. },
-                ..
-            }),
-            Some(p),
-        ) = (&l.clat, plat)
-        {
-            l.set_plat_prefix(p);
+    // A CLAT that discovered its PLAT prefix keeps it across reloads, and the
+    // latest one when RFC 7050 §3 refresh finds a new one.
+    let plat = Arc::new(std::sync::Mutex::new(loaded.config.map.pool6));
+    let prepare = {
+        let plat = plat.clone();
+        move |l: &mut sixgate_config::Loaded| {
+            let p = *plat.lock().unwrap_or_else(|p| p.into_inner());
+            if let (
+                Some(sixgate_config::ClatSettings {
+                    plat_prefix: sixgate_config::PlatPrefix::Discover { .. },
+                    ..
+                }),
+                Some(p),
+            ) = (&l.clat, p)
+            {
+                l.set_plat_prefix(p);
+            }
         }
+    };
+    let refresh = match (discovered, &loaded.clat, gw.live()) {
+        (Some(settled), Some(clat), Some(live)) => {
+            let clat = clat.clone();
+            // The running configuration (with runtime changes) under the new
+            // prefix; `plat` first, so that a change made meanwhile keeps it.
+            let apply = move |p| {
+                let old = plat.lock().unwrap_or_else(|p| p.into_inner()).replace(p);
+                let mut cfg = (*live.config()).clone();
+                clat.set_plat_prefix(&mut cfg, p);
+                live.apply(cfg).map(drop).map_err(|e| {
+                    *plat.lock().unwrap_or_else(|p| p.into_inner()) = old;
+                    e.to_string()
+                })
+            };
+            sixgate_dns64::plat_discovery::Refresher::spawn(settled, apply)
+                .map_err(|e| tracing::error!("CLAT: no RFC 7050 refresh: {e}"))
+                .ok()
+        }
+        _ => None,
     };
     // The API changes the running gateway, on either data plane.
     let api = match gw.live() {
@@ -153,6 +178,7 @@ pub fn run(args: &Args) -> CmdResult {
     tracing::info!(device = %gw.name(), "stopping: {why}");
     notify("STOPPING=1");
     let failed = matches!(why, sixgate_dataplane::Stop::WorkerFailed(_));
+    drop(refresh);
     if let Some(a) = api {
         a.stop();
     }

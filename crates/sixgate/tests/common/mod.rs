@@ -7,17 +7,96 @@
 use std::net::IpAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::process::Output;
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
-    Background, Netns, Proto, RunningTranslator, ScratchDir, Stopped, Topology, TopologyOptions,
-    Translator, cleanup_stale, list_namespaces,
+    Background, Dut, Netns, Proto, RunningDut, ScratchDir, Stopped, Topology, TopologyOptions,
+    cleanup_stale, list_namespaces,
 };
 
 /// Tests of one process take turns: on a 2-core machine parallel beds would
 /// share the CPU and throughput figures would mean nothing.
 pub static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A test's turn with a bed, the life cycle every bed test shares: take the
+/// turn ([`SERIAL`]; stale beds of crashed runs removed once per process), note
+/// the bed's namespaces ([`Turn::expect_gone`]), run the body with the logs
+/// dumped if it panics ([`Turn::run`]), stop each translator cleanly
+/// ([`stop_cleanly`]), and at [`Turn::finish`] check that the namespaces are
+/// gone.
+pub struct Turn {
+    test: String,
+    t0: Instant,
+    names: Vec<String>,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Turn {
+    /// Wait for this test's turn.
+    pub fn take(test: &str) -> Turn {
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        static CLEANUP: Once = Once::new();
+        CLEANUP.call_once(|| {
+            for what in cleanup_stale().unwrap_or_default() {
+                println!("removed stale {what}");
+            }
+        });
+        Turn {
+            test: test.to_owned(),
+            t0: Instant::now(),
+            names: Vec::new(),
+            _serial: serial,
+        }
+    }
+
+    /// These namespaces must be gone at [`Turn::finish`].
+    pub fn expect_gone<'a>(&mut self, namespaces: impl IntoIterator<Item = &'a Netns>) {
+        self.names
+            .extend(namespaces.into_iter().map(|n| n.name().to_owned()));
+    }
+
+    /// Run `body`; if it panics, print `logs()` (the translators' output) and
+    /// let the panic go on (unwinding stops the translators and tears the bed
+    /// down).
+    pub fn run<T>(&self, logs: impl FnOnce() -> String, body: impl FnOnce() -> T) -> T {
+        match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(v) => v,
+            Err(panic) => {
+                eprintln!("{}: logs:\n{}", self.test, logs());
+                resume_unwind(panic);
+            }
+        }
+    }
+
+    /// The bed is down: check that its namespaces are gone.
+    pub fn finish(self) {
+        let listed = list_namespaces().unwrap_or_else(|e| panic!("{e}"));
+        let left: Vec<&String> = self.names.iter().filter(|n| listed.contains(n)).collect();
+        assert!(
+            left.is_empty(),
+            "{}: namespaces left behind: {left:?}",
+            self.test
+        );
+        println!(
+            "{}: passed in {:.1} s",
+            self.test,
+            self.t0.elapsed().as_secs_f32()
+        );
+    }
+}
+
+/// Stop `dut` (`what`: "CLAT", "BR", …), which must still be running, exit 0 on
+/// SIGTERM and leave nothing behind; how it stopped.
+pub fn stop_cleanly(test: &str, what: &str, dut: RunningDut) -> Stopped {
+    dut.check_running()
+        .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+    let stopped = dut.stop().unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+    stopped
+        .check_clean()
+        .unwrap_or_else(|e| panic!("{test}: {what}: {e}"));
+    stopped
+}
 
 /// Build a bed, start `translator`, run `body`, stop the translator (it must
 /// stop cleanly) and check that the bed's namespaces are gone; how it stopped
@@ -26,24 +105,13 @@ pub static SERIAL: Mutex<()> = Mutex::new(());
 pub fn run_bed(
     test: &str,
     options: TopologyOptions,
-    translator: &Translator,
-    body: impl FnOnce(&Topology, &RunningTranslator),
+    translator: &Dut,
+    body: impl FnOnce(&Topology, &RunningDut),
 ) -> Stopped {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    static CLEANUP: Once = Once::new();
-    CLEANUP.call_once(|| {
-        for what in cleanup_stale().unwrap_or_default() {
-            println!("removed stale {what}");
-        }
-    });
-    let t0 = Instant::now();
+    let mut turn = Turn::take(test);
     let options = translator.bed_options(options);
     let bed = Topology::build(options).unwrap_or_else(|e| panic!("{test}: {e}"));
-    let names: Vec<String> = bed
-        .namespaces()
-        .iter()
-        .map(|n| n.name().to_owned())
-        .collect();
+    turn.expect_gone(bed.namespaces());
     let running = bed
         .start(translator)
         .unwrap_or_else(|e| panic!("{test}: {e}"));
@@ -52,19 +120,8 @@ pub fn run_bed(
         translator.describe(),
         running.ready_after().as_millis()
     );
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&bed, &running))) {
-        eprintln!("{test}: translator output:\n{}", running.log());
-        drop(running);
-        drop(bed);
-        resume_unwind(panic);
-    }
-    running
-        .check_running()
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
-    let stopped = running.stop().unwrap_or_else(|e| panic!("{test}: {e}"));
-    stopped
-        .check_clean()
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.run(|| running.log(), || body(&bed, &running));
+    let stopped = stop_cleanly(test, "translator", running);
     if let Some(s) = &stopped.tun_stats {
         println!(
             "{test}: TUN {} packets into the translator, {} out",
@@ -72,10 +129,7 @@ pub fn run_bed(
         );
     }
     drop(bed);
-    let listed = list_namespaces().unwrap_or_else(|e| panic!("{e}"));
-    let left: Vec<&String> = names.iter().filter(|n| listed.contains(n)).collect();
-    assert!(left.is_empty(), "{test}: namespaces left behind: {left:?}");
-    println!("{test}: passed in {:.1} s", t0.elapsed().as_secs_f32());
+    turn.finish();
     stopped
 }
 

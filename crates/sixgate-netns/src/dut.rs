@@ -13,11 +13,11 @@ use crate::netns::{LinkStats, Netns};
 use crate::process::{self, Background, ScratchDir, describe};
 use crate::topology::{TRANSLATOR_TOML, TopologyOptions, addr};
 
-/// Environment variable that picks the translator for [`Translator::from_env`]:
+/// Environment variable that picks the translator for [`Dut::from_env`]:
 /// `sixgate` (the default) or `tayga`.
 pub const ENV_TRANSLATOR: &str = "SIXGATE_E2E_TRANSLATOR";
 /// Environment variable naming the sixgate executable to test instead of the one
-/// passed to [`Translator::from_env`] (a release build, or a stand-in).
+/// passed to [`Dut::from_env`] (a release build, or a stand-in).
 pub const ENV_BINARY: &str = "SIXGATE_E2E_BINARY";
 /// Environment variable that picks sixgate's data plane: `tun` (the default) or
 /// `xdp`.
@@ -89,9 +89,10 @@ impl Dataplane {
     }
 }
 
-/// Which translator runs in the gateway.
+/// The device under test: which translator runs in the gateway. (Not the core's
+/// `Translator`: this is a program the bed starts.)
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Translator {
+pub enum Dut {
     /// `BINARY run --config FILE`, with a generated config: [`TRANSLATOR_TOML`], the
     /// data plane's section, then `extra_toml` merged over both (tables merge key by
     /// key, so `[tun]` / `mtu = 9000` adds to the generated `[tun]`). An
@@ -110,10 +111,10 @@ pub enum Translator {
     Tayga,
 }
 
-impl Translator {
+impl Dut {
     /// sixgate on the TUN data plane, no extra configuration.
-    pub fn sixgate(binary: impl Into<PathBuf>) -> Translator {
-        Translator::Sixgate {
+    pub fn sixgate(binary: impl Into<PathBuf>) -> Dut {
+        Dut::Sixgate {
             binary: binary.into(),
             dataplane: Dataplane::Tun,
             extra_toml: String::new(),
@@ -124,11 +125,11 @@ impl Translator {
     /// the default, or `tayga`), and for sixgate [`ENV_DATAPLANE`] and
     /// [`ENV_EXTRA_TOML`]. `sixgate_binary` is the sixgate executable to run, unless
     /// [`ENV_BINARY`] names another.
-    pub fn from_env(sixgate_binary: impl Into<PathBuf>) -> Result<Translator> {
+    pub fn from_env(sixgate_binary: impl Into<PathBuf>) -> Result<Dut> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let which = var(ENV_TRANSLATOR).unwrap_or_else(|| "sixgate".into());
         match which.trim() {
-            "sixgate" => Ok(Translator::Sixgate {
+            "sixgate" => Ok(Dut::Sixgate {
                 binary: var(ENV_BINARY)
                     .map(PathBuf::from)
                     .unwrap_or_else(|| sixgate_binary.into()),
@@ -140,7 +141,7 @@ impl Translator {
                 },
                 extra_toml: var(ENV_EXTRA_TOML).unwrap_or_default(),
             }),
-            "tayga" => Ok(Translator::Tayga),
+            "tayga" => Ok(Dut::Tayga),
             other => Err(Error::new(format!(
                 "{ENV_TRANSLATOR}={other:?}: expected \"sixgate\" or \"tayga\""
             ))),
@@ -151,7 +152,7 @@ impl Translator {
     /// complete checksums on the links and as many veth queues as workers.
     pub fn bed_options(&self, options: TopologyOptions) -> TopologyOptions {
         match self {
-            Translator::Sixgate {
+            Dut::Sixgate {
                 dataplane: Dataplane::Xdp,
                 extra_toml,
                 ..
@@ -172,13 +173,13 @@ impl Translator {
         }
     }
 
-    /// Every translator the environment asks for: as [`Translator::from_env`],
+    /// Every translator the environment asks for: as [`Dut::from_env`],
     /// but [`ENV_DATAPLANE`] may list several data planes (`tun,xdp`), and
     /// without it sixgate runs on each data plane the bed knows, so that one
     /// test run covers them all. TAYGA is one translator.
-    pub fn all_from_env(sixgate_binary: impl Into<PathBuf>) -> Result<Vec<Translator>> {
-        let one = Translator::from_env(sixgate_binary)?;
-        let Translator::Sixgate {
+    pub fn all_from_env(sixgate_binary: impl Into<PathBuf>) -> Result<Vec<Dut>> {
+        let one = Dut::from_env(sixgate_binary)?;
+        let Dut::Sixgate {
             binary, extra_toml, ..
         } = &one
         else {
@@ -196,7 +197,7 @@ impl Translator {
         };
         Ok(planes
             .into_iter()
-            .map(|dataplane| Translator::Sixgate {
+            .map(|dataplane| Dut::Sixgate {
                 binary: binary.clone(),
                 dataplane,
                 extra_toml: extra_toml.clone(),
@@ -207,22 +208,22 @@ impl Translator {
     /// `sixgate` or `tayga`.
     pub fn name(&self) -> &'static str {
         match self {
-            Translator::Sixgate { .. } => "sixgate",
-            Translator::Tayga => "tayga",
+            Dut::Sixgate { .. } => "sixgate",
+            Dut::Tayga => "tayga",
         }
     }
 
     /// A line for people: which program, which data plane.
     pub fn describe(&self) -> String {
         match self {
-            Translator::Sixgate {
+            Dut::Sixgate {
                 binary, dataplane, ..
             } => format!(
                 "sixgate run ({} data plane, {})",
                 dataplane.name(),
                 binary.display()
             ),
-            Translator::Tayga => "TAYGA (TUN data plane)".into(),
+            Dut::Tayga => "TAYGA (TUN data plane)".into(),
         }
     }
 
@@ -231,7 +232,7 @@ impl Translator {
     /// installed.
     pub fn check_available(&self) -> std::result::Result<(), String> {
         match self {
-            Translator::Sixgate { binary, .. } => {
+            Dut::Sixgate { binary, .. } => {
                 let mut cmd = Command::new(binary);
                 cmd.args(["run", "--help"]);
                 match process::capture(&mut cmd, Duration::from_secs(10)) {
@@ -247,7 +248,7 @@ impl Translator {
                     Err(e) => Err(e.to_string()),
                 }
             }
-            Translator::Tayga => {
+            Dut::Tayga => {
                 process::capture(Command::new("tayga").arg("--help"), Duration::from_secs(10))
                     .map(drop)
                     .map_err(|e| {
@@ -260,12 +261,12 @@ impl Translator {
     /// The configuration file the translator is started with.
     pub fn config(&self, data_dir: &Path) -> Result<String> {
         match self {
-            Translator::Sixgate {
+            Dut::Sixgate {
                 dataplane,
                 extra_toml,
                 ..
             } => sixgate_config(*dataplane, extra_toml).map(|c| c.text),
-            Translator::Tayga => Ok(tayga_config(data_dir)),
+            Dut::Tayga => Ok(tayga_config(data_dir)),
         }
     }
 
@@ -275,15 +276,15 @@ impl Translator {
     /// creates the TUN device and the routes itself (`tayga --mktun`, `ip route`);
     /// sixgate creates and routes its own, unless its config says
     /// `manage_routes = false`, in which case the bed adds the routes.
-    pub fn start<'a>(&self, gateway: &'a Netns) -> Result<RunningTranslator<'a>> {
+    pub fn start<'a>(&self, gateway: &'a Netns) -> Result<RunningDut<'a>> {
         crate::interrupt::check()?;
         match self {
-            Translator::Sixgate {
+            Dut::Sixgate {
                 binary,
                 dataplane,
                 extra_toml,
             } => start_sixgate(gateway, binary, *dataplane, extra_toml),
-            Translator::Tayga => start_tayga(gateway),
+            Dut::Tayga => start_tayga(gateway),
         }
         .context(format!("starting {} in {}", self.name(), gateway.name()))
     }
@@ -398,7 +399,7 @@ fn start_sixgate<'a>(
     binary: &Path,
     dataplane: Dataplane,
     extra: &str,
-) -> Result<RunningTranslator<'a>> {
+) -> Result<RunningDut<'a>> {
     let cfg = sixgate_config(dataplane, extra)?;
     let routes = ready_routes_for(&cfg.text);
     launch_sixgate(gateway, binary, cfg, routes)
@@ -430,7 +431,7 @@ pub fn start_sixgate_with_config<'a>(
     binary: &Path,
     config: &str,
     routes: &[&str],
-) -> Result<RunningTranslator<'a>> {
+) -> Result<RunningDut<'a>> {
     crate::interrupt::check()?;
     let table: toml::Table = config
         .parse()
@@ -445,7 +446,7 @@ fn launch_sixgate<'a>(
     binary: &Path,
     cfg: SixgateConfig,
     ready_routes: Vec<String>,
-) -> Result<RunningTranslator<'a>> {
+) -> Result<RunningDut<'a>> {
     let dir = ScratchDir::new("sixgate")?;
     // Each daemon its own API socket, so beds side by side do not collide on
     // the default one.
@@ -458,7 +459,7 @@ fn launch_sixgate<'a>(
     let command_line = describe(&cmd);
     let started = Instant::now();
     let process = Background::spawn(&mut cmd, format!("sixgate run in {}", gateway.name()))?;
-    let mut t = RunningTranslator {
+    let mut t = RunningDut {
         gateway,
         name: "sixgate",
         tun: cfg.tun,
@@ -502,14 +503,14 @@ fn with_api_socket(text: &str, default: &Path) -> Result<(String, PathBuf)> {
     Ok((text, default.to_owned()))
 }
 
-fn start_tayga(gateway: &Netns) -> Result<RunningTranslator<'_>> {
+fn start_tayga(gateway: &Netns) -> Result<RunningDut<'_>> {
     let dir = ScratchDir::new("tayga")?;
     let path = dir.write("tayga.conf", tayga_config(dir.path()))?;
     let conf = path.to_string_lossy().into_owned();
     let started = Instant::now();
     gateway.run("tayga", ["-c", &conf, "--mktun"])?;
     // From here on the struct owns the TUN device and deletes it on drop.
-    let mut t = RunningTranslator {
+    let mut t = RunningDut {
         gateway,
         name: "tayga",
         tun: TAYGA_TUN.into(),
@@ -554,10 +555,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A translator running in a bed's gateway. Dropping it stops it (SIGTERM) and
-/// removes its TUN device if it is still there; [`RunningTranslator::stop`] does
+/// removes its TUN device if it is still there; [`RunningDut::stop`] does
 /// the same and reports how it went.
 #[derive(Debug)]
-pub struct RunningTranslator<'a> {
+pub struct RunningDut<'a> {
     gateway: &'a Netns,
     name: &'static str,
     tun: String,
@@ -580,7 +581,7 @@ pub struct RunningTranslator<'a> {
     _dir: ScratchDir,
 }
 
-/// How a translator ended, from [`RunningTranslator::stop`].
+/// How a translator ended, from [`RunningDut::stop`].
 #[derive(Debug, Clone)]
 pub struct Stopped {
     /// Which translator.
@@ -638,7 +639,7 @@ impl Stopped {
     }
 }
 
-impl RunningTranslator<'_> {
+impl RunningDut<'_> {
     /// `sixgate` or `tayga`.
     pub fn name(&self) -> &'static str {
         self.name
@@ -829,7 +830,7 @@ impl RunningTranslator<'_> {
     }
 }
 
-impl Drop for RunningTranslator<'_> {
+impl Drop for RunningDut<'_> {
     fn drop(&mut self) {
         let running = lock(&self.process).is_some();
         if running || self.delete_tun_on_stop {

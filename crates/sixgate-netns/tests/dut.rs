@@ -1,13 +1,11 @@
-//! The `Translator::Sixgate` machinery (config, readiness, stop checks), exercised
+//! The `Dut::Sixgate` machinery (config, readiness, stop checks), exercised
 //! before `sixgate run` exists: a shell script stands in for the binary and runs
 //! TAYGA behind sixgate's command line. Skipped where namespaces cannot be made.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use sixgate_netns::{
-    Dataplane, ScratchDir, Topology, TopologyOptions, Translator, addr, check_host,
-};
+use sixgate_netns::{Dataplane, Dut, ScratchDir, Topology, TopologyOptions, addr, check_host};
 
 /// A stand-in for `sixgate run`: `run --help` succeeds; `run --config FILE` reads
 /// `[tun] name`, makes that TUN device with TAYGA, routes it (unless told
@@ -21,7 +19,7 @@ fn stand_in(test: &str) -> Option<(ScratchDir, PathBuf)> {
         return None;
     }
     // TAYGA is installed by scripts/setup.sh: its absence is a failure.
-    Translator::Tayga
+    Dut::Tayga
         .check_available()
         .unwrap_or_else(|why| panic!("{test}: {why}"));
     let dir = ScratchDir::new("standin").unwrap();
@@ -30,8 +28,8 @@ fn stand_in(test: &str) -> Option<(ScratchDir, PathBuf)> {
     Some((dir, path))
 }
 
-fn sixgate(binary: &Path, extra: &str) -> Translator {
-    Translator::Sixgate {
+fn sixgate(binary: &Path, extra: &str) -> Dut {
+    Dut::Sixgate {
         binary: binary.to_path_buf(),
         dataplane: Dataplane::Tun,
         extra_toml: extra.into(),
