@@ -434,6 +434,25 @@ mod tests {
         );
     }
 
+    /// Issue 20: `pool4 add ADDR` hands out what its help says, Jool's
+    /// 61001-65535, the same as a `pool4` entry in the file without ranges.
+    #[test]
+    fn pool4_add_without_ports_gets_the_default_range() {
+        let r = Running::parse(NAT64, "t.toml").unwrap();
+        let r = r
+            .pool4_add(&Pool4Row {
+                prefix: "192.0.2.8/30".into(),
+                ..Pool4Row::default()
+            })
+            .unwrap();
+        let n = r.loaded.config.nat64.as_ref().unwrap();
+        let d = sixgate_core::nat64::DEFAULT_POOL4_PORTS;
+        for e in &n.pool4 {
+            assert_eq!((e.tcp, e.udp, e.icmp), (d, d, d), "{e:?}");
+        }
+        assert_eq!((d.first, d.last), (61001, 65535));
+    }
+
     #[test]
     fn reload_refuses_keys_set_up_at_start() {
         let old = Running::parse(SIIT, "t.toml").unwrap().loaded;

@@ -34,13 +34,13 @@ pub enum Pool4 {
     Add {
         /// IPv4 prefix or address.
         prefix: String,
-        /// TCP ports, FIRST-LAST.
+        /// TCP ports, FIRST-LAST (default 61001-65535).
         #[arg(long, value_name = "RANGE")]
         tcp: Option<String>,
-        /// UDP ports, FIRST-LAST.
+        /// UDP ports, FIRST-LAST (default 61001-65535).
         #[arg(long, value_name = "RANGE")]
         udp: Option<String>,
-        /// ICMP identifiers, FIRST-LAST.
+        /// ICMP identifiers, FIRST-LAST (default 61001-65535).
         #[arg(long, value_name = "RANGE")]
         icmp: Option<String>,
         #[command(flatten)]
