@@ -663,3 +663,72 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("--input"));
 }
+
+/// Issue 20: a capture cut off mid-record (a killed tcpdump) keeps every
+/// complete packet: the output is written, the summary printed, and a warning
+/// names the record and byte offset where the capture ends (exit 0). A record
+/// whose captured length no capture has is damage: its own message, exit 1,
+/// output and summary still there.
+#[test]
+fn translate_a_capture_cut_short() {
+    let d = scratch("cut-short");
+    let whole = std::fs::read(Path::new(ROOT).join("samples/siit-demo.pcap")).unwrap();
+    let records = pcap_records(&whole);
+    let cut = write(&d, "cut.pcap", &whole[..whole.len() - 3]);
+    let out = d.join("out.pcap");
+    let args = |input: &str| {
+        [
+            "translate",
+            "--config",
+            "samples/siit.toml",
+            "--input",
+            input,
+            "--output",
+            out.to_str().unwrap(),
+        ]
+        .map(str::to_owned)
+    };
+    let run = |input: &str| {
+        let a = args(input);
+        sixgate(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let o = run(&cut);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    let input_row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("input packets"));
+    assert!(
+        input_row.is_some_and(|l| l.ends_with(&format!(" {}", records - 1))),
+        "{stdout}"
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{cut}: warning: the capture was cut short in the middle of record {records} (at byte offset "
+        )) && err.contains(&format!("it ends at byte {}", whole.len() - 3)),
+        "{err}"
+    );
+    assert!(std::fs::metadata(&out).unwrap().len() > 24);
+
+    // Record 2's captured length made absurd (the sample is little-endian).
+    let mut bad = whole.clone();
+    let first = 24 + 16 + u32::from_le_bytes(whole[32..36].try_into().unwrap()) as usize;
+    bad[first + 8..first + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let bad = write(&d, "bad.pcap", &bad);
+    let o = run(&bad);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).contains("input packets"),
+        "{}",
+        text(&o.stdout)
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{bad}: record 2 (at byte offset {first}) claims a captured length of 4294967295 bytes"
+        )),
+        "{err}"
+    );
+    assert!(out.exists());
+}
