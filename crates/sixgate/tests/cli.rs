@@ -732,3 +732,113 @@ fn translate_a_capture_cut_short() {
     );
     assert!(out.exists());
 }
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Issue 20: every control command finds the daemon without `--socket`:
+/// `--config FILE` (its `[daemon] socket`), then `SIXGATE_SOCKET`, then the
+/// default; `--socket` beats them all. No daemon runs here, so the refusal
+/// names the socket each one tried.
+#[test]
+fn control_commands_find_the_socket_from_config_or_environment() {
+    let d = scratch("find-socket");
+    let from_file = d.join("from-file.sock");
+    let cfg = write(
+        &d,
+        "gw.toml",
+        format!(
+            "[translator]\nmode = \"siit\"\npool6 = \"64:ff9b::/96\"\n[daemon]\nsocket = \"{}\"\n",
+            from_file.display()
+        )
+        .as_bytes(),
+    );
+    let commands: [&[&str]; 9] = [
+        &["show", "status"],
+        &["show", "bib"],
+        &["eam", "add", "198.18.1.0/24", "2001:db8:2::/120"],
+        &["pool4", "add", "192.0.2.8/30"],
+        &["bib", "remove", "tcp", "192.0.2.1", "80"],
+        &["session", "flush"],
+        &["reload"],
+        &["config", "save"],
+        &["show", "config"],
+    ];
+    let tried = |args: &[&str], env: Option<&str>| {
+        let mut c = Command::new(BIN);
+        c.args(args).current_dir(ROOT).env_remove("SIXGATE_SOCKET");
+        if let Some(e) = env {
+            c.env("SIXGATE_SOCKET", e);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = text(&o.stderr);
+        let at = err
+            .strip_prefix("cannot reach the sixgate daemon at ")
+            .unwrap_or_else(|| panic!("{args:?}: {err}"));
+        at[..at.find(": ").unwrap()].to_owned()
+    };
+    let env = d.join("from-env.sock");
+    let env = env.to_str().unwrap();
+    let flag = d.join("from-flag.sock");
+    let flag = flag.to_str().unwrap();
+    for c in commands {
+        let with_cfg = |extra: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = c.iter().map(|s| (*s).to_owned()).collect();
+            v.extend(["--config".to_owned(), cfg.clone()]);
+            v.extend(extra.iter().map(|s| (*s).to_owned()));
+            v
+        };
+        assert_eq!(
+            tried(&strs(&with_cfg(&[])), Some(env)),
+            from_file.to_str().unwrap(),
+            "{c:?}"
+        );
+        assert_eq!(tried(c, Some(env)), env, "{c:?}");
+        assert_eq!(
+            tried(&strs(&with_cfg(&["--socket", flag])), Some(env)),
+            flag,
+            "{c:?}"
+        );
+    }
+    assert_eq!(
+        tried(&["show", "status"], None),
+        "/run/sixgate/sixgate.sock"
+    );
+    // A file that does not load is named, not guessed around.
+    let o = sixgate(&["show", "status", "--config", "missing.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).starts_with("missing.toml: "),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Issue 20: one spelling for one thing. `session flush` says `--protocol` as
+/// `show sessions` does; `--proto` still works but is not advertised.
+#[test]
+fn protocol_option_is_spelt_one_way() {
+    for cmd in [
+        &["show", "sessions", "--help"][..],
+        &["session", "flush", "--help"],
+    ] {
+        let help = text(&sixgate(cmd).stdout);
+        assert!(help.contains("--protocol <PROTO>"), "{cmd:?}: {help}");
+        assert!(!help.contains("--proto "), "{cmd:?}: {help}");
+    }
+    let o = sixgate(&[
+        "session",
+        "flush",
+        "--proto",
+        "udp",
+        "--socket",
+        "/nonexistent.sock",
+    ]);
+    assert!(
+        text(&o.stderr).starts_with("cannot reach the sixgate daemon at /nonexistent.sock"),
+        "{}",
+        text(&o.stderr)
+    );
+}
