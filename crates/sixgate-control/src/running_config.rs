@@ -106,8 +106,21 @@ impl Running {
         })
     }
 
+    /// Refuse a NAT64 change (`what`) on a daemon of another mode, in terms of
+    /// the daemon: the user edited no file, so the file check's words would mislead.
+    fn needs_nat64(&self, what: &str) -> Result<(), Rejected> {
+        match self.loaded.mode {
+            sixgate_config::Mode::Nat64 => Ok(()),
+            m => Err(Rejected::Conflict(format!(
+                "{what}: the daemon runs mode {m}, which has no {what}; it belongs to \
+                 stateful NAT64 (mode nat64, RFC 6146), and a mode changes only with a restart"
+            ))),
+        }
+    }
+
     /// RFC 6146 §2: one more pool4 prefix.
     pub fn pool4_add(&self, row: &Pool4Row) -> Result<Running, Rejected> {
+        self.needs_nat64("pool4")?;
         let key = v4_prefix("prefix", &row.prefix)?;
         self.edited(|t| {
             let list = array(t, "nat64", "pool4")?;
@@ -134,6 +147,7 @@ impl Running {
 
     /// RFC 6146 §2: take a pool4 prefix out (its sessions drain).
     pub fn pool4_remove(&self, row: &Pool4Row) -> Result<Running, Rejected> {
+        self.needs_nat64("pool4")?;
         let key = v4_prefix("prefix", &row.prefix)?;
         self.edited(|t| {
             let list = array(t, "nat64", "pool4")?;
@@ -148,6 +162,7 @@ impl Running {
 
     /// RFC 6146 §3.1: one more static BIB entry.
     pub fn bib_add(&self, row: &StaticBibRow) -> Result<Running, Rejected> {
+        self.needs_nat64("static BIB")?;
         let key = bib_key(row)?;
         let ipv6 = row
             .ipv6
@@ -176,6 +191,7 @@ impl Running {
 
     /// RFC 6146 §3.1: take a static BIB entry out (by proto, ipv4, port4).
     pub fn bib_remove(&self, row: &StaticBibRow) -> Result<Running, Rejected> {
+        self.needs_nat64("static BIB")?;
         let key = bib_key(row)?;
         self.edited(|t| {
             let list = array(t, "nat64", "static_bib")?;
@@ -196,8 +212,7 @@ impl Running {
 pub fn check_reload(old: &Loaded, new: &Loaded) -> Result<(), String> {
     let refuse = |key: &str| {
         Err(format!(
-            "{key} cannot change while the daemon runs (restart it); the running \
-             configuration is unchanged"
+            "{key} cannot change while the daemon runs (restart it)"
         ))
     };
     if old.mode != new.mode {
@@ -434,6 +449,36 @@ mod tests {
         );
     }
 
+    /// Issue 20: pool4 and BIB changes on a SIIT daemon say what the daemon
+    /// runs, not what "this file" has (no file was edited).
+    #[test]
+    fn nat64_changes_on_another_mode_name_the_daemons_mode() {
+        let r = Running::parse(SIIT, "t.toml").unwrap();
+        let e = r
+            .pool4_add(&Pool4Row {
+                prefix: "192.0.2.8/30".into(),
+                ..Pool4Row::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("pool4: the daemon runs mode siit"), "{e}");
+        assert!(!e.contains("file"), "{e}");
+        let e = r
+            .bib_remove(&StaticBibRow {
+                proto: "tcp".into(),
+                ipv6: None,
+                port6: None,
+                ipv4: "192.0.2.1".into(),
+                port4: 80,
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("static BIB: the daemon runs mode siit"),
+            "{e}"
+        );
+    }
+
     /// Issue 20: `pool4 add ADDR` hands out what its help says, Jool's
     /// 61001-65535, the same as a `pool4` entry in the file without ranges.
     #[test]
@@ -459,7 +504,10 @@ mod tests {
         let new = Running::parse(&format!("{SIIT}[tun]\nname = \"other0\"\n"), "t.toml")
             .unwrap()
             .loaded;
-        assert!(check_reload(&old, &new).unwrap_err().starts_with("[tun]"));
+        let e = check_reload(&old, &new).unwrap_err();
+        assert!(e.starts_with("[tun]"), "{e}");
+        // The reload path says "unchanged" once for every refusal, not here too.
+        assert!(!e.contains("unchanged"), "{e}");
         let xdp = "[daemon]\ndataplane = \"xdp\"\n[xdp]\nipv6_interface = \"a\"\n\
                    ipv4_interface = \"b\"\n";
         let new = Running::parse(&format!("{SIIT}{xdp}"), "t.toml")

@@ -14,10 +14,13 @@ use super::CmdResult;
 /// Arguments of `sixgate run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Configuration file (TOML, see docs/config.md): [translator], [daemon], [tun].
+    /// Configuration file (TOML; sixgate.toml(5), docs/config.md): [translator],
+    /// [nat64], [clat], [mapt], [daemon] (dataplane "tun" or "xdp"), [tun],
+    /// [xdp], [dns64], [pref64], [metrics], [log].
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
-    /// On exit leave the TUN device and its routes in place (as `[tun] keep = true`).
+    /// On exit leave the TUN device and its routes in place (as `[tun] keep = true`;
+    /// the TUN data plane only).
     #[arg(long)]
     pub keep: bool,
 }
