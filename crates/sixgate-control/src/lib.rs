@@ -21,6 +21,7 @@ pub mod logging;
 pub mod metrics;
 pub mod notify;
 pub mod reload_status;
+pub mod rfc3339;
 pub mod running_config;
 pub mod syslog;
 

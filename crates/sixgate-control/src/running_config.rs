@@ -12,6 +12,22 @@ use toml::{Table, Value};
 
 use crate::api::types::{EamRow, Pool4Row, StaticBibRow};
 
+/// The sections in the order docs/config.md describes them (a test keeps the
+/// two in step); rendered in this order.
+pub const SECTION_ORDER: &[&str] = &[
+    "translator",
+    "nat64",
+    "daemon",
+    "tun",
+    "xdp",
+    "clat",
+    "mapt",
+    "dns64",
+    "pref64",
+    "metrics",
+    "log",
+];
+
 /// Where errors in the edited table are said to be.
 const ORIGIN: &str = "running configuration";
 
@@ -50,10 +66,29 @@ impl Running {
         Ok(Running { table, loaded })
     }
 
-    /// As TOML text: a file that reproduces this state.
+    /// As TOML text: a file that reproduces this state, its sections in the
+    /// order docs/config.md describes them ([`SECTION_ORDER`]), not the table's
+    /// alphabetical one, so `[translator]` leads as in every sample.
     pub fn render(&self) -> String {
         let mut s = String::from("# sixgate running configuration (sixgate config save)\n");
-        s.push_str(&toml::to_string(&self.table).unwrap_or_default());
+        let rank = |k: &str| {
+            SECTION_ORDER
+                .iter()
+                .position(|o| *o == k)
+                .unwrap_or(usize::MAX)
+        };
+        let mut keys: Vec<&String> = self.table.keys().collect();
+        keys.sort_by_key(|k| rank(k));
+        let mut first = true;
+        for k in keys {
+            let mut one = Table::new();
+            one.insert(k.clone(), self.table[k.as_str()].clone());
+            if !first {
+                s.push('\n');
+            }
+            first = false;
+            s.push_str(&toml::to_string(&one).unwrap_or_default());
+        }
         s
     }
 
@@ -496,6 +531,35 @@ mod tests {
             assert_eq!((e.tcp, e.udp, e.icmp), (d, d, d), "{e:?}");
         }
         assert_eq!((d.first, d.last), (61001, 65535));
+    }
+
+    /// Issue 20: `show config` lists sections as docs/config.md does,
+    /// `[translator]` first and `[daemon]` after `[nat64]`, and the text still
+    /// reproduces the state.
+    #[test]
+    fn rendered_sections_follow_docs_config_md() {
+        let md = include_str!("../../../docs/config.md");
+        let documented: Vec<&str> = md
+            .lines()
+            .filter_map(|l| l.strip_prefix("## `[")?.strip_suffix("]`"))
+            .collect();
+        assert_eq!(documented, SECTION_ORDER);
+        let text = format!(
+            "[tun]\nname = \"sg0\"\n[daemon]\nworkers = 2\n{NAT64}[log]\nlevel = \"debug\"\n"
+        );
+        let r = Running::parse(&text, "t.toml").unwrap();
+        let out = r.render();
+        let heads: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with('[') && !l.starts_with("[["))
+            .collect();
+        assert_eq!(
+            heads,
+            ["[translator]", "[nat64]", "[daemon]", "[tun]", "[log]"],
+            "{out}"
+        );
+        let again = Running::parse(&out, "saved.toml").unwrap();
+        assert_eq!(again.render(), out);
     }
 
     #[test]

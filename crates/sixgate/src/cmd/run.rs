@@ -182,10 +182,10 @@ pub fn run(args: &Args) -> CmdResult {
         println!("sixgate: per worker: {}", per.join(", "));
     }
     if let Some(t) = dns64 {
-        println!("sixgate dns64: {:?}", t.stop());
+        println!("sixgate dns64: {}", t.stop().summary());
     }
     if let Some(t) = pref64 {
-        println!("sixgate pref64: {:?}", t.stop());
+        println!("sixgate pref64: {}", t.stop().summary());
     }
     for e in &report.errors {
         tracing::error!("{e}");

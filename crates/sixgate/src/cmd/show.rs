@@ -115,15 +115,21 @@ pub fn run(args: &Args) -> CmdResult {
         What::Status => {
             let s: Status = c.get("/v1/status")?;
             let r = &s.reload;
+            // Times for people: RFC 3339 (UTC); the JSON keeps Unix seconds.
+            let at = sixgate_control::rfc3339::utc;
             let last = match (&r.last_error, r.last_unix_s) {
                 (_, 0) => "never".to_owned(),
-                (None, t) => format!("ok at {t} (Unix time)"),
-                (Some(e), t) => format!("FAILED at {t} (Unix time): {e}"),
+                (None, t) => format!("ok at {}", at(t)),
+                (Some(e), t) => format!("FAILED at {}: {e}", at(t)),
             };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
             let mut t = Table::new(&["field", "value"]);
             for (k, v) in [
                 ("version", s.version.clone()),
                 ("mode", s.mode.clone()),
+                ("started", at(now.saturating_sub(s.uptime_s))),
                 ("uptime_s", s.uptime_s.to_string()),
                 ("workers", s.workers.to_string()),
                 ("device", s.device.clone()),
