@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod client;
+pub mod first_drops;
 pub mod format;
 pub mod logging;
 pub mod metrics;

@@ -100,6 +100,18 @@ pub fn run(args: &Args) -> CmdResult {
         .map_err(|e| format!("sixgate run: {e}"))?;
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let _ = workers.set(gw.stats_handle());
+    // The first drop of each kind is logged once, with a hint; read from the
+    // published counters, never on the packet path.
+    let stats = gw.stats_handle();
+    let first_drops = sixgate_control::first_drops::Watcher::spawn(move || {
+        let mut total = sixgate_core::Counters::default();
+        for w in stats.worker_snapshots() {
+            total.merge(&w.core);
+        }
+        Some(total)
+    })
+    .map_err(|e| tracing::warn!("no first-drop log: cannot start its thread: {e}"))
+    .ok();
     // A CLAT that discovered its PLAT prefix keeps it across reloads.
     let plat = loaded.config.map.pool6;
     let prepare = move |l: &mut sixgate_config::Loaded| {
@@ -161,6 +173,9 @@ pub fn run(args: &Args) -> CmdResult {
     }
     if let Some(m) = metrics {
         m.stop();
+    }
+    if let Some(f) = first_drops {
+        f.stop();
     }
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
