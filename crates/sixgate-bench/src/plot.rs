@@ -6,6 +6,7 @@
 //! with the system's fonts, so both formats show the same picture.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use resvg::{tiny_skia, usvg};
 use serde_json::Value;
 
@@ -159,9 +160,13 @@ fn text(e: impl std::fmt::Display) -> String {
     format!("plot: {e}")
 }
 
+/// One frame size of the throughput chart: (median, 1st, 99th percentile)
+/// frames/s, or `None` when no trial at that size was valid (a gap).
+type SizePoint = (f64, Option<(f64, f64, f64)>);
+
 enum Panel {
-    /// (IPv6 frame size, median, 1st, 99th percentile) frames/s.
-    Throughput(Vec<(f64, f64, f64, f64)>),
+    /// Per IPv6 frame size, its throughput or a gap.
+    Throughput(Vec<SizePoint>),
     /// (rate, loss %) per frame size.
     Loss(Vec<(u64, Vec<(f64, f64)>)>),
     /// (label, min, typical, worst, max) microseconds.
@@ -172,16 +177,17 @@ fn panels(v: &Value) -> Vec<Panel> {
     let mut out = Vec::new();
     let f = |x: &Value| x.as_f64().unwrap_or(0.0);
     if let Some(t) = v["throughput"].as_array() {
-        let pts: Vec<_> = t
+        let pts: Vec<SizePoint> = t
             .iter()
-            .filter(|r| r["fps"].is_object())
             .map(|r| {
-                (
-                    f(&r["frame_size"]),
-                    f(&r["fps"]["median"]),
-                    f(&r["fps"]["p1"]),
-                    f(&r["fps"]["p99"]),
-                )
+                let fps = (r["fps"].is_object() && has_valid_trial(r)).then(|| {
+                    (
+                        f(&r["fps"]["median"]),
+                        f(&r["fps"]["p1"]),
+                        f(&r["fps"]["p99"]),
+                    )
+                });
+                (f(&r["frame_size"]), fps)
             })
             .collect();
         if !pts.is_empty() {
@@ -233,6 +239,43 @@ fn panels(v: &Value) -> Vec<Panel> {
     out
 }
 
+/// Whether any trial of a throughput row was valid (the sender kept to its
+/// schedule, RFC 8219 §5). Without one the rate found (0) measures the tester,
+/// not the DUT: the chart leaves a gap there instead of a point at 0 frames/s.
+/// A row without `searches` (an older result) is taken at its word.
+fn has_valid_trial(row: &Value) -> bool {
+    let Some(searches) = row["searches"].as_array() else {
+        return true;
+    };
+    searches
+        .iter()
+        .filter_map(|s| s["steps"].as_array())
+        .flatten()
+        .any(|step| step["outcome"]["valid"].as_bool() != Some(false))
+}
+
+/// An axis tick for people: whole numbers, thousands as k and millions as M
+/// (`35k`, `1.25M`), not `35000.0`.
+fn tick(v: f64) -> String {
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            s
+        }
+    };
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{}M", trim(format!("{:.2}", v / 1e6)))
+    } else if a >= 1e3 {
+        format!("{}k", trim(format!("{:.1}", v / 1e3)))
+    } else if a >= 10.0 || v.fract().abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        trim(format!("{v:.1}"))
+    }
+}
+
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 /// A chart of [`throughput`], [`loss`] or [`latency`]: f64 on both axes.
 type Chart<'a, 'b> = ChartContext<
@@ -243,17 +286,33 @@ type Chart<'a, 'b> = ChartContext<
 
 /// The series labels, in the same box on every chart.
 fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Result<(), String> {
+    legend_at(chart, SeriesLabelPosition::MiddleRight)
+}
+
+/// The series labels at `pos`.
+fn legend_at<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    pos: SeriesLabelPosition,
+) -> Result<(), String> {
     chart
         .configure_series_labels()
+        .position(pos)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
         .map_err(text)
 }
 
-fn throughput(area: &Area<'_>, pts: &[(f64, f64, f64, f64)]) -> Result<(), String> {
+fn throughput(area: &Area<'_>, pts: &[SizePoint]) -> Result<(), String> {
+    let measured: Vec<(f64, (f64, f64, f64))> =
+        pts.iter().filter_map(|&(x, p)| Some((x, p?))).collect();
     let xmax = pts.iter().map(|p| p.0).fold(0.0, f64::max) * 1.05 + 10.0;
-    let ymax = pts.iter().map(|p| p.3.max(p.1)).fold(0.0, f64::max) * 1.15 + 1.0;
+    let ymax = measured
+        .iter()
+        .map(|(_, p)| p.2.max(p.0))
+        .fold(0.0, f64::max)
+        * 1.15
+        + 1.0;
     let mut chart = ChartBuilder::on(area)
         .caption(
             "Throughput (RFC 8219 §7.1), frames/s per direction",
@@ -268,28 +327,65 @@ fn throughput(area: &Area<'_>, pts: &[(f64, f64, f64, f64)]) -> Result<(), Strin
         .configure_mesh()
         .x_desc("IPv6 frame size, bytes (IPv4 = −20)")
         .y_desc("frames/s")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| tick(*v))
         .draw()
         .map_err(text)?;
-    chart
-        .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), &BLUE))
-        .map_err(text)?
-        .label("median")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
+    // The median line runs between measured neighbours only: a frame size
+    // without a valid trial breaks it.
+    let runs = pts.split(|p| p.1.is_none()).filter(|r| !r.is_empty());
+    for (i, run) in runs.enumerate() {
+        let line = chart
+            .draw_series(LineSeries::new(
+                run.iter().filter_map(|&(x, p)| Some((x, p?.0))),
+                &BLUE,
+            ))
+            .map_err(text)?;
+        if i == 0 {
+            line.label("median")
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
+        }
+    }
     chart
         .draw_series(
-            pts.iter()
-                .map(|p| Circle::new((p.0, p.1), 4, BLUE.filled())),
+            measured
+                .iter()
+                .map(|&(x, p)| Circle::new((x, p.0), 4, BLUE.filled())),
         )
         .map_err(text)?;
     chart
         .draw_series(
-            pts.iter()
-                .map(|p| PathElement::new([(p.0, p.2), (p.0, p.3)], RED.stroke_width(2))),
+            measured
+                .iter()
+                .map(|&(x, p)| PathElement::new([(x, p.1), (x, p.2)], RED.stroke_width(2))),
         )
         .map_err(text)?
         .label("1st–99th percentile")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
-    legend(&mut chart)
+    let gaps: Vec<f64> = pts.iter().filter(|p| p.1.is_none()).map(|p| p.0).collect();
+    if !gaps.is_empty() {
+        let grey = RGBColor(150, 150, 150);
+        let style = ("sans-serif", 13)
+            .into_font()
+            .color(&grey)
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        chart
+            .draw_series(
+                gaps.iter()
+                    .map(|&x| PathElement::new([(x, 0.0), (x, ymax * 0.45)], grey.stroke_width(2))),
+            )
+            .map_err(text)?
+            .label("no valid trial")
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], grey.stroke_width(2)));
+        chart
+            .draw_series(
+                gaps.iter()
+                    .map(|&x| Text::new("no valid trial", (x, ymax * 0.47), style.clone())),
+            )
+            .map_err(text)?;
+    }
+    // Throughput falls with frame size: the lower right is where no point is.
+    legend_at(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
 fn loss(area: &Area<'_>, series: &[(u64, Vec<(f64, f64)>)]) -> Result<(), String> {
@@ -316,6 +412,8 @@ fn loss(area: &Area<'_>, series: &[(u64, Vec<(f64, f64)>)]) -> Result<(), String
         .configure_mesh()
         .x_desc("offered frames/s per direction")
         .y_desc("loss, %")
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .draw()
         .map_err(text)?;
     for (i, (size, pts)) in series.iter().enumerate() {
@@ -358,6 +456,7 @@ fn latency(area: &Area<'_>, rows: &[(String, f64, f64, f64, f64)]) -> Result<(),
             }
         })
         .y_desc("µs")
+        .y_label_formatter(&|v| tick(*v))
         .draw()
         .map_err(text)?;
     for (i, r) in rows.iter().enumerate() {
@@ -430,6 +529,57 @@ mod tests {
         assert!(err.contains(".gif") && err.contains(".png"), "{err}");
         assert!(render("{}", &out, None).unwrap_err().contains("to plot"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 20: ticks are whole numbers with k and M, never `35000.0`.
+    #[test]
+    fn ticks_read_like_numbers() {
+        let cases = [
+            (0.0, "0"),
+            (84.0, "84"),
+            (35_000.0, "35k"),
+            (250_000.0, "250k"),
+            (1_500.0, "1.5k"),
+            (1_000_000.0, "1M"),
+            (1_250_000.0, "1.25M"),
+            (2.5, "2.5"),
+            (12.0, "12"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(tick(v), want, "{v}");
+        }
+    }
+
+    /// Issue 20: a frame size whose trials were all invalid is a gap marked
+    /// "no valid trial", not a point at 0 frames/s the line runs down to.
+    #[test]
+    fn a_size_without_a_valid_trial_is_a_marked_gap() {
+        let step = |valid: bool| serde_json::json!({"rate": 1000, "outcome": {"sent": 1, "received": 1, "valid": valid}});
+        let row = |size: u64, median: u64, valid: bool| {
+            serde_json::json!({
+                "frame_size": size,
+                "fps": {"median": median, "p1": median, "p99": median, "count": 1},
+                "searches": [{"rate": median, "steps": [step(valid)]}]
+            })
+        };
+        let v = serde_json::json!({
+            "dut": "t", "machine": {"model": "m"},
+            "throughput": [row(84, 350_000, true), row(512, 0, false), row(1518, 200_000, true)]
+        });
+        let Panel::Throughput(pts) = &panels(&v)[0] else {
+            panic!("no throughput panel")
+        };
+        assert_eq!(pts[1], (512.0, None));
+        assert_eq!(pts[0].1.map(|p| p.0), Some(350_000.0));
+        let svg = draw(&v).unwrap();
+        assert!(svg.contains("no valid trial"), "{svg}");
+        assert!(!svg.contains("350000.0") && svg.contains("350k"), "ticks");
+        // A valid trial that found 0 frames/s is a measurement: drawn.
+        let v = serde_json::json!({"throughput": [row(84, 0, true)]});
+        let Panel::Throughput(pts) = &panels(&v)[0] else {
+            panic!()
+        };
+        assert_eq!(pts[0], (84.0, Some((0.0, 0.0, 0.0))));
     }
 
     /// The PNG is the SVG rasterised: a valid PNG (signature, IHDR first) of

@@ -22,21 +22,13 @@ use crate::value::{
     MAX_SESSIONS, Timer, clean_v4_prefix, int_in, mask_v4, quoted_list, timeout, v4_addr, v6_addr,
 };
 
-/// Default TCP and UDP ports of a pool4 entry that gives none: every port. pool4
-/// addresses are the translator's own (routed to it), so nothing else on the host
-/// competes for them, and static BIB entries for well-known ports (a web server
-/// on port 80) need the low range (RFC 6146 §3.5.1.1 also keeps well-known source
-/// ports in the well-known range). Port 0 is not a port.
-pub(crate) const DEFAULT_PORTS: PortRange = PortRange {
-    first: 1,
-    last: 65535,
-};
-
-/// Default ICMP query identifiers of a pool4 entry: all of them (0 is a valid one).
-pub(crate) const DEFAULT_ICMP_IDS: PortRange = PortRange {
-    first: 0,
-    last: 65535,
-};
+/// Ports and ICMP identifiers of a pool4 entry that gives none: Jool's
+/// 61001-65535, the same default as `sixgate pool4 add ADDR` (which writes such
+/// an entry) and as the gateway's own address when there is no `pool4` key. The
+/// privileged and well-known ports stay out of the dynamic range unless the
+/// operator gives them; static BIB entries may still use any port of a pool4
+/// address (the range is what the translator hands out by itself).
+pub(crate) const DEFAULT_PORTS: PortRange = sixgate_core::nat64::DEFAULT_POOL4_PORTS;
 
 /// Most addresses pool4 may hold in all (a /16).
 pub(crate) const POOL4_MAX_ADDRESSES: u64 = 65_536;
@@ -271,7 +263,7 @@ fn pool4(
                     prefix_len,
                     tcp: DEFAULT_PORTS,
                     udp: DEFAULT_PORTS,
-                    icmp: DEFAULT_ICMP_IDS,
+                    icmp: DEFAULT_PORTS,
                 }
             }
             Pool4Item::Table(t) => {
@@ -287,7 +279,7 @@ fn pool4(
                     prefix_len,
                     tcp: range("tcp", &t.tcp, DEFAULT_PORTS, 1)?,
                     udp: range("udp", &t.udp, DEFAULT_PORTS, 1)?,
-                    icmp: range("icmp", &t.icmp, DEFAULT_ICMP_IDS, 0)?,
+                    icmp: range("icmp", &t.icmp, DEFAULT_PORTS, 0)?,
                 }
             }
         };
@@ -456,36 +448,18 @@ fn static_bib(
         let port6 = int_in(cx, &format!("static_bib[{i}].port6"), &s.port6, lo, 65535)? as u16;
         let v4: Ipv4Addr = v4_addr(cx, &format!("static_bib[{i}].ipv4"), &s.ipv4)?;
         let port4 = int_in(cx, &format!("static_bib[{i}].port4"), &s.port4, lo, 65535)? as u16;
-        let owner = pool4.iter().find(|p| {
-            let r = p.range(proto);
-            mask_v4(v4, p.prefix_len) == p.addr && r.contains(port4)
-        });
-        if owner.is_none() {
-            let held: Vec<String> = pool4
-                .iter()
-                .filter(|p| mask_v4(v4, p.prefix_len) == p.addr)
-                .map(|p| {
-                    let r = p.range(proto);
-                    format!("{}-{}", r.first, r.last)
-                })
-                .collect();
-            let why = if held.is_empty() {
-                format!("{v4} is not in pool4")
-            } else {
-                format!(
-                    "pool4 holds {} {} of {v4}, not {port4}",
-                    proto_name(proto),
-                    held.join(", ")
-                )
-            };
+        // The address must be pool4's (RFC 6146 §3.5.1: BIB entries use pool4's
+        // transport addresses); the port may be any: a pool4 range is what the
+        // translator hands out by itself, and a published server usually wants a
+        // well-known port below it (Jool's default range starts at 61001).
+        if !pool4.iter().any(|p| mask_v4(v4, p.prefix_len) == p.addr) {
             return Err(cx.err(
                 e.span(),
                 format!(
-                    "static_bib[{i}] ({} {v4}:{port4}): {why}; expected an IPv4 address and \
-                     {} held by pool4 (RFC 6146 §3.5.1: BIB entries use pool4's transport \
-                     addresses)",
+                    "static_bib[{i}] ({} {v4}:{port4}): {v4} is not in pool4; expected an \
+                     IPv4 address of pool4 (RFC 6146 §3.5.1: BIB entries use pool4's \
+                     transport addresses)",
                     s.proto.get_ref(),
-                    proto_name(proto),
                 ),
             ));
         }

@@ -88,7 +88,10 @@ pub(crate) fn section(
         None => {
             return Err(cx.err(
                 header,
-                "[translator] has no `mode`; expected mode = \"siit\" or mode = \"nat64\"",
+                format!(
+                    "[translator] has no `mode`; expected mode = one of {}",
+                    quoted_list(KNOWN_MODES)
+                ),
             ));
         }
     };
@@ -317,11 +320,16 @@ fn mode(cx: &Cx<'_>, m: &Spanned<String>) -> Result<Mode, ConfigError> {
             "mode",
             m,
             "unknown mode",
-            format_args!(
-                "one of {} (supported: {})",
-                quoted_list(KNOWN_MODES),
-                quoted_list(SUPPORTED_MODES)
-            ),
+            // The choices once; the planned ones only when there are any.
+            if PLANNED_MODES.is_empty() {
+                format!("one of {}", quoted_list(KNOWN_MODES))
+            } else {
+                format!(
+                    "one of {} (supported: {})",
+                    quoted_list(KNOWN_MODES),
+                    quoted_list(SUPPORTED_MODES)
+                )
+            },
         )),
     }
 }
@@ -380,9 +388,9 @@ fn eam(cx: &Cx<'_>, cfg: &mut Config, i: usize, e: &Spanned<EamEntry>) -> Result
             cx.err(
                 e.span(),
                 format!(
-                    "eam[{i}] = {{ ipv4 = {:?}, ipv6 = {:?} }}: overlaps {which} \
-                     ({}/{} <-> {}/{}); expected EAM entries that do not overlap on either side \
-                     (RFC 7757 §3)",
+                    "eam[{i}] = {{ ipv4 = {:?}, ipv6 = {:?} }}: the same IPv4 or IPv6 prefix \
+                     as {which} ({}/{} <-> {}/{}); expected each prefix in one entry at most \
+                     (nested prefixes are fine: the longest match wins, RFC 7757 §3.2)",
                     entry.ipv4.get_ref(),
                     entry.ipv6.get_ref(),
                     Ipv4Addr::from(other.v4),

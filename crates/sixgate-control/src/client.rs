@@ -78,7 +78,7 @@ impl Client {
         let mut s = UnixStream::connect(&self.socket).map_err(|e| {
             format!(
                 "cannot reach the sixgate daemon at {}: {e} (is `sixgate run` running? \
-                 see --socket)",
+                 see --socket, --config or SIXGATE_SOCKET)",
                 self.socket.display()
             )
         })?;

@@ -16,11 +16,13 @@
 
 pub mod api;
 pub mod client;
+pub mod first_drops;
 pub mod format;
 pub mod logging;
 pub mod metrics;
 pub mod notify;
 pub mod reload_status;
+pub mod rfc3339;
 pub mod running_config;
 pub mod syslog;
 

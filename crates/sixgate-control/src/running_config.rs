@@ -12,6 +12,22 @@ use toml::{Table, Value};
 
 use crate::api::types::{EamRow, Pool4Row, StaticBibRow};
 
+/// The sections in the order docs/config.md describes them (a test keeps the
+/// two in step); rendered in this order.
+pub const SECTION_ORDER: &[&str] = &[
+    "translator",
+    "nat64",
+    "daemon",
+    "tun",
+    "xdp",
+    "clat",
+    "mapt",
+    "dns64",
+    "pref64",
+    "metrics",
+    "log",
+];
+
 /// Where errors in the edited table are said to be.
 const ORIGIN: &str = "running configuration";
 
@@ -50,10 +66,29 @@ impl Running {
         Ok(Running { table, loaded })
     }
 
-    /// As TOML text: a file that reproduces this state.
+    /// As TOML text: a file that reproduces this state, its sections in the
+    /// order docs/config.md describes them ([`SECTION_ORDER`]), not the table's
+    /// alphabetical one, so `[translator]` leads as in every sample.
     pub fn render(&self) -> String {
         let mut s = String::from("# sixgate running configuration (sixgate config save)\n");
-        s.push_str(&toml::to_string(&self.table).unwrap_or_default());
+        let rank = |k: &str| {
+            SECTION_ORDER
+                .iter()
+                .position(|o| *o == k)
+                .unwrap_or(usize::MAX)
+        };
+        let mut keys: Vec<&String> = self.table.keys().collect();
+        keys.sort_by_key(|k| rank(k));
+        let mut first = true;
+        for k in keys {
+            let mut one = Table::new();
+            one.insert(k.clone(), self.table[k.as_str()].clone());
+            if !first {
+                s.push('\n');
+            }
+            first = false;
+            s.push_str(&toml::to_string(&one).unwrap_or_default());
+        }
         s
     }
 
@@ -106,8 +141,21 @@ impl Running {
         })
     }
 
+    /// Refuse a NAT64 change (`what`) on a daemon of another mode, in terms of
+    /// the daemon: the user edited no file, so the file check's words would mislead.
+    fn needs_nat64(&self, what: &str) -> Result<(), Rejected> {
+        match self.loaded.mode {
+            sixgate_config::Mode::Nat64 => Ok(()),
+            m => Err(Rejected::Conflict(format!(
+                "{what}: the daemon runs mode {m}, which has no {what}; it belongs to \
+                 stateful NAT64 (mode nat64, RFC 6146), and a mode changes only with a restart"
+            ))),
+        }
+    }
+
     /// RFC 6146 §2: one more pool4 prefix.
     pub fn pool4_add(&self, row: &Pool4Row) -> Result<Running, Rejected> {
+        self.needs_nat64("pool4")?;
         let key = v4_prefix("prefix", &row.prefix)?;
         self.edited(|t| {
             let list = array(t, "nat64", "pool4")?;
@@ -134,6 +182,7 @@ impl Running {
 
     /// RFC 6146 §2: take a pool4 prefix out (its sessions drain).
     pub fn pool4_remove(&self, row: &Pool4Row) -> Result<Running, Rejected> {
+        self.needs_nat64("pool4")?;
         let key = v4_prefix("prefix", &row.prefix)?;
         self.edited(|t| {
             let list = array(t, "nat64", "pool4")?;
@@ -148,6 +197,7 @@ impl Running {
 
     /// RFC 6146 §3.1: one more static BIB entry.
     pub fn bib_add(&self, row: &StaticBibRow) -> Result<Running, Rejected> {
+        self.needs_nat64("static BIB")?;
         let key = bib_key(row)?;
         let ipv6 = row
             .ipv6
@@ -176,6 +226,7 @@ impl Running {
 
     /// RFC 6146 §3.1: take a static BIB entry out (by proto, ipv4, port4).
     pub fn bib_remove(&self, row: &StaticBibRow) -> Result<Running, Rejected> {
+        self.needs_nat64("static BIB")?;
         let key = bib_key(row)?;
         self.edited(|t| {
             let list = array(t, "nat64", "static_bib")?;
@@ -196,8 +247,7 @@ impl Running {
 pub fn check_reload(old: &Loaded, new: &Loaded) -> Result<(), String> {
     let refuse = |key: &str| {
         Err(format!(
-            "{key} cannot change while the daemon runs (restart it); the running \
-             configuration is unchanged"
+            "{key} cannot change while the daemon runs (restart it)"
         ))
     };
     if old.mode != new.mode {
@@ -434,13 +484,94 @@ mod tests {
         );
     }
 
+    /// Issue 20: pool4 and BIB changes on a SIIT daemon say what the daemon
+    /// runs, not what "this file" has (no file was edited).
+    #[test]
+    fn nat64_changes_on_another_mode_name_the_daemons_mode() {
+        let r = Running::parse(SIIT, "t.toml").unwrap();
+        let e = r
+            .pool4_add(&Pool4Row {
+                prefix: "192.0.2.8/30".into(),
+                ..Pool4Row::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("pool4: the daemon runs mode siit"), "{e}");
+        assert!(!e.contains("file"), "{e}");
+        let e = r
+            .bib_remove(&StaticBibRow {
+                proto: "tcp".into(),
+                ipv6: None,
+                port6: None,
+                ipv4: "192.0.2.1".into(),
+                port4: 80,
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("static BIB: the daemon runs mode siit"),
+            "{e}"
+        );
+    }
+
+    /// Issue 20: `pool4 add ADDR` hands out what its help says, Jool's
+    /// 61001-65535, the same as a `pool4` entry in the file without ranges.
+    #[test]
+    fn pool4_add_without_ports_gets_the_default_range() {
+        let r = Running::parse(NAT64, "t.toml").unwrap();
+        let r = r
+            .pool4_add(&Pool4Row {
+                prefix: "192.0.2.8/30".into(),
+                ..Pool4Row::default()
+            })
+            .unwrap();
+        let n = r.loaded.config.nat64.as_ref().unwrap();
+        let d = sixgate_core::nat64::DEFAULT_POOL4_PORTS;
+        for e in &n.pool4 {
+            assert_eq!((e.tcp, e.udp, e.icmp), (d, d, d), "{e:?}");
+        }
+        assert_eq!((d.first, d.last), (61001, 65535));
+    }
+
+    /// Issue 20: `show config` lists sections as docs/config.md does,
+    /// `[translator]` first and `[daemon]` after `[nat64]`, and the text still
+    /// reproduces the state.
+    #[test]
+    fn rendered_sections_follow_docs_config_md() {
+        let md = include_str!("../../../docs/config.md");
+        let documented: Vec<&str> = md
+            .lines()
+            .filter_map(|l| l.strip_prefix("## `[")?.strip_suffix("]`"))
+            .collect();
+        assert_eq!(documented, SECTION_ORDER);
+        let text = format!(
+            "[tun]\nname = \"sg0\"\n[daemon]\nworkers = 2\n{NAT64}[log]\nlevel = \"debug\"\n"
+        );
+        let r = Running::parse(&text, "t.toml").unwrap();
+        let out = r.render();
+        let heads: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with('[') && !l.starts_with("[["))
+            .collect();
+        assert_eq!(
+            heads,
+            ["[translator]", "[nat64]", "[daemon]", "[tun]", "[log]"],
+            "{out}"
+        );
+        let again = Running::parse(&out, "saved.toml").unwrap();
+        assert_eq!(again.render(), out);
+    }
+
     #[test]
     fn reload_refuses_keys_set_up_at_start() {
         let old = Running::parse(SIIT, "t.toml").unwrap().loaded;
         let new = Running::parse(&format!("{SIIT}[tun]\nname = \"other0\"\n"), "t.toml")
             .unwrap()
             .loaded;
-        assert!(check_reload(&old, &new).unwrap_err().starts_with("[tun]"));
+        let e = check_reload(&old, &new).unwrap_err();
+        assert!(e.starts_with("[tun]"), "{e}");
+        // The reload path says "unchanged" once for every refusal, not here too.
+        assert!(!e.contains("unchanged"), "{e}");
         let xdp = "[daemon]\ndataplane = \"xdp\"\n[xdp]\nipv6_interface = \"a\"\n\
                    ipv4_interface = \"b\"\n";
         let new = Running::parse(&format!("{SIIT}{xdp}"), "t.toml")

@@ -16,6 +16,7 @@
 pub mod addr;
 pub mod checksum;
 pub mod config;
+pub mod drop_hint;
 mod hash;
 pub mod icmp_error;
 pub mod ipv4_id;

@@ -141,9 +141,69 @@ impl Stats {
     }
 }
 
+impl StatsSnapshot {
+    /// One line for people, in the style of `sixgate run`'s exit summary: the
+    /// work done, then every non-zero problem by name.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} queries; synthesized {} AAAA, {} PTR; ipv4only.arpa {}; cache {} hits {} \
+             misses; upstream {} queries",
+            self.queries,
+            self.synthesized,
+            self.ptr_synthesized,
+            self.ipv4only,
+            self.cache_hits,
+            self.cache_misses,
+            self.upstream_queries,
+        );
+        let rtts: u64 = self.latency.iter().sum();
+        if let Some(mean_us) = self.latency_sum_us.checked_div(rtts) {
+            s.push_str(&format!(", mean {} ms", mean_us / 1000));
+        }
+        let problems: Vec<String> = [
+            ("upstream_errors", self.upstream_errors),
+            ("upstream_timeouts", self.upstream_timeouts),
+            ("upstream_mismatched", self.upstream_mismatched),
+            ("upstream_tcp_retries", self.upstream_tcp_retries),
+            ("servfail", self.servfail),
+            ("formerr", self.formerr),
+            ("dropped_malformed", self.dropped_malformed),
+            ("refused", self.refused),
+            ("truncated", self.truncated),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+        if !problems.is_empty() {
+            s.push_str(&format!(" ({})", problems.join(", ")));
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 20: the exit summary reads like `sixgate run`'s, not a Rust struct.
+    #[test]
+    fn summary_is_one_line_for_people() {
+        let s = Stats::default();
+        s.queries();
+        s.queries();
+        s.synthesized();
+        s.upstream_queries();
+        s.refused();
+        s.upstream_latency(Duration::from_millis(4));
+        let line = s.snapshot().summary();
+        assert_eq!(
+            line,
+            "2 queries; synthesized 1 AAAA, 0 PTR; ipv4only.arpa 0; cache 0 hits 0 misses; \
+             upstream 1 queries, mean 4 ms (refused 1)"
+        );
+        assert!(!line.contains('{') && !line.contains("StatsSnapshot"));
+    }
 
     #[test]
     fn latency_lands_in_its_bucket() {

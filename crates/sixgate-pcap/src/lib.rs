@@ -27,8 +27,13 @@ use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 use serde::Serialize;
 use sixgate_core::{Config, DropReason, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 
+mod classic;
+mod cut_short;
 mod link;
 mod source;
+
+pub use classic::MAX_CAPLEN;
+pub use cut_short::CutShort;
 
 use link::{L3, Link};
 use source::{Frame, Source};
@@ -79,6 +84,10 @@ pub struct Summary {
     /// NAT64 tables when the capture ended (mode nat64 only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nat64: Option<Nat64Tables>,
+    /// Where the capture stopped before its end (the packets before it were
+    /// translated); absent for a capture read to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<CutShort>,
 }
 
 /// The NAT64 state left when the capture ended (RFC 6146 §3.1 tables).
@@ -302,7 +311,10 @@ pub fn translate_pcap_traced(
         .is_some()
     {}
     out.finish()?;
-    Ok(engine.summary())
+    Ok(Summary {
+        cut_short: source.cut_short(),
+        ..engine.summary()
+    })
 }
 
 /// The output capture: pcap, LINKTYPE_RAW, little-endian, the input's timestamp resolution.
@@ -526,6 +538,7 @@ impl Engine {
                     held_syns: s.held_syns,
                 }
             }),
+            cut_short: None,
         }
     }
 }

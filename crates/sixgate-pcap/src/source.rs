@@ -1,13 +1,15 @@
 //! Capture input: classic pcap or pcapng, told apart by the magic number.
 
+use std::cell::Cell;
 use std::io::{Cursor, Read};
+use std::rc::Rc;
 
-use pcap_file::pcap::PcapReader;
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
-use pcap_file::{DataLink, TsResolution};
+use pcap_file::{DataLink, PcapError, TsResolution};
 
-use crate::OfflineError;
+use crate::classic::Classic;
+use crate::{CutShort, OfflineError};
 
 /// One captured frame.
 pub(crate) struct Frame<'a> {
@@ -32,9 +34,33 @@ pub(crate) struct Interface {
 
 type Prefixed<R> = std::io::Chain<Cursor<[u8; 4]>, R>;
 
+/// A reader that counts the bytes it hands out (pcapng's reader buffers ahead,
+/// so this is where the input ends, not where a block starts).
+pub(crate) struct Counted<R> {
+    inner: R,
+    bytes: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.set(self.bytes.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// A pcapng input: its reader, interfaces, bytes read and packets seen.
+pub(crate) struct PcapNg<R: Read> {
+    reader: PcapNgReader<Counted<Prefixed<R>>>,
+    ifaces: Vec<Interface>,
+    bytes: Rc<Cell<u64>>,
+    packets: u64,
+    cut: Option<CutShort>,
+}
+
 pub(crate) enum Source<R: Read> {
-    Pcap(PcapReader<Prefixed<R>>, TsResolution),
-    PcapNg(PcapNgReader<Prefixed<R>>, Vec<Interface>),
+    Pcap(Classic<Prefixed<R>>),
+    PcapNg(PcapNg<R>),
 }
 
 const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
@@ -66,12 +92,21 @@ impl<R: Read> Source<R> {
         }
         let stream = Cursor::new(magic).chain(input);
         if magic == PCAPNG_MAGIC {
-            let r = PcapNgReader::new(stream).map_err(|e| OfflineError::from_read(&e))?;
-            Ok(Source::PcapNg(r, Vec::new()))
+            let bytes = Rc::new(Cell::new(0));
+            let counted = Counted {
+                inner: stream,
+                bytes: Rc::clone(&bytes),
+            };
+            let reader = PcapNgReader::new(counted).map_err(|e| OfflineError::from_read(&e))?;
+            Ok(Source::PcapNg(PcapNg {
+                reader,
+                ifaces: Vec::new(),
+                bytes,
+                packets: 0,
+                cut: None,
+            }))
         } else if PCAP_MAGICS.contains(&magic) {
-            let r = PcapReader::new(stream).map_err(|e| OfflineError::from_read(&e))?;
-            let res = r.header().ts_resolution;
-            Ok(Source::Pcap(r, res))
+            Ok(Source::Pcap(Classic::open(stream)?))
         } else {
             Err(OfflineError::NotACapture(format!(
                 "magic number {:02x}{:02x}{:02x}{:02x} is neither pcap nor pcapng",
@@ -83,7 +118,7 @@ impl<R: Read> Source<R> {
     /// The link type every frame has, for classic pcap; `None` for pcapng (per interface).
     pub(crate) fn file_link(&self) -> Option<DataLink> {
         match self {
-            Source::Pcap(r, _) => Some(r.header().datalink),
+            Source::Pcap(c) => Some(c.link()),
             Source::PcapNg(..) => None,
         }
     }
@@ -91,41 +126,70 @@ impl<R: Read> Source<R> {
     /// Timestamps of the output: as fine as the input's.
     pub(crate) fn ts_resolution(&self) -> TsResolution {
         match self {
-            Source::Pcap(_, res) => *res,
+            Source::Pcap(c) => c.resolution(),
             Source::PcapNg(..) => TsResolution::NanoSecond,
         }
     }
 
-    /// Hand the next frame to `f`; `Ok(None)` at the end of the input.
+    /// Where the input stopped early, once [`Source::next_frame`] said `None`.
+    pub(crate) fn cut_short(&self) -> Option<CutShort> {
+        match self {
+            Source::Pcap(c) => c.cut,
+            Source::PcapNg(ng) => ng.cut,
+        }
+    }
+
+    /// Hand the next frame to `f`; `Ok(None)` at the end of the input, or
+    /// where it stops early (then [`Source::ended`] says where).
     pub(crate) fn next_frame<T>(
         &mut self,
         f: impl FnOnce(Frame<'_>) -> Result<T, OfflineError>,
     ) -> Result<Option<T>, OfflineError> {
         match self {
-            Source::Pcap(r, res) => {
-                let link = r.header().datalink;
-                let res = *res;
-                let Some(p) = r.next_raw_packet() else {
-                    return Ok(None);
-                };
-                let p = p.map_err(|e| OfflineError::from_read(&e))?;
-                let frac = match res {
-                    TsResolution::MicroSecond => u64::from(p.ts_frac) * 1_000,
-                    TsResolution::NanoSecond => u64::from(p.ts_frac),
-                };
-                let frame = Frame {
-                    ts_ns: u64::from(p.ts_sec) * 1_000_000_000 + frac,
-                    link,
-                    data: &p.data,
-                    orig_len: p.orig_len,
-                };
-                f(frame).map(Some)
+            Source::Pcap(c) => {
+                let link = c.link();
+                match c.next() {
+                    Ok(Some(r)) => f(Frame {
+                        ts_ns: r.ts_ns,
+                        link,
+                        data: r.data,
+                        orig_len: r.orig_len,
+                    })
+                    .map(Some),
+                    Ok(None) => Ok(None),
+                    Err(Ok(cut)) => {
+                        c.cut = Some(cut);
+                        Ok(None)
+                    }
+                    Err(Err(e)) => Err(e),
+                }
             }
-            Source::PcapNg(r, ifaces) => loop {
+            Source::PcapNg(ng) => loop {
+                let PcapNg {
+                    reader: r,
+                    ifaces,
+                    bytes,
+                    packets,
+                    cut,
+                } = ng;
                 let Some(block) = r.next_block() else {
                     return Ok(None);
                 };
-                match block.map_err(|e| OfflineError::from_read(&e))? {
+                let block = match block {
+                    Ok(b) => b,
+                    // The last block stops in the middle (a killed capture).
+                    Err(PcapError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        *cut = Some(CutShort {
+                            record: *packets + 1,
+                            offset: None,
+                            input_bytes: bytes.get(),
+                            bad_caplen: None,
+                        });
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(OfflineError::from_read(&e)),
+                };
+                match block {
                     Block::SectionHeader(_) => ifaces.clear(),
                     Block::InterfaceDescription(idb) => {
                         let mut iface = Interface {
@@ -157,6 +221,7 @@ impl<R: Read> Source<R> {
                             data: &epb.data,
                             orig_len: epb.original_len,
                         };
+                        *packets += 1;
                         return f(frame).map(Some);
                     }
                     Block::SimplePacket(spb) => {
@@ -171,6 +236,7 @@ impl<R: Read> Source<R> {
                             data: &spb.data,
                             orig_len: spb.original_len,
                         };
+                        *packets += 1;
                         return f(frame).map(Some);
                     }
                     _ => {}

@@ -304,20 +304,110 @@ fn not_a_capture() {
     assert!(e.to_string().contains("0 bytes long"), "{e}");
 }
 
+/// Issue 20: a killed tcpdump leaves its last record half written. Every
+/// complete record is translated and written, and the summary says where the
+/// capture ends, whether it stops inside a record header or inside its data.
 #[test]
-fn cut_off_capture_is_a_read_error() {
-    let p4 = udp4();
+fn cut_off_capture_keeps_every_complete_record() {
+    let (p4, p6) = (udp4(), udp6());
     let input = pcap(
         DataLink::RAW,
         TsResolution::MicroSecond,
-        &[(0, &p4, p4.len() as u32)],
+        &[(0, &p6, p6.len() as u32), (1, &p4, p4.len() as u32)],
     );
-    let mut out = Vec::new();
-    let e = translate_pcap(cfg(), &input[..input.len() - 5], &mut out).unwrap_err();
-    assert!(matches!(e, OfflineError::ReadInput(_)), "{e:?}");
+    let second = 24 + 16 + p6.len() as u64;
+    for (cut, ends) in [(5, input.len() as u64 - 5), (p4.len() + 10, second + 6)] {
+        let (s, traces, out) = run(&input[..input.len() - cut]);
+        assert_eq!((s.input_packets, traces.len()), (1, 1), "cut {cut}");
+        assert_eq!(read_output(&out).1.len() as u64, s.packets_written);
+        let c = s.cut_short.expect("a cut");
+        assert_eq!(
+            c,
+            CutShort {
+                record: 2,
+                offset: Some(second),
+                input_bytes: ends,
+                bad_caplen: None
+            }
+        );
+        assert_eq!(
+            c.to_string(),
+            format!(
+                "the capture was cut short in the middle of record 2 (at byte offset \
+                 {second}); it ends at byte {ends}; translated the 1 complete record before it"
+            )
+        );
+    }
+    // A whole capture has no cut, and the JSON summary no such key.
+    let (s, _, _) = run(&input);
+    assert_eq!(s.cut_short, None);
+    assert!(!serde_json::to_string(&s).unwrap().contains("cut_short"));
+}
+
+/// A record header whose captured length no capture has is damage, not a short
+/// file: its own message, with the length and where the record is.
+#[test]
+fn absurd_caplen_is_named() {
+    let p4 = udp4();
+    let mut input = pcap(
+        DataLink::RAW,
+        TsResolution::MicroSecond,
+        &[(0, &p4, p4.len() as u32), (1, &p4, p4.len() as u32)],
+    );
+    let second = 24 + 16 + p4.len();
+    // Big-endian caplen of the second record.
+    input[second + 8..second + 12].copy_from_slice(&0x4000_0000u32.to_be_bytes());
+    let (s, traces, _) = run(&input);
+    assert_eq!(traces.len(), 1);
+    let c = s.cut_short.unwrap();
+    assert_eq!(c.bad_caplen, Some(0x4000_0000));
     assert_eq!(
-        e.to_string(),
-        "cannot read input capture: the capture ends in the middle of a header or packet record"
+        c.to_string(),
+        format!(
+            "record 2 (at byte offset {second}) claims a captured length of 1073741824 \
+             bytes, more than any capture holds (at most 262144): the capture is damaged \
+             from there; translated the 1 record before it"
+        )
+    );
+}
+
+#[test]
+fn short_file_header_is_a_read_error() {
+    let input = pcap(DataLink::RAW, TsResolution::MicroSecond, &[]);
+    let mut out = Vec::new();
+    let e = translate_pcap(cfg(), &input[..10], &mut out).unwrap_err();
+    assert!(matches!(e, OfflineError::ReadInput(_)), "{e:?}");
+    assert!(
+        e.to_string()
+            .contains("shorter than the 24-byte pcap file header"),
+        "{e}"
+    );
+}
+
+/// pcapng: the same, numbered by packet (its reader reads ahead, so no offset).
+#[test]
+fn cut_off_pcapng_keeps_every_complete_packet() {
+    let p6 = udp6();
+    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+    w.write_pcapng_block(InterfaceDescriptionBlock::new(DataLink::RAW, 65535))
+        .unwrap();
+    for i in 0..3u64 {
+        w.write_pcapng_block(EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: Duration::from_nanos(i),
+            original_len: p6.len() as u32,
+            data: std::borrow::Cow::Owned(p6.clone()),
+            options: vec![],
+        })
+        .unwrap();
+    }
+    let input = w.into_inner();
+    let (s, traces, _) = run(&input[..input.len() - 7]);
+    assert_eq!(traces.len(), 2);
+    let c = s.cut_short.unwrap();
+    assert_eq!(
+        (c.record, c.offset, c.input_bytes),
+        (3, None, input.len() as u64 - 7)
     );
 }
 

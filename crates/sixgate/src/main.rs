@@ -8,9 +8,20 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod config_man;
 mod pref64;
 
-/// sixgate: an IPv4/IPv6 translator (SIIT, RFC 7915).
+/// IPv4/IPv6 translator: SIIT, NAT64, 464XLAT CLAT, MAP-T BR and CE, DNS64
+///
+/// One gateway for every IPv4/IPv6 translation mode ([translator] mode):
+/// stateless SIIT (RFC 7915, RFC 6052 prefixes, RFC 7757 EAM), stateful NAT64
+/// (RFC 6146), the customer side of 464XLAT (CLAT, RFC 6877) and MAP-T Border
+/// Relay and Customer Edge (RFC 7599), with a DNS64 server (RFC 6147) and PREF64
+/// Router Advertisements (RFC 8781). It runs live on a TUN device or AF_XDP
+/// (sixgate run), offline from one capture to another (sixgate translate),
+/// and is driven at runtime by the control commands (show, eam, pool4,
+/// bib, session, reload, config save). The configuration file is
+/// described in sixgate.toml(5) and docs/config.md.
 #[derive(Debug, Parser)]
 #[command(name = "sixgate", version)]
 struct Cli {
@@ -22,8 +33,9 @@ struct Cli {
 enum Command {
     /// Translate a capture offline: every packet of a pcap through the translator.
     Translate(cmd::translate::Args),
-    /// Run the gateway: translate live traffic through a TUN device (foreground;
-    /// stop with SIGINT or SIGTERM).
+    /// Run the gateway: translate live traffic on a TUN device or AF_XDP
+    /// ([daemon] dataplane), with DNS64, PREF64, metrics and the control API
+    /// (foreground; stop with SIGINT or SIGTERM).
     Run(cmd::run::Args),
     /// Work with configuration files.
     #[command(subcommand)]

@@ -772,3 +772,182 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("--input"));
 }
+
+/// Issue 20: a capture cut off mid-record (a killed tcpdump) keeps every
+/// complete packet: the output is written, the summary printed, and a warning
+/// names the record and byte offset where the capture ends (exit 0). A record
+/// whose captured length no capture has is damage: its own message, exit 1,
+/// output and summary still there.
+#[test]
+fn translate_a_capture_cut_short() {
+    let d = scratch("cut-short");
+    let whole = std::fs::read(Path::new(ROOT).join("samples/siit-demo.pcap")).unwrap();
+    let records = pcap_records(&whole);
+    let cut = write(&d, "cut.pcap", &whole[..whole.len() - 3]);
+    let out = d.join("out.pcap");
+    let args = |input: &str| {
+        [
+            "translate",
+            "--config",
+            "samples/siit.toml",
+            "--input",
+            input,
+            "--output",
+            out.to_str().unwrap(),
+        ]
+        .map(str::to_owned)
+    };
+    let run = |input: &str| {
+        let a = args(input);
+        sixgate(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let o = run(&cut);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    let input_row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("input packets"));
+    assert!(
+        input_row.is_some_and(|l| l.ends_with(&format!(" {}", records - 1))),
+        "{stdout}"
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{cut}: warning: the capture was cut short in the middle of record {records} (at byte offset "
+        )) && err.contains(&format!("it ends at byte {}", whole.len() - 3)),
+        "{err}"
+    );
+    assert!(std::fs::metadata(&out).unwrap().len() > 24);
+
+    // Record 2's captured length made absurd (the sample is little-endian).
+    let mut bad = whole.clone();
+    let first = 24 + 16 + u32::from_le_bytes(whole[32..36].try_into().unwrap()) as usize;
+    bad[first + 8..first + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let bad = write(&d, "bad.pcap", &bad);
+    let o = run(&bad);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).contains("input packets"),
+        "{}",
+        text(&o.stdout)
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{bad}: record 2 (at byte offset {first}) claims a captured length of 4294967295 bytes"
+        )),
+        "{err}"
+    );
+    assert!(out.exists());
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Issue 20: every control command finds the daemon without `--socket`:
+/// `--config FILE` (its `[daemon] socket`), then `SIXGATE_SOCKET`, then the
+/// default; `--socket` beats them all. No daemon runs here, so the refusal
+/// names the socket each one tried.
+#[test]
+fn control_commands_find_the_socket_from_config_or_environment() {
+    let d = scratch("find-socket");
+    let from_file = d.join("from-file.sock");
+    let cfg = write(
+        &d,
+        "gw.toml",
+        format!(
+            "[translator]\nmode = \"siit\"\npool6 = \"64:ff9b::/96\"\n[daemon]\nsocket = \"{}\"\n",
+            from_file.display()
+        )
+        .as_bytes(),
+    );
+    let commands: [&[&str]; 9] = [
+        &["show", "status"],
+        &["show", "bib"],
+        &["eam", "add", "198.18.1.0/24", "2001:db8:2::/120"],
+        &["pool4", "add", "192.0.2.8/30"],
+        &["bib", "remove", "tcp", "192.0.2.1", "80"],
+        &["session", "flush"],
+        &["reload"],
+        &["config", "save"],
+        &["show", "config"],
+    ];
+    let tried = |args: &[&str], env: Option<&str>| {
+        let mut c = Command::new(BIN);
+        c.args(args).current_dir(ROOT).env_remove("SIXGATE_SOCKET");
+        if let Some(e) = env {
+            c.env("SIXGATE_SOCKET", e);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = text(&o.stderr);
+        let at = err
+            .strip_prefix("cannot reach the sixgate daemon at ")
+            .unwrap_or_else(|| panic!("{args:?}: {err}"));
+        at[..at.find(": ").unwrap()].to_owned()
+    };
+    let env = d.join("from-env.sock");
+    let env = env.to_str().unwrap();
+    let flag = d.join("from-flag.sock");
+    let flag = flag.to_str().unwrap();
+    for c in commands {
+        let with_cfg = |extra: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = c.iter().map(|s| (*s).to_owned()).collect();
+            v.extend(["--config".to_owned(), cfg.clone()]);
+            v.extend(extra.iter().map(|s| (*s).to_owned()));
+            v
+        };
+        assert_eq!(
+            tried(&strs(&with_cfg(&[])), Some(env)),
+            from_file.to_str().unwrap(),
+            "{c:?}"
+        );
+        assert_eq!(tried(c, Some(env)), env, "{c:?}");
+        assert_eq!(
+            tried(&strs(&with_cfg(&["--socket", flag])), Some(env)),
+            flag,
+            "{c:?}"
+        );
+    }
+    assert_eq!(
+        tried(&["show", "status"], None),
+        "/run/sixgate/sixgate.sock"
+    );
+    // A file that does not load is named, not guessed around.
+    let o = sixgate(&["show", "status", "--config", "missing.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).starts_with("missing.toml: "),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Issue 20: one spelling for one thing. `session flush` says `--protocol` as
+/// `show sessions` does; `--proto` still works but is not advertised.
+#[test]
+fn protocol_option_is_spelt_one_way() {
+    for cmd in [
+        &["show", "sessions", "--help"][..],
+        &["session", "flush", "--help"],
+    ] {
+        let help = text(&sixgate(cmd).stdout);
+        assert!(help.contains("--protocol <PROTO>"), "{cmd:?}: {help}");
+        assert!(!help.contains("--proto "), "{cmd:?}: {help}");
+    }
+    let o = sixgate(&[
+        "session",
+        "flush",
+        "--proto",
+        "udp",
+        "--socket",
+        "/nonexistent.sock",
+    ]);
+    assert!(
+        text(&o.stderr).starts_with("cannot reach the sixgate daemon at /nonexistent.sock"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -280,7 +280,7 @@ fn control_siit_show_eam_changes_save_and_restart() {
         assert!(!routes.contains("198.18.0.0/24"), "{routes}");
         // A conflicting entry is refused and changes nothing.
         let err = cli_err(sock, &["eam", "add", "198.18.0.128/25", "2001:db8:9::/121"]);
-        assert!(err.contains("overlaps"), "{err}");
+        assert!(err.contains("the same IPv4 or IPv6 prefix"), "{err}");
 
         // Malformed requests: 4xx with a message naming the field.
         let (code, body) = curl(
@@ -340,11 +340,31 @@ fn control_siit_show_eam_changes_save_and_restart() {
         std::fs::write(tr.config_path(), cfg.replace("workers = 2", "workers = 3")).unwrap();
         let err = cli_err(sock, &["reload"]);
         assert!(err.contains("[daemon] workers"), "{err}");
+        assert_eq!(err.matches("unchanged").count(), 1, "{err}");
         std::fs::write(tr.config_path(), &cfg).unwrap();
         assert_eq!(status(sock)["reload"]["failed"].as_u64(), Some(1));
+        // Issue 20: times for people are RFC 3339, not Unix seconds.
+        let table = cli_ok(sock, &["show", "status"]);
+        let row = |k: &str| {
+            table
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(str::trim)
+                .unwrap_or_else(|| panic!("no {k}: {table}"))
+                .to_owned()
+        };
+        let (started, last) = (row("started "), row("last_reload "));
+        assert!(started.len() == 20 && started.ends_with('Z'), "{table}");
+        assert!(
+            last.starts_with("FAILED at 20") && last.contains("Z: [daemon] workers"),
+            "{table}"
+        );
 
-        // config save: stdout and FILE are the running configuration.
+        // config save: stdout and FILE are the running configuration, which
+        // `show config` shows with or without --running.
         let shown = cli_ok(sock, &["show", "config", "--running"]);
+        assert_eq!(cli_ok(sock, &["show", "config"]), shown);
+        assert!(shown.lines().nth(1) == Some("[translator]"), "{shown}");
         assert_eq!(cli_ok(sock, &["config", "save"]), shown);
         cli_ok(sock, &["config", "save", saved_path.to_str().unwrap()]);
         assert_eq!(std::fs::read_to_string(&saved_path).unwrap(), shown);
@@ -744,7 +764,7 @@ fn control_xdp_siit_show_eam_reload() {
 
         eam_split_changes_what_pings(sock, bed);
         let err = cli_err(sock, &["eam", "add", "198.18.0.128/25", "2001:db8:9::/121"]);
-        assert!(err.contains("overlaps"), "{err}");
+        assert!(err.contains("the same IPv4 or IPv6 prefix"), "{err}");
 
         // [xdp] is set up at start: a reload changing it is refused.
         let path = tr.config_path().to_owned();

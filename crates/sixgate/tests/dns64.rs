@@ -421,16 +421,21 @@ impl Dig {
 }
 
 fn counter(stdout: &str, name: &str) -> u64 {
-    let pat = format!("{name}: ");
-    let rest = stdout
-        .split(&pat)
-        .nth(1)
-        .unwrap_or_else(|| panic!("no {name} in {stdout}"));
+    // The exit summary (`StatsSnapshot::summary`): "synthesized N AAAA",
+    // "cache N hits", and the problems as "name N", left out when zero.
+    let (pat, absent) = match name {
+        "synthesized" => ("synthesized ".to_owned(), None),
+        "cache_hits" => ("cache ".to_owned(), None),
+        _ => (format!("{name} "), Some(0)),
+    };
+    let Some(rest) = stdout.split(&pat).nth(1) else {
+        return absent.unwrap_or_else(|| panic!("no {name} in {stdout}"));
+    };
     rest.split(|c: char| !c.is_ascii_digit())
         .next()
         .unwrap()
         .parse()
-        .unwrap()
+        .unwrap_or_else(|_| panic!("{name}: no number in {stdout}"))
 }
 
 #[test]

@@ -122,6 +122,29 @@ fn example_config_checks_and_turns_on_metrics_and_logs() {
     assert_eq!(l.log.format, sixgate_config::LogFormat::Json);
 }
 
+/// Issue 20: the example's DNS64 says it serves the IPv6-only hosts; every
+/// client range its ACL allows must be able to reach one of its listen
+/// addresses (a remote range needs a listener that is not loopback-only).
+#[test]
+fn example_dns64_listens_where_its_clients_are() {
+    let l = sixgate_config::load(&repo().join("dist/sixgate.toml")).unwrap();
+    let d = l.dns64.expect("dist/sixgate.toml has [dns64]");
+    assert!(!d.acl.is_empty());
+    for net in &d.acl {
+        let client = net.network();
+        let reachable = d.listen.iter().any(|s| {
+            let a = s.ip();
+            a.is_ipv4() == client.is_ipv4()
+                && (a.is_unspecified() || a.is_loopback() == client.is_loopback())
+        });
+        assert!(
+            reachable,
+            "acl {net}: no listen address in {:?} that such a client can reach",
+            d.listen
+        );
+    }
+}
+
 /// `cargo install --path crates/sixgate` builds the `sixgate` binary; every
 /// workspace dependency on a sibling crate carries a version next to its path,
 /// as a registry would need too.

@@ -932,8 +932,29 @@ fn json_log_file_carries_the_nat64_session_events() {
     }
     std::thread::sleep(Duration::from_millis(200));
     ping_6to4(&ns);
-    // Events are drained every timer tick (100 ms).
-    std::thread::sleep(Duration::from_millis(500));
+    // Issue 20: pings to a pool4 address nobody is mapped to are dropped
+    // (no_bib_entry); the first-drop log says so once, with its hint.
+    for _ in 0..2 {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &ns.name,
+            "ping",
+            "-4",
+            "-c",
+            "2",
+            "-i",
+            "0.2",
+            "-W",
+            "1",
+            "-I",
+            HOST4,
+            "198.18.0.77",
+        ]);
+    }
+    // Events are drained every timer tick (100 ms); drops are looked at every second.
+    std::thread::sleep(sixgate_control::first_drops::EVERY + Duration::from_millis(700));
     let (ok, _, stderr) = gw.terminate();
     assert!(ok, "{stderr}");
     assert!(
@@ -958,6 +979,18 @@ fn json_log_file_carries_the_nat64_session_events() {
     assert!(!created.is_empty(), "no session_created event:\n{text}");
     assert_eq!(created[0]["proto"], "icmp", "{text}");
     assert_eq!(created[0]["v6"], HOST6, "{text}");
+    let first: Vec<&str> = records
+        .iter()
+        .filter(|r| r["target"] == "sixgate::drops")
+        .filter_map(|r| r["message"].as_str())
+        .filter(|m| m.starts_with("first no_bib_entry drop"))
+        .collect();
+    assert_eq!(first.len(), 1, "logged once:\n{text}");
+    assert!(
+        first[0].contains("static BIB entry"),
+        "with its hint: {}",
+        first[0]
+    );
 }
 
 /// Whether process `pid` catches signal `sig` (`SigCgt` in /proc/PID/status).

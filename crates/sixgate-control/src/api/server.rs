@@ -774,10 +774,12 @@ fn reload(s: &AppState) -> Result<Vec<String>, String> {
         }
         Err(e) => {
             s.d.reload.record_failure(e);
-            tracing::error!("reload refused, the running configuration is unchanged: {e}");
+            tracing::error!("reload refused: {e}; the running configuration is unchanged");
         }
     }
-    outcome
+    // Every refusal leaves the running configuration as it was: said once,
+    // here, for the log and for `sixgate reload` alike.
+    outcome.map_err(|e| format!("{e}; the running configuration is unchanged"))
 }
 
 async fn reload_route(State(s): State<Shared>, _body: Bytes) -> Response {

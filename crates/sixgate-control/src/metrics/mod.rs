@@ -18,7 +18,8 @@ use crate::reload_status::ReloadReading;
 /// Everything one scrape reports, read from the running daemon.
 #[derive(Clone, Debug, Default)]
 pub struct Scrape {
-    /// The translator mode (`siit`, `nat64`, `clat`), for `sixgate_build_info`.
+    /// The translator mode (`[translator] mode`: `siit`, `nat64`, `clat`, `mapt-br`,
+    /// `mapt-ce`), for `sixgate_build_info`.
     pub mode: String,
     /// Each worker's counters, in worker order (empty before the gateway is up).
     pub workers: Vec<sixgate_dataplane::Snapshot>,

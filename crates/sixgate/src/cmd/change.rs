@@ -5,7 +5,7 @@
 use sixgate_control::api::types::{Done, EamRow, FlushDone, FlushRequest, Pool4Row, StaticBibRow};
 
 use super::CmdResult;
-use super::show::SocketArg;
+use super::socket::SocketArg;
 
 /// `sixgate eam …`: the RFC 7757 EAM table.
 #[derive(Debug, clap::Subcommand)]
@@ -34,13 +34,13 @@ pub enum Pool4 {
     Add {
         /// IPv4 prefix or address.
         prefix: String,
-        /// TCP ports, FIRST-LAST.
+        /// TCP ports, FIRST-LAST (default 61001-65535).
         #[arg(long, value_name = "RANGE")]
         tcp: Option<String>,
-        /// UDP ports, FIRST-LAST.
+        /// UDP ports, FIRST-LAST (default 61001-65535).
         #[arg(long, value_name = "RANGE")]
         udp: Option<String>,
-        /// ICMP identifiers, FIRST-LAST.
+        /// ICMP identifiers, FIRST-LAST (default 61001-65535).
         #[arg(long, value_name = "RANGE")]
         icmp: Option<String>,
         #[command(flatten)]
@@ -103,7 +103,7 @@ pub fn eam(cmd: &Eam) -> CmdResult {
         ipv4: a.ipv4.clone(),
         ipv6: a.ipv6.clone(),
     };
-    report(a.socket.client().post(route, &row)?)
+    report(a.socket.client()?.post(route, &row)?)
 }
 
 pub fn pool4(cmd: &Pool4) -> CmdResult {
@@ -133,7 +133,7 @@ pub fn pool4(cmd: &Pool4) -> CmdResult {
             socket,
         ),
     };
-    report(socket.client().post(route, &row)?)
+    report(socket.client()?.post(route, &row)?)
 }
 
 pub fn bib(cmd: &Bib) -> CmdResult {
@@ -173,7 +173,7 @@ pub fn bib(cmd: &Bib) -> CmdResult {
             socket,
         ),
     };
-    report(socket.client().post(route, &row)?)
+    report(socket.client()?.post(route, &row)?)
 }
 
 /// `sixgate session …`: the RFC 6146 §3.2 sessions.
@@ -182,8 +182,9 @@ pub enum Session {
     /// Remove sessions and their dynamic BIB entries on every worker (static
     /// entries stay); all of them, or those the options name.
     Flush {
-        /// Only tcp, udp or icmp sessions.
-        #[arg(long, value_name = "PROTO")]
+        /// Only tcp, udp or icmp sessions (as `show sessions --protocol`;
+        /// `--proto` is still understood).
+        #[arg(long = "protocol", alias = "proto", value_name = "PROTO")]
         proto: Option<String>,
         /// Only sessions of IPv6 hosts in ADDR[/LEN] (a MAP-T CE: LAN hosts
         /// as ::ffff:a.b.c.d).
@@ -209,7 +210,7 @@ pub fn session(cmd: &Session) -> CmdResult {
         ipv6: ipv6.clone(),
         ipv4: ipv4.clone(),
     };
-    let d: FlushDone = socket.client().post("/v1/sessions/flush", &req)?;
+    let d: FlushDone = socket.client()?.post("/v1/sessions/flush", &req)?;
     println!("flushed {} sessions, {} BIB entries", d.sessions, d.bib);
     Ok(())
 }
@@ -224,7 +225,7 @@ pub struct ReloadArgs {
 pub fn reload(a: &ReloadArgs) -> CmdResult {
     report(
         a.socket
-            .client()
+            .client()?
             .post("/v1/reload", &serde_json::json!({}))?,
     )
 }

@@ -21,7 +21,7 @@ pub enum Command {
         /// Where to write it; standard output without.
         file: Option<PathBuf>,
         #[command(flatten)]
-        socket: super::show::SocketArg,
+        socket: super::socket::SocketArg,
     },
 }
 
@@ -46,7 +46,7 @@ pub fn run(cmd: &Command) -> CmdResult {
         }
         Command::Save { file, socket } => {
             let c: sixgate_control::api::types::RunningConfig =
-                socket.client().get("/v1/config")?;
+                socket.client()?.get("/v1/config")?;
             match file {
                 None => print!("{}", c.toml),
                 Some(f) => {

@@ -37,6 +37,6 @@ pub fn run(args: &Args) -> CmdResult {
         );
     })
     .map_err(|e| format!("sixgate dns64: {e}"))?;
-    println!("sixgate dns64: {stats:?}");
+    println!("sixgate dns64: {}", stats.summary());
     Ok(())
 }

@@ -13,9 +13,11 @@ use super::CmdResult;
 /// `sixgate generate` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Write the manual pages: sixgate.1 and one per subcommand (sixgate-run.1, …).
+    /// Write the manual pages: sixgate.1 and one per subcommand (sixgate-run.1,
+    /// …), and sixgate.toml.5 (the configuration file, from docs/config.md).
     Man {
-        /// Directory to write into (created if missing).
+        /// Directory to write into (created if missing). sixgate.toml.5 goes into
+        /// the sibling man5 when DIR is a man1 directory, else into DIR too.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
@@ -36,6 +38,12 @@ pub fn run(cmd: &Command) -> CmdResult {
             clap_mangen::generate_to(crate::Cli::command(), out)
                 .map_err(|e| format!("{}: {e}", out.display()))?;
             println!("{}: manual pages written", out.display());
+            let dir5 = section5_dir(out);
+            mkdir(&dir5)?;
+            let page = dir5.join("sixgate.toml.5");
+            std::fs::write(&page, crate::config_man::page(env!("CARGO_PKG_VERSION")))
+                .map_err(|e| format!("{}: {e}", page.display()))?;
+            println!("{}", page.display());
         }
         Command::Completions { shell, out } => {
             mkdir(out)?;
@@ -46,6 +54,14 @@ pub fn run(cmd: &Command) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// Where the section 5 page goes: next to `man1` as `man5`, else `dir` itself.
+fn section5_dir(dir: &Path) -> PathBuf {
+    match (dir.file_name(), dir.parent()) {
+        (Some(n), Some(parent)) if n == "man1" => parent.join("man5"),
+        _ => dir.to_owned(),
+    }
 }
 
 fn mkdir(dir: &Path) -> CmdResult {
@@ -89,6 +105,36 @@ mod tests {
         );
     }
 
+    /// Issue 20: the top page and `--help` describe every mode, the NAME line
+    /// does not repeat the name, and `run --help` names every section of the
+    /// file (docs/config.md's `## [section]` headings) and both data planes.
+    #[test]
+    fn help_and_pages_tell_every_mode_and_section() {
+        let page = top_page();
+        assert!(page.contains("sixgate \\- IPv4/IPv6 translator"), "{page}");
+        assert!(!page.contains("sixgate \\- sixgate"), "{page}");
+        let mut cli = crate::Cli::command();
+        let help = cli.render_long_help().to_string();
+        assert!(!help.contains("(SIIT, RFC 7915)"), "{help}");
+        for word in ["SIIT", "NAT64", "CLAT", "MAP-T", "DNS64", "AF_XDP"] {
+            assert!(help.contains(word), "{word}: {help}");
+        }
+        let run = cli
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for section in crate::config_man::SOURCE
+            .lines()
+            .filter_map(|l| l.strip_prefix("## `")?.strip_suffix('`'))
+        {
+            assert!(run.contains(section), "run --help lacks {section}: {run}");
+        }
+        for plane in ["TUN", "AF_XDP"] {
+            assert!(run.contains(plane), "{plane}: {run}");
+        }
+    }
+
     #[test]
     fn pages_and_completions_are_written() {
         let dir = std::env::temp_dir().join(format!("sixgate-generate-{}", std::process::id()));
@@ -98,6 +144,13 @@ mod tests {
             assert!(text.starts_with(".ie"), "{page}: {text}");
         }
         assert!(!dir.join("sixgate-generate.1").exists());
+        let five = std::fs::read_to_string(dir.join("sixgate.toml.5")).unwrap();
+        assert!(five.starts_with(".TH SIXGATE.TOML 5"), "{five}");
+        // In a man1 directory, the section 5 page goes to man5.
+        let man1 = dir.join("share/man/man1");
+        run(&Command::Man { out: man1.clone() }).unwrap();
+        assert!(man1.join("sixgate.1").exists());
+        assert!(dir.join("share/man/man5/sixgate.toml.5").exists());
         for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
             run(&Command::Completions {
                 shell,

@@ -9,6 +9,7 @@ pub mod dns64;
 pub mod generate;
 pub mod run;
 pub mod show;
+pub mod socket;
 pub mod translate;
 
 /// What a subcommand returns: nothing, or a message for the user. Messages start

@@ -14,10 +14,13 @@ use super::CmdResult;
 /// Arguments of `sixgate run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Configuration file (TOML, see docs/config.md): [translator], [daemon], [tun].
+    /// Configuration file (TOML; sixgate.toml(5), docs/config.md): [translator],
+    /// [nat64], [clat], [mapt], [daemon] (dataplane "tun" or "xdp"), [tun],
+    /// [xdp], [dns64], [pref64], [metrics], [log].
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
-    /// On exit leave the TUN device and its routes in place (as `[tun] keep = true`).
+    /// On exit leave the TUN device and its routes in place (as `[tun] keep = true`;
+    /// the TUN data plane only).
     #[arg(long)]
     pub keep: bool,
 }
@@ -97,6 +100,18 @@ pub fn run(args: &Args) -> CmdResult {
         .map_err(|e| format!("sixgate run: {e}"))?;
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let _ = workers.set(gw.crew().stats_handle());
+    // The first drop of each kind is logged once, with a hint; read from the
+    // published counters, never on the packet path.
+    let stats = gw.crew().stats_handle();
+    let first_drops = sixgate_control::first_drops::Watcher::spawn(move || {
+        let mut total = sixgate_core::Counters::default();
+        for w in stats.worker_snapshots() {
+            total.merge(&w.core);
+        }
+        Some(total)
+    })
+    .map_err(|e| tracing::warn!("no first-drop log: cannot start its thread: {e}"))
+    .ok();
     // A CLAT that discovered its PLAT prefix keeps it across reloads, and the
     // latest one when RFC 7050 §3 refresh finds a new one.
     let plat = Arc::new(std::sync::Mutex::new(loaded.config.map.pool6));
@@ -185,6 +200,9 @@ pub fn run(args: &Args) -> CmdResult {
     if let Some(m) = metrics {
         m.stop();
     }
+    if let Some(f) = first_drops {
+        f.stop();
+    }
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
     // A MAP-T CE's NAPT44 keeps NAT64's tables: said in a CE's words.
@@ -205,10 +223,10 @@ pub fn run(args: &Args) -> CmdResult {
         println!("sixgate: per worker: {}", per.join(", "));
     }
     if let Some(t) = dns64 {
-        println!("sixgate dns64: {:?}", t.stop());
+        println!("sixgate dns64: {}", t.stop().summary());
     }
     if let Some(t) = pref64 {
-        println!("sixgate pref64: {:?}", t.stop());
+        println!("sixgate pref64: {}", t.stop().summary());
     }
     for e in &report.errors {
         tracing::error!("{e}");

@@ -2,7 +2,6 @@
 //! (docs/control.md). Tables by default, `--csv` or `--json` for scripts.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use sixgate_control::api::types::{
     BibRow, Counters, Eam, Pool4, RunningConfig, SessionRow, Stats, Status,
@@ -11,21 +10,7 @@ use sixgate_control::client::Client;
 use sixgate_control::format::{Output, Table, csv_line, fixed_line};
 
 use super::CmdResult;
-
-/// Where the daemon's API listens (`[daemon] socket`).
-#[derive(Debug, clap::Args)]
-pub struct SocketArg {
-    /// The daemon's API socket.
-    #[arg(long, value_name = "PATH", default_value = sixgate_config::DEFAULT_SOCKET)]
-    pub socket: PathBuf,
-}
-
-impl SocketArg {
-    /// A client for it.
-    pub fn client(&self) -> Client {
-        Client::new(&self.socket)
-    }
-}
+use super::socket::SocketArg;
 
 /// Arguments of `sixgate show`.
 #[derive(Debug, clap::Args)]
@@ -38,9 +23,8 @@ pub struct Args {
     /// Print CSV with a header line.
     #[arg(long, global = true)]
     csv: bool,
-    /// The daemon's API socket.
-    #[arg(long, global = true, value_name = "PATH", default_value = sixgate_config::DEFAULT_SOCKET)]
-    socket: PathBuf,
+    #[command(flatten)]
+    target: SocketArg,
 }
 
 /// Filters of `show bib` and `show sessions`.
@@ -111,14 +95,15 @@ enum What {
     Eam,
     /// The running configuration, as a file that reproduces it.
     Config {
-        /// The running configuration (the only one the daemon has).
-        #[arg(long, required = true)]
+        /// The running configuration: the default, and the only one the daemon
+        /// has (kept for scripts that say so).
+        #[arg(long)]
         running: bool,
     },
 }
 
 pub fn run(args: &Args) -> CmdResult {
-    let c = Client::new(&args.socket);
+    let c = args.target.client()?;
     let out = if args.json {
         Output::Json
     } else if args.csv {
@@ -130,15 +115,21 @@ pub fn run(args: &Args) -> CmdResult {
         What::Status => {
             let s: Status = c.get("/v1/status")?;
             let r = &s.reload;
+            // Times for people: RFC 3339 (UTC); the JSON keeps Unix seconds.
+            let at = sixgate_control::rfc3339::utc;
             let last = match (&r.last_error, r.last_unix_s) {
                 (_, 0) => "never".to_owned(),
-                (None, t) => format!("ok at {t} (Unix time)"),
-                (Some(e), t) => format!("FAILED at {t} (Unix time): {e}"),
+                (None, t) => format!("ok at {}", at(t)),
+                (Some(e), t) => format!("FAILED at {}: {e}", at(t)),
             };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
             let mut t = Table::new(&["field", "value"]);
             for (k, v) in [
                 ("version", s.version.clone()),
                 ("mode", s.mode.clone()),
+                ("started", at(now.saturating_sub(s.uptime_s))),
                 ("uptime_s", s.uptime_s.to_string()),
                 ("workers", s.workers.to_string()),
                 ("device", s.device.clone()),

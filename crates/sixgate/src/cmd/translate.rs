@@ -115,7 +115,17 @@ pub fn run(args: &Args) -> CmdResult {
     } else {
         print!("{}", table(&summary, args, tables));
     }
-    std::io::stdout().flush().map_err(|e| e.to_string())
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    // A capture cut short (a killed tcpdump) is normal: a warning. A damaged
+    // record header is not: the output and summary stand, the exit status is 1.
+    match summary.cut_short {
+        Some(c) if c.bad_caplen.is_some() => Err(format!("{}: {c}", args.input.display())),
+        Some(c) => {
+            eprintln!("{}: warning: {c}", args.input.display());
+            Ok(())
+        }
+        None => Ok(()),
+    }
 }
 
 /// True if both paths name one existing file.

@@ -41,6 +41,16 @@ pub struct Pref64Stats {
     pub send_errors: u64,
 }
 
+impl Pref64Stats {
+    /// One line for the exit summary.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} Router Advertisements sent, {} solicitations answered, {} send errors",
+            self.sent, self.solicitations, self.send_errors
+        )
+    }
+}
+
 /// The running sender; [`Pref64Thread::stop`] ends it.
 pub struct Pref64Thread {
     stop: Arc<AtomicBool>,

@@ -394,3 +394,20 @@ fn docs_metrics_md_lists_every_metric() {
 fn print_full_scrape() {
     println!("{}", render(&full_scrape()));
 }
+
+/// docs/metrics.md's `sixgate_build_info` row names every mode its `mode` label
+/// can take: each `[translator] mode` the file format knows.
+#[test]
+fn docs_metrics_md_build_info_lists_every_mode() {
+    let md = include_str!("../../../../../docs/metrics.md");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| `sixgate_build_info`"))
+        .expect("a sixgate_build_info row");
+    for mode in sixgate_config::KNOWN_MODES {
+        assert!(
+            row.contains(&format!("`{mode}`")),
+            "mode {mode} missing: {row}"
+        );
+    }
+}
