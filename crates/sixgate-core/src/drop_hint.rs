@@ -54,6 +54,12 @@ const HINTS: &[(DropReason, &str)] = &[
          configure",
     ),
     (
+        DropReason::ExtensionHeaderChain,
+        "an IPv6 header chain that does not fit the first fragment, or a Hop-by-Hop header \
+         that is not first (RFC 7112, RFC 8200 §4.3); the sender's, nothing to configure \
+         (an administratively prohibited error goes back)",
+    ),
+    (
         DropReason::Ipv4SourceRoute,
         "an unexpired IPv4 source route option (RFC 7915 §4.1); cannot cross to IPv6",
     ),
@@ -106,12 +112,15 @@ const HINTS: &[(DropReason, &str)] = &[
     ),
     (
         DropReason::BadSource,
-        "a source address nothing may forward from (multicast, loopback, unspecified, \
-         RFC 1812 §5.3.7); a spoofing or misconfigured host",
+        "a source address no router forwards from (0/8, 127/8, 169.254/16, 224/4, 240/4, \
+         broadcast, IPv6 multicast, loopback, unspecified; RFC 1812 §5.3.7, RFC 3927 §7), \
+         also after mapping an IPv6 source to IPv4; a spoofing or misconfigured host, or a \
+         pool6 address that embeds such an IPv4 address",
     ),
     (
         DropReason::BadDestination,
-        "a multicast, broadcast or reserved destination, which cannot be translated",
+        "a destination no router forwards to (0/8, 127/8, 169.254/16, 224/4, 240/4, \
+         broadcast, IPv6 multicast; RFC 1812 §5.3.7, RFC 3927 §7), which cannot be translated",
     ),
     (
         DropReason::NoBibEntry,
