@@ -111,7 +111,9 @@ const HINTS: &[(DropReason, &str)] = &[
     ),
     (
         DropReason::BadDestination,
-        "a multicast, broadcast or reserved destination, which cannot be translated",
+        "a multicast, broadcast or reserved destination, which cannot be translated; the \
+         host's own IPv6 multicast into the TUN device (MLD, router solicitations) counts \
+         here too, harmlessly",
     ),
     (
         DropReason::NoBibEntry,
