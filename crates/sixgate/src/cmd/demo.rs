@@ -210,7 +210,14 @@ fn demo(translator: &Translator) -> sixgate_netns::Result<()> {
     stop(running)?;
 
     step(8, "Tearing down")?;
-    tear_down(bed, &names, t0)
+    tear_down(bed, &names, t0)?;
+    if who == "sixgate" {
+        println!(
+            "Next: `sixgate demo --mode nat64` shows stateful NAT64 with DNS64, the usual \
+             IPv6-only deployment."
+        );
+    }
+    Ok(())
 }
 
 /// The bed's namespace names, to check later that none is left.
