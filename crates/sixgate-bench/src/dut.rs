@@ -701,8 +701,9 @@ fn config_routes(text: &str, path: &Path) -> Result<Vec<String>, String> {
         .and_then(|n| n.get("pool4"))
         .and_then(|v| v.as_array())
     {
+        // "ADDR[/LEN]" or { prefix = "ADDR[/LEN]", tcp = …, … }.
         for p in p4 {
-            if let Some(s) = p.as_str() {
+            if let Some(s) = p.as_str().or_else(|| p.get("prefix")?.as_str()) {
                 routes.push(s.to_owned());
             }
         }
@@ -738,6 +739,14 @@ mod tests {
         assert_eq!(mode_of(nat64), "nat64");
         assert_eq!(
             config_routes(nat64, Path::new("x")).unwrap(),
+            ["2001:db8:64::/96", "198.18.0.0/24"]
+        );
+        let table = nat64.replace(
+            "pool4 = [\"198.18.0.0/24\"]",
+            "pool4 = [{ prefix = \"198.18.0.0/24\", tcp = \"1-65535\" }]",
+        );
+        assert_eq!(
+            config_routes(&table, Path::new("x")).unwrap(),
             ["2001:db8:64::/96", "198.18.0.0/24"]
         );
         assert!(

@@ -45,7 +45,9 @@ enum Command {
     /// Builds a namespace test bed (IPv6-only host, gateway, IPv4 router,
     /// IPv4-only web server), runs the translator in the gateway, pings and fetches
     /// a page across it, prints its counters, and removes everything (also on
-    /// failure or Ctrl-C).
+    /// failure or Ctrl-C). --mode nat64: stateful NAT64 and DNS64; the client
+    /// resolves an A-only name, fetches the page, and the demo shows sessions, BIB,
+    /// a runtime pool4 add and the counters.
     Demo(cmd::demo::Args),
     /// Run the DNS64 server (RFC 6147) of a file's [dns64] section (foreground;
     /// stop with SIGINT or SIGTERM).

@@ -951,3 +951,16 @@ fn protocol_option_is_spelt_one_way() {
         text(&o.stderr)
     );
 }
+
+/// The NAT64 demo needs a stateful translator: with TAYGA it says so before
+/// building anything.
+#[test]
+fn demo_nat64_with_tayga_is_refused() {
+    let o = sixgate(&["demo", "--mode", "nat64", "--translator", "tayga"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("--mode nat64 needs a stateful translator"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -552,6 +552,66 @@ fn demo_runs_and_cleans_up() {
     assert_no_namespaces_of(pid);
 }
 
+/// Issue 20: `sixgate demo --mode nat64` runs to the end in under 10 s: the
+/// IPv6-only client resolves a name that has only an A record through the
+/// DNS64 inside `sixgate run`, gets the synthesized AAAA, fetches the page
+/// through the stateful NAT64, and the demo shows sessions, BIB, a runtime
+/// `pool4 add` and the counters; nothing is left behind.
+#[test]
+fn demo_nat64_runs_in_under_10_s_and_cleans_up() {
+    let test = "demo_nat64_runs_in_under_10_s_and_cleans_up";
+    let Some(translator) = translator_or_skip(test) else {
+        return;
+    };
+    let Dut::Sixgate { binary, .. } = &translator else {
+        println!("skipped: {test}: the NAT64 demo runs sixgate only (TAYGA is stateless)");
+        return;
+    };
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["demo", "--mode", "nat64"]);
+    if binary.as_path() != std::path::Path::new(BIN) {
+        cmd.arg("--sixgate-binary").arg(binary);
+    }
+    let t0 = Instant::now();
+    let demo = Background::spawn(&mut cmd, "sixgate demo --mode nat64").unwrap();
+    let pid = demo.pid();
+    let done = demo
+        .wait(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let took = t0.elapsed();
+    println!("{}", done.stdout);
+    assert!(done.status.success(), "{}\n{}", done.status, done.stderr);
+    for expected in [
+        "Why not the well-known prefix 64:ff9b::/96?",
+        "RFC 6052 §3.1",
+        "web.example AAAA 2001:db8:64::cb00:7107",
+        "Hello from 203.0.113.7",
+        "shows the client as 198.18.0.",
+        "$ sixgate show sessions",
+        "$ sixgate show bib",
+        "$ sixgate pool4 add 198.18.0.128/25",
+        "198.18.0.128/25  61001-65535",
+        "translated_6to4",
+        "Everything worked.",
+    ] {
+        assert!(done.stdout.contains(expected), "missing {expected:?}");
+    }
+    // A session for the page (TCP) and for the ping (ICMP), with BIB entries.
+    let sessions = done
+        .stdout
+        .split("$ sixgate show sessions")
+        .nth(1)
+        .and_then(|s| s.split("$ sixgate show bib").next())
+        .unwrap();
+    assert!(
+        sessions.contains(" tcp ") && sessions.contains(" icmp "),
+        "{sessions}"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_no_namespaces_of(pid);
+}
+
 /// Ctrl-C in the middle of the demo: it stops at once, tears everything down and
 /// exits with status 1.
 #[test]

@@ -21,14 +21,27 @@ use super::CmdResult;
 /// Arguments of `sixgate demo`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// What to show: `siit` (stateless, the default) or `nat64` (stateful NAT64
+    /// with DNS64: the client resolves a name that has only an A record).
+    #[arg(long, value_enum, default_value_t = Mode::Siit)]
+    pub mode: Mode,
     /// The translator to run in the gateway: `sixgate` (this program's `run`) or
-    /// `tayga` (TAYGA, the reference translator, to compare).
+    /// `tayga` (TAYGA, the reference translator, to compare; SIIT only).
     #[arg(long, value_enum, default_value_t = Which::Sixgate)]
     pub translator: Which,
     /// Run this executable as sixgate instead of this program (for testing the
     /// demo with another build or a stand-in).
     #[arg(long, value_name = "PATH", hide = true)]
     pub sixgate_binary: Option<PathBuf>,
+}
+
+/// Which demo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Stateless SIIT (RFC 7915) with EAM: pings both ways and a web page.
+    Siit,
+    /// Stateful NAT64 (RFC 6146) and DNS64 (RFC 6147) inside `sixgate run`.
+    Nat64,
 }
 
 /// Which translator the demo runs.
@@ -40,9 +53,16 @@ pub enum Which {
     Tayga,
 }
 
-const HTTP_PORT: u16 = 8080;
+pub(super) const HTTP_PORT: u16 = 8080;
 
 pub fn run(args: &Args) -> CmdResult {
+    if args.mode == Mode::Nat64 && args.translator == Which::Tayga {
+        return Err(
+            "sixgate demo: --mode nat64 needs a stateful translator; TAYGA is \
+                    stateless (SIIT only): leave --translator out"
+                .to_owned(),
+        );
+    }
     interrupt::install().map_err(|e| format!("sixgate demo: {e}"))?;
     let translator = match args.translator {
         Which::Sixgate => {
@@ -65,7 +85,11 @@ pub fn run(args: &Args) -> CmdResult {
         });
     }
     check_host().map_err(|why| format!("sixgate demo: {why}"))?;
-    match demo(&translator) {
+    let result = match (args.mode, &translator) {
+        (Mode::Nat64, Dut::Sixgate { binary, .. }) => super::demo_nat64::demo(binary),
+        _ => demo(&translator),
+    };
+    match result {
         Ok(()) => Ok(()),
         Err(e) if e.is_interrupted() => Err(
             "sixgate demo: interrupted; everything the demo created has been removed".to_owned(),
@@ -76,13 +100,13 @@ pub fn run(args: &Args) -> CmdResult {
     }
 }
 
-fn step(n: u32, title: &str) -> sixgate_netns::Result<()> {
+pub(super) fn step(n: u32, title: &str) -> sixgate_netns::Result<()> {
     interrupt::check()?;
     println!("\n== {n}. {title}");
     Ok(())
 }
 
-fn indent(text: &str) -> String {
+pub(super) fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}\n")).collect()
 }
 
@@ -106,11 +130,7 @@ fn demo(translator: &Dut) -> sixgate_netns::Result<()> {
 
     step(1, "The network")?;
     let bed = Topology::build(TopologyOptions::default())?;
-    let names: Vec<String> = bed
-        .namespaces()
-        .iter()
-        .map(|n| n.name().to_owned())
-        .collect();
+    let names = names(&bed);
     print!("{}", bed.describe());
     println!(
         "  The IPv6 host's default router is the gateway. The gateway routes {} via the IPv4 \
@@ -190,6 +210,26 @@ fn demo(translator: &Dut) -> sixgate_netns::Result<()> {
     stop(running)?;
 
     step(8, "Tearing down")?;
+    tear_down(bed, &names, t0)?;
+    if who == "sixgate" {
+        println!(
+            "Next: `sixgate demo --mode nat64` shows stateful NAT64 with DNS64, the usual \
+             IPv6-only deployment."
+        );
+    }
+    Ok(())
+}
+
+/// The bed's namespace names, to check later that none is left.
+pub(super) fn names(bed: &Topology) -> Vec<String> {
+    bed.namespaces()
+        .iter()
+        .map(|n| n.name().to_owned())
+        .collect()
+}
+
+/// Remove the bed, check that none of `names` is left, and say so.
+pub(super) fn tear_down(bed: Topology, names: &[String], t0: Instant) -> sixgate_netns::Result<()> {
     drop(bed);
     let listed = list_namespaces()?;
     let left: Vec<&String> = names.iter().filter(|n| listed.contains(n)).collect();
@@ -208,7 +248,7 @@ fn demo(translator: &Dut) -> sixgate_netns::Result<()> {
 }
 
 /// Three pings, one line per reply.
-fn ping(from: &Netns, to: IpAddr) -> sixgate_netns::Result<()> {
+pub(super) fn ping(from: &Netns, to: IpAddr) -> sixgate_netns::Result<()> {
     let out = from.output_timeout(
         "ping",
         ["-n", "-c", "3", "-i", "0.3", "-W", "2", &to.to_string()],
@@ -305,7 +345,7 @@ fn web(bed: &Topology, who: &str) -> sixgate_netns::Result<()> {
 }
 
 /// Stop the translator and show what it reported.
-fn stop(running: RunningDut<'_>) -> sixgate_netns::Result<()> {
+pub(super) fn stop(running: RunningDut<'_>) -> sixgate_netns::Result<()> {
     let name = running.name();
     let stopped = running.stop()?;
     match name {

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod change;
 pub mod config;
 pub mod demo;
+pub mod demo_nat64;
 pub mod dns64;
 pub mod generate;
 pub mod run;
