@@ -7,11 +7,13 @@
 //! eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
 //! ```
 //!
-//! The schema lives in [`schema`]. Each section has one file with its checks, its
-//! settings type and its tests beside it (`translator`, `clat`, `nat64`, `mapt`,
-//! `daemon`, `tun`, `xdp`, [`dns64`], [`pref64`], [`metrics`], [`log`]); they share
-//! the value parsers of `value` and the context of `cx`, and `builder` runs them in
-//! turn. Every error, syntax or semantic, is reported as `FILE:LINE:COLUMN:
+//! The schema of every section lives in [`schema`]. Each section has one file
+//! with its checks and its settings type, and its tests beside it in
+//! `SECTION/tests.rs` (`translator`, `clat`, `nat64`, `mapt`, `daemon`, `tun`,
+//! `xdp`, [`dns64`], [`pref64`], [`metrics`], [`log`]); they share the value
+//! parsers of `value` and the context of `cx` (which collects every error), and
+//! `builder` runs them in turn. `lint` warns about valid values that are likely
+//! mistakes. Every error, syntax or semantic, is reported as `FILE:LINE:COLUMN:
 //! message`, where the message names the key, the bad value and what was expected.
 //! `docs/config.md` documents every key; a test keeps it in step with the schema.
 
