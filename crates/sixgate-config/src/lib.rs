@@ -109,11 +109,14 @@ impl Checked {
     pub fn describe(&self) -> String {
         match self {
             Checked::Gateway(l) => l.describe(),
-            Checked::Dns64(d) => format!(
-                "DNS64 only, on {} address(es) to {} upstream(s)",
-                d.dns64.listen.len(),
-                d.dns64.upstream.len()
-            ),
+            Checked::Dns64(d) => {
+                let (l, u) = (d.dns64.listen.len(), d.dns64.upstream.len());
+                format!(
+                    "DNS64 only, on {l} address{} to {u} upstream{}",
+                    if l == 1 { "" } else { "es" },
+                    if u == 1 { "" } else { "s" }
+                )
+            }
         }
     }
 }
