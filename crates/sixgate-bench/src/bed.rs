@@ -470,33 +470,8 @@ fn dut_sysctls(dut: &Netns) -> NsResult<()> {
 
 /// A veth pair with fixed MAC addresses and [`QUEUES`] queues, both ends up.
 fn link(a: &Netns, a_dev: &str, a_mac: Mac, b: &Netns, b_dev: &str, b_mac: Mac) -> NsResult<()> {
-    let q = QUEUES.to_string();
-    a.ip([
-        "link",
-        "add",
-        a_dev,
-        "address",
-        &a_mac.to_string(),
-        "numtxqueues",
-        &q,
-        "numrxqueues",
-        &q,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        b_dev,
-        "address",
-        &b_mac.to_string(),
-        "numtxqueues",
-        &q,
-        "numrxqueues",
-        &q,
-        "netns",
-        b.name(),
-    ])?;
-    a.link_up(a_dev)?;
-    b.link_up(b_dev)
+    let (a_mac, b_mac) = (a_mac.to_string(), b_mac.to_string());
+    sixgate_netns::veth_with_macs(a, (a_dev, &a_mac), b, (b_dev, &b_mac), u32::from(QUEUES))
 }
 
 /// `ip -batch` lines, so a bed with many host addresses is built in one call.

@@ -18,9 +18,7 @@
 //! addresses and tag (RFC 1624 reasoning: only the sum matters). Stamping a
 //! frame is a copy and a few stores, no checksum pass.
 
-use std::net::IpAddr;
-
-use sixgate_testkit::{Ip4, Ip6};
+use std::net::{IpAddr, SocketAddr};
 
 /// Bytes of the tag at the start of the UDP payload.
 pub const TAG_LEN: usize = 18;
@@ -36,20 +34,8 @@ const UDP_LEN: usize = 8;
 /// The standard IPv6 frame sizes of RFC 8219 §5.1 (the IPv4 side is 20 bytes less).
 pub const STANDARD_SIZES: [u16; 7] = [84, 148, 276, 532, 1044, 1300, 1518];
 
-/// An Ethernet address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mac(pub [u8; 6]);
-
-impl std::fmt::Display for Mac {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let m = self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            m[0], m[1], m[2], m[3], m[4], m[5]
-        )
-    }
-}
+/// An Ethernet address: the load generator's, so both testers speak of one.
+pub use sixgate_loadgen::frame::Mac;
 
 /// The IP version of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -169,17 +155,18 @@ impl Template {
         let payload_len = size - FCS - family.l4_offset() - UDP_LEN;
         let mut payload = vec![0u8; payload_len];
         payload[14..16].copy_from_slice(&MAGIC.to_be_bytes());
-        let ip = match (spec.src, spec.dst) {
-            (IpAddr::V4(s), IpAddr::V4(d)) => Ip4::new(s, d).ttl(64).udp_with(0, 0, &payload),
-            (IpAddr::V6(s), IpAddr::V6(d)) => Ip6::new(s, d).hop_limit(64).udp_with(0, 0, &payload),
-            _ => unreachable!("checked above"),
-        };
-        let mut bytes = Vec::with_capacity(size - FCS);
-        bytes.extend_from_slice(&spec.dst_mac.0);
-        bytes.extend_from_slice(&spec.src_mac.0);
-        let ethertype: u16 = if family == Family::V4 { 0x0800 } else { 0x86dd };
-        bytes.extend_from_slice(&ethertype.to_be_bytes());
-        bytes.extend_from_slice(&ip);
+        // The load generator's frame (Ethernet, IPv4 with DF or IPv6, UDP), with
+        // ports 0 and the checksum of that: the sum the compensator keeps.
+        let t = sixgate_loadgen::frame::ethernet(
+            spec.src_mac,
+            spec.dst_mac,
+            spec.src,
+            SocketAddr::new(spec.dst, 0),
+            &payload,
+        )
+        .map_err(FrameError)?;
+        let mut bytes = t.bytes.clone();
+        t.stamp_into(&mut bytes, 0);
         debug_assert_eq!(bytes.len(), size - FCS);
         let (src_low, dst_low) = {
             let (s, d) = address_ends(family);

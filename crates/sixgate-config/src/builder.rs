@@ -167,9 +167,10 @@ pub(crate) fn build(file: File, text: &str, origin: &str) -> Result<Loaded, Conf
 }
 
 /// Build the validated configuration, checking as much of the file as one error
-/// leaves checkable: every section, and in a section every key that does not
-/// depend on a bad one. `None` when there is any error; the errors in the order
-/// the checks ran.
+/// leaves checkable: every section (those that need `[translator]` once it
+/// loads), and in `[translator]`, `[nat64]`, `[daemon]`, `[tun]` and `[xdp]`
+/// every key that does not depend on a bad one. `None` when there is any error;
+/// the errors in the order the checks ran.
 pub(crate) fn build_all(
     file: File,
     text: &str,

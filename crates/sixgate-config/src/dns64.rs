@@ -1,4 +1,5 @@
-//! `[dns64]`: the DNS64 server (RFC 6147), its schema and its checks.
+//! `[dns64]`: the DNS64 server (RFC 6147), its settings and its checks (its
+//! schema, `Dns64Section`, is in [`schema`](crate::schema) with every section's).
 //!
 //! The section works in a gateway file (next to `[translator]`, whose `pool6` it
 //! can take as its prefix, so the two never disagree) and alone, for
@@ -9,90 +10,15 @@ use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
-use serde::Deserialize;
 use sixgate_core::addr::Rfc6052Prefix;
 use toml::Spanned;
 
 use crate::ConfigError;
 use crate::cx::Cx;
+use crate::schema::{Dns64Section, Prefixes};
 use crate::value::{
     V4_PREFIX, V6_PREFIX, clean_v4_prefix, clean_v6_prefix, int_in, rfc6052_prefix,
 };
-
-/// Keys of `[dns64]`, in the order of [`Dns64Section`]'s fields.
-pub const DNS64_KEYS: &[&str] = &[
-    "listen",
-    "upstream",
-    "prefixes",
-    "exclude",
-    "exclude_ipv4",
-    "acl",
-    "cache_size",
-    "max_ttl",
-    "upstream_timeout_ms",
-    "upstream_attempts",
-];
-
-/// `[dns64]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Dns64Section {
-    /// Addresses to answer on, UDP and TCP: `"ADDR"` (port 53) or `"ADDR:PORT"`.
-    pub listen: Option<Vec<Spanned<String>>>,
-    /// Resolvers to forward to, same forms.
-    pub upstream: Option<Vec<Spanned<String>>>,
-    /// `"pool6"` or a list of RFC 6052 prefixes.
-    pub prefixes: Option<Spanned<Prefixes>>,
-    /// RFC 6147 §5.1.4 exclusion set: IPv6 prefixes.
-    pub exclude: Option<Vec<Spanned<String>>>,
-    /// IPv4 prefixes whose A records are never synthesized.
-    pub exclude_ipv4: Option<Vec<Spanned<String>>>,
-    /// Clients allowed to query: IPv4 or IPv6 prefixes.
-    pub acl: Option<Vec<Spanned<String>>>,
-    /// Most cached answers; 0 disables the cache.
-    pub cache_size: Option<Spanned<i64>>,
-    /// Longest time an answer is cached, seconds.
-    pub max_ttl: Option<Spanned<i64>>,
-    /// How long to wait for one upstream answer, milliseconds.
-    pub upstream_timeout_ms: Option<Spanned<i64>>,
-    /// Tries per question across the upstreams.
-    pub upstream_attempts: Option<Spanned<i64>>,
-}
-
-/// `prefixes`: the word `"pool6"` or a list of prefixes.
-#[derive(Debug)]
-pub enum Prefixes {
-    /// `"pool6"` (or any other string, refused by validation).
-    Word(String),
-    /// `["64:ff9b::/96", …]`.
-    List(Vec<String>),
-}
-
-impl<'de> Deserialize<'de> for Prefixes {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Prefixes;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("\"pool6\" or an array of RFC 6052 prefixes")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Prefixes, E> {
-                Ok(Prefixes::Word(v.to_owned()))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut s: A,
-            ) -> Result<Prefixes, A::Error> {
-                let mut out = Vec::new();
-                while let Some(p) = s.next_element::<String>()? {
-                    out.push(p);
-                }
-                Ok(Prefixes::List(out))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
 
 /// The checked `[dns64]` settings.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,11 +7,13 @@
 //! eam = [ { ipv4 = "198.18.0.0/24", ipv6 = "2001:db8:1::/120" } ]
 //! ```
 //!
-//! The schema lives in [`schema`]. Each section has one file with its checks, its
-//! settings type and its tests beside it (`translator`, `clat`, `nat64`, `mapt`,
-//! `daemon`, `tun`, `xdp`, [`dns64`], [`pref64`], [`metrics`], [`log`]); they share
-//! the value parsers of `value` and the context of `cx`, and `builder` runs them in
-//! turn. Every error, syntax or semantic, is reported as `FILE:LINE:COLUMN:
+//! The schema of every section lives in [`schema`]. Each section has one file
+//! with its checks and its settings type, and its tests beside it in
+//! `SECTION/tests.rs` (`translator`, `clat`, `nat64`, `mapt`, `daemon`, `tun`,
+//! `xdp`, [`dns64`], [`pref64`], [`metrics`], [`log`]); they share the value
+//! parsers of `value` and the context of `cx` (which collects every error), and
+//! `builder` runs them in turn. `lint` warns about valid values that are likely
+//! mistakes. Every error, syntax or semantic, is reported as `FILE:LINE:COLUMN:
 //! message`, where the message names the key, the bad value and what was expected.
 //! `docs/config.md` documents every key; a test keeps it in step with the schema.
 
@@ -49,32 +51,40 @@ mod xdp;
 
 /// Read and validate the file at `path`; errors name it as given.
 pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::unreadable(&origin, e))?;
+    let (text, origin) = read(path)?;
     parse(&text, &origin)
 }
 
 /// Parse and validate `text`; `origin` (usually the file name) prefixes every error.
 pub fn parse(text: &str, origin: &str) -> Result<Loaded, ConfigError> {
-    let file: schema::File =
-        toml::from_str(text).map_err(|e| error::syntax_error(&e, text, origin))?;
-    builder::build(file, text, origin)
+    builder::build(toml_file(text, origin)?, text, origin)
+}
+
+/// The file at `path` and its name as given, for errors.
+fn read(path: &Path) -> Result<(String, String), ConfigError> {
+    let origin = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok((text, origin)),
+        Err(e) => Err(ConfigError::unreadable(&origin, e)),
+    }
+}
+
+/// `text` as TOML in the shape of [`schema::File`].
+fn toml_file(text: &str, origin: &str) -> Result<schema::File, ConfigError> {
+    toml::from_str(text).map_err(|e| error::syntax_error(&e, text, origin))
 }
 
 /// Read a file for `sixgate dns64`: it must have `[dns64]`; a `[translator]`
 /// is optional, and when present the whole file is checked as for `sixgate run`
 /// (so `prefixes = "pool6"` means the same prefix the translator uses).
 pub fn load_dns64(path: &Path) -> Result<Dns64File, ConfigError> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::unreadable(&origin, e))?;
+    let (text, origin) = read(path)?;
     parse_dns64(&text, &origin)
 }
 
 /// [`load_dns64`] on text.
 pub fn parse_dns64(text: &str, origin: &str) -> Result<Dns64File, ConfigError> {
-    let file: schema::File =
-        toml::from_str(text).map_err(|e| error::syntax_error(&e, text, origin))?;
-    builder::build_dns64(file, text, origin)
+    builder::build_dns64(toml_file(text, origin)?, text, origin)
 }
 
 /// A file `sixgate config check` accepts.
@@ -99,20 +109,21 @@ impl Checked {
     pub fn describe(&self) -> String {
         match self {
             Checked::Gateway(l) => l.describe(),
-            Checked::Dns64(d) => format!(
-                "DNS64 only, on {} address(es) to {} upstream(s)",
-                d.dns64.listen.len(),
-                d.dns64.upstream.len()
-            ),
+            Checked::Dns64(d) => {
+                let (l, u) = (d.dns64.listen.len(), d.dns64.upstream.len());
+                format!(
+                    "DNS64 only, on {l} address{} to {u} upstream{}",
+                    if l == 1 { "" } else { "es" },
+                    if u == 1 { "" } else { "s" }
+                )
+            }
         }
     }
 }
 
 /// Read and check the file at `path` as `sixgate config check` does.
 pub fn check_file(path: &Path) -> Result<Checked, Vec<ConfigError>> {
-    let origin = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| vec![ConfigError::unreadable(&origin, e)])?;
+    let (text, origin) = read(path).map_err(|e| vec![e])?;
     check(&text, &origin)
 }
 
@@ -121,8 +132,7 @@ pub fn check_file(path: &Path) -> Result<Checked, Vec<ConfigError>> {
 /// Every error the file has (a TOML syntax error stops at the first), in file
 /// order, not only the first.
 pub fn check(text: &str, origin: &str) -> Result<Checked, Vec<ConfigError>> {
-    let file: schema::File =
-        toml::from_str(text).map_err(|e| vec![error::syntax_error(&e, text, origin)])?;
+    let file = toml_file(text, origin).map_err(|e| vec![e])?;
     if file.translator.is_none() && file.dns64.is_some() {
         return builder::build_dns64(file, text, origin)
             .map(Checked::Dns64)

@@ -3,35 +3,16 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
-use toml::Spanned;
-
 use crate::ConfigError;
 use crate::cx::Cx;
+use crate::schema::LogSection;
 use crate::value::quoted_list;
-
-/// Keys of `[log]`, in the order of [`LogSection`]'s fields.
-pub const LOG_KEYS: &[&str] = &["format", "target", "file", "level"];
 
 /// The local syslog socket.
 pub const DEV_LOG: &str = "/dev/log";
 
 /// Level names a `level` directive may use.
 pub const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
-
-/// `[log]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LogSection {
-    /// "text" | "json".
-    pub format: Option<Spanned<String>>,
-    /// "stderr" | "file" | "syslog".
-    pub target: Option<Spanned<String>>,
-    /// The log file (target "file"), or the syslog socket (target "syslog").
-    pub file: Option<Spanned<String>>,
-    /// `LEVEL` or `LEVEL,TARGET=LEVEL,…` (as `RUST_LOG`).
-    pub level: Option<Spanned<String>>,
-}
 
 /// How one record is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -3,22 +3,9 @@
 
 use std::net::SocketAddr;
 
-use serde::Deserialize;
-use toml::Spanned;
-
 use crate::ConfigError;
 use crate::cx::Cx;
-
-/// Keys of `[metrics]`, in the order of [`MetricsSection`]'s fields.
-pub const METRICS_KEYS: &[&str] = &["listen"];
-
-/// `[metrics]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetricsSection {
-    /// TCP address serving `GET /metrics`: `"ADDR:PORT"` or `"[V6]:PORT"`.
-    pub listen: Option<Spanned<String>>,
-}
+use crate::schema::MetricsSection;
 
 /// `[metrics]`, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,16 +3,12 @@
 
 use std::ops::Range;
 
-use serde::Deserialize;
 use sixgate_core::addr::Rfc6052Prefix;
-use toml::Spanned;
 
 use crate::ConfigError;
 use crate::cx::Cx;
+use crate::schema::Pref64Section;
 use crate::value::int_in;
-
-/// Keys of `[pref64]`, in the order of [`Pref64Section`]'s fields.
-pub const PREF64_KEYS: &[&str] = &["interface", "interval", "lifetime", "router_lifetime"];
 
 /// RFC 4861 §6.2.1: MaxRtrAdvInterval is 4..=1800 seconds.
 pub const INTERVAL_RANGE: (i64, i64) = (4, 1800);
@@ -22,20 +18,6 @@ pub const DEFAULT_INTERVAL: u32 = 600;
 pub const MAX_LIFETIME: u16 = 65528;
 /// RFC 4861 §6.2.1: AdvDefaultLifetime is at most 9000 seconds.
 pub const MAX_ROUTER_LIFETIME: i64 = 9000;
-
-/// `[pref64]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Pref64Section {
-    /// The interface to advertise on.
-    pub interface: Option<Spanned<String>>,
-    /// Seconds between unsolicited advertisements.
-    pub interval: Option<Spanned<i64>>,
-    /// The PREF64 lifetime, seconds.
-    pub lifetime: Option<Spanned<i64>>,
-    /// The RA's Router Lifetime, seconds (0: not a default router).
-    pub router_lifetime: Option<Spanned<i64>>,
-}
 
 /// `[pref64]`, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]

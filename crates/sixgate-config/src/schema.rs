@@ -7,7 +7,8 @@
 //!
 //! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`NAT64_KEYS`], [`POOL4_KEYS`],
 //! [`STATIC_BIB_KEYS`], [`CLAT_KEYS`], [`MAPT_KEYS`], [`MAP_RULE_KEYS`],
-//! [`DAEMON_KEYS`], [`TUN_KEYS`] and [`XDP_KEYS`] list the
+//! [`DAEMON_KEYS`], [`TUN_KEYS`], [`XDP_KEYS`], [`DNS64_KEYS`], [`PREF64_KEYS`],
+//! [`METRICS_KEYS`] and [`LOG_KEYS`] list the
 //! accepted keys. Tests check that they match these structs and `docs/config.md`,
 //! so the three cannot drift.
 
@@ -31,13 +32,13 @@ pub struct File {
     /// `[clat]`: the customer side of 464XLAT (RFC 6877); only with `mode = "clat"`.
     pub clat: Option<Spanned<ClatSection>>,
     /// `[dns64]`: the DNS64 server (RFC 6147), see [`crate::dns64`]. Optional.
-    pub dns64: Option<Spanned<crate::dns64::Dns64Section>>,
+    pub dns64: Option<Spanned<Dns64Section>>,
     /// `[pref64]`: PREF64 Router Advertisements (RFC 8781), see [`crate::pref64`].
-    pub pref64: Option<Spanned<crate::pref64::Pref64Section>>,
+    pub pref64: Option<Spanned<Pref64Section>>,
     /// `[metrics]`: the Prometheus endpoint, see [`crate::metrics`].
-    pub metrics: Option<Spanned<crate::metrics::MetricsSection>>,
+    pub metrics: Option<Spanned<MetricsSection>>,
     /// `[log]`: log format and sink, see [`crate::log`].
-    pub log: Option<Spanned<crate::log::LogSection>>,
+    pub log: Option<Spanned<LogSection>>,
     /// `[mapt]`: the MAP-T domain (RFC 7599); only with `mode = "mapt-br"` or
     /// `mode = "mapt-ce"`.
     pub mapt: Option<Spanned<MaptSection>>,
@@ -408,4 +409,124 @@ pub struct MapRuleEntry {
     pub ea_bits: Spanned<i64>,
     /// PSID offset a, 0..=15; default 6 (RFC 7597 §5.1).
     pub psid_offset: Option<Spanned<i64>>,
+}
+
+/// Keys of `[dns64]`, in the order of [`Dns64Section`]'s fields.
+pub const DNS64_KEYS: &[&str] = &[
+    "listen",
+    "upstream",
+    "prefixes",
+    "exclude",
+    "exclude_ipv4",
+    "acl",
+    "cache_size",
+    "max_ttl",
+    "upstream_timeout_ms",
+    "upstream_attempts",
+];
+
+/// `[dns64]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dns64Section {
+    /// Addresses to answer on, UDP and TCP: `"ADDR"` (port 53) or `"ADDR:PORT"`.
+    pub listen: Option<Vec<Spanned<String>>>,
+    /// Resolvers to forward to, same forms.
+    pub upstream: Option<Vec<Spanned<String>>>,
+    /// `"pool6"` or a list of RFC 6052 prefixes.
+    pub prefixes: Option<Spanned<Prefixes>>,
+    /// RFC 6147 §5.1.4 exclusion set: IPv6 prefixes.
+    pub exclude: Option<Vec<Spanned<String>>>,
+    /// IPv4 prefixes whose A records are never synthesized.
+    pub exclude_ipv4: Option<Vec<Spanned<String>>>,
+    /// Clients allowed to query: IPv4 or IPv6 prefixes.
+    pub acl: Option<Vec<Spanned<String>>>,
+    /// Most cached answers; 0 disables the cache.
+    pub cache_size: Option<Spanned<i64>>,
+    /// Longest time an answer is cached, seconds.
+    pub max_ttl: Option<Spanned<i64>>,
+    /// How long to wait for one upstream answer, milliseconds.
+    pub upstream_timeout_ms: Option<Spanned<i64>>,
+    /// Tries per question across the upstreams.
+    pub upstream_attempts: Option<Spanned<i64>>,
+}
+
+/// `prefixes`: the word `"pool6"` or a list of prefixes.
+#[derive(Debug)]
+pub enum Prefixes {
+    /// `"pool6"` (or any other string, refused by validation).
+    Word(String),
+    /// `["64:ff9b::/96", …]`.
+    List(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for Prefixes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Prefixes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("\"pool6\" or an array of RFC 6052 prefixes")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Prefixes, E> {
+                Ok(Prefixes::Word(v.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Prefixes, A::Error> {
+                let mut out = Vec::new();
+                while let Some(p) = s.next_element::<String>()? {
+                    out.push(p);
+                }
+                Ok(Prefixes::List(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Keys of `[pref64]`, in the order of [`Pref64Section`]'s fields.
+pub const PREF64_KEYS: &[&str] = &["interface", "interval", "lifetime", "router_lifetime"];
+
+/// `[pref64]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pref64Section {
+    /// The interface to advertise on.
+    pub interface: Option<Spanned<String>>,
+    /// Seconds between unsolicited advertisements.
+    pub interval: Option<Spanned<i64>>,
+    /// The PREF64 lifetime, seconds.
+    pub lifetime: Option<Spanned<i64>>,
+    /// The RA's Router Lifetime, seconds (0: not a default router).
+    pub router_lifetime: Option<Spanned<i64>>,
+}
+
+/// Keys of `[metrics]`, in the order of [`MetricsSection`]'s fields.
+pub const METRICS_KEYS: &[&str] = &["listen"];
+
+/// `[metrics]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSection {
+    /// TCP address serving `GET /metrics`: `"ADDR:PORT"` or `"[V6]:PORT"`.
+    pub listen: Option<Spanned<String>>,
+}
+
+/// Keys of `[log]`, in the order of [`LogSection`]'s fields.
+pub const LOG_KEYS: &[&str] = &["format", "target", "file", "level"];
+
+/// `[log]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSection {
+    /// "text" | "json".
+    pub format: Option<Spanned<String>>,
+    /// "stderr" | "file" | "syslog".
+    pub target: Option<Spanned<String>>,
+    /// The log file (target "file"), or the syslog socket (target "syslog").
+    pub file: Option<Spanned<String>>,
+    /// `LEVEL` or `LEVEL,TARGET=LEVEL,…` (as `RUST_LOG`).
+    pub level: Option<Spanned<String>>,
 }

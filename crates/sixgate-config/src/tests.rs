@@ -634,15 +634,15 @@ fn docs_document_exactly_the_schema_keys() {
     accepted.extend(NAT64_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(POOL4_KEYS.iter().map(|k| format!("pool4.{k}")));
     accepted.extend(STATIC_BIB_KEYS.iter().map(|k| format!("static_bib.{k}")));
-    accepted.extend(crate::dns64::DNS64_KEYS.iter().map(|k| k.to_string()));
-    accepted.extend(crate::pref64::PREF64_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(crate::schema::DNS64_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(crate::schema::PREF64_KEYS.iter().map(|k| k.to_string()));
     // `listen` is also a [dns64] key, so [metrics] keys are documented qualified.
     accepted.extend(
-        crate::metrics::METRICS_KEYS
+        crate::schema::METRICS_KEYS
             .iter()
             .map(|k| format!("metrics.{k}")),
     );
-    accepted.extend(crate::log::LOG_KEYS.iter().map(|k| k.to_string()));
+    accepted.extend(crate::schema::LOG_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(crate::schema::MAPT_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(
         crate::schema::MAP_RULE_KEYS
@@ -662,10 +662,10 @@ fn docs_document_exactly_the_schema_keys() {
             + POOL4_KEYS.len()
             + STATIC_BIB_KEYS.len()
             + CLAT_KEYS.len()
-            + crate::dns64::DNS64_KEYS.len()
-            + crate::pref64::PREF64_KEYS.len()
-            + crate::metrics::METRICS_KEYS.len()
-            + crate::log::LOG_KEYS.len()
+            + crate::schema::DNS64_KEYS.len()
+            + crate::schema::PREF64_KEYS.len()
+            + crate::schema::METRICS_KEYS.len()
+            + crate::schema::LOG_KEYS.len()
             + crate::schema::MAPT_KEYS.len()
             + crate::schema::MAP_RULE_KEYS.len(),
         "a key name is shared between sections"
@@ -742,15 +742,15 @@ fn docs_toml_examples_are_valid() {
         );
     }
     let full = blocks.iter().rfind(|b| b.contains("[dns64]")).unwrap();
-    for key in crate::dns64::DNS64_KEYS {
+    for key in crate::schema::DNS64_KEYS {
         assert!(
             full.contains(&format!("\n{key} = ")),
             "the [dns64] example lacks {key}"
         );
     }
     for (section, keys) in [
-        ("[metrics]", crate::metrics::METRICS_KEYS),
-        ("[log]", crate::log::LOG_KEYS),
+        ("[metrics]", crate::schema::METRICS_KEYS),
+        ("[log]", crate::schema::LOG_KEYS),
     ] {
         let b = blocks.iter().rfind(|b| b.contains(section)).unwrap();
         for key in keys {
@@ -761,7 +761,7 @@ fn docs_toml_examples_are_valid() {
         }
     }
     let pref64 = blocks.iter().rfind(|b| b.contains("[pref64]")).unwrap();
-    for key in crate::pref64::PREF64_KEYS {
+    for key in crate::schema::PREF64_KEYS {
         assert!(
             pref64.contains(&format!("\n{key} = ")),
             "the [pref64] example lacks {key}"

@@ -98,46 +98,55 @@ pub(crate) fn section(
         ));
     }
     if let Some(v) = &x.attach_mode {
-        out.attach_mode = match v.get_ref().as_str() {
-            "auto" => XdpAttach::Auto,
-            "native" => XdpAttach::Native,
-            "generic" => XdpAttach::Generic,
-            other => {
-                return Err(cx.bad(
-                    "attach_mode",
-                    v,
-                    format!("unknown attach mode {other:?}"),
-                    "\"auto\", \"native\" or \"generic\"",
-                ));
-            }
-        };
+        cx.check(|| {
+            out.attach_mode = match v.get_ref().as_str() {
+                "auto" => XdpAttach::Auto,
+                "native" => XdpAttach::Native,
+                "generic" => XdpAttach::Generic,
+                other => {
+                    return Err(cx.bad(
+                        "attach_mode",
+                        v,
+                        format!("unknown attach mode {other:?}"),
+                        "\"auto\", \"native\" or \"generic\"",
+                    ));
+                }
+            };
+            Ok(())
+        });
     }
     if let Some(v) = &x.zero_copy {
-        out.zero_copy = match v.get_ref().as_str() {
-            "auto" => ZeroCopy::Auto,
-            "require" => ZeroCopy::Require,
-            "off" => ZeroCopy::Off,
-            other => {
-                return Err(cx.bad(
-                    "zero_copy",
-                    v,
-                    format!("unknown zero-copy setting {other:?}"),
-                    "\"auto\", \"require\" or \"off\"",
-                ));
-            }
-        };
+        cx.check(|| {
+            out.zero_copy = match v.get_ref().as_str() {
+                "auto" => ZeroCopy::Auto,
+                "require" => ZeroCopy::Require,
+                "off" => ZeroCopy::Off,
+                other => {
+                    return Err(cx.bad(
+                        "zero_copy",
+                        v,
+                        format!("unknown zero-copy setting {other:?}"),
+                        "\"auto\", \"require\" or \"off\"",
+                    ));
+                }
+            };
+            Ok(())
+        });
     }
     if let Some(f) = &x.frames {
-        let n = int_in(cx, "frames", f, 512, 65536)?;
-        if !(n as u64).is_power_of_two() {
-            return Err(cx.bad(
-                "frames",
-                f,
-                format!("{n} is not a power of two"),
-                "a power of two from 512 to 65536, e.g. 4096",
-            ));
-        }
-        out.frames = n as u32;
+        cx.check(|| {
+            let n = int_in(cx, "frames", f, 512, 65536)?;
+            if !(n as u64).is_power_of_two() {
+                return Err(cx.bad(
+                    "frames",
+                    f,
+                    format!("{n} is not a power of two"),
+                    "a power of two from 512 to 65536, e.g. 4096",
+                ));
+            }
+            out.frames = n as u32;
+            Ok(())
+        });
     }
     Ok(out)
 }

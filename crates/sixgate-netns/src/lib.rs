@@ -52,7 +52,7 @@ pub use dut::{
 pub use error::{Context, Error, Result};
 pub use netns::{
     LinkState, LinkStats, Netns, Proto, check_host, cleanup_stale, list_namespaces, veth,
-    veth_queues,
+    veth_queues, veth_with_macs,
 };
 pub use process::{
     Background, DEFAULT_TIMEOUT, Finished, ScratchDir, capture, describe, interrupt, run_checked,

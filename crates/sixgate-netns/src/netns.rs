@@ -419,27 +419,48 @@ pub fn veth(a: &Netns, a_dev: &str, b: &Netns, b_dev: &str) -> Result<()> {
 /// [`veth`] with `queues` receive and transmit queues on each end (an AF_XDP
 /// data plane binds one socket per receive queue).
 pub fn veth_queues(a: &Netns, a_dev: &str, b: &Netns, b_dev: &str, queues: u32) -> Result<()> {
+    veth_pair(a, (a_dev, None), b, (b_dev, None), queues)
+}
+
+/// [`veth_queues`] with fixed MAC addresses (`"02:00:5e:10:00:05"`) on the two
+/// ends, as a bed with static neighbours needs.
+pub fn veth_with_macs(
+    a: &Netns,
+    (a_dev, a_mac): (&str, &str),
+    b: &Netns,
+    (b_dev, b_mac): (&str, &str),
+    queues: u32,
+) -> Result<()> {
+    veth_pair(a, (a_dev, Some(a_mac)), b, (b_dev, Some(b_mac)), queues)
+}
+
+fn veth_pair(
+    a: &Netns,
+    (a_dev, a_mac): (&str, Option<&str>),
+    b: &Netns,
+    (b_dev, b_mac): (&str, Option<&str>),
+    queues: u32,
+) -> Result<()> {
     let q = queues.max(1).to_string();
-    a.ip([
-        "link",
-        "add",
-        a_dev,
-        "numtxqueues",
-        &q,
-        "numrxqueues",
-        &q,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        b_dev,
-        "numtxqueues",
-        &q,
-        "numrxqueues",
-        &q,
-        "netns",
-        &b.name,
-    ])?;
+    let end = |dev: &str, mac: Option<&str>| {
+        let mut args = vec![dev.to_owned()];
+        if let Some(m) = mac {
+            args.extend(["address".to_owned(), m.to_owned()]);
+        }
+        args.extend([
+            "numtxqueues".to_owned(),
+            q.clone(),
+            "numrxqueues".to_owned(),
+            q.clone(),
+        ]);
+        args
+    };
+    let mut args = vec!["link".to_owned(), "add".to_owned()];
+    args.extend(end(a_dev, a_mac));
+    args.extend(["type", "veth", "peer", "name"].map(str::to_owned));
+    args.extend(end(b_dev, b_mac));
+    args.extend(["netns".to_owned(), b.name.clone()]);
+    a.ip(args.iter().map(String::as_str))?;
     a.link_up(a_dev)?;
     b.link_up(b_dev)
 }

@@ -335,7 +335,7 @@ fn config_check_accepts_a_dns64_only_file() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stdout),
-        format!("{cfg}: ok (DNS64 only, on 2 address(es) to 1 upstream(s))\n")
+        format!("{cfg}: ok (DNS64 only, on 2 addresses to 1 upstream)\n")
     );
     // Its errors are reported as for `sixgate dns64`.
     let bad = write(&d, "bad.toml", b"[dns64]\nupstream = [\"x\"]\n");

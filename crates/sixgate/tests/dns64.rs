@@ -861,6 +861,7 @@ fn full_path(test: &str, translator_toml: &str) {
         return;
     }
     use sixgate_netns::{Dataplane, Dut, Topology, TopologyOptions, addr};
+    let turn = common::Turn::take(test);
     let bed = Topology::build(TopologyOptions::default()).unwrap();
     let dir = ScratchDir::new("dns64path").unwrap();
     let d = dir.path().display().to_string();
@@ -955,12 +956,8 @@ fn full_path(test: &str, translator_toml: &str) {
             .unwrap();
         assert_eq!(page, "served over IPv4\n");
     };
-    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-        eprintln!("{test}: translator output:\n{}", running.log());
-        std::panic::resume_unwind(p);
-    }
-    let stopped = running.stop().unwrap();
-    stopped.check_clean().unwrap();
+    turn.run(|| running.log(), body);
+    common::stop_cleanly(test, "translator", running);
     if !translator_toml.is_empty() {
         // RFC 6146: the IPv4 server saw the client as a pool4 address.
         let client = common::http_client_seen(&http);

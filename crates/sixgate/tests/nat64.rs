@@ -656,7 +656,7 @@ fn default_pool4_tests(test: &str, dataplane: Dataplane, workers: u16) {
         extra_toml: default_pool4_config(workers),
     };
     let tun = dataplane == Dataplane::Tun;
-    let _turn = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = common::Turn::take(test);
     let bed = Topology::build(translator.bed_options(TopologyOptions::default()))
         .unwrap_or_else(|e| panic!("{test}: {e}"));
     let before = diversion_state(&bed.gateway);
@@ -882,7 +882,7 @@ fn nat64_default_pool4_setup_failure_undoes_everything() {
         println!("skipped: {test}: {why}");
         return;
     }
-    let _turn = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = common::Turn::take(test);
     let bed = Topology::build(TopologyOptions::default()).unwrap_or_else(|e| panic!("{test}: {e}"));
     let before = diversion_state(&bed.gateway);
     let dir = ScratchDir::new("failnft").unwrap();

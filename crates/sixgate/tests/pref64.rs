@@ -81,7 +81,7 @@ fn rfc8781_host_learns_pool6_from_router_advertisements() {
             ifname::GATEWAY_V6
         ),
     };
-    let _turn = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = common::Turn::take(test);
     let bed = Topology::build(TopologyOptions::default()).unwrap();
     // Listening before sixgate starts, so the start-up RA is the first one seen.
     let listener = bed.v6host.spawn("python3", ["-c", LISTENER]).unwrap();

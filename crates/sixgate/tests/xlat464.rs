@@ -212,6 +212,16 @@ fn clat_follows_a_changed_plat_prefix() {
         }
         let rtts = ping(&r.chain.client, &server, 3);
         println!("after the change, ping {server}: RTT {rtts:?} ms");
+        // A reload keeps the prefix the refresh found, not the start-up one.
+        let sock = r.clat.api_socket().expect("the CLAT's API socket");
+        let out = std::process::Command::new(BIN)
+            .args(["reload", "--socket"])
+            .arg(sock)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "reload: {out:?}");
+        let rtts = ping(&r.chain.client, &server, 3);
+        println!("after a reload, ping {server}: RTT {rtts:?} ms");
     });
 }
 

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::parse_dns64;
+use crate::schema::{DNS64_KEYS, Dns64Section};
 
 const EVERY_KEY: &str = r#"[dns64]
 listen = ["[2001:db8:1::53]:53", "127.0.0.1:5353"]
