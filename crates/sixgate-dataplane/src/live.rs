@@ -351,12 +351,13 @@ impl Live {
         }
     }
 
-    /// A worker's draining pool4 prefixes changed. Once every worker runs the
-    /// current configuration (each publishes its prefixes before it says so),
-    /// the data plane is told which removed prefixes still drain anywhere
-    /// ([`Plane::pool4_drained`]). Runs on that worker's thread, at a timer
-    /// tick or a change: rare, and what it costs (a route removed) is paid
-    /// there, not per packet.
+    /// A worker's draining pool4 prefixes changed, or every worker took a
+    /// change. Once every worker runs the current configuration (each
+    /// publishes its prefixes before it says so), the data plane is told which
+    /// removed prefixes still drain anywhere ([`Plane::pool4_drained`]). Runs
+    /// on a short-lived thread of its own ([`Follower`] starts it): the plane
+    /// may run `ip`, and a change may hold its lock, neither of which a
+    /// worker waits for.
     fn pool4_drained(&self) {
         let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
         let g = self.config_generation.load(Ordering::Acquire);
@@ -400,7 +401,22 @@ impl Follower {
     /// (RFC 6146 §3.5.1.1), the data plane may take away what it kept for it.
     pub fn after_tick(&self, t: &Translator) {
         if self.publish_draining(t) {
-            self.live.pool4_drained();
+            self.check_drained();
+        }
+    }
+
+    /// [`Live::pool4_drained`] on a thread of its own, off the packet path.
+    fn check_drained(&self) {
+        let live = self.live.clone();
+        let spawned = std::thread::Builder::new()
+            .name("sixgate-drained".into())
+            .spawn(move || live.pool4_drained());
+        if let Err(e) = spawned {
+            tracing::warn!(
+                worker = self.index,
+                "cannot start a thread to take drained pool4 routes away ({e}); they go at \
+                 the next change or at exit"
+            );
         }
     }
 
@@ -442,10 +458,20 @@ impl Follower {
             }
             self.seen_config = g;
             self.publish_draining(p.translator());
+            // SeqCst, store and loads: of two workers taking the change at
+            // once, at least one sees the other's and checks.
             self.live.stats[self.index]
                 .applied
-                .store(g, Ordering::Release);
-            self.live.pool4_drained();
+                .store(g, Ordering::SeqCst);
+            // The last worker to take it: what the change drained at once.
+            if self
+                .live
+                .stats
+                .iter()
+                .all(|s| s.applied.load(Ordering::SeqCst) >= g)
+            {
+                self.check_drained();
+            }
         }
         while let Ok(r) = self.requests.try_recv() {
             let chunk = match r.query {
@@ -639,18 +665,20 @@ mod tests {
                 }
             })
         };
+        let told_last = |want: &[Pool4Entry]| {
+            let deadline = Instant::now() + WORKER_TIMEOUT;
+            while told.lock().unwrap().last().map(|d| &d[..]) != Some(want) {
+                assert!(Instant::now() < deadline, "{:?}", told.lock().unwrap());
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
         live.apply(nat64(&[b])).unwrap();
-        let entry = |x: [u8; 4]| Pool4Entry::single(Ipv4Addr::from(x));
-        assert_eq!(told.lock().unwrap().last(), Some(&vec![entry(a)]));
+        told_last(&[Pool4Entry::single(Ipv4Addr::from(a))]);
         // Past the UDP timeout, then the freed port's reuse delay.
         now_s.store(2000, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(50));
         now_s.store(2200, Ordering::Relaxed);
-        let deadline = Instant::now() + WORKER_TIMEOUT;
-        while told.lock().unwrap().last() != Some(&Vec::new()) {
-            assert!(Instant::now() < deadline, "{:?}", told.lock().unwrap());
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        told_last(&[]);
         stop.store(true, Ordering::Relaxed);
         worker.join().unwrap();
     }

@@ -993,6 +993,52 @@ fn json_log_file_carries_the_nat64_session_events() {
     );
 }
 
+/// RFC 6146 §3.5.1.1 with `manage_routes`: a pool4 prefix removed at runtime
+/// keeps its route while its ICMP session lives, and loses it once the
+/// session (5 s) has gone, with no further change; the prefix added instead
+/// is routed at once.
+#[test]
+fn removed_pool4_route_goes_with_its_last_session() {
+    require_root_netns!();
+    let ns = Netns::new();
+    let sock = ns.dir.join("nat64.sock");
+    let cfg = ns.dir.join("nat64.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[translator]\nmode = \"nat64\"\npool6 = \"2001:db8:64::/96\"\n\n\
+             [nat64]\npool4 = [\"198.18.0.0/24\"]\nicmp_timeout = 5\nport_reuse_delay = 0\n\n\
+             [daemon]\nsocket = \"{}\"\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let mut gw = ns.sixgate(&["--config", cfg.to_str().unwrap()]);
+    gw.wait_for("workers started");
+    ping_6to4(&ns);
+    let cli = |args: &[&str]| {
+        let o = Command::new(BIN)
+            .args(args)
+            .arg("--socket")
+            .arg(&sock)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    };
+    cli(&["pool4", "add", "198.51.100.0/24"]);
+    cli(&["pool4", "remove", "198.18.0.0/24"]);
+    assert!(ns.route(false, "198.51.100.0/24").contains("dev sixgate0"));
+    assert!(
+        ns.route(false, "198.18.0.0/24").contains("dev sixgate0"),
+        "removed while its session lives:\n{}",
+        gw.log()
+    );
+    gw.wait_for("pool4 198.18.0.0/24 drained");
+    assert_eq!(ns.route(false, "198.18.0.0/24"), "", "{}", gw.log());
+    let (ok, _, log) = gw.terminate();
+    assert!(ok, "{log}");
+}
+
 /// Whether process `pid` catches signal `sig` (`SigCgt` in /proc/PID/status).
 fn catches(pid: u32, sig: libc::c_int) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
