@@ -31,8 +31,10 @@ pub fn translate(
         Ok(p) => p,
         Err(Ipv6Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
         Err(e @ (Ipv6Error::UnknownExtension | Ipv6Error::HeaderChain)) => {
-            // §5.4: administratively prohibited (not to a multicast destination).
-            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]));
+            // §5.4: administratively prohibited (not to a multicast
+            // destination, not about an ICMPv6 error).
+            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]))
+                || carries_icmpv6_error(pkt.data());
             let r = if e == Ipv6Error::HeaderChain {
                 DropReason::ExtensionHeaderChain
             } else {
@@ -367,6 +369,33 @@ pub fn translate(
         hairpin,
         split4,
     )
+}
+
+/// RFC 4443 §2.4 (e) for a packet whose header chain broke the rules: walk it
+/// leniently (any order, at most 8 headers) to see whether an ICMPv6 error
+/// lies at its end, which must not be answered.
+#[cold]
+#[inline(never)]
+fn carries_icmpv6_error(data: &[u8]) -> bool {
+    let (mut next, mut off) = (data.get(6).copied().unwrap_or(nh::NONE), ipv6::HEADER_LEN);
+    for _ in 0..8 {
+        match next {
+            nh::HOP_BY_HOP | nh::ROUTING | nh::DEST_OPTS | nh::FRAGMENT => {
+                let Some(b) = data.get(off..off + 2) else {
+                    return false;
+                };
+                off += if next == nh::FRAGMENT {
+                    ipv6::FRAGMENT_HEADER_LEN
+                } else {
+                    (usize::from(b[1]) + 1) * 8
+                };
+                next = b[0];
+            }
+            nh::ICMPV6 => return data.get(off).is_some_and(|&ty| icmp6::is_error(ty)),
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// §5.5: an IPv6 UDP checksum of zero is invalid (RFC 8200 §8.1; RFC 6935
