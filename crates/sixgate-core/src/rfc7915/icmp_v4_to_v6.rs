@@ -33,14 +33,7 @@ pub(crate) fn translate_error(
     nat: Option<&InnerTo6>,
     hairpin: bool,
 ) -> Verdict {
-    // RFC 4884: a message whose length attribute is set takes the longer road
-    // (its quote is padded, an extension may follow); most have none.
-    let (buf, start, _) = pkt.raw();
-    let b = buf.get(start + p.ihl..start + p.ihl + 8).unwrap_or(&[0; 8]);
-    match rfc4884::length_attribute(false, b[0]) {
-        Some((at, _)) if b[at] != 0 => multipart(t, pkt, p, out, nat, hairpin),
-        _ => translate::<false>(t, pkt, p, out, nat, hairpin),
-    }
+    translate::<false>(t, pkt, p, out, nat, hairpin)
 }
 
 /// [`translate_error`] for an RFC 4884 multi-part message.
@@ -79,6 +72,14 @@ fn translate<const MULTIPART: bool>(
     }
     let b = &buf[icmp_at..icmp_at + 8];
     let (ty, code, rest) = (b[0], b[1], [b[4], b[5], b[6], b[7]]);
+    // RFC 4884: a message whose length attribute is set takes the longer road
+    // (its quote is padded, an extension may follow); most have none.
+    if !MULTIPART
+        && let Some((at, _)) = rfc4884::length_attribute(false, ty)
+        && b_rest(rest, at) != 0
+    {
+        return multipart(t, pkt, p, out, nat, hairpin);
+    }
     let m = match icmp_map::icmp4_to_icmp6(ty, code, rest) {
         Ok(m) => m,
         Err(r) => return Verdict::Dropped(r),
