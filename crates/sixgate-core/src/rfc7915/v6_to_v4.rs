@@ -32,9 +32,9 @@ pub fn translate(
         Err(Ipv6Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
         Err(e @ (Ipv6Error::UnknownExtension | Ipv6Error::HeaderChain)) => {
             // §5.4: administratively prohibited (not to a multicast
-            // destination, not about an ICMPv6 error).
+            // destination, not about an ICMPv6 message).
             let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]))
-                || carries_icmpv6_error(pkt.data());
+                || carries_icmpv6(pkt.data());
             let r = if e == Ipv6Error::HeaderChain {
                 DropReason::ExtensionHeaderChain
             } else {
@@ -371,12 +371,12 @@ pub fn translate(
     )
 }
 
-/// RFC 4443 §2.4 (e) for a packet whose header chain broke the rules: walk it
-/// leniently (any order, at most 8 headers) to see whether an ICMPv6 error
-/// lies at its end, which must not be answered.
+/// §5.4 ("unless the discarded packet is itself an ICMPv6 message"; RFC 4443
+/// §2.4 (e)) for a packet whose header chain broke the rules: walk it leniently
+/// (any order, at most 8 headers) to see whether ICMPv6 lies at its end.
 #[cold]
 #[inline(never)]
-fn carries_icmpv6_error(data: &[u8]) -> bool {
+fn carries_icmpv6(data: &[u8]) -> bool {
     let (mut next, mut off) = (data.get(6).copied().unwrap_or(nh::NONE), ipv6::HEADER_LEN);
     for _ in 0..8 {
         match next {
@@ -391,7 +391,7 @@ fn carries_icmpv6_error(data: &[u8]) -> bool {
                 };
                 next = b[0];
             }
-            nh::ICMPV6 => return data.get(off).is_some_and(|&ty| icmp6::is_error(ty)),
+            nh::ICMPV6 => return true,
             _ => return false,
         }
     }
