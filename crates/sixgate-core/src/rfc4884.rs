@@ -66,6 +66,28 @@ pub fn split(payload_len: usize, attr: u8, unit: usize, datagram_len: usize) -> 
     }
 }
 
+/// [`split`] in absolute offsets, for a message whose original datagram field
+/// starts at `inner_at` and whose bytes end at `end`; `hdr_len` is the quoted
+/// packet's header length (a field shorter than that is ignored). Returns the
+/// quote's end and the extension (start, length).
+#[cold]
+#[inline(never)]
+pub(crate) fn bounds(
+    inner_at: usize,
+    end: usize,
+    attr: u8,
+    unit: usize,
+    datagram_len: usize,
+    hdr_len: usize,
+) -> (usize, Option<(usize, usize)>) {
+    let parts = split(end - inner_at, attr, unit, datagram_len);
+    if parts.quote_len < hdr_len {
+        return (end, None);
+    }
+    let ext = parts.ext.map(|(off, len)| (inner_at + off, len));
+    (inner_at + parts.quote_len, ext)
+}
+
 /// The translated original datagram field for a quote of `quote_len` bytes:
 /// padded to the outgoing `unit` and to 128 bytes (§5).
 pub fn padded_len(quote_len: usize, unit: usize) -> usize {

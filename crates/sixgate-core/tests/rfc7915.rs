@@ -1452,3 +1452,19 @@ fn rfc7915_s5_1_df0_packet_over_ipv4_mtu_fragmented() {
     assert!(udp_verifies_v4(CLIENT4, SERVER4, &udp));
     assert_eq!(h.t.counters().fragments_out, 2);
 }
+
+/// RFC 4443 §2.4 (e): an ICMPv6 error whose header chain we refuse is dropped
+/// without an answer.
+#[test]
+fn rfc4443_s2_4_e_no_answer_to_an_icmpv6_error_with_a_refused_chain() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().udp(1, 2, 8);
+    let err = Ip6::new(ROUTER_V6_EAM, SERVER6)
+        .fragment_header(0, false, 3)
+        .dest_opts()
+        .icmp_error(1, 4, [0; 4], &inner);
+    assert_eq!(
+        h.run(&err).0,
+        Verdict::Dropped(DropReason::ExtensionHeaderChain)
+    );
+}

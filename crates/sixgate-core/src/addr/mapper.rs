@@ -82,6 +82,7 @@ impl Mapper {
     /// the EAM table: the source of a hairpinned packet (and the destination of
     /// the packet a hairpinned ICMP error quotes) must lead back through the
     /// translator, as the IPv6 host addressed it.
+    #[cold]
     pub fn map_v4_pool6(&self, v4: u32) -> Result<u128, MapError> {
         let pool6 = self.pool6.as_ref().ok_or(MapError::NoMapping)?;
         self.wkp_check(pool6, v4)?;

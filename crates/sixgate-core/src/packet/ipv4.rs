@@ -182,7 +182,41 @@ pub fn header(
 /// (link-local), 224/4 (multicast), 240/4 (reserved) and 255.255.255.255.
 #[inline(always)]
 pub fn is_never_forwarded(a: [u8; 4]) -> bool {
-    a[0] == 0 || a[0] == 127 || a[0] >= 224 || (a[0] == 169 && a[1] == 254)
+    never_forwarded(u32::from_be_bytes(a))
+}
+
+/// One bit per first octet that is never forwarded: 0, 127, 224–255.
+const NEVER_FIRST_OCTET: [u64; 4] = [1, 1 << 63, 0, 0xffff_ffff_0000_0000];
+
+/// [`is_never_forwarded`] on an integer address.
+#[inline(always)]
+pub fn never_forwarded(a: u32) -> bool {
+    let o = a >> 24;
+    (NEVER_FIRST_OCTET[(o >> 6) as usize] >> (o & 63)) & 1 != 0 || a >> 16 == 0xa9fe
+}
+
+/// First octets that may be [`never_forwarded`]: 0, 127, 169, 224–255.
+static SUSPECT_FIRST_OCTET: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut o = 0;
+    while o < 256 {
+        t[o] = o == 0 || o == 127 || o == 169 || o >= 224;
+        o += 1;
+    }
+    t
+};
+
+/// [`may_be_never_forwarded`] on the first octets alone.
+#[inline(always)]
+pub fn may_be_never_forwarded_octets(a: u8, b: u8) -> bool {
+    SUSPECT_FIRST_OCTET[usize::from(a)] | SUSPECT_FIRST_OCTET[usize::from(b)]
+}
+
+/// Cheap pre-filter for the packet path: false means neither address is
+/// [`never_forwarded`]; true means one may be (ask it).
+#[inline(always)]
+pub fn may_be_never_forwarded(a: u32, b: u32) -> bool {
+    SUSPECT_FIRST_OCTET[(a >> 24) as usize] | SUSPECT_FIRST_OCTET[(b >> 24) as usize]
 }
 
 /// Sources a router must not forward from ([`is_never_forwarded`]).
@@ -239,6 +273,15 @@ mod tests {
                 !is_bad_source(good) && !is_bad_destination(good),
                 "{good:?}"
             );
+        }
+        for o in 0..=255u8 {
+            for b in [0u8, 254, 255] {
+                let a = [o, b, 1, 2];
+                let want = o == 0 || o == 127 || o >= 224 || (o == 169 && b == 254);
+                assert_eq!(is_never_forwarded(a), want, "{a:?}");
+                let x = u32::from_be_bytes(a);
+                assert!(!want || may_be_never_forwarded(x, 0x0102_0304), "{a:?}");
+            }
         }
         assert!(is_error_source_allowed([127, 0, 0, 1]));
         assert!(is_error_source_allowed([0, 0, 0, 0]));

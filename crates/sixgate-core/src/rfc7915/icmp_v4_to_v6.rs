@@ -33,6 +33,33 @@ pub(crate) fn translate_error(
     nat: Option<&InnerTo6>,
     hairpin: bool,
 ) -> Verdict {
+    translate::<false>(t, pkt, p, out, nat, hairpin)
+}
+
+/// [`translate_error`] for an RFC 4884 multi-part message.
+#[cold]
+#[inline(never)]
+fn multipart(
+    t: &mut Translator,
+    pkt: &mut PacketBuf<'_>,
+    p: &Ipv4Packet,
+    out: &Outer6,
+    nat: Option<&InnerTo6>,
+    hairpin: bool,
+) -> Verdict {
+    translate::<true>(t, pkt, p, out, nat, hairpin)
+}
+
+/// The translation; `MULTIPART`: the message has an RFC 4884 length attribute.
+#[inline(always)]
+fn translate<const MULTIPART: bool>(
+    t: &mut Translator,
+    pkt: &mut PacketBuf<'_>,
+    p: &Ipv4Packet,
+    out: &Outer6,
+    nat: Option<&InnerTo6>,
+    hairpin: bool,
+) -> Verdict {
     use DropReason::IcmpInnerUntranslatable as Inner;
     if p.hdr.is_fragment() {
         return Verdict::Dropped(DropReason::FragmentedIcmp);
@@ -45,6 +72,14 @@ pub(crate) fn translate_error(
     }
     let b = &buf[icmp_at..icmp_at + 8];
     let (ty, code, rest) = (b[0], b[1], [b[4], b[5], b[6], b[7]]);
+    // RFC 4884: a message whose length attribute is set takes the longer road
+    // (its quote is padded, an extension may follow); most have none.
+    if !MULTIPART
+        && let Some((at, _)) = rfc4884::length_attribute(false, ty)
+        && b_rest(rest, at) != 0
+    {
+        return multipart(t, pkt, p, out, nat, hairpin);
+    }
     let m = match icmp_map::icmp4_to_icmp6(ty, code, rest) {
         Ok(m) => m,
         Err(r) => return Verdict::Dropped(r),
@@ -59,24 +94,20 @@ pub(crate) fn translate_error(
     let qh = q.hdr;
     // RFC 4884: a length attribute says where the quoted datagram's field ends
     // (padding and an extension structure may follow).
-    let parts = match rfc4884::length_attribute(false, ty) {
-        Some((at, unit)) => rfc4884::split(end - inner_at, b_rest(rest, at), unit, q.total_len),
-        None => rfc4884::split(end - inner_at, 0, 4, 0),
+    let (end, ext) = match rfc4884::length_attribute(false, ty) {
+        Some((at, unit)) if MULTIPART => {
+            rfc4884::bounds(inner_at, end, b_rest(rest, at), unit, q.total_len, q.ihl)
+        }
+        _ => (end, None),
     };
-    let (end, ext) = if parts.quote_len >= q.ihl {
-        (inner_at + parts.quote_len, parts.ext)
-    } else {
-        (end, None)
-    };
-    // §4.3: the quoted packet is judged as the outer one would be (§4.1): a
-    // protocol number with no IPv6 meaning, or an address no router forwards,
-    // could not have been translated, so nothing quoting it is.
-    if quoted_untranslatable(&qh) {
-        return Verdict::Dropped(Inner);
-    }
     let (qsrc, qdst) = match nat {
-        // RFC 6146: the quoted packet went out through a session.
+        // RFC 6146: the quoted packet went out through a session (which only
+        // TCP, UDP and ICMP queries from pool4 have).
         Some(n) => (n.src, n.dst),
+        // §4.3: the quoted packet is judged as the outer one would be (§4.1):
+        // a protocol number with no IPv6 meaning, or an address no router
+        // forwards, could not have been translated, so nothing quoting it is.
+        None if quoted_untranslatable(&qh) => return Verdict::Dropped(Inner),
         None => {
             let map = &t.cfg.map;
             // RFC 7757 §4.3, Appendix B: in a hairpinned error the quoted
@@ -155,12 +186,12 @@ pub(crate) fn translate_error(
     let mut rest = rest;
     // §4.2 "ICMP Error Payload" / RFC 4884: pad anew, move the extension after
     // it, adjust the length attribute; drop the extension if it cannot fit.
-    if let Some((off, len)) = ext
+    if MULTIPART
+        && let Some((from, len)) = ext
         && let Some((at6, unit6)) = rfc4884::length_attribute(true, m.ty)
     {
         let limit = new_start + ICMPV6_ERROR_MAX;
-        let from = (inner_at + off, len);
-        if let Some(field) = rfc4884::place(buf, new_start + 40, end, from, unit6, limit) {
+        if let Some(field) = rfc4884::place(buf, new_start + 40, end, (from, len), unit6, limit) {
             total = 48 + field + len;
             rest[at6 - 4] = (field / unit6) as u8;
         }
@@ -191,11 +222,16 @@ pub(crate) fn translate_error(
 }
 
 /// The outer packet's rules (§4.1; RFC 1812 §5.3.7) applied to a quoted one.
-#[cold]
+#[inline(always)]
 fn quoted_untranslatable(qh: &ipv4::Ipv4Header) -> bool {
     ipv6::is_untranslatable_protocol_v4(qh.proto)
-        || ipv4::is_bad_source(qh.src)
-        || ipv4::is_bad_destination(qh.dst)
+        || ipv4::may_be_never_forwarded_octets(qh.src[0], qh.dst[0]) && quoted_never_forwarded(qh)
+}
+
+#[cold]
+#[inline(never)]
+fn quoted_never_forwarded(qh: &ipv4::Ipv4Header) -> bool {
+    ipv4::is_never_forwarded(qh.src) || ipv4::is_never_forwarded(qh.dst)
 }
 
 /// The rest-of-header byte at ICMP header offset `at` (4..8).

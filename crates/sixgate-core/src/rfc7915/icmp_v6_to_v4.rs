@@ -59,14 +59,11 @@ pub(crate) fn translate_error(
     let qh = q.hdr;
     // RFC 4884: a length attribute says where the quoted datagram's field ends
     // (padding and an extension structure may follow).
-    let parts = match rfc4884::length_attribute(true, ty) {
-        Some((at, unit)) => rfc4884::split(end - inner_at, rest[at - 4], unit, q.total_len),
-        None => rfc4884::split(end - inner_at, 0, 8, 0),
-    };
-    let (end, ext) = if parts.quote_len >= q.l4_off {
-        (inner_at + parts.quote_len, parts.ext)
-    } else {
-        (end, None)
+    let (end, ext) = match rfc4884::length_attribute(true, ty) {
+        Some((at, unit)) if rest[at - 4] != 0 => {
+            rfc4884::bounds(inner_at, end, rest[at - 4], unit, q.total_len, q.l4_off)
+        }
+        _ => (end, None),
     };
     let (qsrc, qdst) = match nat {
         // RFC 6146: the quoted packet came in through a session.
@@ -79,9 +76,10 @@ pub(crate) fn translate_error(
     // §5.3: the quoted packet is judged as the outer one would be (§5.1): ICMPv4
     // or AH inside IPv6, or an IPv4 address no router forwards, could not have
     // been translated, so nothing quoting it is.
+    let (s4, d4) = (u32::from_be_bytes(qsrc), u32::from_be_bytes(qdst));
     if ipv6::is_untranslatable_protocol_v6(q.proto)
-        || ipv4::is_bad_source(qsrc)
-        || ipv4::is_bad_destination(qdst)
+        || ipv4::may_be_never_forwarded(s4, d4)
+            && (ipv4::never_forwarded(s4) || ipv4::never_forwarded(d4))
     {
         return Verdict::Dropped(Inner);
     }
@@ -160,12 +158,11 @@ pub(crate) fn translate_error(
     let mut rest = rest;
     // §5.2 "ICMP Error Payload" / RFC 4884: pad anew, move the extension after
     // it, adjust the length attribute; drop the extension if it cannot fit.
-    if let Some((off, len)) = ext
+    if let Some((from, len)) = ext
         && let Some((at4, unit4)) = rfc4884::length_attribute(false, m.ty)
     {
         let limit = new_start + ICMPV4_ERROR_MAX;
-        let from = (inner_at + off, len);
-        if let Some(field) = rfc4884::place(buf, new_start + 20, end, from, unit4, limit) {
+        if let Some(field) = rfc4884::place(buf, new_start + 20, end, (from, len), unit4, limit) {
             total = 28 + field + len;
             rest[at4 - 4] = (field / unit4) as u8;
         }

@@ -34,10 +34,16 @@ pub fn update_pseudo_header(
         };
     };
     let check = u16::from_be_bytes([field[0], field[1]]);
-    // UDP checksum 0 means "none" (only legal in IPv4, or IPv6 tunnels per RFC 6935);
-    // it stays none. The IPv4 side handles it by policy before calling here.
+    // UDP checksum 0 means "none" (only legal in IPv4, or IPv6 tunnels per RFC
+    // 6935). In a quoted packet it stays none; for its own packet the caller
+    // applies §4.5 / §5.5 (`udp_zero_checksum`), told by this error, the field
+    // untouched.
     if proto == nh::UDP && check == 0 {
-        return Ok(());
+        return if quoted {
+            Ok(())
+        } else {
+            Err(DropReason::UdpZeroChecksum)
+        };
     }
     let mut c = crate::checksum::update(check, old, new);
     // RFC 768: a computed UDP checksum of zero is sent as all ones.

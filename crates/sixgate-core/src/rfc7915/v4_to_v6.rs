@@ -89,13 +89,12 @@ fn run(
         let quiet = !first || hairpin;
         return icmp_error::prohibited_v4(t, pkt.data(), scratch, now_ns, r, quiet);
     }
-    // §4.1: an ICMPv4 error from an illegal unicast source still crosses, for
-    // troubleshooting (RFC 6791 gives it an IPv6 source if it maps to none).
-    if ipv4::is_bad_source(h.src) && !(icmp_error && ipv4::is_error_source_allowed(h.src)) {
-        return Verdict::Dropped(DropReason::BadSource);
-    }
-    if ipv4::is_bad_destination(h.dst) {
-        return Verdict::Dropped(DropReason::BadDestination);
+    // RFC 1812 §5.3.7: addresses no router forwards, one test for both.
+    let (src4, dst4) = (u32::from_be_bytes(h.src), u32::from_be_bytes(h.dst));
+    if ipv4::may_be_never_forwarded(src4, dst4)
+        && let Some(r) = never_forwarded(h.src, h.dst, icmp_error)
+    {
+        return Verdict::Dropped(r);
     }
     let quiet = icmp_error || !first;
     // §4.1: an unexpired source route cannot be honoured across the translation.
@@ -120,8 +119,7 @@ fn run(
     }
 
     // §4.1 addresses: EAM, then pool6 (RFC 7757 §3.3).
-    // Each address becomes an integer once; mapping and checksum sums work on those.
-    let (src4, dst4) = (u32::from_be_bytes(h.src), u32::from_be_bytes(h.dst));
+    // Each address became an integer once; mapping and checksum sums work on those.
     // RFC 6146: a packet to pool4 finds its IPv6 destination in the BIB and
     // session tables.
     // RFC 7599 §6: with MAP-T the rules and ports give both addresses.
@@ -266,15 +264,14 @@ fn run(
         h.proto
     };
     if first {
-        let v4_sum = checksum::v4_pair_sum(src4, dst4);
-        let v6_sum = checksum::v6_pair_sum(src6_int, dst6_int);
         let pseudo6 = || checksum::v6_pseudo(&src6, &dst6, l4_len as u32, nh6);
-        let r = match h.proto {
-            // A partial checksum field holds a sum, never "no checksum".
-            nh::UDP if !t.partial_csum && l4.len() >= 8 && l4[6..8] == [0, 0] => {
-                udp_zero_checksum(t, l4, fragmented, pseudo6())
-            }
-            nh::ICMP if fragmented => match t.icmp_fragments.total.take() {
+        let r = if h.proto == nh::ICMP {
+            let len = if fragmented {
+                t.icmp_fragments.total.take()
+            } else {
+                Some(l4_len as u32)
+            };
+            match len {
                 Some(n) => icmp_informational::translate(
                     l4,
                     icmp_map::icmp4_to_icmp6,
@@ -282,10 +279,23 @@ fn run(
                     checksum::v6_pseudo(&src6, &dst6, n, nh6),
                 ),
                 None => Err(DropReason::FragmentedIcmp),
-            },
-            nh::ICMP => icmp_informational::translate(l4, icmp_map::icmp4_to_icmp6, 0, pseudo6()),
-            proto if t.partial_csum => transport::update_partial(l4, proto, v4_sum, v6_sum),
-            proto => transport::update_pseudo_header(l4, proto, v4_sum, v6_sum, false),
+            }
+        } else {
+            // The address sums only TCP and UDP need (ICMP is summed whole).
+            let v4_sum = checksum::v4_pair_sum(src4, dst4);
+            let v6_sum = checksum::v6_pair_sum(src6_int, dst6_int);
+            if t.partial_csum {
+                // A partial checksum field holds a sum, never "no checksum".
+                transport::update_partial(l4, h.proto, v4_sum, v6_sum)
+            } else {
+                match transport::update_pseudo_header(l4, h.proto, v4_sum, v6_sum, false) {
+                    // §4.5: zero is "no checksum" (the field was left alone).
+                    Err(DropReason::UdpZeroChecksum) => {
+                        udp_zero_checksum(t, l4, fragmented, pseudo6())
+                    }
+                    r => r,
+                }
+            }
         };
         if let Err(r) = r {
             if r == DropReason::UdpZeroChecksum {
@@ -334,7 +344,25 @@ fn run(
     v
 }
 
+/// RFC 1812 §5.3.7 / RFC 7915 §4.1: which of the two addresses no router
+/// forwards, if it matters: an ICMPv4 error from an illegal unicast source still
+/// crosses, for troubleshooting (RFC 6791 gives it an IPv6 source if it maps to
+/// none).
+#[cold]
+#[inline(never)]
+fn never_forwarded(src: [u8; 4], dst: [u8; 4], icmp_error: bool) -> Option<DropReason> {
+    if ipv4::is_bad_destination(dst) {
+        Some(DropReason::BadDestination)
+    } else if ipv4::is_bad_source(src) && !(icmp_error && ipv4::is_error_source_allowed(src)) {
+        Some(DropReason::BadSource)
+    } else {
+        None
+    }
+}
+
 /// §4.5: an IPv4 UDP checksum of zero means "none", which IPv6 forbids.
+#[cold]
+#[inline(never)]
 fn udp_zero_checksum(
     t: &Translator,
     udp: &mut [u8],

@@ -31,8 +31,10 @@ pub fn translate(
         Ok(p) => p,
         Err(Ipv6Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
         Err(e @ (Ipv6Error::UnknownExtension | Ipv6Error::HeaderChain)) => {
-            // §5.4: administratively prohibited (not to a multicast destination).
-            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]));
+            // §5.4: administratively prohibited (not to a multicast
+            // destination, not about an ICMPv6 message).
+            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]))
+                || carries_icmpv6(pkt.data());
             let r = if e == Ipv6Error::HeaderChain {
                 DropReason::ExtensionHeaderChain
             } else {
@@ -151,21 +153,13 @@ pub fn translate(
     } else {
         None
     };
-    let src4 = match (&nat, &mapt) {
+    let mut src4 = match (&nat, &mapt) {
         (Some(o), _) => o.src4,
         (_, Some(m)) => match m.src4 {
             Some(a) => a,
             None => rfc6791_source(t, &h.src),
         },
         (None, None) => match t.cfg.map.map_v6(src6) {
-            // RFC 1812 §5.3.7: a source embedded in pool6 that no IPv4 router
-            // would forward; an ICMPv6 error takes an RFC 6791 source instead.
-            Ok(a) if ipv4::is_bad_source(a.to_be_bytes()) => {
-                if !icmp_error {
-                    return Verdict::Dropped(DropReason::BadSource);
-                }
-                rfc6791_source(t, &h.src)
-            }
             Ok(a) => a,
             // RFC 6791: an ICMPv6 error from an IPv6 router with an unmappable address.
             Err(_) if icmp_error => rfc6791_source(t, &h.src),
@@ -177,11 +171,16 @@ pub fn translate(
             }
         },
     };
+    // RFC 1812 §5.3.7, checked after mapping (pool6 can embed any address);
+    // one test for both.
+    if ipv4::may_be_never_forwarded(src4, dst4) {
+        match never_forwarded(t, src4, dst4, icmp_error, &h.src) {
+            Ok(s) => src4 = s,
+            Err(r) => return Verdict::Dropped(r),
+        }
+    }
     let (src4_int, dst4_int) = (src4, dst4);
     let (src4, dst4) = (src4.to_be_bytes(), dst4.to_be_bytes());
-    if ipv4::is_bad_destination(dst4) {
-        return Verdict::Dropped(DropReason::BadDestination);
-    }
 
     // RFC 7757 §4: the IPv4 destination, reached through pool6, is an EAM'd address
     // on our own IPv6 side. A destination that is itself an EAM entry's IPv6 side is
@@ -215,21 +214,25 @@ pub fn translate(
         return Verdict::Dropped(DropReason::PacketTooBig);
     }
 
-    // §5.4: the IPv4 form would carry DF=1 and cannot cross the IPv4 link.
+    // Larger than the IPv4 link (when we know its MTU).
+    let mut split4 = false;
     if let Some(mtu) = t.cfg.ipv4_mtu
-        && p.frag.is_none()
-        && !icmp_error
-        && 20 + l4_len > DF_THRESHOLD_V4
         && 20 + l4_len > usize::from(mtu)
     {
-        let ptb = (u32::from(mtu) + 20).max(super::mtu::IPV6_MIN_MTU);
-        let owed = Owed {
-            ty: icmp6::PACKET_TOO_BIG,
-            code: 0,
-            rest: ptb.to_be_bytes(),
-            reason: DropReason::PacketTooBig,
-        };
-        return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, false);
+        // §5.4: the IPv4 form would carry DF=1 and cannot cross.
+        if p.frag.is_none() && !icmp_error && 20 + l4_len > DF_THRESHOLD_V4 {
+            let ptb = (u32::from(mtu) + 20).max(super::mtu::IPV6_MIN_MTU);
+            let owed = Owed {
+                ty: icmp6::PACKET_TOO_BIG,
+                code: 0,
+                rest: ptb.to_be_bytes(),
+                reason: DropReason::PacketTooBig,
+            };
+            return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, false);
+        }
+        // §5.1 / RFC 791: DF=0, so it is fragmented further (in `finish`); a
+        // partial checksum cannot be split (the data plane's contract).
+        split4 = !t.partial_csum;
     }
 
     let proto4 = if p.proto == nh::ICMPV6 {
@@ -274,7 +277,7 @@ pub fn translate(
             .and_then(|o| o.inner.as_ref())
             .or(mapt.as_ref().and_then(|m| m.inner.as_ref()));
         let v = icmp_v6_to_v4::translate_error(t, pkt, &p, &out, inner);
-        return finish(t, pkt, scratch, now_ns, v, hairpin);
+        return finish(t, pkt, scratch, now_ns, v, hairpin, split4);
     }
 
     // §5.5 / §5.2: the upper-layer header, while the old header is still intact.
@@ -287,8 +290,6 @@ pub fn translate(
         nat64::packet::rewrite_port(l4, proto, which, port, t.partial_csum);
     }
     if p.is_first() {
-        let v6_sum = checksum::v6_pair_sum(src6, dst6);
-        let v4_sum = checksum::v4_pair_sum(src4_int, dst4_int);
         if p.proto == nh::ICMPV6 {
             // §5.2: the ICMP checksum loses the pseudo-header, which names the
             // whole message's length (a fragment's waited for it above).
@@ -309,12 +310,19 @@ pub fn translate(
                 return Verdict::Dropped(r);
             }
         } else {
+            // The address sums only TCP and UDP need (ICMP is summed whole).
+            let v6_sum = checksum::v6_pair_sum(src6, dst6);
+            let v4_sum = checksum::v4_pair_sum(src4_int, dst4_int);
             let r = if t.partial_csum {
                 transport::update_partial(l4, p.proto, v6_sum, v4_sum)
-            } else if p.proto == nh::UDP && l4.len() >= 8 && l4[6..8] == [0, 0] {
-                udp_zero_checksum(t, l4, p.is_fragmented(), src4, dst4)
             } else {
-                transport::update_pseudo_header(l4, p.proto, v6_sum, v4_sum, false)
+                match transport::update_pseudo_header(l4, p.proto, v6_sum, v4_sum, false) {
+                    // §5.5: zero, invalid on IPv6 (the field was left alone).
+                    Err(DropReason::UdpZeroChecksum) => {
+                        udp_zero_checksum(t, l4, p.is_fragmented(), src4, dst4)
+                    }
+                    r => r,
+                }
             };
             if let Err(r) = r {
                 if r == DropReason::UdpZeroChecksum {
@@ -341,10 +349,53 @@ pub fn translate(
     buf[new_start..new_start + ipv4::HEADER_LEN].copy_from_slice(hdr.as_bytes());
     pkt.set_window(new_start, ipv4::HEADER_LEN + l4_len);
     if p.proto == nh::ICMPV6 && p.frag.is_some() && t.icmp_fragments.has_ready() {
-        let v = finish(t, pkt, scratch, now_ns, Verdict::Translated, hairpin);
+        let v = finish(
+            t,
+            pkt,
+            scratch,
+            now_ns,
+            Verdict::Translated,
+            hairpin,
+            split4,
+        );
         return t.release_held(v, true, pkt, scratch, now_ns);
     }
-    finish(t, pkt, scratch, now_ns, Verdict::Translated, hairpin)
+    finish(
+        t,
+        pkt,
+        scratch,
+        now_ns,
+        Verdict::Translated,
+        hairpin,
+        split4,
+    )
+}
+
+/// §5.4 ("unless the discarded packet is itself an ICMPv6 message"; RFC 4443
+/// §2.4 (e)) for a packet whose header chain broke the rules: walk it leniently
+/// (any order, at most 8 headers) to see whether ICMPv6 lies at its end.
+#[cold]
+#[inline(never)]
+fn carries_icmpv6(data: &[u8]) -> bool {
+    let (mut next, mut off) = (data.get(6).copied().unwrap_or(nh::NONE), ipv6::HEADER_LEN);
+    for _ in 0..8 {
+        match next {
+            nh::HOP_BY_HOP | nh::ROUTING | nh::DEST_OPTS | nh::FRAGMENT => {
+                let Some(b) = data.get(off..off + 2) else {
+                    return false;
+                };
+                off += if next == nh::FRAGMENT {
+                    ipv6::FRAGMENT_HEADER_LEN
+                } else {
+                    (usize::from(b[1]) + 1) * 8
+                };
+                next = b[0];
+            }
+            nh::ICMPV6 => return true,
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// §5.5: an IPv6 UDP checksum of zero is invalid (RFC 8200 §8.1; RFC 6935
@@ -403,6 +454,28 @@ fn identification(
     }
 }
 
+/// RFC 1812 §5.3.7: a destination no router forwards to is dropped; so is such
+/// a source, but for an ICMPv6 error, which takes an RFC 6791 source instead.
+#[cold]
+#[inline(never)]
+fn never_forwarded(
+    t: &Translator,
+    src4: u32,
+    dst4: u32,
+    icmp_error: bool,
+    src6: &[u8; 16],
+) -> Result<u32, DropReason> {
+    if ipv4::never_forwarded(dst4) {
+        Err(DropReason::BadDestination)
+    } else if !ipv4::never_forwarded(src4) {
+        Ok(src4)
+    } else if icmp_error {
+        Ok(rfc6791_source(t, src6))
+    } else {
+        Err(DropReason::BadSource)
+    }
+}
+
 /// RFC 6791: pick the IPv4 source for an ICMPv6 error from an unmappable router,
 /// by a hash of its address (stable per router, no RNG per packet).
 fn rfc6791_source(t: &Translator, src6: &[u8; 16]) -> u32 {
@@ -415,6 +488,7 @@ fn rfc6791_source(t: &Translator, src6: &[u8; 16]) -> u32 {
 }
 
 /// Count a translated packet, or send it round again (RFC 7757 §4 hairpin).
+#[inline(always)]
 fn finish(
     t: &mut Translator,
     pkt: &mut PacketBuf<'_>,
@@ -422,6 +496,7 @@ fn finish(
     now_ns: u64,
     v: Verdict,
     hairpin: bool,
+    split4: bool,
 ) -> Verdict {
     if v != Verdict::Translated {
         return v;
@@ -433,26 +508,18 @@ fn finish(
     // §5.1 / RFC 791: a DF=0 packet (an IPv6 fragment, or one of at most 1260
     // bytes) larger than the IPv4 link is fragmented further, as any router
     // would (DF=1 ones got Packet Too Big above).
-    // A partial checksum cannot be split (the data plane's contract).
-    if let Some(mtu) = t.cfg.ipv4_mtu
-        && pkt.len() > usize::from(mtu)
-        && !t.partial_csum
-    {
-        return fragment_v4(t, pkt, scratch, mtu);
+    if split4 {
+        return fragment_v4(t, pkt, scratch);
     }
     v
 }
 
 #[cold]
 #[inline(never)]
-fn fragment_v4(
-    t: &mut Translator,
-    pkt: &PacketBuf<'_>,
-    scratch: &mut Scratch,
-    mtu: u16,
-) -> Verdict {
-    if pkt.data().get(6).is_some_and(|b| b & 0x40 != 0) {
-        // DF=1 over the MTU: only an ICMP error we do not refuse; leave it whole.
+fn fragment_v4(t: &mut Translator, pkt: &PacketBuf<'_>, scratch: &mut Scratch) -> Verdict {
+    let mtu = t.cfg.ipv4_mtu.unwrap_or(u16::MAX);
+    if pkt.len() <= usize::from(mtu) || pkt.data().get(6).is_some_and(|b| b & 0x40 != 0) {
+        // It fits (an ICMP error, cut to 576), or DF=1: leave it whole.
         return Verdict::Translated;
     }
     let before = scratch.len();
