@@ -109,7 +109,7 @@ drop_reasons! {
     /// RFC 7915 §4.5: UDP checksum zero on a fragment, or policy says drop.
     UdpZeroChecksum => "udp_zero_checksum",
     /// Fragmented ICMP message that cannot wait for its length: an ICMP error,
-    /// a first fragment over 4096 bytes, or NAT64 / MAP-T (RFC 7915 §4.2, §5.2).
+    /// or a first fragment over 4096 bytes (RFC 7915 §4.2, §5.2).
     FragmentedIcmp => "fragmented_icmp",
     /// The first fragment of a fragmented ICMP Echo whose last fragment did
     /// not come within 2 s, or that another datagram pushed out of its slot.
@@ -152,8 +152,16 @@ drop_reasons! {
     /// NAT64 §3.5.2.2: unsolicited IPv4 SYN dropped by policy (`drop_external_tcp`),
     /// or a held one whose time ran out.
     ExternalTcp => "external_tcp",
-    /// NAT64: an IPv4 non-first fragment whose first fragment was not seen here.
+    /// NAT64 / MAP-T: a non-first fragment whose first fragment was not seen
+    /// here and that cannot wait for it (one sent round again by a hairpin).
+    /// Others wait (RFC 6146 §3.4; `nat64::early_fragments`).
     FragmentUntracked => "fragment_untracked",
+    /// NAT64 / MAP-T, RFC 6146 §3.4: a fragment that came before its first
+    /// waited 2 s and its first did not come (lost, or at another worker).
+    FragmentExpired => "fragment_expired",
+    /// NAT64 / MAP-T, RFC 6146 §3.4 and §5: a fragment that came before its
+    /// first found no room to wait (64 per worker, each at most 2048 bytes).
+    FragmentBufferFull => "fragment_buffer_full",
     /// NAT64: the packet belongs to another worker (steering missed; see
     /// docs/architecture.md).
     WrongWorker => "wrong_worker",

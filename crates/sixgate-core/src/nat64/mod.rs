@@ -17,6 +17,7 @@
 
 mod bib;
 pub mod config;
+pub(crate) mod early_fragments;
 pub mod event;
 pub(crate) mod filtering;
 pub mod flush;

@@ -8,6 +8,7 @@ use crate::config::HairpinMode;
 use crate::hash;
 use crate::icmp_error::{self, ICMPV4_ERROR_MAX, Owed};
 use crate::mapt;
+use crate::nat64::early_fragments;
 use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, DF, MF};
 use crate::packet::ipv6::{self, Ipv6Error, Ipv6Packet, nh};
@@ -100,6 +101,11 @@ pub fn translate(
     let mapt = if t.mapt.is_some() {
         match mapt::xlate::v6_to_v4(t, pkt.data(), &p, icmp_error, now_ns) {
             Ok(o) => Some(o),
+            // RFC 7599 §8 with RFC 6146 §3.4: it waits for its first.
+            Err(DropReason::FragmentUntracked) => {
+                let key = t.early.key6(&p);
+                return early_fragments::hold(t, key, pkt.data(), now_ns);
+            }
             Err(r) => return Verdict::Dropped(r),
         }
     } else {
@@ -146,11 +152,21 @@ pub fn translate(
                 let quiet = icmp_error || !p.is_first();
                 return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, quiet);
             }
+            // RFC 6146 §3.4: a later fragment before its first waits for it.
+            Err(DropReason::FragmentUntracked) => {
+                let key = t.early.key6(&p);
+                return early_fragments::hold(t, key, pkt.data(), now_ns);
+            }
             Err(r) => return Verdict::Dropped(r),
         }
     } else {
         None
     };
+    // RFC 6146 §3.4: a first fragment's state is there now; any of its
+    // fragments that came before it go after it.
+    if p.is_fragmented() && p.is_first() && (nat.is_some() || mapt.is_some()) {
+        t.early.first_translated(|e| e.key6(&p));
+    }
     let src4 = match (&nat, &mapt) {
         (Some(o), _) => o.src4,
         (_, Some(m)) => match m.src4 {
