@@ -39,7 +39,7 @@ use sixgate_netns::{
 mod common;
 use common::{
     HTTP_PORT, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx,
-    ping, run_bed,
+    ping, ping_with, run_bed,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
@@ -383,6 +383,139 @@ fn nat64_two_workers_xdp() {
 #[test]
 fn nat64_two_workers() {
     core_tests("nat64_two_workers", 2);
+}
+
+/// Strings of the big TXT record (200 bytes each): a 3.2 KB answer, which the
+/// IPv4 server's kernel sends in three fragments.
+const TXT_STRINGS: usize = 16;
+
+/// dnsmasq on the IPv4 host serving `big.test` TXT ([`TXT_STRINGS`] strings)
+/// over UDP with a 4096-byte EDNS buffer.
+fn big_txt_server(bed: &Topology) -> sixgate_netns::Background {
+    let mut record = String::from("--txt-record=big.test");
+    for i in 0..TXT_STRINGS {
+        record.push_str(&format!(",{i:02}{}", "x".repeat(198)));
+    }
+    let listen = format!("--listen-address={}", addr::V4_HOST);
+    bed.v4host
+        .spawn(
+            "dnsmasq",
+            [
+                "--no-daemon",
+                "--conf-file=/dev/null",
+                "--no-resolv",
+                "--no-hosts",
+                "--bind-interfaces",
+                "--port=53",
+                "--edns-packet-max=4096",
+                "--pid-file=",
+                listen.as_str(),
+                record.as_str(),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("dnsmasq (scripts/setup.sh installs it): {e}"))
+}
+
+/// `dig` for the big TXT record from `client` at `server`, UDP only.
+fn dig_txt(client: &Netns, server: &str) -> String {
+    let at = format!("@{server}");
+    client
+        .run_timeout(
+            "dig",
+            [
+                at.as_str(),
+                "big.test",
+                "TXT",
+                "+bufsize=4096",
+                "+notcp",
+                "+ignore",
+                "+tries=1",
+                "+time=2",
+            ],
+            Duration::from_secs(10),
+        )
+        .unwrap_or_else(|e| e.to_string())
+}
+
+/// The whole answer came over UDP: no truncation, every string.
+fn assert_whole_txt(out: &str) {
+    let strings = out.matches('"').count() / 2;
+    assert!(
+        out.contains("status: NOERROR") && !out.contains(" tc") && strings == TXT_STRINGS,
+        "the whole answer over UDP ({strings} strings):\n{out}"
+    );
+}
+
+/// 20 `dig`s of the big TXT record from `client` through the NAT64.
+fn dig_big_txt(client: &Netns) {
+    let mut last = String::new();
+    for _ in 0..20 {
+        last = dig_txt(client, &addr::V4_HOST_AS_V6.to_string());
+        assert_whole_txt(&last);
+    }
+    let size = last.lines().find(|l| l.contains("MSG SIZE")).unwrap_or("");
+    println!("dig big.test TXT through NAT64, 20 whole answers: {size}");
+}
+
+/// RFC 6146 §3.4 with two workers: fragmented datagrams cross the NAT64 both
+/// ways. `ping -s 3000` from two subscribers (one per worker): the requests
+/// are IPv6 fragments, the replies IPv4 fragments, whose later fragments
+/// carry no port and must reach the worker of their first (the steering
+/// program's `fragments` map on TUN, the workers' memo on XDP). `dig` of a
+/// 3.2 KB TXT record from an IPv4 DNS server, over UDP: 20 answers, each in
+/// three IPv4 fragments. Nothing is counted as `fragment_expired`.
+fn fragments_through_nat64(test: &str, dataplane: Dataplane) {
+    let Some(translator) = nat64_on_or_skip(test, dataplane, 2, "") else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &translator, |bed, _| {
+        let _dns = big_txt_server(bed);
+        // dnsmasq starts in the background: until it answers at home.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !dig_txt(&bed.v4host, &addr::V4_HOST.to_string()).contains("NOERROR") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "dnsmasq does not answer"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        for round in 0..2 {
+            let me = if round == 0 {
+                addr::V6_HOST
+            } else {
+                switch_subscriber(bed, 2, addr::V6_HOST, true)
+            };
+            let size = ["-s", "3000"];
+            let rtts = ping_with(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 5, &size);
+            println!(
+                "ping -s 3000 from {me} (worker {}): RTT ms {rtts:?}",
+                subscriber_worker(u128::from(me), 64, 2)
+            );
+            dig_big_txt(&bed.v6host);
+        }
+    });
+    println!("{}", stopped.stdout.trim());
+    for reason in [
+        "fragment_expired",
+        "fragment_buffer_full",
+        "fragmented_icmp",
+    ] {
+        assert!(
+            !stopped.stdout.contains(reason),
+            "{reason} counted:\n{}",
+            stopped.stdout
+        );
+    }
+}
+
+#[test]
+fn nat64_fragments_two_workers() {
+    fragments_through_nat64("nat64_fragments_two_workers", Dataplane::Tun);
+}
+
+#[test]
+fn nat64_fragments_two_workers_xdp() {
+    fragments_through_nat64("nat64_fragments_two_workers_xdp", Dataplane::Xdp);
 }
 
 /// IPv4 side of the expiry test: takes one datagram, answers at once
