@@ -44,6 +44,9 @@ pub struct Translator {
     pub(crate) icmp_fragments: Box<IcmpFragments>,
     /// Stateful modes: fragments that came before their first (RFC 6146 §3.4).
     pub(crate) early: Box<EarlyFragments>,
+    /// Set when a first fragment's translation found fragments of its
+    /// datagram waiting in `early`: release them after it.
+    pub(crate) release_pending: bool,
 }
 
 impl Translator {
@@ -73,6 +76,7 @@ impl Translator {
             mapt: cfg.mapt.as_ref().map(|m| Box::new(Mapt::new(m))),
             icmp_fragments: Box::new(IcmpFragments::new(cfg.ipv4_id_key)),
             early: Box::new(EarlyFragments::new(cfg.ipv4_id_key, stateful(&cfg))),
+            release_pending: false,
             cfg,
         }
     }
@@ -237,7 +241,7 @@ impl Translator {
         };
         self.partial_csum = false;
         self.account(verdict, version, received);
-        if self.early.release.is_some() {
+        if self.release_pending {
             return self.release_early(verdict, pkt, scratch, now_ns);
         }
         verdict
@@ -258,6 +262,7 @@ impl Translator {
         scratch: &mut Scratch,
         now_ns: u64,
     ) -> Verdict {
+        self.release_pending = false;
         match verdict {
             Verdict::Translated => {
                 if !scratch.push_copy(pkt.data()) {
@@ -298,6 +303,7 @@ impl Translator {
                 self.early.put_back(f);
             }
         }
+        self.release_pending = false;
         match scratch.len() {
             0 => verdict,
             n => Verdict::Fragmented(n as u8),

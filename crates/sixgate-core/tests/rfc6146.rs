@@ -878,6 +878,20 @@ fn rfc6146_s3_5_3_fragmented_echo_both_ways() {
     assert_eq!(dst6(&first_of(&outs)), (IpAddr::V6(CLIENT6), 4321));
     let (msg, _) = reassemble(&outs);
     assert_eq!((msg[0], msg.len()), (129, 3008));
+    // Middle and last before the first, from IPv6: all three leave with the
+    // first, whose checksum waited for the last's length.
+    let req = out6(CLIENT6, SERVER6).echo_request(4321, 2, 3000);
+    let frags = split_v6(&req, 1232, 6);
+    let (verdicts, outs) = run_all(
+        &mut h,
+        &[frags[1].clone(), frags[2].clone(), frags[0].clone()],
+    );
+    assert_eq!(
+        verdicts,
+        [Verdict::Held, Verdict::Held, Verdict::Fragmented(3)]
+    );
+    assert!(icmp_verifies(&outs));
+    assert_eq!(src4(&first_of(&outs)), (IpAddr::V4(POOL4), ident));
     assert_eq!(h.t.counters().total_drops(), 0);
 }
 

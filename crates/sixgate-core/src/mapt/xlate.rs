@@ -275,6 +275,8 @@ pub(crate) fn v6_to_v4(
             u128::from(if ce.is_some() { dst4 } else { src4 }),
             now_ns,
         );
+        // RFC 6146 §3.4: later fragments that came before it go after it.
+        t.release_pending |= t.early.first_translated(|e| e.key6(p));
     }
     let hairpin = ce.is_none() && m.rule_for_v4(dst4).is_some();
     Ok(To4 {
@@ -429,6 +431,8 @@ pub(crate) fn v4_to_v6(
     };
     if h.mf() {
         st.fragment_remember(&frag_key4(p), dst6, now_ns);
+        // RFC 6146 §3.4: later fragments that came before it go after it.
+        t.release_pending |= t.early.first_translated(|e| e.key4(h));
     }
     Ok(To6 {
         src6: Some(src6),

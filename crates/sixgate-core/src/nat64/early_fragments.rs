@@ -154,16 +154,18 @@ impl EarlyFragments {
     }
 
     /// The first fragment of datagram `key` got its state: if fragments of
-    /// it wait here, have them released. Cheap while nothing waits.
+    /// it wait here, have them released (true: the translator must look).
+    /// Cheap while nothing waits.
     #[inline]
-    pub(crate) fn first_translated(&mut self, key: impl FnOnce(&Self) -> u64) {
+    pub(crate) fn first_translated(&mut self, key: impl FnOnce(&Self) -> u64) -> bool {
         if self.waiting == 0 {
-            return;
+            return false;
         }
         let k = key(self);
         if self.slots.iter().any(|s| s.len != 0 && s.key == k) {
             self.release = Some(k);
         }
+        self.release.is_some()
     }
 
     /// Take out the next waiting fragment of datagram `key`.
@@ -229,7 +231,7 @@ mod tests {
         // After 2 s the stale ones make room, counted.
         e.hold(99, &pkt, HOLD_NS, &mut c).unwrap();
         assert_eq!(c.drops(DropReason::FragmentExpired), SLOTS as u64);
-        e.first_translated(|_| 99);
+        assert!(e.first_translated(|_| 99));
         assert_eq!(e.release, Some(99));
         let t = e.take(99, HOLD_NS).unwrap();
         assert_eq!(t.len, 100);

@@ -172,11 +172,6 @@ fn run(
     } else {
         None
     };
-    // RFC 6146 §3.4: a first fragment's state is there now; any of its
-    // fragments that came before it go after it.
-    if fragmented && first && (nat.is_some() || mapt.is_some()) {
-        t.early.first_translated(|e| e.key4(&h));
-    }
     let mapped_dst = match (&nat, &mapt) {
         (Some(i), _) => Ok(i.dst6),
         (_, Some(m)) => Ok(m.dst6),

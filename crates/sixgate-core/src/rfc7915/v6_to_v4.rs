@@ -162,11 +162,6 @@ pub fn translate(
     } else {
         None
     };
-    // RFC 6146 §3.4: a first fragment's state is there now; any of its
-    // fragments that came before it go after it.
-    if p.is_fragmented() && p.is_first() && (nat.is_some() || mapt.is_some()) {
-        t.early.first_translated(|e| e.key6(&p));
-    }
     let src4 = match (&nat, &mapt) {
         (Some(o), _) => o.src4,
         (_, Some(m)) => match m.src4 {
