@@ -72,15 +72,7 @@ impl Owner {
     pub fn of(&mut self, ip: &[u8], receiver: u16) -> u16 {
         match self {
             Owner::Receiver => receiver,
-            Owner::Nat64 { rule, memo, .. } => match ip {
-                // An IPv4 fragment (MF or an offset): RFC 6146 §3.4.
-                [0x40..=0x4f, _, _, _, _, _, f0, f1, ..]
-                    if u16::from_be_bytes([*f0, *f1]) & 0x3fff != 0 && ip.len() >= 20 =>
-                {
-                    memo.owner(ip, || rule.of(ip))
-                }
-                _ => rule.of(ip),
-            },
+            Owner::Nat64 { rule, memo, .. } => nat64_owner(rule, memo, ip),
             Owner::MaptBr { workers } => fragment_owner(ip, *workers).unwrap_or(receiver),
         }
     }
@@ -89,17 +81,35 @@ impl Owner {
     /// hairpinning, RFC 6146 §3.8: an IPv4 packet to pool4, which the core
     /// loops back itself only when its own worker owns the destination), the
     /// worker to do it; `None` for a packet that leaves.
+    /// A hairpinned datagram's fragments follow its first as received ones do.
     #[inline]
-    pub fn hairpin(&self, out: &[u8]) -> Option<u16> {
+    pub fn hairpin(&mut self, out: &[u8]) -> Option<u16> {
         match self {
             // A BR turns a packet back into the domain itself.
             Owner::Receiver | Owner::MaptBr { .. } => None,
-            Owner::Nat64 { rule, pool4, .. } => {
+            Owner::Nat64 { rule, pool4, memo } => {
                 let dst = out.get(16..20).filter(|_| out[0] >> 4 == 4)?;
                 let dst = u32::from_be_bytes([dst[0], dst[1], dst[2], dst[3]]);
-                pool4.iter().any(|p| p.contains(dst)).then(|| rule.of(out))
+                pool4
+                    .iter()
+                    .any(|p| p.contains(dst))
+                    .then(|| nat64_owner(rule, memo, out))
             }
         }
+    }
+}
+
+/// NAT64's owner of IP packet `ip`: by [`PacketOwner`], but an IPv4
+/// fragment (MF or an offset) through the memo (RFC 6146 §3.4).
+#[inline]
+fn nat64_owner(rule: &PacketOwner, memo: &mut FragmentMemo, ip: &[u8]) -> u16 {
+    match ip {
+        [0x40..=0x4f, _, _, _, _, _, f0, f1, ..]
+            if u16::from_be_bytes([*f0, *f1]) & 0x3fff != 0 && ip.len() >= 20 =>
+        {
+            memo.owner(ip, || rule.of(ip))
+        }
+        _ => rule.of(ip),
     }
 }
 
