@@ -20,9 +20,12 @@
 //!   connects.
 //! - `nat64_without_bpf_runs_one_worker_and_says_why`: the steering fallback.
 //!
-//! Ping from the IPv4 side is not tested: an IPv4 host cannot address an IPv6
-//! host without a static BIB entry, and for ICMP that entry would fix the Echo
-//! identifier, which ping chooses itself.
+//! - `nat64_fragments_two_workers` / `nat64_fragments_two_workers_xdp`
+//!   (RFC 6146 §3.4): `ping -s 3000` both ways and `dig` of a 3.2 KB TXT
+//!   record over UDP, with two workers.
+//!
+//! Ping from the IPv4 side needs a static BIB entry for ICMP, which fixes the
+//! Echo identifier: only the fragments test does it, with `ping -e`.
 //!
 //! They need root and `ip netns` (else they print `skipped:` and pass), and the
 //! tools `scripts/setup.sh` installs.
@@ -457,15 +460,27 @@ fn dig_big_txt(client: &Netns) {
     println!("dig big.test TXT through NAT64, 20 whole answers: {size}");
 }
 
+/// The Echo identifier of the static BIB entry the IPv4 host pings through.
+const ECHO_ID: u16 = 4242;
+const ECHO_ID_STR: &str = "4242";
+
 /// RFC 6146 §3.4 with two workers: fragmented datagrams cross the NAT64 both
-/// ways. `ping -s 3000` from two subscribers (one per worker): the requests
-/// are IPv6 fragments, the replies IPv4 fragments, whose later fragments
+/// ways. `ping -s 3000` from two subscribers (one per worker), and from the
+/// IPv4 host to the first through a static BIB entry for its Echo
+/// identifier: requests and replies in IPv6 and IPv4 fragments, the IPv4 ones whose later fragments
 /// carry no port and must reach the worker of their first (the steering
 /// program's `fragments` map on TUN, the workers' memo on XDP). `dig` of a
 /// 3.2 KB TXT record from an IPv4 DNS server, over UDP: 20 answers, each in
 /// three IPv4 fragments. Nothing is counted as `fragment_expired`.
 fn fragments_through_nat64(test: &str, dataplane: Dataplane) {
-    let Some(translator) = nat64_on_or_skip(test, dataplane, 2, "") else {
+    // The IPv4 host pings the IPv6 host through a static BIB entry for one
+    // Echo identifier (ping -e picks it).
+    let keys = format!(
+        "static_bib = [ {{ proto = \"icmp\", ipv6 = \"{}\", port6 = {ECHO_ID}, \
+         ipv4 = \"{STATIC_V4}\", port4 = {ECHO_ID} }} ]\n",
+        addr::V6_HOST
+    );
+    let Some(translator) = nat64_on_or_skip(test, dataplane, 2, &keys) else {
         return;
     };
     let stopped = run_bed(test, TopologyOptions::default(), &translator, |bed, _| {
@@ -492,6 +507,13 @@ fn fragments_through_nat64(test: &str, dataplane: Dataplane) {
                 subscriber_worker(u128::from(me), 64, 2)
             );
             dig_big_txt(&bed.v6host);
+            if round == 0 {
+                // The other way: IPv4 fragments in first (the request), the
+                // static entry's worker by the steering program's map.
+                let args = ["-s", "3000", "-e", ECHO_ID_STR];
+                let rtts = ping_with(&bed.v4host, STATIC_V4, 5, &args);
+                println!("ping -s 3000 {STATIC_V4} from the IPv4 host: RTT ms {rtts:?}");
+            }
         }
     });
     println!("{}", stopped.stdout.trim());
