@@ -10,7 +10,10 @@
 pub enum Verdict {
     /// Translated in place: the [`crate::PacketBuf`] now holds the output packet.
     Translated,
-    /// Translated into this many fragments, held in the [`crate::Scratch`].
+    /// Translated into this many packets, held in the [`crate::Scratch`]:
+    /// fragments of one datagram (this packet split further, or with others
+    /// of its datagram that waited for it: a held ICMP first fragment, or
+    /// later fragments that came before their first, RFC 6146 §3.4).
     Fragmented(u8),
     /// Dropped; nothing is sent.
     Dropped(DropReason),
@@ -19,8 +22,10 @@ pub enum Verdict {
     Replied(DropReason),
     /// Kept by the translator, nothing to send yet: the first fragment of a
     /// fragmented ICMP Echo waiting for its last fragment (RFC 7915 §4.2, §5.2;
-    /// [`crate::rfc7915::icmp_fragments`]). It goes out with that fragment, or
-    /// is counted as `icmp_fragment_expired`.
+    /// [`crate::rfc7915::icmp_fragments`]), or, in NAT64 and MAP-T, a later
+    /// fragment waiting for its datagram's first (RFC 6146 §3.4). It goes out
+    /// with that fragment, or is counted as `icmp_fragment_expired` /
+    /// `fragment_expired`.
     Held,
 }
 

@@ -3,8 +3,8 @@
 //! (RFC 7597 §8.1), and the CE's NAPT44. ICMP errors map their outer addresses by
 //! the port of the packet they quote (RFC 7599 §6: "the port ... of the inner
 //! packet"); fragments after the first reuse what their first fragment got, from a
-//! bounded table (RFC 7599 §8; a later fragment that arrives first is dropped,
-//! `fragment_untracked`, as the NAT64 does).
+//! bounded table (RFC 7599 §8; a later fragment that arrives first waits for
+//! it, as the NAT64's do: `nat64::early_fragments`).
 
 use super::config::{CeConfig, MaptConfig, Role};
 use super::napt44::{host_key, host_of};
