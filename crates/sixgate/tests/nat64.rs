@@ -860,6 +860,10 @@ fn default_pool4_tests(test: &str, dataplane: Dataplane, workers: u16) {
 
         // ICMP.
         ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3);
+        // Fragments (RFC 6146 §3.4): the replies' later fragments carry no
+        // port, and must be diverted with their first.
+        let size = ["-s", "3000"];
+        ping_with(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3, &size);
 
         // UDP: the v4 host reports the peer it saw, port included.
         const PORT: u16 = 7011;
