@@ -492,6 +492,20 @@ fn seeds_nat64() -> Vec<(String, Vec<u8>)> {
                 }
                 v
             }),
+            // RFC 6146 §3.4: later fragments before their first wait for it;
+            // a fragmented ping's first fragment waits for its last.
+            ("fragments-reversed", {
+                let mut v = vec![(true, 0, udp.clone())];
+                let mut f4 = split_v4(&back.clone().df(false).id(10).udp(53, pu, 600), 256);
+                f4.reverse();
+                v.extend(f4.into_iter().map(|f| (false, 0, f)));
+                let mut f6 = split_v6(&ip.echo_request(7, 2, 600), 256, 4);
+                f6.reverse();
+                v.extend(f6.into_iter().map(|f| (true, 0, f)));
+                let f4 = split_v4(&back.clone().df(false).id(11).echo_reply(id, 2, 600), 256);
+                v.extend(f4.into_iter().map(|f| (false, 0, f)));
+                v
+            }),
         ];
         for (name, seq) in seqs {
             out.push((

@@ -84,8 +84,8 @@ const HINTS: &[(DropReason, &str)] = &[
     ),
     (
         DropReason::FragmentedIcmp,
-        "a fragmented ICMP message that cannot be translated (an ICMP error, a first \
-         fragment over 4096 bytes, or NAT64/MAP-T); lower the sender's ping size or the MTU",
+        "a fragmented ICMP message that cannot be translated (an ICMP error, or a first \
+         fragment over 4096 bytes); lower the sender's ping size or the MTU",
     ),
     (
         DropReason::IcmpFragmentExpired,
@@ -166,8 +166,19 @@ const HINTS: &[(DropReason, &str)] = &[
     ),
     (
         DropReason::FragmentUntracked,
-        "an IPv4 fragment whose first fragment this worker did not see (out of order, or \
-         another worker); see docs/architecture.md, Fragments",
+        "a hairpinned fragment whose first fragment this worker did not see; see \
+         docs/architecture.md, Fragments",
+    ),
+    (
+        DropReason::FragmentExpired,
+        "a fragment waited 2 s for its datagram's first fragment, which never came to this \
+         worker: loss on the path, or fragments steered apart (is the steering program \
+         attached? see the start-up log and docs/architecture.md, Fragments)",
+    ),
+    (
+        DropReason::FragmentBufferFull,
+        "more fragments arrived before their first than a worker keeps (64, each at most \
+         2048 bytes); heavy reordering, a fragment flood, or a link MTU over 2048",
     ),
     (
         DropReason::WrongWorker,

@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::icmp_error::{self, Owed};
 use crate::ipv4_id::Ipv4IdGenerator;
 use crate::mapt::Mapt;
+use crate::nat64::early_fragments::EarlyFragments;
 use crate::nat64::{self, Nat64};
 use crate::packet::{PacketBuf, Scratch};
 use crate::rate_limit::TokenBucket;
@@ -15,6 +16,11 @@ use crate::verdict::{Counters, DropReason, Verdict};
 
 /// ICMPv4 Destination Unreachable code 3.
 const PORT_UNREACHABLE: u8 = 3;
+
+/// NAT64 or MAP-T: fragments follow per-datagram state.
+fn stateful(cfg: &Config) -> bool {
+    cfg.nat64.is_some() || cfg.mapt.is_some()
+}
 
 /// One worker's translator: shared read-only configuration plus the worker's own
 /// mutable state (counters, IPv4 ID table, ICMP token bucket). Never shared between
@@ -36,6 +42,11 @@ pub struct Translator {
     /// First fragments of fragmented ICMP Echoes waiting for their length
     /// (RFC 7915 §4.2, §5.2).
     pub(crate) icmp_fragments: Box<IcmpFragments>,
+    /// Stateful modes: fragments that came before their first (RFC 6146 §3.4).
+    pub(crate) early: Box<EarlyFragments>,
+    /// Set when a first fragment's translation found fragments of its
+    /// datagram waiting in `early`: release them after it.
+    pub(crate) release_pending: bool,
 }
 
 impl Translator {
@@ -64,6 +75,8 @@ impl Translator {
                 .map(|n| Box::new(Nat64::new(n, worker, workers))),
             mapt: cfg.mapt.as_ref().map(|m| Box::new(Mapt::new(m))),
             icmp_fragments: Box::new(IcmpFragments::new(cfg.ipv4_id_key)),
+            early: Box::new(EarlyFragments::new(cfg.ipv4_id_key, stateful(&cfg))),
+            release_pending: false,
             cfg,
         }
     }
@@ -78,6 +91,7 @@ impl Translator {
     /// Without either it returns `None` at once.
     pub fn tick(&mut self, now_ns: u64, scratch: &mut Scratch) -> Option<Verdict> {
         scratch.clear();
+        self.early.expire(now_ns, &mut self.counters);
         let mut held = [0u8; nat64::HELD_SYN_BYTES];
         loop {
             // The NAT64's tables, or a MAP-T CE's NAPT44 (which holds no SYNs).
@@ -137,11 +151,6 @@ impl Translator {
             .unwrap_or_default()
     }
 
-    /// No per-flow state rewrites packets (SIIT, CLAT): not NAT64, not MAP-T.
-    pub(crate) fn stateless(&self) -> bool {
-        self.nat64.is_none() && self.mapt.is_none()
-    }
-
     /// The configuration in force.
     pub fn config(&self) -> &Config {
         &self.cfg
@@ -171,6 +180,9 @@ impl Translator {
         };
         if !same_role {
             self.mapt = cfg.mapt.as_ref().map(|m| Box::new(Mapt::new(m)));
+        }
+        if self.early.enabled() != stateful(&cfg) {
+            *self.early = EarlyFragments::new(cfg.ipv4_id_key, stateful(&cfg));
         }
         self.icmp_bucket = TokenBucket::new(cfg.icmp_errors_per_sec, cfg.icmp_error_burst);
         self.cfg = cfg;
@@ -229,7 +241,73 @@ impl Translator {
         };
         self.partial_csum = false;
         self.account(verdict, version, received);
+        if self.release_pending {
+            return self.release_early(verdict, pkt, scratch, now_ns);
+        }
         verdict
+    }
+
+    /// RFC 6146 §3.4: the first fragment of a datagram just got its state
+    /// (`verdict`), and fragments of it that came before it wait in
+    /// [`EarlyFragments`]: translate them now. All leave from the scratch
+    /// area (a [`Verdict::Fragmented`]), the first fragment first. Each is
+    /// counted as it is translated or dropped. If the first fragment itself
+    /// was dropped or answered, the others stay and expire (counted).
+    #[cold]
+    #[inline(never)]
+    fn release_early(
+        &mut self,
+        verdict: Verdict,
+        pkt: &mut PacketBuf<'_>,
+        scratch: &mut Scratch,
+        now_ns: u64,
+    ) -> Verdict {
+        self.release_pending = false;
+        match verdict {
+            Verdict::Translated => {
+                if !scratch.push_copy(pkt.data()) {
+                    self.early.release = None;
+                    return verdict;
+                }
+            }
+            Verdict::Fragmented(_) | Verdict::Held => {}
+            Verdict::Dropped(_) | Verdict::Replied(_) => {
+                self.early.release = None;
+                return verdict;
+            }
+        }
+        // Releasing a fragment may release a held ICMP first fragment, which
+        // asks again for the same datagram: loop until none is left.
+        while let Some(key) = self.early.release.take() {
+            while let Some(mut f) = self.early.take(key, now_ns) {
+                let before = scratch.len();
+                let mut frag = PacketBuf::new(&mut f.buf, crate::HEADROOM, f.len);
+                let version = frag.data().first().map(|b| b >> 4);
+                let v = match version {
+                    Some(6) => rfc7915::v6_to_v4::translate(self, &mut frag, scratch, now_ns),
+                    _ => rfc7915::v4_to_v6::translate(self, &mut frag, scratch, now_ns),
+                };
+                let v = match v {
+                    // An ICMP error about it would go back the other way,
+                    // beside the translated fragments: it stays unsent.
+                    Verdict::Replied(r) => {
+                        scratch.truncate(before);
+                        Verdict::Dropped(r)
+                    }
+                    v => v,
+                };
+                self.account(v, version, f.len as u64);
+                if v == Verdict::Translated && !scratch.push_copy(frag.data()) {
+                    self.counters.count_drop(DropReason::FragmentBufferFull);
+                }
+                self.early.put_back(f);
+            }
+        }
+        self.release_pending = false;
+        match scratch.len() {
+            0 => verdict,
+            n => Verdict::Fragmented(n as u8),
+        }
     }
 
     /// Count what became of a packet of `received` bytes.

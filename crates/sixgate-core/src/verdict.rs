@@ -10,7 +10,10 @@
 pub enum Verdict {
     /// Translated in place: the [`crate::PacketBuf`] now holds the output packet.
     Translated,
-    /// Translated into this many fragments, held in the [`crate::Scratch`].
+    /// Translated into this many packets, held in the [`crate::Scratch`]:
+    /// fragments of one datagram (this packet split further, or with others
+    /// of its datagram that waited for it: a held ICMP first fragment, or
+    /// later fragments that came before their first, RFC 6146 §3.4).
     Fragmented(u8),
     /// Dropped; nothing is sent.
     Dropped(DropReason),
@@ -19,8 +22,10 @@ pub enum Verdict {
     Replied(DropReason),
     /// Kept by the translator, nothing to send yet: the first fragment of a
     /// fragmented ICMP Echo waiting for its last fragment (RFC 7915 §4.2, §5.2;
-    /// [`crate::rfc7915::icmp_fragments`]). It goes out with that fragment, or
-    /// is counted as `icmp_fragment_expired`.
+    /// [`crate::rfc7915::icmp_fragments`]), or, in NAT64 and MAP-T, a later
+    /// fragment waiting for its datagram's first (RFC 6146 §3.4). It goes out
+    /// with that fragment, or is counted as `icmp_fragment_expired` /
+    /// `fragment_expired`.
     Held,
 }
 
@@ -109,7 +114,7 @@ drop_reasons! {
     /// RFC 7915 §4.5: UDP checksum zero on a fragment, or policy says drop.
     UdpZeroChecksum => "udp_zero_checksum",
     /// Fragmented ICMP message that cannot wait for its length: an ICMP error,
-    /// a first fragment over 4096 bytes, or NAT64 / MAP-T (RFC 7915 §4.2, §5.2).
+    /// or a first fragment over 4096 bytes (RFC 7915 §4.2, §5.2).
     FragmentedIcmp => "fragmented_icmp",
     /// The first fragment of a fragmented ICMP Echo whose last fragment did
     /// not come within 2 s, or that another datagram pushed out of its slot.
@@ -152,8 +157,16 @@ drop_reasons! {
     /// NAT64 §3.5.2.2: unsolicited IPv4 SYN dropped by policy (`drop_external_tcp`),
     /// or a held one whose time ran out.
     ExternalTcp => "external_tcp",
-    /// NAT64: an IPv4 non-first fragment whose first fragment was not seen here.
+    /// NAT64 / MAP-T: a non-first fragment whose first fragment was not seen
+    /// here and that cannot wait for it (one sent round again by a hairpin).
+    /// Others wait (RFC 6146 §3.4; `nat64::early_fragments`).
     FragmentUntracked => "fragment_untracked",
+    /// NAT64 / MAP-T, RFC 6146 §3.4: a fragment that came before its first
+    /// waited 2 s and its first did not come (lost, or at another worker).
+    FragmentExpired => "fragment_expired",
+    /// NAT64 / MAP-T, RFC 6146 §3.4 and §5: a fragment that came before its
+    /// first found no room to wait (64 per worker, each at most 2048 bytes).
+    FragmentBufferFull => "fragment_buffer_full",
     /// NAT64: the packet belongs to another worker (steering missed; see
     /// docs/architecture.md).
     WrongWorker => "wrong_worker",

@@ -753,8 +753,6 @@ fn rfc6146_fragments_follow_their_first() {
     let whole = in4(SERVER4).id(77).df(false).udp(53, port4, 600);
     let frags = split_v4(&whole, 256);
     assert!(frags.len() >= 3);
-    // A later fragment before its first: no state for it.
-    assert_eq!(dropped(&mut h, &frags[1]), DropReason::FragmentUntracked);
     for f in &frags {
         let out = h.one(f);
         assert_eq!(view(&out).dst, IpAddr::V6(CLIENT6));
@@ -766,6 +764,135 @@ fn rfc6146_fragments_follow_their_first() {
         assert_eq!(view(&out).src, IpAddr::V4(POOL4));
     }
     assert_eq!(stats(&h).sessions.udp, 1);
+}
+
+/// Translate `frags` in the order `order`; the verdicts and every output.
+fn run_order(h: &mut Harness, frags: &[Vec<u8>], order: &[usize]) -> (Vec<Verdict>, Vec<Vec<u8>>) {
+    let picked: Vec<_> = order.iter().map(|&i| frags[i].clone()).collect();
+    run_all(h, &picked)
+}
+
+/// §3.4: fragments that come before their first wait for it, then leave
+/// right after it: reversed and middle-first, both directions.
+#[test]
+fn rfc6146_s3_4_fragments_out_of_order_wait_for_their_first() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    for (id, order) in [(80u16, [2, 1, 0]), (81, [1, 0, 2]), (82, [1, 2, 0])] {
+        let whole = in4(SERVER4).id(id).df(false).udp(53, port4, 600);
+        let frags = split_v4(&whole, 256);
+        assert_eq!(frags.len(), 3);
+        let (verdicts, outs) = run_order(&mut h, &frags, &order);
+        assert_eq!(outs.len(), 3, "order {order:?}: {verdicts:?}");
+        assert!(verdicts.contains(&Verdict::Held));
+        for o in &outs {
+            assert_eq!(view(o).dst, IpAddr::V6(CLIENT6));
+        }
+        let (msg, first) = reassemble(&outs);
+        assert_eq!(msg.len(), 608);
+        assert_eq!(dst6(&first_of(&outs)).1, 5000);
+        assert_eq!(first.family, Family::V6);
+    }
+    // IPv6 side, reversed.
+    let whole6 = out6(CLIENT6, SERVER6).udp(5000, 53, 600);
+    let mut frags = split_v6(&whole6, 256, 99);
+    frags.reverse();
+    let (verdicts, outs) = run_all(&mut h, &frags);
+    assert_eq!(
+        verdicts,
+        [Verdict::Held, Verdict::Held, Verdict::Fragmented(3)]
+    );
+    for o in &outs {
+        assert_eq!(view(o).src, IpAddr::V4(POOL4));
+    }
+    assert_eq!(src4(&first_of(&outs)), (IpAddr::V4(POOL4), port4));
+    assert_eq!(h.t.counters().total_drops(), 0);
+}
+
+/// The output that holds the transport header (fragment offset 0).
+fn first_of(outs: &[Vec<u8>]) -> Vec<u8> {
+    outs.iter()
+        .find(|o| view(o).fragment.is_none_or(|f| f.offset == 0))
+        .unwrap()
+        .clone()
+}
+
+/// §3.4 (FRAGMENT_MIN, 2 s): a fragment whose first never comes is dropped
+/// and counted; the datagram's first, later, leaves alone.
+#[test]
+fn rfc6146_s3_4_waiting_fragment_expires() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    let frags = split_v4(&in4(SERVER4).id(90).df(false).udp(53, port4, 600), 256);
+    assert_eq!(h.run(&frags[2]).0, Verdict::Held);
+    at(&mut h, 3);
+    assert_eq!(h.t.counters().drops(DropReason::FragmentExpired), 1);
+    assert_eq!(h.run(&frags[0]).0, Verdict::Translated);
+}
+
+/// §3.4 and §5 (limit the resources fragments take): 64 fragments wait per
+/// worker; more are dropped and counted, as is one too big to keep.
+#[test]
+fn rfc6146_s3_4_waiting_fragments_are_bounded() {
+    let mut h = nat(|_| {});
+    let port4 = udp_out(&mut h, CLIENT6, 5000);
+    for id in 0..64u16 {
+        let frags = split_v4(&in4(SERVER4).id(id).df(false).udp(53, port4, 600), 256);
+        assert_eq!(h.run(&frags[1]).0, Verdict::Held);
+    }
+    let frags = split_v4(&in4(SERVER4).id(64).df(false).udp(53, port4, 600), 256);
+    assert_eq!(dropped(&mut h, &frags[1]), DropReason::FragmentBufferFull);
+    let big = split_v4(&in4(SERVER4).id(65).df(false).udp(53, port4, 6000), 2400);
+    assert_eq!(dropped(&mut h, &big[1]), DropReason::FragmentBufferFull);
+    // The rest still work: datagram 0's first releases its waiting fragment.
+    let frags = split_v4(&in4(SERVER4).id(0).df(false).udp(53, port4, 600), 256);
+    assert_eq!(h.run(&frags[0]).0, Verdict::Fragmented(2));
+}
+
+/// §3.5.3 with RFC 7915 §4.2/§5.2: a fragmented ping crosses the NAT64 both
+/// ways. The first fragment's mapping is made before it waits for its last
+/// fragment, so the middle ones follow it at once; its identifier is
+/// rewritten and its checksum covers the whole message.
+#[test]
+fn rfc6146_s3_5_3_fragmented_echo_both_ways() {
+    let mut h = nat(|_| {});
+    let req = out6(CLIENT6, SERVER6).echo_request(4321, 1, 3000);
+    let frags = split_v6(&req, 1232, 5);
+    assert_eq!(frags.len(), 3);
+    let (verdicts, outs) = run_all(&mut h, &frags);
+    assert_eq!(
+        verdicts,
+        [Verdict::Held, Verdict::Translated, Verdict::Fragmented(2)]
+    );
+    assert!(icmp_verifies(&outs), "ICMPv4 checksum of the whole message");
+    let (ip, ident) = src4(&first_of(&outs));
+    assert_eq!(ip, IpAddr::V4(POOL4));
+    // The reply, fragmented by the server, reversed.
+    let reply = in4(SERVER4).id(0x5151).df(false).echo_reply(ident, 1, 3000);
+    let mut frags = split_v4(&reply, 1480);
+    frags.reverse();
+    let (verdicts, outs) = run_all(&mut h, &frags);
+    assert_eq!(verdicts[..2], [Verdict::Held, Verdict::Held]);
+    assert!(matches!(verdicts[2], Verdict::Fragmented(_)));
+    assert!(icmp_verifies(&outs), "ICMPv6 checksum of the whole message");
+    assert_eq!(dst6(&first_of(&outs)), (IpAddr::V6(CLIENT6), 4321));
+    let (msg, _) = reassemble(&outs);
+    assert_eq!((msg[0], msg.len()), (129, 3008));
+    // Middle and last before the first, from IPv6: all three leave with the
+    // first, whose checksum waited for the last's length.
+    let req = out6(CLIENT6, SERVER6).echo_request(4321, 2, 3000);
+    let frags = split_v6(&req, 1232, 6);
+    let (verdicts, outs) = run_all(
+        &mut h,
+        &[frags[1].clone(), frags[2].clone(), frags[0].clone()],
+    );
+    assert_eq!(
+        verdicts,
+        [Verdict::Held, Verdict::Held, Verdict::Fragmented(3)]
+    );
+    assert!(icmp_verifies(&outs));
+    assert_eq!(src4(&first_of(&outs)), (IpAddr::V4(POOL4), ident));
+    assert_eq!(h.t.counters().total_drops(), 0);
 }
 
 // ---- stats ---------------------------------------------------------------------------

@@ -158,8 +158,8 @@ fn rfc7599_s6_br_icmp_error_uses_the_inner_port() {
     assert_eq!(dropped(&mut h, &err6), DropReason::MaptSourceOutsidePortSet);
 }
 
-/// RFC 7599 §8: later fragments go where the first went; one that comes first is
-/// dropped and counted.
+/// RFC 7599 §8: later fragments go where the first went; ones that come first
+/// wait for it (RFC 6146 §3.4's rule, as the NAT64 does).
 #[test]
 fn rfc7599_s8_br_fragments() {
     let mut h = br();
@@ -170,12 +170,63 @@ fn rfc7599_s8_br_fragments() {
     let frags = split_v4(&pkt, 256);
     assert!(frags.len() >= 3);
     let mut h2 = br();
-    assert_eq!(dropped(&mut h2, &frags[1]), DropReason::FragmentUntracked);
+    let mut reversed = frags.clone();
+    reversed.reverse();
+    let (verdicts, outs) = run_all(&mut h2, &reversed);
+    assert_eq!(
+        verdicts,
+        [Verdict::Held, Verdict::Held, Verdict::Fragmented(3)]
+    );
+    assert!(outs.iter().all(|o| view(o).dst == IpAddr::V6(CE6)));
     for f in &frags {
         let (v, out) = h.run(f);
         assert_eq!(v, Verdict::Translated);
         assert_eq!(view(&out[0]).dst, IpAddr::V6(CE6));
     }
+}
+
+/// RFC 7599 §8 with RFC 7915 §4.2/§5.2: a fragmented ping through the BR
+/// and the CE, both ways, the CE's fragments out of order.
+#[test]
+fn rfc7599_s8_fragmented_echo_br_and_ce() {
+    let mut h = br();
+    let req = Ip6::new(CE6, SERVER_D).echo_request(55400, 1, 3000);
+    let frags = sixgate_testkit::split_v6(&req, 1232, 7);
+    let (verdicts, outs) = run_all(&mut h, &frags);
+    assert_eq!(
+        verdicts,
+        [Verdict::Held, Verdict::Translated, Verdict::Fragmented(2)]
+    );
+    assert!(icmp_verifies(&outs));
+    let reply = Ip4::new(SERVER, CE4)
+        .id(0x77)
+        .df(false)
+        .echo_reply(55400, 1, 3000);
+    let mut frags = split_v4(&reply, 1480);
+    frags.reverse();
+    let (_, outs) = run_all(&mut h, &frags);
+    assert!(outs.iter().all(|o| view(o).dst == IpAddr::V6(CE6)));
+    assert!(icmp_verifies(&outs));
+    assert_eq!(h.t.counters().total_drops(), 0);
+
+    // The CE's NAPT44: a LAN host's big ping, the reply's fragments reversed.
+    let mut h = ce();
+    let req = Ip4::new(LAN_HOST, SERVER)
+        .id(0x78)
+        .df(false)
+        .echo_request(7, 1, 3000);
+    let (_, outs) = run_all(&mut h, &split_v4(&req, 1480));
+    assert!(icmp_verifies(&outs));
+    let (msg, _) = reassemble(&outs);
+    let id = u16::from_be_bytes([msg[4], msg[5]]);
+    let reply = Ip6::new(SERVER_D, CE6).echo_reply(id, 1, 3000);
+    let mut frags = sixgate_testkit::split_v6(&reply, 1232, 8);
+    frags.reverse();
+    let (_, outs) = run_all(&mut h, &frags);
+    assert!(icmp_verifies(&outs));
+    let (msg, _) = reassemble(&outs);
+    assert_eq!((msg[0], u16::from_be_bytes([msg[4], msg[5]])), (0, 7));
+    assert_eq!(h.t.counters().total_drops(), 0);
 }
 
 /// RFC 7599 §7: CE → BR → CE, when the CE has no FMR for the other: the BR sends

@@ -663,34 +663,6 @@ fn rfc7915_s5_4_unknown_extension_header_gets_admin_prohibited() {
 // ---- Fragments (§4.1, §5.1.1, §4 fragmentation) ------------------------------------------
 
 /// Reassemble fragments' payloads (test helper; no overlap handling).
-fn reassemble(frags: &[Vec<u8>]) -> (Vec<u8>, sixgate_testkit::Summary) {
-    let mut data = vec![];
-    let mut first = None;
-    for f in frags {
-        let s = sixgate_testkit::check_structure(f).unwrap();
-        let fr = s.fragment.unwrap_or(sixgate_testkit::Fragment {
-            offset: 0,
-            more: false,
-            id: 0,
-        });
-        // Fragments here carry no options and no extension header but the Fragment header.
-        let payload = if s.family == Family::V4 {
-            l4(f)
-        } else {
-            &f[48..]
-        };
-        let end = usize::from(fr.offset) + payload.len();
-        if data.len() < end {
-            data.resize(end, 0);
-        }
-        data[usize::from(fr.offset)..end].copy_from_slice(payload);
-        if fr.offset == 0 {
-            first = Some(s);
-        }
-    }
-    (data, first.unwrap())
-}
-
 fn udp_verifies_v6(src: Ipv6Addr, dst: Ipv6Addr, udp: &[u8]) -> bool {
     let ps = sixgate_testkit::csum::pseudo_v6(src.octets(), dst.octets(), proto::UDP, udp.len());
     sixgate_testkit::csum::verifies(ps, udp)
@@ -771,31 +743,6 @@ fn rfc7915_s4_df1_oversized_packet_left_to_the_ipv6_path() {
 }
 
 // ---- Fragmented ICMP Echo (§4.2, §5.2; rfc7915::icmp_fragments) -------------------------
-
-/// Translate `frags` in order; every output, and the verdicts.
-fn run_all(h: &mut Harness, frags: &[Vec<u8>]) -> (Vec<Verdict>, Vec<Vec<u8>>) {
-    let mut verdicts = Vec::new();
-    let mut outs = Vec::new();
-    for f in frags {
-        let (v, o) = h.run(f);
-        verdicts.push(v);
-        outs.extend(o);
-    }
-    (verdicts, outs)
-}
-
-/// The ICMP checksum of the reassembled message covers it whole: ICMPv4
-/// alone, ICMPv6 with its pseudo-header (RFC 8200 §8.1, the whole length).
-fn icmp_verifies(outs: &[Vec<u8>]) -> bool {
-    let (msg, first) = reassemble(outs);
-    match (first.src, first.dst) {
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            let ps = sixgate_testkit::csum::pseudo_v6(s.octets(), d.octets(), 58, msg.len());
-            sixgate_testkit::csum::verifies(ps, &msg)
-        }
-        _ => sixgate_testkit::csum::verifies(0, &msg),
-    }
-}
 
 /// §5.2: an Echo Request in three IPv6 fragments. The first waits (nothing
 /// sent) until the last has given the message's length; the middle one goes

@@ -14,6 +14,8 @@
 //                                          ICMPv4 error: of the inner source port
 //                                          or identifier
 //   IPv4 to a static BIB entry: the worker of its IPv6 side (map static_bib)
+//   IPv4 later fragment: where its first fragment went (map fragments), else
+//                        Identification % workers
 //
 // On a TUN device (IFF_TUN) the packet starts with the IP header. Socket
 // filters have no direct packet access: everything is read with
@@ -53,6 +55,27 @@ struct {
 	__type(key, struct static_bib_key);
 	__type(value, __u32);
 } static_bib SEC(".maps");
+
+// IPv4 datagrams whose first fragment this program steered: the queue it
+// picked, so that the later fragments, which carry no port, follow it to the
+// worker that holds the datagram's mapping (RFC 6146 §3.4). Bounded: the
+// least recently used entry makes room (a datagram's fragments come within
+// moments of each other). A later fragment with no entry (its first not seen
+// yet, or pushed out) goes by its Identification, as before.
+struct frag_key {
+	__u32 saddr; // network order
+	__u32 daddr; // network order
+	__u16 id;    // network order
+	__u8 proto;
+	__u8 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct frag_key);
+	__type(value, __u32);
+} fragments SEC(".maps");
 
 #define IPPROTO_ICMP_ 1
 #define IPPROTO_TCP_ 6
@@ -185,21 +208,43 @@ static __always_inline int icmp4_is_error(__u8 type)
 	return type == 3 || type == 11 || type == 12;
 }
 
+static __always_inline __u32 by_ports4(struct __sk_buff *skb, const __u8 *h);
+
 static __always_inline __u32 steer4(struct __sk_buff *skb)
 {
 	__u8 h[20];
-	__u32 port;
 
 	if (bpf_skb_load_bytes(skb, 0, h, 20) < 0)
 		return 0;
 	__u32 ihl = (__u32)(h[0] & 15) * 4;
+	__u32 flags_frag = (__u32)h[6] << 8 | h[7];
+	struct frag_key k = {.proto = h[9], .pad = 0};
+	__builtin_memcpy(&k.saddr, &h[12], 4);
+	__builtin_memcpy(&k.daddr, &h[16], 4);
+	__builtin_memcpy(&k.id, &h[4], 2);
+	// A non-first fragment carries no port: it follows its first fragment,
+	// or, if that was not seen, goes by its ID.
+	if ((flags_frag & 0x1fff) != 0 || ihl < 20) {
+		__u32 *q = bpf_map_lookup_elem(&fragments, &k);
+		if (q)
+			return *q;
+		return (((__u32)h[4] << 8) | h[5]) % (workers ? workers : 1);
+	}
+	__u32 q = by_ports4(skb, h);
+	// A first fragment (MF set): remember where its datagram goes.
+	if (flags_frag & 0x2000)
+		bpf_map_update_elem(&fragments, &k, &q, BPF_ANY);
+	return q;
+}
+
+// An IPv4 packet with its transport header: the owner of its pool4 port.
+static __always_inline __u32 by_ports4(struct __sk_buff *skb, const __u8 *h)
+{
+	__u32 port;
+	__u32 ihl = (__u32)(h[0] & 15) * 4;
 	__u8 proto = h[9];
 	__u32 daddr;
 	__builtin_memcpy(&daddr, &h[16], 4);
-	__u32 frag = ((__u32)h[6] << 8 | h[7]) & 0x1fff;
-	// A non-first fragment carries no port: spread by its ID (a documented limit).
-	if (frag != 0 || ihl < 20)
-		return (((__u32)h[4] << 8) | h[5]) % (workers ? workers : 1);
 
 	if (proto == IPPROTO_TCP_ || proto == IPPROTO_UDP_) {
 		if (load_be16(skb, ihl + 2, &port) < 0)

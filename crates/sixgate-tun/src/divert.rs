@@ -39,7 +39,9 @@ pub const NFT_TABLE: &str = "sixgate";
 /// The nftables script that (re)creates table `ip sixgate`, marking IPv4
 /// packets to `addr` that belong to the default pool4: TCP and UDP to its
 /// ports, Echo Replies with its identifiers, and ICMP errors quoting a packet
-/// sent from its ports (RFC 6146 §3.4: the error goes to the port's owner).
+/// sent from its ports (RFC 6146 §3.4: the error goes to the port's owner);
+/// and the later fragments of a datagram whose first fragment it marked (a
+/// dynamic set of (source, Identification), 2 s).
 /// Deleting the table first makes a rerun (after `keep`) replace it atomically.
 pub fn nft_ruleset(addr: Ipv4Addr) -> String {
     let (p, m, t) = (
@@ -52,8 +54,17 @@ pub fn nft_ruleset(addr: Ipv4Addr) -> String {
         "table ip {t}\n\
          delete table ip {t}\n\
          table ip {t} {{\n\
+         \x20 # RFC 6146 §3.4: datagrams whose first fragment was diverted; their\n\
+         \x20 # later fragments carry no port and follow it.\n\
+         \x20 set frags {{\n\
+         \x20   typeof ip saddr . ip id\n\
+         \x20   flags dynamic,timeout\n\
+         \x20   timeout 2s\n\
+         \x20   size 65536\n\
+         \x20 }}\n\
          \x20 chain divert {{\n\
          \x20   type filter hook prerouting priority mangle; policy accept;\n\
+         \x20   ip daddr {addr} ip frag-off & 0x1fff != 0 ip saddr . ip id @frags {m}\n\
          \x20   ip daddr {addr} tcp dport {p} {m}\n\
          \x20   ip daddr {addr} udp dport {p} {m}\n\
          \x20   ip daddr {addr} icmp type echo-reply icmp id {p} {m}\n\
@@ -63,6 +74,9 @@ pub fn nft_ruleset(addr: Ipv4Addr) -> String {
          \x20   # Echo's identifier 32 bits further.\n\
          \x20   ip daddr {addr} {errors} @th,136,8 {{ 6, 17 }} @th,224,16 {p} {m}\n\
          \x20   ip daddr {addr} {errors} @th,136,8 1 @th,256,16 {p} {m}\n\
+         \x20   # A first fragment (MF, offset 0) diverted above: remember it.\n\
+         \x20   ip daddr {addr} meta mark {MARK:#x} ip frag-off & 0x3fff == 0x2000 \
+         add @frags {{ ip saddr . ip id }}\n\
          \x20 }}\n\
          }}\n"
     )
@@ -283,6 +297,12 @@ mod tests {
             s.contains("type filter hook prerouting priority mangle"),
             "{s}"
         );
+        // RFC 6146 §3.4: later fragments follow a diverted first fragment.
+        assert!(
+            s.contains("ip frag-off & 0x1fff != 0 ip saddr . ip id @frags"),
+            "{s}"
+        );
+        assert!(s.contains("add @frags { ip saddr . ip id }"), "{s}");
         for rule in [
             "ip daddr 192.0.2.1 tcp dport 61001-65535 meta mark set 0x6464",
             "ip daddr 192.0.2.1 udp dport 61001-65535 meta mark set 0x6464",

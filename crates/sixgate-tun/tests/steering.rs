@@ -397,6 +397,51 @@ fn static_bib_entries_added_and_removed_at_runtime_steer_their_ipv4_side() {
     assert_eq!(queue_of_v4(&steering, &pkt), u32::from(by_port));
 }
 
+/// RFC 6146 §3.4 across workers: an IPv4 datagram's later fragments carry no
+/// port, so the program remembers where it sent the first fragment (by
+/// source, destination, protocol and Identification) and sends them there,
+/// to the worker holding the mapping; a later fragment whose first it has
+/// not seen goes by its Identification, as `PacketOwner` says.
+#[test]
+fn rfc6146_s3_4_later_fragments_follow_their_first_fragment() {
+    let workers = 4u16;
+    let cfg = Nat64Config::default();
+    let p = Params::new(&cfg, workers);
+    let Some(steering) = load_or_skip(&p) else {
+        return;
+    };
+    let owner = PacketOwner::new(&cfg, workers);
+    let mut checked = 0;
+    for port in 61001u16..61041 {
+        let by_port = port_owner(port, cfg.port_block_size, workers);
+        // An Identification that alone would pick another worker.
+        let id = (port..).find(|i| i % workers != by_port).unwrap();
+        let from = Ip4::new(SERVER4, POOL4[0]).id(id).df(false);
+        // UDP header (53 → port) and some data, as the first fragment.
+        let mut udp = vec![0, 53];
+        udp.extend_from_slice(&port.to_be_bytes());
+        udp.extend_from_slice(&[0x0b, 0xc0, 0, 0]);
+        udp.extend_from_slice(&[0; 16]);
+        let first = from.fragment(17, 0, true, &udp);
+        let middle = from.fragment(17, 24, true, &[0; 24]);
+        let last = from.fragment(17, 48, false, &[0; 24]);
+        // Before the first: by Identification, in the program and in Rust.
+        let alone = Ip4::new(SERVER4, POOL4[0])
+            .id(id.wrapping_add(4 * 1000))
+            .df(false);
+        let stray = alone.fragment(17, 24, false, &[0; 8]);
+        let want_stray = u32::from(owner.of(&stray));
+        assert_eq!(queue_of_v4(&steering, &stray), want_stray);
+        assert_eq!(queue_of_v4(&steering, &first), u32::from(by_port));
+        assert_eq!(u32::from(owner.of(&first)), u32::from(by_port));
+        assert_eq!(queue_of_v4(&steering, &middle), u32::from(by_port));
+        assert_eq!(queue_of_v4(&steering, &last), u32::from(by_port));
+        assert_ne!(u32::from(owner.of(&last)), u32::from(by_port));
+        checked += 1;
+    }
+    assert_eq!(checked, 40);
+}
+
 /// MAP-T BR traffic (docs/mapt.md): IPv4 from the Internet to a CE's shared
 /// address and ports, IPv6 from MAP addresses, and fragments of both.
 fn br_packet(r: &mut Rng) -> Vec<u8> {

@@ -17,7 +17,8 @@
 // and UDP destination ports, Echo Replies' identifiers, the source port or
 // identifier an ICMP error quotes (RFC 6146 §3.4: the error goes to the
 // port's owner); pass the rest, the host's own connections. A non-first
-// fragment carries no port and goes to the kernel.
+// fragment carries no port: it follows its first fragment (map pool4_frags),
+// or goes to the kernel if that was not redirected.
 //
 // A queue without a socket in xsks also passes (bpf_redirect_map's fallback
 // action), so nothing is lost while sixgate starts or stops. The daemon fills
@@ -67,6 +68,24 @@ struct {
 	__type(value, __u32);
 } pool4_ports SEC(".maps");
 
+// RFC 6146 §3.4: datagrams to the default pool4 whose first fragment was
+// redirected, so that their later fragments, which carry no port, follow it.
+// Bounded: the least recently used entry makes room.
+struct frag_key {
+	__u32 saddr;
+	__u32 daddr;
+	__u16 id;
+	__u8 proto;
+	__u8 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct frag_key);
+	__type(value, __u8);
+} pool4_frags SEC(".maps");
+
 // Receive queue -> the AF_XDP socket of the worker that owns it.
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -87,9 +106,14 @@ static __always_inline int for_pool4_port(__u8 *ip, void *end)
 	__u32 *range = bpf_map_lookup_elem(&pool4_ports, &zero);
 	if (!range)
 		return 0;
-	// Non-first fragments (offset != 0) carry no port.
+	struct frag_key fk = {.proto = ip[9], .pad = 0};
+	__builtin_memcpy(&fk.saddr, ip + 12, 4);
+	__builtin_memcpy(&fk.daddr, ip + 16, 4);
+	__builtin_memcpy(&fk.id, ip + 4, 2);
+	// Non-first fragments (offset != 0) carry no port: they follow their
+	// first fragment.
 	if ((ip[6] & 0x1f) | ip[7])
-		return 0;
+		return bpf_map_lookup_elem(&pool4_frags, &fk) != 0;
 	__u32 ihl = (ip[0] & 0x0f) * 4;
 	if (ihl < 20)
 		return 0;
@@ -121,7 +145,14 @@ static __always_inline int for_pool4_port(__u8 *ip, void *end)
 	} else {
 		return 0;
 	}
-	return port >= (*range >> 16) && port <= (*range & 0xffff);
+	if (port < (*range >> 16) || port > (*range & 0xffff))
+		return 0;
+	// A first fragment (MF set): remember its datagram.
+	if (ip[6] & 0x20) {
+		__u8 one = 1;
+		bpf_map_update_elem(&pool4_frags, &fk, &one, BPF_ANY);
+	}
+	return 1;
 }
 
 SEC("xdp")

@@ -42,7 +42,7 @@ fn main() {
         ..Nat64Config::default()
     });
     let cfg = Arc::new(cfg);
-    let owner = Owner::new(cfg.nat64.as_ref(), 2);
+    let mut owner = Owner::new(cfg.nat64.as_ref(), 2);
     // A subscriber of worker 0, talking to an IPv4 server.
     let client = (1u16..)
         .map(|n| Ipv6Addr::new(0x2001, 0xdb8, n, 0, 0, 0, 0, 1))

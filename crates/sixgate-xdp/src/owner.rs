@@ -24,6 +24,9 @@ pub enum Owner {
         rule: PacketOwner,
         /// Pool4, for hairpinned output (RFC 6146 §3.8).
         pool4: Vec<Pool4Entry>,
+        /// Where this worker sent recent IPv4 first fragments: their later
+        /// fragments (no port) follow them.
+        memo: FragmentMemo,
     },
     /// A MAP-T BR on several workers: a fragment goes to the worker its
     /// source, destination, Identification and protocol pick (as the TUN
@@ -52,6 +55,7 @@ impl Owner {
             Some(cfg) if workers > 1 => Owner::Nat64 {
                 rule: PacketOwner::new(cfg, workers),
                 pool4: cfg.pool4.clone(),
+                memo: FragmentMemo::new(),
             },
             _ => Owner::Receiver,
         }
@@ -65,10 +69,10 @@ impl Owner {
     /// The worker that must translate the received IP packet `ip`;
     /// `receiver` is the worker that got it.
     #[inline]
-    pub fn of(&self, ip: &[u8], receiver: u16) -> u16 {
+    pub fn of(&mut self, ip: &[u8], receiver: u16) -> u16 {
         match self {
             Owner::Receiver => receiver,
-            Owner::Nat64 { rule, .. } => rule.of(ip),
+            Owner::Nat64 { rule, memo, .. } => nat64_owner(rule, memo, ip),
             Owner::MaptBr { workers } => fragment_owner(ip, *workers).unwrap_or(receiver),
         }
     }
@@ -77,16 +81,101 @@ impl Owner {
     /// hairpinning, RFC 6146 §3.8: an IPv4 packet to pool4, which the core
     /// loops back itself only when its own worker owns the destination), the
     /// worker to do it; `None` for a packet that leaves.
+    /// A hairpinned datagram's fragments follow its first as received ones do.
     #[inline]
-    pub fn hairpin(&self, out: &[u8]) -> Option<u16> {
+    pub fn hairpin(&mut self, out: &[u8]) -> Option<u16> {
         match self {
             // A BR turns a packet back into the domain itself.
             Owner::Receiver | Owner::MaptBr { .. } => None,
-            Owner::Nat64 { rule, pool4 } => {
+            Owner::Nat64 { rule, pool4, memo } => {
                 let dst = out.get(16..20).filter(|_| out[0] >> 4 == 4)?;
                 let dst = u32::from_be_bytes([dst[0], dst[1], dst[2], dst[3]]);
-                pool4.iter().any(|p| p.contains(dst)).then(|| rule.of(out))
+                pool4
+                    .iter()
+                    .any(|p| p.contains(dst))
+                    .then(|| nat64_owner(rule, memo, out))
             }
+        }
+    }
+}
+
+/// NAT64's owner of IP packet `ip`: by [`PacketOwner`], but an IPv4
+/// fragment (MF or an offset) through the memo (RFC 6146 §3.4).
+#[inline]
+fn nat64_owner(rule: &PacketOwner, memo: &mut FragmentMemo, ip: &[u8]) -> u16 {
+    match ip {
+        [0x40..=0x4f, _, _, _, _, _, f0, f1, ..]
+            if u16::from_be_bytes([*f0, *f1]) & 0x3fff != 0 && ip.len() >= 20 =>
+        {
+            memo.owner(ip, || rule.of(ip))
+        }
+        _ => rule.of(ip),
+    }
+}
+
+/// Entries of a worker's [`FragmentMemo`].
+const MEMO_SLOTS: usize = 256;
+
+/// RFC 6146 §3.4 on the handoff: an IPv4 datagram's later fragments carry no
+/// port, so the worker that received its first fragment remembers which
+/// worker that went to (by source, destination, protocol and
+/// Identification, direct-mapped, allocated once) and sends the later ones
+/// the same way. This needs every fragment of a datagram to arrive at one
+/// queue, which holds on veth (one queue per sending socket) and with RSS
+/// hashing fragments by addresses only (the 2-tuple hash NICs use for
+/// IPv4 fragments); docs/xdp.md. A later fragment with no entry goes by its
+/// Identification, as the TUN steering program's fallback.
+#[derive(Clone)]
+pub struct FragmentMemo {
+    /// (source << 32 | destination, Identification << 8 | protocol, worker).
+    slots: Box<[(u64, u32, u16)]>,
+}
+
+impl std::fmt::Debug for FragmentMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FragmentMemo")
+    }
+}
+
+impl Default for FragmentMemo {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FragmentMemo {
+    /// An empty memo (allocated here, never on the packet path).
+    pub fn new() -> Self {
+        FragmentMemo {
+            slots: vec![(0, 0, u16::MAX); MEMO_SLOTS].into_boxed_slice(),
+        }
+    }
+
+    /// The owner of IPv4 fragment `ip` (at least 20 bytes): a first
+    /// fragment's is `by_ports()`, remembered; a later one's is its first's.
+    #[inline]
+    fn owner(&mut self, ip: &[u8], by_ports: impl FnOnce() -> u16) -> u16 {
+        let be32 = |at: usize| {
+            u64::from(u32::from_be_bytes([
+                ip[at],
+                ip[at + 1],
+                ip[at + 2],
+                ip[at + 3],
+            ]))
+        };
+        let addrs = be32(12) << 32 | be32(16);
+        let id = u32::from(u16::from_be_bytes([ip[4], ip[5]])) << 8 | u32::from(ip[9]);
+        let h = (addrs ^ u64::from(id)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = &mut self.slots[(h >> 56) as usize % MEMO_SLOTS];
+        let first = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
+        if first {
+            let w = by_ports();
+            *slot = (addrs, id, w);
+            return w;
+        }
+        match *slot {
+            (a, i, w) if a == addrs && i == id && w != u16::MAX => w,
+            _ => by_ports(),
         }
     }
 }
@@ -111,7 +200,7 @@ mod tests {
     #[test]
     fn stateless_modes_and_one_worker_keep_what_they_receive() {
         let pkt = Ip4::new(Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 18, 0, 1)).udp(1, 3, 8);
-        for o in [Owner::new(None, 4), Owner::new(Some(&nat64()), 1)] {
+        for mut o in [Owner::new(None, 4), Owner::new(Some(&nat64()), 1)] {
             assert!(!o.hands_off());
             assert_eq!(o.of(&pkt, 3), 3);
             assert_eq!(o.hairpin(&pkt), None);
@@ -122,7 +211,7 @@ mod tests {
     /// to anywhere else it leaves.
     #[test]
     fn rfc6146_3_8_hairpinned_output_goes_to_the_destination_ports_owner() {
-        let o = Owner::new(Some(&nat64()), 2);
+        let mut o = Owner::new(Some(&nat64()), 2);
         assert!(o.hands_off());
         let (a, b) = (Ipv4Addr::new(198, 18, 0, 7), Ipv4Addr::new(198, 18, 0, 9));
         for port in [80u16, 82, 443, 444] {
@@ -135,6 +224,33 @@ mod tests {
         let pkt = Ip6::new(v6, "2001:db8:64::cb00:7101".parse().unwrap()).udp(1, 2, 8);
         assert_eq!(o.hairpin(&pkt), None);
         assert_eq!(o.of(&pkt, 1), subscriber_worker(u128::from(v6), 64, 2));
+    }
+
+    /// RFC 6146 §3.4: the later fragments of an IPv4 datagram go where its
+    /// first fragment went (the owner of its port), not by Identification;
+    /// one whose first was not seen goes by Identification.
+    #[test]
+    fn rfc6146_3_4_later_fragments_follow_their_first() {
+        let mut o = Owner::new(Some(&nat64()), 4);
+        let (server, pool) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(198, 18, 0, 1));
+        for port in 61001u16..61033 {
+            let want = port_owner(port, 0, 4);
+            let id = (port..).find(|i| i % 4 != want).unwrap();
+            let from = Ip4::new(server, pool).id(id).df(false);
+            let mut udp = vec![0, 53];
+            udp.extend_from_slice(&port.to_be_bytes());
+            udp.extend_from_slice(&[0, 40, 0, 0]);
+            udp.extend_from_slice(&[0; 16]);
+            let first = from.fragment(17, 0, true, &udp);
+            let later = from.fragment(17, 24, false, &[0; 16]);
+            let stray = Ip4::new(server, pool)
+                .id(id)
+                .df(false)
+                .fragment(6, 24, false, &[0; 8]);
+            assert_eq!(o.of(&stray, 0), id % 4, "by Identification");
+            assert_eq!(o.of(&first, 0), want);
+            assert_eq!(o.of(&later, 2), want);
+        }
     }
 
     /// RFC 7599 §8: a MAP-T BR on several workers hands each fragment to the
@@ -158,7 +274,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}"))
                 .config
         };
-        let o = Owner::for_config(&toml("br"), 2);
+        let mut o = Owner::for_config(&toml("br"), 2);
         assert!(o.hands_off());
         let (a, b) = (Ipv4Addr::new(203, 0, 113, 7), Ipv4Addr::new(198, 18, 0, 8));
         let whole = Ip4::new(a, b).udp(80, 55300, 8);

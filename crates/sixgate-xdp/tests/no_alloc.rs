@@ -123,7 +123,7 @@ fn handoff_allocates_nothing_per_packet() {
         pool4: vec![sixgate_core::nat64::Pool4Entry::single(pool4)],
         ..sixgate_core::nat64::Nat64Config::default()
     };
-    let owner = sixgate_xdp::owner::Owner::new(Some(&cfg), 2);
+    let mut owner = sixgate_xdp::owner::Owner::new(Some(&cfg), 2);
     let client: std::net::Ipv6Addr = "2001:db8:1::5".parse().unwrap();
     let server6: std::net::Ipv6Addr = "2001:db8:64::cb00:7107".parse().unwrap();
     let server4 = Ipv4Addr::new(203, 0, 113, 7);

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use common::{
     Turn, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx, ping,
-    stop_cleanly,
+    ping_with, stop_cleanly,
 };
 use sixgate_netns::chain::mapt::{Customer, addr as maddr};
 use sixgate_netns::chain::{Chain, addr};
@@ -158,6 +158,17 @@ fn stop_all(test: &str, running: Running) -> Option<Stopped> {
         }
     }
     br_stopped
+}
+
+/// A 3000-byte ping through the CE's NAPT44 and the BR: request and reply in
+/// fragments (RFC 7599 §8, RFC 7915 §4.2/§5.2).
+#[test]
+fn mapt_ping_large_lan_host_to_server() {
+    with_mapt("mapt_ping_large_lan_host_to_server", false, |r| {
+        let size = ["-s", "3000"];
+        let rtts = ping_with(&r.chain.client, &addr::SERVER.to_string(), 5, &size);
+        println!("ping -s 3000 {}: RTT {rtts:?} ms", addr::SERVER);
+    });
 }
 
 /// ICMP Echo through the CE's NAPT44 (identifier in its port set) and both

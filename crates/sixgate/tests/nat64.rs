@@ -20,9 +20,12 @@
 //!   connects.
 //! - `nat64_without_bpf_runs_one_worker_and_says_why`: the steering fallback.
 //!
-//! Ping from the IPv4 side is not tested: an IPv4 host cannot address an IPv6
-//! host without a static BIB entry, and for ICMP that entry would fix the Echo
-//! identifier, which ping chooses itself.
+//! - `nat64_fragments_two_workers` / `nat64_fragments_two_workers_xdp`
+//!   (RFC 6146 §3.4): `ping -s 3000` both ways and `dig` of a 3.2 KB TXT
+//!   record over UDP, with two workers.
+//!
+//! Ping from the IPv4 side needs a static BIB entry for ICMP, which fixes the
+//! Echo identifier: only the fragments test does it, with `ping -e`.
 //!
 //! They need root and `ip netns` (else they print `skipped:` and pass), and the
 //! tools `scripts/setup.sh` installs.
@@ -39,7 +42,7 @@ use sixgate_netns::{
 mod common;
 use common::{
     HTTP_PORT, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx,
-    ping, run_bed,
+    ping, ping_with, run_bed,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
@@ -385,6 +388,158 @@ fn nat64_two_workers() {
     core_tests("nat64_two_workers", 2);
 }
 
+/// Strings of the big TXT record (200 bytes each): a 3.2 KB answer, which the
+/// IPv4 server's kernel sends in three fragments.
+const TXT_STRINGS: usize = 16;
+
+/// dnsmasq on the IPv4 host serving `big.test` TXT ([`TXT_STRINGS`] strings)
+/// over UDP with a 4096-byte EDNS buffer.
+fn big_txt_server(bed: &Topology) -> sixgate_netns::Background {
+    let mut record = String::from("--txt-record=big.test");
+    for i in 0..TXT_STRINGS {
+        record.push_str(&format!(",{i:02}{}", "x".repeat(198)));
+    }
+    let listen = format!("--listen-address={}", addr::V4_HOST);
+    bed.v4host
+        .spawn(
+            "dnsmasq",
+            [
+                "--no-daemon",
+                "--conf-file=/dev/null",
+                "--no-resolv",
+                "--no-hosts",
+                "--bind-interfaces",
+                "--port=53",
+                "--edns-packet-max=4096",
+                "--pid-file=",
+                listen.as_str(),
+                record.as_str(),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("dnsmasq (scripts/setup.sh installs it): {e}"))
+}
+
+/// `dig` for the big TXT record from `client` at `server`, UDP only.
+fn dig_txt(client: &Netns, server: &str) -> String {
+    let at = format!("@{server}");
+    client
+        .run_timeout(
+            "dig",
+            [
+                at.as_str(),
+                "big.test",
+                "TXT",
+                "+bufsize=4096",
+                "+notcp",
+                "+ignore",
+                "+tries=1",
+                "+time=2",
+            ],
+            Duration::from_secs(10),
+        )
+        .unwrap_or_else(|e| e.to_string())
+}
+
+/// The whole answer came over UDP: no truncation, every string.
+fn assert_whole_txt(out: &str) {
+    let strings = out.matches('"').count() / 2;
+    assert!(
+        out.contains("status: NOERROR") && !out.contains(" tc") && strings == TXT_STRINGS,
+        "the whole answer over UDP ({strings} strings):\n{out}"
+    );
+}
+
+/// 20 `dig`s of the big TXT record from `client` through the NAT64.
+fn dig_big_txt(client: &Netns) {
+    let mut last = String::new();
+    for _ in 0..20 {
+        last = dig_txt(client, &addr::V4_HOST_AS_V6.to_string());
+        assert_whole_txt(&last);
+    }
+    let size = last.lines().find(|l| l.contains("MSG SIZE")).unwrap_or("");
+    println!("dig big.test TXT through NAT64, 20 whole answers: {size}");
+}
+
+/// The Echo identifier of the static BIB entry the IPv4 host pings through.
+const ECHO_ID: u16 = 4242;
+const ECHO_ID_STR: &str = "4242";
+
+/// RFC 6146 §3.4 with two workers: fragmented datagrams cross the NAT64 both
+/// ways. `ping -s 3000` from two subscribers (one per worker), and from the
+/// IPv4 host to the first through a static BIB entry for its Echo
+/// identifier: requests and replies in IPv6 and IPv4 fragments, the IPv4 ones whose later fragments
+/// carry no port and must reach the worker of their first (the steering
+/// program's `fragments` map on TUN, the workers' memo on XDP). `dig` of a
+/// 3.2 KB TXT record from an IPv4 DNS server, over UDP: 20 answers, each in
+/// three IPv4 fragments. Nothing is counted as `fragment_expired`.
+fn fragments_through_nat64(test: &str, dataplane: Dataplane) {
+    // The IPv4 host pings the IPv6 host through a static BIB entry for one
+    // Echo identifier (ping -e picks it).
+    let keys = format!(
+        "static_bib = [ {{ proto = \"icmp\", ipv6 = \"{}\", port6 = {ECHO_ID}, \
+         ipv4 = \"{STATIC_V4}\", port4 = {ECHO_ID} }} ]\n",
+        addr::V6_HOST
+    );
+    let Some(translator) = nat64_on_or_skip(test, dataplane, 2, &keys) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &translator, |bed, _| {
+        let _dns = big_txt_server(bed);
+        // dnsmasq starts in the background: until it answers at home.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !dig_txt(&bed.v4host, &addr::V4_HOST.to_string()).contains("NOERROR") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "dnsmasq does not answer"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        for round in 0..2 {
+            let me = if round == 0 {
+                addr::V6_HOST
+            } else {
+                switch_subscriber(bed, 2, addr::V6_HOST, true)
+            };
+            let size = ["-s", "3000"];
+            let rtts = ping_with(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 5, &size);
+            println!(
+                "ping -s 3000 from {me} (worker {}): RTT ms {rtts:?}",
+                subscriber_worker(u128::from(me), 64, 2)
+            );
+            dig_big_txt(&bed.v6host);
+            if round == 0 {
+                // The other way: IPv4 fragments in first (the request), the
+                // static entry's worker by the steering program's map.
+                let args = ["-s", "3000", "-e", ECHO_ID_STR];
+                let rtts = ping_with(&bed.v4host, STATIC_V4, 5, &args);
+                println!("ping -s 3000 {STATIC_V4} from the IPv4 host: RTT ms {rtts:?}");
+            }
+        }
+    });
+    println!("{}", stopped.stdout.trim());
+    for reason in [
+        "fragment_expired",
+        "fragment_buffer_full",
+        "fragmented_icmp",
+    ] {
+        assert!(
+            !stopped.stdout.contains(reason),
+            "{reason} counted:\n{}",
+            stopped.stdout
+        );
+    }
+}
+
+#[test]
+fn nat64_fragments_two_workers() {
+    fragments_through_nat64("nat64_fragments_two_workers", Dataplane::Tun);
+}
+
+#[test]
+fn nat64_fragments_two_workers_xdp() {
+    fragments_through_nat64("nat64_fragments_two_workers_xdp", Dataplane::Xdp);
+}
+
 /// IPv4 side of the expiry test: takes one datagram, answers at once
 /// (`early`), and again after `later` seconds (`late`) to the same address and
 /// port; prints the peer.
@@ -705,6 +860,10 @@ fn default_pool4_tests(test: &str, dataplane: Dataplane, workers: u16) {
 
         // ICMP.
         ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3);
+        // Fragments (RFC 6146 §3.4): the replies' later fragments carry no
+        // port, and must be diverted with their first.
+        let size = ["-s", "3000"];
+        ping_with(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3, &size);
 
         // UDP: the v4 host reports the peer it saw, port included.
         const PORT: u16 = 7011;

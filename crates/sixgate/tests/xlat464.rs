@@ -26,7 +26,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    Turn, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping, stop_cleanly,
+    Turn, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping, ping_with,
+    stop_cleanly,
 };
 use sixgate_netns::chain::{Chain, Plat, addr, ipv4only_hosts};
 use sixgate_netns::{Background, Dataplane, RunningDut, ScratchDir, check_host};
@@ -232,6 +233,19 @@ fn ping_client_to_server() {
     with_chain("ping_client_to_server", |r| {
         let rtts = ping(&r.chain.client, &addr::SERVER.to_string(), 5);
         println!("ping {}: RTT {rtts:?} ms", addr::SERVER);
+    });
+}
+
+/// A 3000-byte ping across the chain: the client's request and the server's
+/// reply leave their hosts in fragments, which cross the CLAT (stateless) and
+/// the PLAT (stateful NAT64, RFC 6146 §3.4 and RFC 7915 §4.2/§5.2: the first
+/// fragment's identifier mapped before it waits for its length).
+#[test]
+fn ping_large_client_to_server() {
+    with_chain("ping_large_client_to_server", |r| {
+        let size = ["-s", "3000"];
+        let rtts = ping_with(&r.chain.client, &addr::SERVER.to_string(), 5, &size);
+        println!("ping -s 3000 {}: RTT {rtts:?} ms", addr::SERVER);
     });
 }
 

@@ -3,8 +3,8 @@
 //! (RFC 7597 §8.1), and the CE's NAPT44. ICMP errors map their outer addresses by
 //! the port of the packet they quote (RFC 7599 §6: "the port ... of the inner
 //! packet"); fragments after the first reuse what their first fragment got, from a
-//! bounded table (RFC 7599 §8; a later fragment that arrives first is dropped,
-//! `fragment_untracked`, as the NAT64 does).
+//! bounded table (RFC 7599 §8; a later fragment that arrives first waits for
+//! it, as the NAT64's do: `nat64::early_fragments`).
 
 use super::config::{CeConfig, MaptConfig, Role};
 use super::napt44::{host_key, host_of};
@@ -275,6 +275,8 @@ pub(crate) fn v6_to_v4(
             u128::from(if ce.is_some() { dst4 } else { src4 }),
             now_ns,
         );
+        // RFC 6146 §3.4: later fragments that came before it go after it.
+        t.release_pending |= t.early.first_translated(|e| e.key6(p));
     }
     let hairpin = ce.is_none() && m.rule_for_v4(dst4).is_some();
     Ok(To4 {
@@ -429,6 +431,8 @@ pub(crate) fn v4_to_v6(
     };
     if h.mf() {
         st.fragment_remember(&frag_key4(p), dst6, now_ns);
+        // RFC 6146 §3.4: later fragments that came before it go after it.
+        t.release_pending |= t.early.first_translated(|e| e.key4(h));
     }
     Ok(To6 {
         src6: Some(src6),

@@ -2,8 +2,8 @@
 //! first fragment of a datagram the NAT64 translated, a small direct-mapped table
 //! remembers the address the later fragments need (the BIB's IPv4 address for 6→4,
 //! its IPv6 address for 4→6), keyed by the datagram's identity. Fragments arriving
-//! before their first are dropped (`fragment_untracked`): no reassembly, bounded
-//! memory, documented in docs/architecture.md.
+//! before their first wait in `early_fragments` (RFC 6146 §3.4): no reassembly,
+//! bounded memory, documented in docs/architecture.md.
 
 /// Slots in the table (per worker).
 pub const FRAGMENT_SLOTS: usize = 256;

@@ -10,6 +10,8 @@
 //!   the step the RFC 7915 paths call;
 //! - `syn_store`: §3.5.2.2 IPv4 SYNs held for a simultaneous open;
 //! - `fragments`: ports of fragmented datagrams, for their later fragments;
+//! - `early_fragments`: §3.4 later fragments that came before their first,
+//!   waiting for it (the translator's, shared with MAP-T);
 //! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes;
 //! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time.
 //!
@@ -17,6 +19,7 @@
 
 mod bib;
 pub mod config;
+pub(crate) mod early_fragments;
 pub mod event;
 pub(crate) mod filtering;
 pub mod flush;

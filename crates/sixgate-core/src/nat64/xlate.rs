@@ -160,6 +160,8 @@ pub(crate) fn v6_to_v4(
     )?;
     if p.is_fragmented() {
         n.fragment_remember(&key, u128::from(src4), now_ns);
+        // §3.4: later fragments that came before it go after it.
+        t.release_pending |= t.early.first_translated(|e| e.key6(p));
     }
     let hairpin = n.in_pool4(dst4) && (n.workers == 1 || n.owns_port(dport));
     Ok(Out {
@@ -251,6 +253,8 @@ pub(crate) fn v4_to_v6(
     )?;
     if h.mf() {
         n.fragment_remember(&key, dst6, now_ns);
+        // §3.4: later fragments that came before it go after it.
+        t.release_pending |= t.early.first_translated(|e| e.key4(h));
     }
     Ok(In {
         dst6,

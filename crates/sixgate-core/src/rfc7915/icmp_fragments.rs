@@ -10,9 +10,11 @@
 //! (source, destination, Identification): no allocation per packet. A held
 //! first fragment waits at most [`HOLD_NS`]; one that is pushed out of its
 //! slot by another datagram, or found expired when the slot is next used, is
-//! counted as `icmp_fragment_expired`. Only in stateless modes (SIIT, CLAT):
-//! NAT64 and MAP-T rewrite the Echo identifier in the first fragment and keep
-//! dropping fragmented ICMP (`fragmented_icmp`).
+//! counted as `icmp_fragment_expired`. In NAT64 and MAP-T the first
+//! fragment's mapping is made before it waits, so the later fragments follow
+//! it at once; it is looked up again (and its Echo identifier rewritten)
+//! when it goes. Later fragments that come before the first wait in
+//! `nat64::early_fragments`.
 
 use crate::hash;
 use crate::packet::HEADROOM;
@@ -75,7 +77,9 @@ pub(crate) fn on_v6(t: &mut Translator, packet: &[u8], now_ns: u64) -> Option<Ve
     step(t, key, f.offset == 0, last, packet, now_ns)
 }
 
-/// The stateless modes only: NAT64 and MAP-T drop fragmented ICMP.
+/// In NAT64 and MAP-T the first fragment's mapping was made (and remembered
+/// for the later fragments) before it comes here to wait; its identifier is
+/// rewritten when it is translated at last.
 fn step(
     t: &mut Translator,
     key: Key,
@@ -84,9 +88,6 @@ fn step(
     packet: &[u8],
     now_ns: u64,
 ) -> Option<Verdict> {
-    if !t.stateless() {
-        return None;
-    }
     let frags = &mut t.icmp_fragments;
     match frags.step(key, first, last, packet, now_ns, &mut t.counters) {
         Ok(Step::Go) => None,

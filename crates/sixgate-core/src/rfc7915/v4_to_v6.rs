@@ -7,6 +7,7 @@ use crate::checksum;
 use crate::config::UdpZeroChecksum;
 use crate::icmp_error::{self, Owed};
 use crate::mapt;
+use crate::nat64::early_fragments;
 use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, Ipv4Error};
 use crate::packet::ipv6::{self, nh};
@@ -126,6 +127,11 @@ fn run(
     let mapt = if t.mapt.is_some() {
         match mapt::xlate::v4_to_v6(t, pkt.data(), &p, icmp_error, hairpin, now_ns) {
             Ok(o) => Some(o),
+            // RFC 7599 §8 with RFC 6146 §3.4: it waits for its first.
+            Err(DropReason::FragmentUntracked) if !hairpin => {
+                let key = t.early.key4(&h);
+                return early_fragments::hold(t, key, pkt.data(), now_ns);
+            }
             Err(r) => return Verdict::Dropped(r),
         }
     } else {
@@ -152,6 +158,12 @@ fn run(
                 // A hairpinned packet's source is our own pool4: nobody to tell.
                 let quiet = quiet || hairpin;
                 return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
+            }
+            // RFC 6146 §3.4: a later fragment before its first waits for it
+            // (not one we made ourselves: a hairpin's).
+            Err(DropReason::FragmentUntracked) if !hairpin => {
+                let key = t.early.key4(&h);
+                return early_fragments::hold(t, key, pkt.data(), now_ns);
             }
             Err(r) => return Verdict::Dropped(r),
         }

@@ -8,6 +8,7 @@ use crate::config::HairpinMode;
 use crate::hash;
 use crate::icmp_error::{self, ICMPV4_ERROR_MAX, Owed};
 use crate::mapt;
+use crate::nat64::early_fragments;
 use crate::nat64::{self, packet::Which};
 use crate::packet::ipv4::{self, DF, MF};
 use crate::packet::ipv6::{self, Ipv6Error, Ipv6Packet, nh};
@@ -102,6 +103,11 @@ pub fn translate(
     let mapt = if t.mapt.is_some() {
         match mapt::xlate::v6_to_v4(t, pkt.data(), &p, icmp_error, now_ns) {
             Ok(o) => Some(o),
+            // RFC 7599 §8 with RFC 6146 §3.4: it waits for its first.
+            Err(DropReason::FragmentUntracked) => {
+                let key = t.early.key6(&p);
+                return early_fragments::hold(t, key, pkt.data(), now_ns);
+            }
             Err(r) => return Verdict::Dropped(r),
         }
     } else {
@@ -147,6 +153,11 @@ pub fn translate(
                 };
                 let quiet = icmp_error || !p.is_first();
                 return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, quiet);
+            }
+            // RFC 6146 §3.4: a later fragment before its first waits for it.
+            Err(DropReason::FragmentUntracked) => {
+                let key = t.early.key6(&p);
+                return early_fragments::hold(t, key, pkt.data(), now_ns);
             }
             Err(r) => return Verdict::Dropped(r),
         }

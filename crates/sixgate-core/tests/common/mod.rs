@@ -177,3 +177,58 @@ pub mod mapt {
         Harness::new(config(Role::Ce(Box::new(c))))
     }
 }
+
+// ---- fragments ----
+
+pub fn reassemble(frags: &[Vec<u8>]) -> (Vec<u8>, sixgate_testkit::Summary) {
+    let mut data = vec![];
+    let mut first = None;
+    for f in frags {
+        let s = sixgate_testkit::check_structure(f).unwrap();
+        let fr = s.fragment.unwrap_or(sixgate_testkit::Fragment {
+            offset: 0,
+            more: false,
+            id: 0,
+        });
+        // Fragments here carry no options and no extension header but the Fragment header.
+        let payload = if s.family == sixgate_testkit::Family::V4 {
+            l4(f)
+        } else {
+            &f[48..]
+        };
+        let end = usize::from(fr.offset) + payload.len();
+        if data.len() < end {
+            data.resize(end, 0);
+        }
+        data[usize::from(fr.offset)..end].copy_from_slice(payload);
+        if fr.offset == 0 {
+            first = Some(s);
+        }
+    }
+    (data, first.unwrap())
+}
+
+/// Translate `frags` in order; every output, and the verdicts.
+pub fn run_all(h: &mut Harness, frags: &[Vec<u8>]) -> (Vec<Verdict>, Vec<Vec<u8>>) {
+    let mut verdicts = Vec::new();
+    let mut outs = Vec::new();
+    for f in frags {
+        let (v, o) = h.run(f);
+        verdicts.push(v);
+        outs.extend(o);
+    }
+    (verdicts, outs)
+}
+
+/// The ICMP checksum of the reassembled message covers it whole: ICMPv4
+/// alone, ICMPv6 with its pseudo-header (RFC 8200 §8.1, the whole length).
+pub fn icmp_verifies(outs: &[Vec<u8>]) -> bool {
+    let (msg, first) = reassemble(outs);
+    match (first.src, first.dst) {
+        (std::net::IpAddr::V6(s), std::net::IpAddr::V6(d)) => {
+            let ps = sixgate_testkit::csum::pseudo_v6(s.octets(), d.octets(), 58, msg.len());
+            sixgate_testkit::csum::verifies(ps, &msg)
+        }
+        _ => sixgate_testkit::csum::verifies(0, &msg),
+    }
+}
