@@ -9,7 +9,7 @@
 //!
 //! The schema lives in [`schema`]. Each section has one file with its checks, its
 //! settings type and its tests beside it (`translator`, `clat`, `nat64`, `mapt`,
-//! `daemon`, `tun`, `xdp`, [`dns64`], [`pref64`], [`metrics`], [`log`]); they share
+//! `daemon`, `tun`, `xdp`, [`dns64`], [`pref64`], [`metrics`], [`log`], [`sync`]); they share
 //! the value parsers of `value` and the context of `cx`, and `builder` runs them in
 //! turn. Every error, syntax or semantic, is reported as `FILE:LINE:COLUMN:
 //! message`, where the message names the key, the bad value and what was expected.
@@ -25,6 +25,7 @@ pub use error::{ConfigError, ConfigWarning, Position};
 pub use log::{LogFormat, LogSettings, LogTarget};
 pub use metrics::MetricsSettings;
 pub use pref64::Pref64Settings;
+pub use sync::{Shard, SyncKey, SyncPeer, SyncSettings};
 pub use translator::{KNOWN_MODES, Mode, PLANNED_MODES};
 pub use tun::{DEFAULT_TUN_MTU, DEFAULT_TUN_NAME, TunSettings};
 pub use xdp::{DEFAULT_XDP_FRAMES, XdpAttach, XdpSettings, ZeroCopy};
@@ -42,6 +43,7 @@ pub mod metrics;
 mod nat64;
 pub mod pref64;
 pub mod schema;
+pub mod sync;
 mod translator;
 mod tun;
 mod value;

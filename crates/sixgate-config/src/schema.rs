@@ -36,6 +36,8 @@ pub struct File {
     pub pref64: Option<Spanned<crate::pref64::Pref64Section>>,
     /// `[metrics]`: the Prometheus endpoint, see [`crate::metrics`].
     pub metrics: Option<Spanned<crate::metrics::MetricsSection>>,
+    /// `[sync]`: NAT64 state shared between nodes, see [`crate::sync`].
+    pub sync: Option<Spanned<crate::sync::SyncSection>>,
     /// `[log]`: log format and sink, see [`crate::log`].
     pub log: Option<Spanned<crate::log::LogSection>>,
     /// `[mapt]`: the MAP-T domain (RFC 7599); only with `mode = "mapt-br"` or
@@ -56,6 +58,7 @@ pub const SECTIONS: &[&str] = &[
     "metrics",
     "log",
     "mapt",
+    "sync",
 ];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
