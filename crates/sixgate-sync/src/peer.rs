@@ -216,7 +216,7 @@ impl Peer {
         if !self.replay.accept(h.packet_number) {
             return Err(Drop::Replayed);
         }
-        self.counters.datagrams_in += 1;
+        // Authentic and fresh: the peer is alive, whatever its body says.
         self.last_heard = Some(now);
         if !self.up {
             self.up = true;
@@ -268,6 +268,10 @@ impl Peer {
                 self.gap_since = None;
                 self.nacks = 0;
             }
+        }
+        // One verdict per datagram: accepted, or one drop reason.
+        if result.is_ok() {
+            self.counters.datagrams_in += 1;
         }
         result
     }

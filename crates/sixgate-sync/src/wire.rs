@@ -223,7 +223,10 @@ pub fn decode<'a>(buf: &'a [u8], key: Option<&Key>) -> Result<Datagram<'a>, Drop
         seq: be32(buf, 32),
         ack: (flags & FLAG_ACK != 0).then(|| be32(buf, 36)),
     };
-    if header.sender == 0 || header.receiver == 0 || (kind != Kind::Data && count != 0) {
+    // One encoding per message: an ack field without its flag must be zero.
+    let stray_ack = header.ack.is_none() && be32(buf, 36) != 0;
+    if header.sender == 0 || header.receiver == 0 || stray_ack || (kind != Kind::Data && count != 0)
+    {
         return Err(Drop::Malformed);
     }
     let body = &buf[HEADER_LEN..HEADER_LEN + body_len];

@@ -57,6 +57,11 @@ fn join_snapshot_then_live_records_in_order() {
     // snapshot restated it.
     let c = b.peer.counters();
     assert_eq!(c.dropped(), c.unsynced, "{c:?}");
+    assert_eq!(
+        c.datagrams_in + c.dropped(),
+        b.received,
+        "one verdict per datagram"
+    );
 }
 
 #[test]
@@ -242,6 +247,11 @@ fn forged_and_replayed_datagrams_are_counted_and_ignored() {
     b.receive(now, &[]);
     let c = b.peer.counters();
     assert_eq!((c.truncated, c.bad_magic), (2, 1));
+    assert_eq!(
+        c.datagrams_in + c.dropped(),
+        b.received,
+        "one verdict per datagram"
+    );
 }
 
 #[test]

@@ -120,6 +120,13 @@ fn header_checks_name_their_reason() {
     );
     assert_eq!(with(44, 0), Err(Drop::Malformed), "record op 0");
     assert_eq!(with(4, 1), Ok(()));
+    let mut no_ack = d.clone();
+    no_ack[6] = 0;
+    assert_eq!(
+        decode(&no_ack, None).map(|_| ()),
+        Err(Drop::Malformed),
+        "an ack without its flag"
+    );
     assert_eq!(decode(b"GET / HTTP/1.1", None), Err(Drop::BadMagic));
     assert_eq!(decode(b"SG", None), Err(Drop::Truncated));
 }

@@ -51,6 +51,8 @@ pub struct Node {
     /// Keys our running snapshot still has to send.
     to_send: Vec<K>,
     pub events: Vec<Event>,
+    /// Datagrams handed to `receive`.
+    pub received: u64,
 }
 
 impl Node {
@@ -63,6 +65,7 @@ impl Node {
             marked: None,
             to_send: Vec::new(),
             events: Vec::new(),
+            received: 0,
         }
     }
 
@@ -106,6 +109,7 @@ impl Node {
 
     pub fn receive(&mut self, now: u64, d: &[u8]) {
         let mut evs = Vec::new();
+        self.received += 1;
         let _ = self.peer.receive(now, d, &mut |e| evs.push(e));
         for e in evs {
             self.on_event(e);
