@@ -115,6 +115,45 @@ impl Translator {
         }
     }
 
+    /// Export this worker's NAT64 session changes (created, TCP state changed,
+    /// deleted) for other gateway nodes into a ring of `capacity`, allocated
+    /// now (docs/ha.md). Call before the first packet; no effect without NAT64.
+    pub fn enable_replica_export(&mut self, capacity: usize) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.enable_export(capacity);
+        }
+    }
+
+    /// Hand every exported change to `f`, oldest first.
+    pub fn drain_replica_changes(&mut self, f: impl FnMut(nat64::ReplicaOp, &nat64::Replica)) {
+        if let Some(c) = self.nat64.as_mut().and_then(|n| n.changes.as_mut()) {
+            c.drain(f);
+        }
+    }
+
+    /// Changes that did not fit the export ring: each calls for a snapshot of
+    /// this worker's tables to the peers.
+    pub fn replica_changes_lost(&self) -> u64 {
+        self.nat64
+            .as_ref()
+            .and_then(|n| n.changes.as_ref())
+            .map_or(0, |c| c.lost)
+    }
+
+    /// Apply another node's session record to this worker's tables, between
+    /// batches, as their sole writer (docs/ha.md). On error nothing changed.
+    pub fn import_replica(
+        &mut self,
+        op: nat64::ReplicaOp,
+        r: &nat64::Replica,
+        now_ns: u64,
+    ) -> Result<(), nat64::ImportError> {
+        match self.nat64.as_mut() {
+            Some(n) => n.import(op, r, now_ns),
+            None => Err(nat64::ImportError::NotNat64),
+        }
+    }
+
     /// Removed pool4 prefixes this worker still has BIB entries on (RFC 6146
     /// §3.5.1.1, draining: `nat64::runtime`); the timers forget each once its
     /// last entry has gone, so a data plane can take away what it kept for it

@@ -11,7 +11,9 @@
 //! - `syn_store`: §3.5.2.2 IPv4 SYNs held for a simultaneous open;
 //! - `fragments`: ports of fragmented datagrams, for their later fragments;
 //! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes;
-//! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time.
+//! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time;
+//! - [`replica`]: export of changes to, and import of records from, other
+//!   gateway nodes (docs/ha.md).
 //!
 //! Layout and expiry are described in docs/architecture.md ("Tables and expiry").
 
@@ -23,6 +25,7 @@ pub mod flush;
 pub(crate) mod fragments;
 pub(crate) mod packet;
 mod port_alloc;
+pub mod replica;
 mod runtime;
 mod session;
 mod slab;
@@ -41,6 +44,7 @@ pub use config::{
 };
 pub use event::{Event, EventKind};
 pub use flush::{FlushFilter, Flushed};
+pub use replica::{ImportError, Replica, ReplicaOp};
 pub use session::SESSION_RECORD_BYTES;
 pub use stats::{PerProto, Stats};
 pub use syn_store::HELD_BYTES as HELD_SYN_BYTES;
@@ -114,6 +118,10 @@ pub(crate) struct Nat64 {
     session_count: PerProto,
     /// Sessions removed by [`Nat64::flush`] so far.
     sessions_flushed: u64,
+    /// Changes for other gateway nodes (`replica`), when enabled.
+    pub(crate) changes: Option<replica::ChangeRing>,
+    /// An import is being applied: its changes are not exported again.
+    pub(crate) importing: bool,
 }
 
 impl Nat64 {
@@ -162,6 +170,8 @@ impl Nat64 {
             bib_count: PerProto::default(),
             session_count: PerProto::default(),
             sessions_flushed: 0,
+            changes: None,
+            importing: false,
         };
         n.set_timeouts();
         n.install_static_bib();
@@ -173,6 +183,11 @@ impl Nat64 {
         let ms = |s: u32| s.min(MAX_TIMEOUT_S) * 1000;
         self.lifetimes_ms = session::lifetimes(t).map(ms);
         self.port_reuse_ms = ms(t.port_reuse);
+    }
+
+    /// Lifetime of class `class`, in milliseconds.
+    pub(crate) fn lifetime_ms(&self, class: u8) -> u32 {
+        self.lifetimes_ms[class as usize]
     }
 
     /// `now_ns` as table time (32-bit milliseconds since the first call).

@@ -6,6 +6,7 @@
 use super::bib::{COOLING, proto_of};
 use super::config::{Proto, Timeouts};
 use super::event::{Event, EventKind};
+use super::replica::ReplicaOp;
 use super::slab::{Link, LinkOf, NIL, Slot};
 use super::tcp::{self, Lifetime, TcpState};
 use super::{EventLog, Nat64};
@@ -158,6 +159,7 @@ impl Nat64 {
         if self.cfg.event_log == EventLog::Sessions {
             self.log_session(EventKind::SessionCreated, i, now_ns);
         }
+        self.export(ReplicaOp::Upsert, i, now_ms);
         Some(i)
     }
 
@@ -186,6 +188,9 @@ impl Nat64 {
         if let Some(l) = step.refresh {
             self.session_refresh(i, class_of(l), now_ms);
         }
+        if step.state != st {
+            self.export(ReplicaOp::Upsert, i, now_ms);
+        }
     }
 
     /// Delete session `i`; `why` is what the event log says
@@ -194,6 +199,7 @@ impl Nat64 {
         if self.cfg.event_log == EventLog::Sessions {
             self.log_session(why, i, now_ns);
         }
+        self.export(ReplicaOp::Delete, i, now_ms);
         let s = *self.sessions.get(i);
         let h = self.session_hash(s.bib, s.remote4, s.rport);
         if let Ok(e) = self.session_idx.find_entry(h, |&j| j == i) {
@@ -237,6 +243,7 @@ impl Nat64 {
                         self.sessions.get_mut(i).state = step.state as u8;
                         let l = step.refresh.unwrap_or(Lifetime::Transitory);
                         self.session_refresh(i, class_of(l), now_ms);
+                        self.export(ReplicaOp::Upsert, i, now_ms);
                     }
                     None => self.session_remove(i, EventKind::SessionExpired, now_ms, now_ns),
                 }
