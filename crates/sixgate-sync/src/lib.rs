@@ -6,7 +6,8 @@
 //! - [`auth`]: HMAC-SHA256 tags;
 //! - [`replay`]: the anti-replay window;
 //! - [`Peer`]: one peer's stream both ways (sender, receiver, snapshot, timers);
-//! - [`Counters`]: every drop by reason.
+//! - [`Counters`]: every drop by reason;
+//! - [`tables`]: records to and from the core's `nat64::Replica`.
 //!
 //! The transport (a UDP socket on the sync link, a thread) and the tables'
 //! export and import are the runtime's; see docs/ha.md, "Status".
@@ -19,6 +20,7 @@ mod receiver;
 pub mod record;
 pub mod replay;
 mod sender;
+pub mod tables;
 pub mod wire;
 
 pub use auth::Key;
