@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use sixgate_core::nat64::Pool4Entry;
+use sixgate_sync::hash::ConfigHash;
 use toml::Spanned;
 
 use crate::ConfigError;
@@ -142,6 +143,71 @@ impl SyncSettings {
     pub fn max_datagram(&self) -> usize {
         let ip = if self.bind.is_ipv4() { 20 } else { 40 };
         usize::from(self.mtu) - ip - 8
+    }
+}
+
+impl SyncSettings {
+    /// The hash every datagram carries (docs/ha.md, "Config hash"): what all
+    /// nodes of a group must agree on, so that a peer with another plan is
+    /// refused with a clear log line instead of corrupting tables. `workers`
+    /// is the number of data-plane workers: a peer's mapping must land on the
+    /// same worker here. Node-local values (`node_id`, `bind`, the key itself)
+    /// are left out.
+    pub fn config_hash(&self, config: &sixgate_core::Config, workers: u16) -> u64 {
+        let mut h = ConfigHash::default()
+            .field(b"sixgate-sync")
+            .field(&[sixgate_sync::wire::VERSION])
+            .field(&workers.to_be_bytes());
+        if let Some(p) = &config.map.pool6 {
+            h = h.field(&p.addr().octets()).field(&[p.len()]);
+        }
+        if let Some(n) = &config.nat64 {
+            for e in &n.pool4 {
+                let mut b = Vec::with_capacity(17);
+                b.extend_from_slice(&e.addr.octets());
+                b.push(e.prefix_len);
+                for r in [e.tcp, e.udp, e.icmp] {
+                    b.extend_from_slice(&r.first.to_be_bytes());
+                    b.extend_from_slice(&r.last.to_be_bytes());
+                }
+                h = h.field(&b);
+            }
+            let t = &n.timeouts;
+            for v in [
+                t.udp,
+                t.tcp_established,
+                t.tcp_transitory,
+                t.icmp,
+                t.syn_hold,
+                t.port_reuse,
+            ] {
+                h = h.field(&v.to_be_bytes());
+            }
+            h = h
+                .field(&n.port_block_size.to_be_bytes())
+                .field(&[n.subscriber_prefix_len]);
+        }
+        let mut ids: Vec<u16> = self
+            .peers
+            .iter()
+            .map(|p| p.node_id)
+            .chain([self.node_id])
+            .collect();
+        ids.sort_unstable();
+        for id in ids {
+            h = h.field(&id.to_be_bytes());
+        }
+        let mut shards = self.shards.clone();
+        shards.sort_by_key(|s| s.node_id);
+        for s in &shards {
+            let mut prefixes = s.pool4.clone();
+            prefixes.sort_unstable();
+            h = h.field(&s.node_id.to_be_bytes());
+            for (a, l) in prefixes {
+                h = h.field(&a.octets()).field(&[l]);
+            }
+        }
+        h.field(&[u8::from(self.key.is_some())]).finish()
     }
 }
 

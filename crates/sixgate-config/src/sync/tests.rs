@@ -172,3 +172,31 @@ fn the_shard_plan_must_cover_pool4_exactly() {
     let e = plan("[ { node_id = 1, pool4 = [\"192.0.2.1/31\"] } ]");
     assert!(e.contains("host bits"), "{e}");
 }
+
+#[test]
+fn the_config_hash_agrees_between_peers_and_differs_on_a_shared_value() {
+    let node1 = ok(&with(""));
+    let node2_text = with("")
+        .replace(
+            "node_id = 1\nbind = \"[fd00:5::1]:7464\"",
+            "node_id = 2\nbind = \"[fd00:5::2]:7464\"",
+        )
+        .replace(
+            "{ node_id = 2, address = \"[fd00:5::2]:7464\" }",
+            "{ node_id = 1, address = \"[fd00:5::1]:7464\" }",
+        );
+    let node2 = ok(&node2_text);
+    let hash =
+        |l: &crate::Loaded, workers| l.sync.as_ref().unwrap().config_hash(&l.config, workers);
+    assert_eq!(node2.sync.as_ref().unwrap().node_id, 2);
+    assert_eq!(
+        hash(&node1, 2),
+        hash(&node2, 2),
+        "node-local keys are not hashed"
+    );
+    assert_ne!(hash(&node1, 2), hash(&node1, 4), "worker count");
+    let other_timeout = ok(&with("").replace("[nat64]\n", "[nat64]\nudp_timeout = 600\n"));
+    assert_ne!(hash(&node1, 2), hash(&other_timeout, 2), "a timeout");
+    let keyed = ok(&with("key = \"00112233445566778899aabbccddeeff\"\n"));
+    assert_ne!(hash(&node1, 2), hash(&keyed, 2), "a key on one side only");
+}
