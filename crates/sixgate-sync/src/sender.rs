@@ -46,6 +46,11 @@ pub(crate) struct Sender {
     /// Spare body buffers, so sealing a message never allocates.
     spare: Vec<Vec<u8>>,
     max_resends: u8,
+    /// Slots at the front of `queue` sent at least once (the unsent ones are
+    /// a suffix): the next new message is found without a scan.
+    sent: usize,
+    /// Slots marked for resending.
+    resends_due: usize,
 }
 
 impl Sender {
@@ -61,6 +66,8 @@ impl Sender {
             capacity,
             spare: (0..capacity).map(|_| Vec::with_capacity(body)).collect(),
             max_resends,
+            sent: 0,
+            resends_due: 0,
         }
     }
 
@@ -149,9 +156,19 @@ impl Sender {
             if !before(front.seq, next) {
                 break;
             }
-            if let Some(slot) = self.queue.pop_front() {
-                self.spare.push(slot.body);
+            self.pop_front();
+        }
+    }
+
+    fn pop_front(&mut self) {
+        if let Some(slot) = self.queue.pop_front() {
+            // An ack may cover messages not sent yet only if the peer lies;
+            // the counts stay consistent either way.
+            self.sent = self.sent.saturating_sub(1);
+            if slot.resend {
+                self.resends_due -= 1;
             }
+            self.spare.push(slot.body);
         }
     }
 
@@ -167,6 +184,7 @@ impl Sender {
                         return NackOutcome::GiveUp;
                     }
                     slot.resend = true;
+                    self.resends_due += 1;
                 }
             }
         }
@@ -175,8 +193,8 @@ impl Sender {
 
     /// Forgets everything queued and pending (a snapshot restates it).
     pub(crate) fn clear(&mut self) {
-        while let Some(slot) = self.queue.pop_front() {
-            self.spare.push(slot.body);
+        while !self.queue.is_empty() {
+            self.pop_front();
         }
         self.pending.clear();
         self.pending_count = 0;
@@ -191,16 +209,21 @@ impl Sender {
     /// The index of the next message to transmit (a resend first), marked as
     /// sent, and whether it is a resend.
     pub(crate) fn next_to_send(&mut self) -> Option<(usize, bool)> {
-        let i = self
-            .queue
-            .iter()
-            .position(|s| s.resend)
-            .or_else(|| self.queue.iter().position(|s| !s.sent))?;
+        let i = if self.resends_due > 0 {
+            self.queue.iter().position(|s| s.resend)?
+        } else if self.sent < self.queue.len() {
+            self.sent
+        } else {
+            return None;
+        };
         let slot = self.queue.get_mut(i)?;
         let resend = slot.resend;
         if resend {
             slot.resend = false;
             slot.resends = slot.resends.saturating_add(1);
+            self.resends_due -= 1;
+        } else {
+            self.sent += 1;
         }
         slot.sent = true;
         Some((i, resend))

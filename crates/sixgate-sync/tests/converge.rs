@@ -118,7 +118,11 @@ fn converge(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    // 24 cases by default (a few seconds); PROPTEST_CASES=N for a longer run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(24),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn lossy_reordering_link_converges(seed in any::<u64>(), loss in 0u64..20, rate in 1u64..4, queue in prop::sample::select(vec![4usize, 64, 1024])) {
