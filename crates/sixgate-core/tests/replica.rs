@@ -199,3 +199,33 @@ fn a_full_export_ring_counts_what_it_lost() {
     a.one(&Ip6::new(CLIENT6, SERVER6).udp(5004, 53, 10));
     assert_eq!(changes(&mut a).len(), 1, "room again once drained");
 }
+
+#[test]
+fn refreshes_are_coalesced_and_keep_the_replica_alive() {
+    let (mut a, mut b) = (node(), node());
+    let out = Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10);
+    let mut exported = 0;
+    let mut port4 = 0;
+    // A packet every 10 s for 600 s: twice the UDP lifetime of 300 s.
+    for step in 0..=60u64 {
+        a.now_ns = S + step * 10 * S;
+        b.now_ns = a.now_ns;
+        port4 = src_port4(&a.one(&out));
+        for (op, r) in changes(&mut a) {
+            exported += 1;
+            b.t.import_replica(op, &r, b.now_ns).unwrap();
+        }
+        tick_all(&mut b);
+    }
+    // One record per quarter lifetime (75 s), not one per packet.
+    assert!(
+        (8..=10).contains(&exported),
+        "{exported} records for 61 packets"
+    );
+    let reply = Ip4::new(SERVER4, POOL4).udp(53, port4, 10);
+    assert_eq!(
+        view(&b.one(&reply)).dst,
+        IpAddr::V6(CLIENT6),
+        "the replica outlived one lifetime"
+    );
+}

@@ -5,9 +5,9 @@
 //!
 //! - Export ([`crate::Translator::enable_replica_export`],
 //!   [`crate::Translator::drain_replica_changes`]): a session created, its TCP
-//!   state changed, a session deleted. Refreshes are not exported yet (the
-//!   coalescing of docs/ha.md is the next step). A full ring counts the change
-//!   as lost, so the caller can schedule a snapshot; it never allocates.
+//!   state changed, a session deleted, and refreshes coalesced to about one
+//!   per quarter lifetime ([`Nat64::refresh_due`]). A full ring counts the
+//!   change as lost, so the caller can schedule a snapshot; it never allocates.
 //! - Import ([`crate::Translator::import_replica`]): an upsert creates or
 //!   updates the session and its BIB entry on the peer's pool4 address; a
 //!   delete removes the session. Imports are not exported again.
@@ -172,6 +172,19 @@ impl Nat64 {
             remote4: Ipv4Addr::from(s.remote4),
             rport: s.rport,
         }
+    }
+
+    /// docs/ha.md, "refreshes coalesced": a refresh of session `i` is
+    /// exported when its previous refresh fell in an earlier period of a
+    /// quarter of its lifetime, so a busy flow sends at most about one record
+    /// per quarter lifetime, and a replica (which expires after the remaining
+    /// time it was sent) never runs out while the flow lives. No per-session
+    /// memory: the previous refresh is the deadline less the lifetime.
+    pub(crate) fn refresh_due(&self, i: u32, class: u8, now_ms: u32) -> bool {
+        let life = self.lifetime_ms(class);
+        let period = (life / 4).max(1000);
+        let last = self.sessions.get(i).deadline.wrapping_sub(life);
+        last / period != now_ms / period
     }
 
     /// Records a change of session `i` for export (not while importing).

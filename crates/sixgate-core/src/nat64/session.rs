@@ -168,15 +168,18 @@ impl Nat64 {
     pub(crate) fn session_refresh(&mut self, i: u32, class: u8, now_ms: u32) {
         let deadline = now_ms.wrapping_add(self.lifetimes_ms[class as usize]);
         let old = self.sessions.get(i).class;
+        let export = self.changes.is_some() && self.refresh_due(i, old, now_ms);
         let s = self.sessions.get_mut(i);
         s.deadline = deadline;
         // Already last in its FIFO: nothing to move (the common case of a busy flow).
-        if old == class && s.timer.next == NIL {
-            return;
+        if old != class || s.timer.next != NIL {
+            s.class = class;
+            self.timers[old as usize].remove(&mut self.sessions.items, i, TIMER);
+            self.timers[class as usize].push_back(&mut self.sessions.items, i, TIMER);
         }
-        s.class = class;
-        self.timers[old as usize].remove(&mut self.sessions.items, i, TIMER);
-        self.timers[class as usize].push_back(&mut self.sessions.items, i, TIMER);
+        if export {
+            self.export(ReplicaOp::Upsert, i, now_ms);
+        }
     }
 
     /// §3.5.2.2: a TCP packet on session `i` from `side`.
