@@ -124,6 +124,16 @@ impl Translator {
         }
     }
 
+    /// With state shared between nodes (docs/ha.md), create new mappings only
+    /// on the pool4 addresses of `shards` (prefixes; this node's own), though
+    /// all of pool4 stays translated; `None` lifts the restriction. Kept across
+    /// [`Translator::reconfigure`]. Allocates: call outside the packet path.
+    pub fn set_own_pool4_shards(&mut self, shards: Option<&[(std::net::Ipv4Addr, u8)]>) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.set_own_shards(shards.map(|s| s.iter().map(|&(a, l)| (u32::from(a), l)).collect()));
+        }
+    }
+
     /// Hand every exported change to `f`, oldest first.
     pub fn drain_replica_changes(&mut self, f: impl FnMut(nat64::ReplicaOp, &nat64::Replica)) {
         if let Some(c) = self.nat64.as_mut().and_then(|n| n.changes.as_mut()) {

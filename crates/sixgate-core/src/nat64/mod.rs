@@ -13,7 +13,8 @@
 //! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes;
 //! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time;
 //! - [`replica`]: export of changes to, and import of records from, other
-//!   gateway nodes (docs/ha.md).
+//!   gateway nodes (docs/ha.md); `shard`: the pool4 addresses this node
+//!   creates mappings on when it shares state with others.
 //!
 //! Layout and expiry are described in docs/architecture.md ("Tables and expiry").
 
@@ -28,6 +29,7 @@ mod port_alloc;
 pub mod replica;
 mod runtime;
 mod session;
+mod shard;
 mod slab;
 pub mod stats;
 pub mod steering;
@@ -122,6 +124,10 @@ pub(crate) struct Nat64 {
     pub(crate) changes: Option<replica::ChangeRing>,
     /// An import is being applied: its changes are not exported again.
     pub(crate) importing: bool,
+    /// With sync, this node's pool4 shards (`shard`), and the pool4 entries
+    /// they leave for new mappings.
+    own_shards: Option<Vec<(u32, u8)>>,
+    own_pool4: Option<Vec<Pool4Entry>>,
 }
 
 impl Nat64 {
@@ -172,6 +178,8 @@ impl Nat64 {
             sessions_flushed: 0,
             changes: None,
             importing: false,
+            own_shards: None,
+            own_pool4: None,
         };
         n.set_timeouts();
         n.install_static_bib();
