@@ -16,7 +16,8 @@
 //!   [`pool4_default`]: the default pool4's address.
 //! - [`events`]: the NAT64 event log; [`system`]: CPUs, users, sysctls, `ip`.
 //! - [`replica`]: a worker's side of NAT64 state sync (docs/ha.md), over
-//!   [`spsc`] rings; not yet started by the daemon.
+//!   [`spsc`] rings, and [`sync_link`], the sync thread's UDP link to the
+//!   peers; not yet started by the daemon.
 
 use std::fmt;
 
@@ -31,6 +32,7 @@ pub mod replica;
 pub mod signals;
 pub mod spsc;
 pub mod stats;
+pub mod sync_link;
 pub mod system;
 pub mod worker;
 

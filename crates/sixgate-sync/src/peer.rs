@@ -324,6 +324,13 @@ impl Peer {
         self.tx.room()
     }
 
+    /// Asks the peer for a snapshot of its tables (sent with the next
+    /// [`Peer::poll_transmit`]): this node lost records after they arrived,
+    /// e.g. a full import ring ([`ResyncReason::ImportFull`]).
+    pub fn request_resync(&mut self, reason: ResyncReason) {
+        self.resync_to_send = Some(reason);
+    }
+
     /// Why a snapshot of our tables is due, if one is.
     pub fn snapshot_wanted(&self) -> Option<ResyncReason> {
         self.snapshot_wanted
