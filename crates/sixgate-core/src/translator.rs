@@ -164,6 +164,33 @@ impl Translator {
         }
     }
 
+    /// A peer's snapshot starts (`sixgate_sync::Event::SnapshotBegin`): the
+    /// records it restates are marked, so that [`Translator::replica_sweep`]
+    /// can remove the rest afterwards.
+    pub fn replica_snapshot_begin(&mut self) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.snapshot_begin();
+        }
+    }
+
+    /// After a peer's snapshot (`SnapshotEnd`): remove the dynamic BIB entries
+    /// and sessions on `shard` (one of the peer's pool4 shards) that it did
+    /// not restate, a chunk at a time like a flush: slab positions `from..`,
+    /// at most `budget` looked at. Returns the cursor to go on from (`None`:
+    /// done) and how many entries went.
+    pub fn replica_sweep(
+        &mut self,
+        shard: (std::net::Ipv4Addr, u8),
+        from: u32,
+        budget: u32,
+        now_ns: u64,
+    ) -> (nat64::walk::Cursor, u64) {
+        match self.nat64.as_mut() {
+            Some(n) => n.snapshot_sweep((u32::from(shard.0), shard.1), from, budget, now_ns),
+            None => (None, 0),
+        }
+    }
+
     /// Removed pool4 prefixes this worker still has BIB entries on (RFC 6146
     /// §3.5.1.1, draining: `nat64::runtime`); the timers forget each once its
     /// last entry has gone, so a data plane can take away what it kept for it

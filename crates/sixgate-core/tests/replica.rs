@@ -229,3 +229,70 @@ fn refreshes_are_coalesced_and_keep_the_replica_alive() {
         "the replica outlived one lifetime"
     );
 }
+
+#[test]
+fn a_snapshot_sweeps_what_it_did_not_restate() {
+    let pool = |f: &mut Nat64Config| {
+        f.pool4 = vec![Pool4Entry {
+            prefix_len: 31,
+            ..Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 0))
+        }];
+    };
+    let a_shard = (Ipv4Addr::new(192, 0, 2, 0), 32);
+    let b_shard = (Ipv4Addr::new(192, 0, 2, 1), 32);
+    let mut a = Harness::new(config(pool));
+    let mut b = Harness::new(config(pool));
+    a.t.enable_replica_export(16);
+    a.t.set_own_pool4_shards(Some(&[a_shard]));
+    b.t.set_own_pool4_shards(Some(&[b_shard]));
+    a.now_ns = S;
+    b.now_ns = S;
+    for port in [5000, 5001, 5002] {
+        a.one(&Ip6::new(CLIENT6, SERVER6).udp(port, 53, 10));
+    }
+    for (op, r) in changes(&mut a) {
+        b.t.import_replica(op, &r, b.now_ns).unwrap();
+    }
+    // B's own mapping, on its own shard: no snapshot of A's touches it.
+    b.one(&Ip6::new(CLIENT6, SERVER6).udp(6000, 53, 10));
+    assert_eq!(b.t.nat64_stats().sessions.udp, 4);
+    // Two of A's sessions expire; B misses the deletes (say, a full import
+    // ring), and B runs no timers here, so only the sweep can remove them.
+    a.now_ns += 301 * S;
+    b.now_ns = a.now_ns;
+    a.one(&Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10)); // 5000 lives on
+    while a.t.tick(a.now_ns, &mut a.scratch).is_some() {}
+    let _ = changes(&mut a);
+    // A's snapshot: BEGIN, what A has, END, then the sweep of A's shard.
+    b.t.replica_snapshot_begin();
+    let mut restated = Vec::new();
+    let _ = a.t.walk_sessions(0, 64, a.now_ns, |s| restated.push(s));
+    assert_eq!(restated.len(), 1);
+    for s in &restated {
+        let r = Replica {
+            proto: s.bib.proto,
+            tcp_state: s.tcp_state,
+            remaining_ms: s.expires_in_ms,
+            v6: s.bib.v6,
+            port6: s.bib.port6,
+            v4: s.bib.v4,
+            port4: s.bib.port4,
+            remote4: s.remote4,
+            rport: s.rport,
+        };
+        b.t.import_replica(ReplicaOp::Upsert, &r, b.now_ns).unwrap();
+    }
+    let mut cursor = Some(0);
+    let mut removed = 0;
+    while let Some(from) = cursor {
+        let (next, n) = b.t.replica_sweep(a_shard, from, 2, b.now_ns);
+        cursor = next;
+        removed += n;
+    }
+    assert_eq!(removed, 2, "the two sessions A no longer has");
+    assert_eq!(
+        b.t.nat64_stats().sessions.udp,
+        2,
+        "A's live one and B's own"
+    );
+}

@@ -124,6 +124,8 @@ pub(crate) struct Nat64 {
     pub(crate) changes: Option<replica::ChangeRing>,
     /// An import is being applied: its changes are not exported again.
     pub(crate) importing: bool,
+    /// The mark of the peer snapshot being received (`replica`).
+    pub(crate) import_mark: u8,
     /// With sync, this node's pool4 shards (`shard`), and the pool4 entries
     /// they leave for new mappings.
     own_shards: Option<Vec<(u32, u8)>>,
@@ -178,6 +180,7 @@ impl Nat64 {
             sessions_flushed: 0,
             changes: None,
             importing: false,
+            import_mark: 1,
             own_shards: None,
             own_pool4: None,
         };

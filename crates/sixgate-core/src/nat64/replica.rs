@@ -14,7 +14,7 @@
 
 use super::Nat64;
 use super::bib::{Bib, COOLING, STATIC, proto_of};
-use super::config::Proto;
+use super::config::{Pool4Entry, Proto};
 use super::event::EventKind;
 use super::session::{CLASSES, ICMP, TCP_EST, TCP_SYN, TCP_TRANS, UDP};
 use super::slab::{Link, NIL};
@@ -148,6 +148,58 @@ fn merge(local: TcpState, remote: TcpState) -> TcpState {
 }
 
 impl Nat64 {
+    /// A peer's snapshot starts: what it restates from now on gets a new mark.
+    pub(crate) fn snapshot_begin(&mut self) {
+        self.import_mark = match self.import_mark.wrapping_add(1) {
+            0 => 1,
+            m => m,
+        };
+    }
+
+    /// After a peer's snapshot: remove the dynamic BIB entries (with their
+    /// sessions) on `shard` that the snapshot did not restate, from slab
+    /// position `from`, at most `budget` entries looked at; returns where to
+    /// go on. Entries this node restated itself are not on a peer's shard:
+    /// only the owner allocates.
+    pub(crate) fn snapshot_sweep(
+        &mut self,
+        shard: (u32, u8),
+        from: u32,
+        budget: u32,
+        now_ns: u64,
+    ) -> (super::walk::Cursor, u64) {
+        let now_ms = self.peek_ms(now_ns);
+        let len = self.bibs.items.len() as u32;
+        let end = from.saturating_add(budget.max(1)).min(len);
+        let net = Pool4Entry {
+            addr: shard.0.into(),
+            prefix_len: shard.1,
+            ..Pool4Entry::single(shard.0.into())
+        };
+        let mut removed = 0;
+        for i in from..end {
+            let b = *self.bibs.get(i);
+            let live = self.bib_by4(b.proto, b.v4, b.port4) == Some(i);
+            if !live || b.flags & STATIC != 0 || b.mark == self.import_mark || !net.contains(b.v4) {
+                continue;
+            }
+            self.importing = true;
+            while self.bibs.get(i).sessions != NIL {
+                let s = self.bibs.get(i).sessions;
+                self.session_remove(s, EventKind::SessionExpired, now_ms, now_ns);
+                if self.bib_by4(b.proto, b.v4, b.port4) != Some(i) {
+                    break;
+                }
+            }
+            if self.bib_by4(b.proto, b.v4, b.port4) == Some(i) {
+                self.bib_remove(i, EventKind::BibExpired, now_ns);
+            }
+            self.importing = false;
+            removed += 1;
+        }
+        ((end < len).then_some(end), removed)
+    }
+
     /// Turns on the export of changes into a ring of `cap` (allocated now).
     pub(crate) fn enable_export(&mut self, cap: usize) {
         self.changes = Some(ChangeRing::new(cap));
@@ -277,6 +329,7 @@ impl Nat64 {
                     sessions: NIL,
                     cool: Link::NONE,
                     cool_until: 0,
+                    mark: 0,
                 };
                 let b = self
                     .bib_insert(entry, now_ns)
@@ -317,6 +370,7 @@ impl Nat64 {
                 }
             }
         };
+        self.bibs.get_mut(b).mark = self.import_mark;
         // The peer's remaining time, never more than the class lifetime: the
         // class FIFO then expires it late at worst, never early.
         let full = self.lifetime_ms(self.sessions.get(s).class);

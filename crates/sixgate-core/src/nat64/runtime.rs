@@ -166,5 +166,6 @@ pub(crate) fn static_record(s: &StaticBib) -> Bib {
         sessions: NIL,
         cool: Link::NONE,
         cool_until: 0,
+        mark: 0,
     }
 }
