@@ -13,7 +13,7 @@ use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::nat64::steering::port_owner;
 use sixgate_sync::{Event, Key, Peer, PeerConfig, Record, ResyncReason, Status, tables};
 
-use crate::replica::SyncEnds;
+use crate::replica::{Inbound, SyncEnds};
 
 /// Most datagrams one step reads, so a flood cannot starve the sending side.
 const RECV_BUDGET: usize = 256;
@@ -66,6 +66,8 @@ pub struct SyncLink {
     pool6: Rfc6052Prefix,
     port_block_size: u16,
     buf: Vec<u8>,
+    /// What one datagram brought, reused.
+    inbound: Vec<Inbound>,
     /// The link's own counters.
     pub counters: LinkCounters,
 }
@@ -95,6 +97,7 @@ impl SyncLink {
             pool6: cfg.pool6,
             port_block_size: cfg.port_block_size,
             buf: vec![0; 65536],
+            inbound: Vec::with_capacity(256),
             counters: LinkCounters::default(),
         })
     }
@@ -130,29 +133,40 @@ impl SyncLink {
                 self.counters.unknown_peer += 1;
                 continue;
             };
-            let mut records: Vec<Record> = Vec::new();
-            let peer_id = slot.id;
+            // In stream order: records, and the snapshot markers between them.
+            let inbound = &mut self.inbound;
+            inbound.clear();
+            let (peer_id, mut not_imported) = (slot.id, 0);
             let _ = slot.peer.receive(now, &self.buf[..n], &mut |e| match e {
-                Event::Record(r) => records.push(r),
+                Event::Record(r) => match tables::to_replica(&r) {
+                    Some((op, rep)) => inbound.push(Inbound::Change(op, rep)),
+                    None => not_imported += 1,
+                },
+                Event::SnapshotBegin { .. } => inbound.push(Inbound::SnapshotBegin),
+                Event::SnapshotEnd { .. } => {
+                    inbound.push(Inbound::SnapshotEnd { peer: peer_id });
+                    log(peer_id, &e);
+                }
                 other => log(peer_id, &other),
             });
+            self.counters.not_imported += not_imported;
             let mut full = false;
-            for r in &records {
-                let Some(change) = tables::to_replica(r) else {
-                    self.counters.not_imported += 1;
-                    continue;
+            let workers = self.workers.len();
+            for item in self.inbound.iter() {
+                // A record to the worker owning its port; a marker to all.
+                let targets = match item {
+                    Inbound::Change(_, r) => {
+                        let w =
+                            usize::from(port_owner(r.port4, self.port_block_size, workers as u16));
+                        w..(w + 1).min(workers)
+                    }
+                    _ => 0..workers,
                 };
-                let w = usize::from(port_owner(
-                    r.port4,
-                    self.port_block_size,
-                    self.workers.len() as u16,
-                ));
-                let Some(ends) = self.workers.get_mut(w) else {
-                    continue;
-                };
-                if !ends.import.push(change) {
-                    self.counters.import_full += 1;
-                    full = true;
+                for ends in &mut self.workers[targets] {
+                    if !ends.import.push(*item) {
+                        self.counters.import_full += 1;
+                        full = true;
+                    }
                 }
             }
             if full {

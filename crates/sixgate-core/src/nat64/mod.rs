@@ -129,7 +129,7 @@ pub(crate) struct Nat64 {
     /// With sync, this node's pool4 shards (`shard`), and the pool4 entries
     /// they leave for new mappings.
     own_shards: Option<Vec<(u32, u8)>>,
-    own_pool4: Option<Vec<Pool4Entry>>,
+    pub(crate) own_pool4: Option<Vec<Pool4Entry>>,
 }
 
 impl Nat64 {

@@ -183,6 +183,14 @@ impl Nat64 {
             if !live || b.flags & STATIC != 0 || b.mark == self.import_mark || !net.contains(b.v4) {
                 continue;
             }
+            // Never this node's own shard, whatever the caller says.
+            if self
+                .own_pool4
+                .as_ref()
+                .is_some_and(|o| o.iter().any(|e| e.contains(b.v4)))
+            {
+                continue;
+            }
             self.importing = true;
             while self.bibs.get(i).sessions != NIL {
                 let s = self.bibs.get(i).sessions;

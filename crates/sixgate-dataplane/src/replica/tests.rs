@@ -37,8 +37,8 @@ fn changes_cross_from_one_worker_to_another_through_the_rings() {
     // Rings that hold the whole test: a full one is a counted loss (the
     // snapshot's job, tested below), and the relay thread may not run at all
     // for a while on a busy machine.
-    let (mut wa, mut sa) = replica_rings(512);
-    let (mut wb, mut sb) = replica_rings(512);
+    let (mut wa, mut sa) = replica_rings(512, vec![]);
+    let (mut wb, mut sb) = replica_rings(512, vec![]);
     let (mut a, mut b) = (translator(), translator());
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stop2 = stop.clone();
@@ -52,7 +52,7 @@ fn changes_cross_from_one_worker_to_another_through_the_rings() {
                 pending = sa.export.pop();
             }
             match pending {
-                Some(c) if sb.import.push(c) => {
+                Some((op, r)) if sb.import.push(Inbound::Change(op, r)) => {
                     moved += 1;
                     pending = None;
                 }
@@ -93,7 +93,7 @@ fn changes_cross_from_one_worker_to_another_through_the_rings() {
 
 #[test]
 fn a_full_export_ring_is_counted() {
-    let (mut wa, _sync) = replica_rings(4);
+    let (mut wa, _sync) = replica_rings(4, vec![]);
     let mut a = translator();
     for i in 0..6u16 {
         let client = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, i);
@@ -103,4 +103,31 @@ fn a_full_export_ring_is_counted() {
     wa.exchange(&mut a, 1, IMPORT_BUDGET);
     assert_eq!(wa.counters.exported.load(Relaxed), 4);
     assert_eq!(wa.counters.export_lost.load(Relaxed), 2);
+}
+
+#[test]
+fn snapshot_markers_sweep_what_was_not_restated() {
+    let (mut wb, mut sb) = replica_rings(64, vec![(1, vec![(POOL4, 32)])]);
+    let (mut a, mut b) = (translator(), translator());
+    let server6 = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6407);
+    for i in 0..3u16 {
+        let client = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, i);
+        run(&mut a, &Ip6::new(client, server6).udp(5000, 53, 8), 1);
+    }
+    let mut all = Vec::new();
+    a.drain_replica_changes(|op, r| all.push((op, *r)));
+    for (op, r) in &all {
+        assert!(sb.import.push(Inbound::Change(*op, *r)));
+    }
+    wb.exchange(&mut b, 1, IMPORT_BUDGET);
+    assert_eq!(b.nat64_stats().sessions.udp, 3);
+    // A snapshot that restates only the first session.
+    assert!(sb.import.push(Inbound::SnapshotBegin));
+    assert!(sb.import.push(Inbound::Change(all[0].0, all[0].1)));
+    assert!(sb.import.push(Inbound::SnapshotEnd { peer: 1 }));
+    for _ in 0..4 {
+        wb.exchange(&mut b, 2, IMPORT_BUDGET);
+    }
+    assert_eq!(b.nat64_stats().sessions.udp, 1);
+    assert_eq!(wb.counters.swept.load(Relaxed), 2);
 }

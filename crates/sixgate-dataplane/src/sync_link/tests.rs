@@ -39,7 +39,16 @@ fn translator() -> Translator {
 }
 
 fn node(id: u16, socket: UdpSocket, peer: (u16, SocketAddr), key: &Key) -> Node {
-    let (ends, sync) = replica_rings(4096);
+    // Node 1 owns POOL4; node 2 another address (all A's sessions are on
+    // A's shard, so B's snapshots never sweep them).
+    let shard_of = |n: u16| {
+        if n == 1 {
+            (POOL4, 32)
+        } else {
+            (Ipv4Addr::new(192, 0, 2, 2), 32)
+        }
+    };
+    let (ends, sync) = replica_rings(4096, vec![(peer.0, vec![shard_of(peer.0)])]);
     let cfg = LinkConfig {
         node: id,
         peers: vec![peer],
@@ -151,6 +160,12 @@ fn two_nodes_over_udp_share_their_sessions() {
             .iter()
             .any(|(id, e)| *id == 2 && *e == Event::PeerUp)
     );
+    assert_eq!(
+        a.t.nat64_stats().sessions.udp,
+        200,
+        "B's snapshots swept nothing of A's"
+    );
+    assert_eq!(b.t.nat64_stats().sessions.udp, 200);
     for port in &ports {
         let (v, _) = b.translate(&Ip4::new(SERVER4, POOL4).udp(53, *port, 8), now);
         assert_eq!(v, Verdict::Translated, "port {port}");
