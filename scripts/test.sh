@@ -4,7 +4,7 @@
 #   and a short fuzz smoke run (scripts/fuzz-smoke.sh).
 # Benchmarks are compiled by clippy --all-targets but not run (scripts/bench.sh).
 #
-# usage: scripts/test.sh    (FUZZ_SECONDS=N sets the fuzz time per target, default 30)
+# usage: scripts/test.sh    (FUZZ_SECONDS=N: the fuzz run takes 4 x N seconds in all, default 30)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

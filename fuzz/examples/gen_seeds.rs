@@ -560,7 +560,105 @@ fn seeds_mapt() -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Datagrams a node 1 would send to node 2 ([`sixgate_fuzz::run_sync`]'s
+/// peer with knob bit 1): a snapshot of `n` sessions, then `live` more.
+fn sync_stream(key: bool, n: u16, live: u16) -> Vec<Vec<u8>> {
+    use sixgate_sync::record::{Op, Proto, TcpState};
+    use sixgate_sync::{Key, Peer, PeerConfig, Record};
+    let key = key.then(|| Key::new(sixgate_fuzz::SYNC_KEY).unwrap());
+    let mut p = Peer::new(PeerConfig::new(1, 2, 5, sixgate_fuzz::SYNC_HASH), key);
+    let rec = |i: u16, udp: bool| Record {
+        op: Op::SessionUpsert,
+        proto: if udp { Proto::Udp } else { Proto::Tcp },
+        tcp_state: (!udp).then_some(TcpState::Established),
+        lifetime_ms: 300_000,
+        v6_host: Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, i),
+        v6_remote: embed(v6("64:ff9b::"), 96, V4_HOST),
+        v4_pool: Ipv4Addr::new(192, 0, 2, 1),
+        v4_remote: V4_HOST,
+        port6: 40000 + i,
+        port4: 61000 + i,
+        remote_port: 53,
+    };
+    let mut out = Vec::new();
+    let mut buf = [0u8; 1500];
+    let mut now = 1_000_000_000;
+    let mut drain = |p: &mut Peer, now: u64, out: &mut Vec<Vec<u8>>| {
+        while let Some(len) = p.poll_transmit(now, &mut buf) {
+            out.push(buf[..len].to_vec());
+        }
+    };
+    drain(&mut p, now, &mut out); // the first keepalive
+    p.start_snapshot();
+    for i in 0..n {
+        p.push(now, &rec(i, i % 2 == 1));
+    }
+    p.end_snapshot();
+    drain(&mut p, now, &mut out);
+    for i in 0..live {
+        now += 2_000_000;
+        let mut r = rec(n + i, false);
+        r.op = if i % 3 == 2 {
+            Op::SessionDelete
+        } else {
+            Op::SessionUpsert
+        };
+        p.push(now, &r);
+        drain(&mut p, now, &mut out);
+    }
+    out
+}
+
+fn seeds_sync() -> Vec<(String, Vec<u8>)> {
+    let items = |knobs: u8, ds: &[(u8, &Vec<u8>)]| {
+        let mut v = vec![knobs];
+        for (ms, d) in ds {
+            v.extend(sixgate_fuzz::sync_item(*ms, d));
+        }
+        v
+    };
+    let plain = sync_stream(false, 30, 4);
+    let keyed = sync_stream(true, 3, 2);
+    fn all(s: &[Vec<u8>]) -> Vec<(u8, &Vec<u8>)> {
+        s.iter().map(|d| (1u8, d)).collect()
+    }
+    let mut lost = all(&plain);
+    lost.remove(3); // a live DATA: the receiver NACKs it
+    for x in lost.iter_mut().skip(3) {
+        x.0 = 20;
+    }
+    let mut reordered = all(&plain);
+    reordered.swap(4, 5);
+    let mut replayed = all(&plain);
+    replayed.insert(3, replayed[2]);
+    vec![
+        ("snapshot_then_live".into(), items(2, &all(&plain))),
+        ("keyed".into(), items(3, &all(&keyed))),
+        ("lost_then_nack".into(), items(2, &lost)),
+        ("reordered".into(), items(2, &reordered)),
+        ("replayed".into(), items(2, &replayed)),
+        ("wrong_peer".into(), items(0, &all(&plain))),
+    ]
+}
+
 fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("seeds")
+        .join("sync_receive");
+    fs::create_dir_all(&dir).unwrap();
+    // Regression inputs (regress-*) stay; the generated seeds are rewritten.
+    for f in fs::read_dir(&dir).unwrap() {
+        let f = f.unwrap();
+        if !f.file_name().to_string_lossy().starts_with("regress-") {
+            fs::remove_file(f.path()).unwrap();
+        }
+    }
+    let seeds = seeds_sync();
+    for (name, data) in &seeds {
+        sixgate_fuzz::run_sync(data);
+        fs::write(dir.join(name), data).unwrap();
+    }
+    println!("{}: {} seeds", dir.display(), seeds.len());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
     let dir = root.join("translate_mapt");
     if dir.exists() {

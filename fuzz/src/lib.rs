@@ -18,6 +18,9 @@
 //! Transport checksums of translated packets are not checked: the translator
 //! updates them incrementally, so a wrong input checksum stays wrong.
 
+mod sync;
+pub use sync::{SYNC_HASH, SYNC_KEY, run_sync, sync_item, sync_items};
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 

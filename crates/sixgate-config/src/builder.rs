@@ -9,7 +9,8 @@ use crate::schema::File;
 use crate::translator::Explicit;
 use crate::{
     ClatSettings, ConfigError, ConfigWarning, DaemonSettings, Dataplane, Dns64Settings,
-    LogSettings, MetricsSettings, Mode, PlatPrefix, Pref64Settings, TunSettings, XdpSettings,
+    LogSettings, MetricsSettings, Mode, PlatPrefix, Pref64Settings, SyncSettings, TunSettings,
+    XdpSettings,
 };
 
 /// A loaded, validated configuration.
@@ -36,6 +37,9 @@ pub struct Loaded {
     pub metrics: Option<MetricsSettings>,
     /// `[log]`, with defaults filled in (text to standard error at info).
     pub log: LogSettings,
+    /// `[sync]`, if the file has one (mode nat64 only; not yet used by the
+    /// daemon, docs/ha.md).
+    pub sync: Option<SyncSettings>,
     /// Values that load but go against an RFC (timeouts below RFC 6146's minimums,
     /// for instance). `sixgate config check` and the daemon print them.
     pub warnings: Vec<ConfigWarning>,
@@ -314,6 +318,15 @@ pub(crate) fn build_all(
         .log
         .and_then(|l| cx.keep(crate::log::section(&cx, l.into_inner())))
         .unwrap_or_default();
+    // A [translator] that failed has its own error: [sync] says nothing more.
+    let sync = file
+        .sync
+        .zip(mode_sections.as_ref())
+        .and_then(|(s, (c, ..))| {
+            let span = s.span();
+            let pool4 = c.nat64.as_ref().map(|n| n.pool4.as_slice());
+            cx.keep(crate::sync::section(&cx, s.into_inner(), span, pool4))
+        });
     if let (Some((config, ..)), Some(d), Some(span)) = (&mode_sections, &dns64, dns64_prefixes_span)
     {
         crate::lint::dns64_prefixes_differ_from_pool6(&cx, config, d, span);
@@ -333,6 +346,7 @@ pub(crate) fn build_all(
         pref64,
         metrics,
         log,
+        sync,
         warnings,
     };
     (Some(loaded), Vec::new())

@@ -10,7 +10,7 @@
 //! The schema of every section lives in [`schema`]. Each section has one file
 //! with its checks and its settings type, and its tests beside it in
 //! `SECTION/tests.rs` (`translator`, `clat`, `nat64`, `mapt`, `daemon`, `tun`,
-//! `xdp`, [`dns64`], [`pref64`], [`metrics`], [`log`]); they share the value
+//! `xdp`, [`dns64`], [`pref64`], [`metrics`], [`log`], [`sync`]); they share the value
 //! parsers of `value` and the context of `cx` (which collects every error), and
 //! `builder` runs them in turn. `lint` warns about valid values that are likely
 //! mistakes. Every error, syntax or semantic, is reported as `FILE:LINE:COLUMN:
@@ -27,6 +27,7 @@ pub use error::{ConfigError, ConfigWarning, Position};
 pub use log::{LogFormat, LogSettings, LogTarget};
 pub use metrics::MetricsSettings;
 pub use pref64::Pref64Settings;
+pub use sync::{Shard, SyncKey, SyncPeer, SyncSettings};
 pub use translator::{KNOWN_MODES, Mode, PLANNED_MODES};
 pub use tun::{DEFAULT_TUN_MTU, DEFAULT_TUN_NAME, TunSettings};
 pub use xdp::{DEFAULT_XDP_FRAMES, XdpAttach, XdpSettings, ZeroCopy};
@@ -44,6 +45,7 @@ pub mod metrics;
 mod nat64;
 pub mod pref64;
 pub mod schema;
+pub mod sync;
 mod translator;
 mod tun;
 mod value;

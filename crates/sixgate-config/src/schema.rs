@@ -8,7 +8,8 @@
 //! [`TRANSLATOR_KEYS`], [`EAM_KEYS`], [`NAT64_KEYS`], [`POOL4_KEYS`],
 //! [`STATIC_BIB_KEYS`], [`CLAT_KEYS`], [`MAPT_KEYS`], [`MAP_RULE_KEYS`],
 //! [`DAEMON_KEYS`], [`TUN_KEYS`], [`XDP_KEYS`], [`DNS64_KEYS`], [`PREF64_KEYS`],
-//! [`METRICS_KEYS`] and [`LOG_KEYS`] list the
+//! [`METRICS_KEYS`], [`LOG_KEYS`], [`SYNC_KEYS`], [`SYNC_PEER_KEYS`] and
+//! [`SYNC_SHARD_KEYS`] list the
 //! accepted keys. Tests check that they match these structs and `docs/config.md`,
 //! so the three cannot drift.
 
@@ -37,6 +38,8 @@ pub struct File {
     pub pref64: Option<Spanned<Pref64Section>>,
     /// `[metrics]`: the Prometheus endpoint, see [`crate::metrics`].
     pub metrics: Option<Spanned<MetricsSection>>,
+    /// `[sync]`: NAT64 state shared between nodes, see [`crate::sync`].
+    pub sync: Option<Spanned<SyncSection>>,
     /// `[log]`: log format and sink, see [`crate::log`].
     pub log: Option<Spanned<LogSection>>,
     /// `[mapt]`: the MAP-T domain (RFC 7599); only with `mode = "mapt-br"` or
@@ -57,6 +60,7 @@ pub const SECTIONS: &[&str] = &[
     "metrics",
     "log",
     "mapt",
+    "sync",
 ];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
@@ -529,4 +533,54 @@ pub struct LogSection {
     pub file: Option<Spanned<String>>,
     /// `LEVEL` or `LEVEL,TARGET=LEVEL,…` (as `RUST_LOG`).
     pub level: Option<Spanned<String>>,
+}
+
+/// Keys of `[sync]`, documented qualified (`sync.KEY`): `key` and `address`
+/// would read ambiguously bare.
+pub const SYNC_KEYS: &[&str] = &[
+    "node_id", "bind", "peers", "key", "key_file", "mtu", "shards",
+];
+/// Keys of a `peers` entry.
+pub const SYNC_PEER_KEYS: &[&str] = &["node_id", "address"];
+/// Keys of a `shards` entry.
+pub const SYNC_SHARD_KEYS: &[&str] = &["node_id", "pool4"];
+
+/// `[sync]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncSection {
+    /// This node's id, 1–65535.
+    pub node_id: Option<Spanned<i64>>,
+    /// Local `ADDR:PORT` on the sync link.
+    pub bind: Option<Spanned<String>>,
+    /// The other nodes.
+    pub peers: Option<Spanned<Vec<Spanned<PeerEntry>>>>,
+    /// Shared key, hex, inline.
+    pub key: Option<Spanned<String>>,
+    /// File holding the shared key, hex.
+    pub key_file: Option<Spanned<String>>,
+    /// MTU of the sync link.
+    pub mtu: Option<Spanned<i64>>,
+    /// Which node owns which pool4 addresses.
+    pub shards: Option<Spanned<Vec<Spanned<ShardEntry>>>>,
+}
+
+/// One `peers` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerEntry {
+    /// Its node id.
+    pub node_id: Spanned<i64>,
+    /// Its `ADDR:PORT` on the sync link.
+    pub address: Spanned<String>,
+}
+
+/// One `shards` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardEntry {
+    /// The owning node.
+    pub node_id: Spanned<i64>,
+    /// Pool4 addresses or prefixes it owns.
+    pub pool4: Spanned<Vec<Spanned<String>>>,
 }

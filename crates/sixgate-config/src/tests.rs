@@ -404,7 +404,8 @@ fn key_list_matches_schema() {
             "pref64",
             "metrics",
             "log",
-            "mapt"
+            "mapt",
+            "sync"
         ]
     );
 
@@ -643,6 +644,18 @@ fn docs_document_exactly_the_schema_keys() {
             .map(|k| format!("metrics.{k}")),
     );
     accepted.extend(crate::schema::LOG_KEYS.iter().map(|k| k.to_string()));
+    // [sync] keys are documented qualified: node_id is in three tables.
+    accepted.extend(crate::schema::SYNC_KEYS.iter().map(|k| format!("sync.{k}")));
+    accepted.extend(
+        crate::schema::SYNC_PEER_KEYS
+            .iter()
+            .map(|k| format!("sync.peers.{k}")),
+    );
+    accepted.extend(
+        crate::schema::SYNC_SHARD_KEYS
+            .iter()
+            .map(|k| format!("sync.shards.{k}")),
+    );
     accepted.extend(crate::schema::MAPT_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(
         crate::schema::MAP_RULE_KEYS
@@ -666,6 +679,9 @@ fn docs_document_exactly_the_schema_keys() {
             + crate::schema::PREF64_KEYS.len()
             + crate::schema::METRICS_KEYS.len()
             + crate::schema::LOG_KEYS.len()
+            + crate::schema::SYNC_KEYS.len()
+            + crate::schema::SYNC_PEER_KEYS.len()
+            + crate::schema::SYNC_SHARD_KEYS.len()
             + crate::schema::MAPT_KEYS.len()
             + crate::schema::MAP_RULE_KEYS.len(),
         "a key name is shared between sections"

@@ -129,6 +129,82 @@ impl Translator {
         }
     }
 
+    /// Export this worker's NAT64 session changes (created, TCP state changed,
+    /// deleted) for other gateway nodes into a ring of `capacity`, allocated
+    /// now (docs/ha.md). Call before the first packet; no effect without NAT64.
+    pub fn enable_replica_export(&mut self, capacity: usize) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.enable_export(capacity);
+        }
+    }
+
+    /// With state shared between nodes (docs/ha.md), create new mappings only
+    /// on the pool4 addresses of `shards` (prefixes; this node's own), though
+    /// all of pool4 stays translated; `None` lifts the restriction. Kept across
+    /// [`Translator::reconfigure`]. Allocates: call outside the packet path.
+    pub fn set_own_pool4_shards(&mut self, shards: Option<&[(std::net::Ipv4Addr, u8)]>) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.set_own_shards(shards.map(|s| s.iter().map(|&(a, l)| (u32::from(a), l)).collect()));
+        }
+    }
+
+    /// Hand every exported change to `f`, oldest first.
+    pub fn drain_replica_changes(&mut self, f: impl FnMut(nat64::ReplicaOp, &nat64::Replica)) {
+        if let Some(c) = self.nat64.as_mut().and_then(|n| n.changes.as_mut()) {
+            c.drain(f);
+        }
+    }
+
+    /// Changes that did not fit the export ring: each calls for a snapshot of
+    /// this worker's tables to the peers.
+    pub fn replica_changes_lost(&self) -> u64 {
+        self.nat64
+            .as_ref()
+            .and_then(|n| n.changes.as_ref())
+            .map_or(0, |c| c.lost)
+    }
+
+    /// Apply another node's session record to this worker's tables, between
+    /// batches, as their sole writer (docs/ha.md). On error nothing changed.
+    pub fn import_replica(
+        &mut self,
+        op: nat64::ReplicaOp,
+        r: &nat64::Replica,
+        now_ns: u64,
+    ) -> Result<(), nat64::ImportError> {
+        match self.nat64.as_mut() {
+            Some(n) => n.import(op, r, now_ns),
+            None => Err(nat64::ImportError::NotNat64),
+        }
+    }
+
+    /// A peer's snapshot starts (`sixgate_sync::Event::SnapshotBegin`): the
+    /// records it restates are marked, so that [`Translator::replica_sweep`]
+    /// can remove the rest afterwards.
+    pub fn replica_snapshot_begin(&mut self) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.snapshot_begin();
+        }
+    }
+
+    /// After a peer's snapshot (`SnapshotEnd`): remove the dynamic BIB entries
+    /// and sessions on `shard` (one of the peer's pool4 shards) that it did
+    /// not restate, a chunk at a time like a flush: slab positions `from..`,
+    /// at most `budget` looked at. Returns the cursor to go on from (`None`:
+    /// done) and how many entries went.
+    pub fn replica_sweep(
+        &mut self,
+        shard: (std::net::Ipv4Addr, u8),
+        from: u32,
+        budget: u32,
+        now_ns: u64,
+    ) -> (nat64::walk::Cursor, u64) {
+        match self.nat64.as_mut() {
+            Some(n) => n.snapshot_sweep((u32::from(shard.0), shard.1), from, budget, now_ns),
+            None => (None, 0),
+        }
+    }
+
     /// Removed pool4 prefixes this worker still has BIB entries on (RFC 6146
     /// §3.5.1.1, draining: `nat64::runtime`); the timers forget each once its
     /// last entry has gone, so a data plane can take away what it kept for it

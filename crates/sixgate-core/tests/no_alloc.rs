@@ -109,6 +109,9 @@ fn nat64_allocates_nothing_per_packet() {
         ..Nat64Config::default()
     });
     let mut h = Harness::new(cfg);
+    // Session changes exported for other gateway nodes (docs/ha.md): the ring
+    // is allocated here, and overflows below (counted, not grown).
+    h.t.enable_replica_export(64);
     let out = |sport| Ip6::new(CLIENT6, SERVER6).udp(sport, 53, 20);
     let mut buf = vec![0u8; HEADROOM + 2048];
     // Writes the output's first 32 bytes to `head` (no allocation).
@@ -174,8 +177,12 @@ fn nat64_allocates_nothing_per_packet() {
             .tick(u64::from(round) * 400_000_000_000, &mut scratch)
             .is_some()
         {}
+        h.t.drain_replica_changes(|_, r| {
+            std::hint::black_box(r);
+        });
     }
     assert_eq!(allocs() - before, 0, "allocations on the NAT64 packet path");
+    assert!(h.t.replica_changes_lost() > 0, "the ring overflowed");
     assert!(h.t.nat64_stats().sessions.total() > 0);
 
     // The owner rule a data plane asks about every packet before handing it
@@ -214,6 +221,9 @@ fn nat64_flush_allocates_nothing() {
         ..Nat64Config::default()
     });
     let mut h = Harness::new(cfg);
+    // Session changes exported for other gateway nodes (docs/ha.md): the ring
+    // is allocated here, and overflows below (counted, not grown).
+    h.t.enable_replica_export(64);
     let out = |sport| Ip6::new(CLIENT6, SERVER6).udp(sport, 53, 20);
     for i in 0..300 {
         h.one(&out(10_000 + i));

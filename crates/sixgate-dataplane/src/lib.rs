@@ -15,6 +15,9 @@
 //! - [`destinations`]: the prefixes a gateway must receive;
 //!   [`pool4_default`]: the default pool4's address.
 //! - [`events`]: the NAT64 event log; [`system`]: CPUs, users, sysctls, `ip`.
+//! - [`replica`]: a worker's side of NAT64 state sync (docs/ha.md), over
+//!   [`spsc`] rings, and [`sync_link`], the sync thread's UDP link to the
+//!   peers; not yet started by the daemon.
 
 use std::fmt;
 
@@ -25,8 +28,11 @@ mod io_counters;
 pub mod live;
 pub mod plan;
 pub mod pool4_default;
+pub mod replica;
 pub mod signals;
+pub mod spsc;
 pub mod stats;
+pub mod sync_link;
 pub mod system;
 pub mod worker;
 

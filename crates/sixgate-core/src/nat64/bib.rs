@@ -28,6 +28,9 @@ pub(crate) struct Bib {
     pub cool: Link,
     /// When cooling ends.
     pub cool_until: u32,
+    /// The generation of the peer snapshot that last restated it (`replica`;
+    /// 0: never). In what was padding: the record stays 44 bytes.
+    pub mark: u8,
 }
 
 /// Bytes of one BIB record.

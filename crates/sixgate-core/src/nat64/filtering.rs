@@ -80,6 +80,7 @@ impl Nat64 {
                     sessions: NIL,
                     cool: Link::NONE,
                     cool_until: 0,
+                    mark: 0,
                 };
                 self.bib_insert(entry, now_ns)
                     .ok_or(DropReason::SessionTableFull)?

@@ -13,7 +13,10 @@
 //! - `early_fragments`: §3.4 later fragments that came before their first,
 //!   waiting for it (the translator's, shared with MAP-T);
 //! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes;
-//! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time.
+//! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time;
+//! - [`replica`]: export of changes to, and import of records from, other
+//!   gateway nodes (docs/ha.md); `shard`: the pool4 addresses this node
+//!   creates mappings on when it shares state with others.
 //!
 //! Layout and expiry are described in docs/architecture.md ("Tables and expiry").
 
@@ -26,8 +29,10 @@ pub mod flush;
 pub(crate) mod fragments;
 pub(crate) mod packet;
 mod port_alloc;
+pub mod replica;
 mod runtime;
 mod session;
+mod shard;
 mod slab;
 pub mod stats;
 pub mod steering;
@@ -44,6 +49,7 @@ pub use config::{
 };
 pub use event::{Event, EventKind};
 pub use flush::{FlushFilter, Flushed};
+pub use replica::{ImportError, Replica, ReplicaOp};
 pub use session::SESSION_RECORD_BYTES;
 pub use stats::{PerProto, Stats};
 pub use syn_store::HELD_BYTES as HELD_SYN_BYTES;
@@ -117,6 +123,16 @@ pub(crate) struct Nat64 {
     session_count: PerProto,
     /// Sessions removed by [`Nat64::flush`] so far.
     sessions_flushed: u64,
+    /// Changes for other gateway nodes (`replica`), when enabled.
+    pub(crate) changes: Option<replica::ChangeRing>,
+    /// An import is being applied: its changes are not exported again.
+    pub(crate) importing: bool,
+    /// The mark of the peer snapshot being received (`replica`).
+    pub(crate) import_mark: u8,
+    /// With sync, this node's pool4 shards (`shard`), and the pool4 entries
+    /// they leave for new mappings.
+    own_shards: Option<Vec<(u32, u8)>>,
+    pub(crate) own_pool4: Option<Vec<Pool4Entry>>,
 }
 
 impl Nat64 {
@@ -165,6 +181,11 @@ impl Nat64 {
             bib_count: PerProto::default(),
             session_count: PerProto::default(),
             sessions_flushed: 0,
+            changes: None,
+            importing: false,
+            import_mark: 1,
+            own_shards: None,
+            own_pool4: None,
         };
         n.set_timeouts();
         n.install_static_bib();
@@ -176,6 +197,11 @@ impl Nat64 {
         let ms = |s: u32| s.min(MAX_TIMEOUT_S) * 1000;
         self.lifetimes_ms = session::lifetimes(t).map(ms);
         self.port_reuse_ms = ms(t.port_reuse);
+    }
+
+    /// Lifetime of class `class`, in milliseconds.
+    pub(crate) fn lifetime_ms(&self, class: u8) -> u32 {
+        self.lifetimes_ms[class as usize]
     }
 
     /// `now_ns` as table time (32-bit milliseconds since the first call).

@@ -98,9 +98,10 @@ pub(crate) fn owned_count(range: PortRange, block: u16, worker: u16, workers: u1
 }
 
 impl Nat64 {
-    /// The `k`-th pool4 address (over all entries serving `proto`), with its range.
+    /// The `k`-th pool4 address (over all entries serving `proto` that new
+    /// mappings may use: `shard`), with its range.
     fn pool4_nth(&self, proto: Proto, mut k: u64) -> Option<(u32, PortRange)> {
-        for p in &self.cfg.pool4 {
+        for p in self.alloc_pool4() {
             if p.range(proto).is_empty() {
                 continue;
             }
@@ -114,8 +115,7 @@ impl Nat64 {
     }
 
     fn pool4_addrs(&self, proto: Proto) -> u64 {
-        self.cfg
-            .pool4
+        self.alloc_pool4()
             .iter()
             .filter(|p| !p.range(proto).is_empty())
             .map(|p| u64::from(p.addr_count()))

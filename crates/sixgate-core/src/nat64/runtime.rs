@@ -39,6 +39,7 @@ impl Nat64 {
         self.subs.set_limits(&self.cfg);
         self.set_timeouts();
         self.pool4_changed(&old.pool4);
+        self.own_pool4_rebuild();
         self.static_bib_changed(&old.static_bib);
     }
 
@@ -165,5 +166,6 @@ pub(crate) fn static_record(s: &StaticBib) -> Bib {
         sessions: NIL,
         cool: Link::NONE,
         cool_until: 0,
+        mark: 0,
     }
 }

@@ -6,6 +6,7 @@
 use super::bib::{COOLING, proto_of};
 use super::config::{Proto, Timeouts};
 use super::event::{Event, EventKind};
+use super::replica::ReplicaOp;
 use super::slab::{Link, LinkOf, NIL, Slot};
 use super::tcp::{self, Lifetime, TcpState};
 use super::{EventLog, Nat64};
@@ -158,6 +159,7 @@ impl Nat64 {
         if self.cfg.event_log == EventLog::Sessions {
             self.log_session(EventKind::SessionCreated, i, now_ns);
         }
+        self.export(ReplicaOp::Upsert, i, now_ms);
         Some(i)
     }
 
@@ -166,15 +168,18 @@ impl Nat64 {
     pub(crate) fn session_refresh(&mut self, i: u32, class: u8, now_ms: u32) {
         let deadline = now_ms.wrapping_add(self.lifetimes_ms[class as usize]);
         let old = self.sessions.get(i).class;
+        let export = self.changes.is_some() && self.refresh_due(i, old, now_ms);
         let s = self.sessions.get_mut(i);
         s.deadline = deadline;
         // Already last in its FIFO: nothing to move (the common case of a busy flow).
-        if old == class && s.timer.next == NIL {
-            return;
+        if old != class || s.timer.next != NIL {
+            s.class = class;
+            self.timers[old as usize].remove(&mut self.sessions.items, i, TIMER);
+            self.timers[class as usize].push_back(&mut self.sessions.items, i, TIMER);
         }
-        s.class = class;
-        self.timers[old as usize].remove(&mut self.sessions.items, i, TIMER);
-        self.timers[class as usize].push_back(&mut self.sessions.items, i, TIMER);
+        if export {
+            self.export(ReplicaOp::Upsert, i, now_ms);
+        }
     }
 
     /// §3.5.2.2: a TCP packet on session `i` from `side`.
@@ -186,6 +191,9 @@ impl Nat64 {
         if let Some(l) = step.refresh {
             self.session_refresh(i, class_of(l), now_ms);
         }
+        if step.state != st {
+            self.export(ReplicaOp::Upsert, i, now_ms);
+        }
     }
 
     /// Delete session `i`; `why` is what the event log says
@@ -194,6 +202,7 @@ impl Nat64 {
         if self.cfg.event_log == EventLog::Sessions {
             self.log_session(why, i, now_ns);
         }
+        self.export(ReplicaOp::Delete, i, now_ms);
         let s = *self.sessions.get(i);
         let h = self.session_hash(s.bib, s.remote4, s.rport);
         if let Ok(e) = self.session_idx.find_entry(h, |&j| j == i) {
@@ -237,6 +246,7 @@ impl Nat64 {
                         self.sessions.get_mut(i).state = step.state as u8;
                         let l = step.refresh.unwrap_or(Lifetime::Transitory);
                         self.session_refresh(i, class_of(l), now_ms);
+                        self.export(ReplicaOp::Upsert, i, now_ms);
                     }
                     None => self.session_remove(i, EventKind::SessionExpired, now_ms, now_ns),
                 }

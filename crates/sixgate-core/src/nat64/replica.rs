@@ -1,0 +1,392 @@
+//! Sessions shared with other gateway nodes (docs/ha.md): the export of this
+//! worker's table changes into a bounded ring, and the import of a peer's
+//! records into these tables, with this worker as their sole writer. The wire
+//! format is `sixgate-sync`'s; this is the table side, free of I/O.
+//!
+//! - Export ([`crate::Translator::enable_replica_export`],
+//!   [`crate::Translator::drain_replica_changes`]): a session created, its TCP
+//!   state changed, a session deleted, and refreshes coalesced to about one
+//!   per quarter lifetime ([`Nat64::refresh_due`]). A full ring counts the
+//!   change as lost, so the caller can schedule a snapshot; it never allocates.
+//! - Import ([`crate::Translator::import_replica`]): an upsert creates or
+//!   updates the session and its BIB entry on the peer's pool4 address; a
+//!   delete removes the session. Imports are not exported again.
+
+use super::Nat64;
+use super::bib::{Bib, COOLING, STATIC, proto_of};
+use super::config::{Pool4Entry, Proto};
+use super::event::EventKind;
+use super::session::{CLASSES, ICMP, TCP_EST, TCP_SYN, TCP_TRANS, UDP};
+use super::slab::{Link, NIL};
+use super::tcp::TcpState;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// One session as another node sees it: both transport addresses, protocol,
+/// TCP state and the remaining lifetime (never a wall-clock time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replica {
+    /// Protocol.
+    pub proto: Proto,
+    /// §3.5.2 state, for TCP.
+    pub tcp_state: Option<TcpState>,
+    /// Milliseconds until it expires unless refreshed.
+    pub remaining_ms: u32,
+    /// IPv6 host.
+    pub v6: Ipv6Addr,
+    /// Its port (ICMP: identifier).
+    pub port6: u16,
+    /// Pool4 address.
+    pub v4: Ipv4Addr,
+    /// Pool4 port (ICMP: identifier).
+    pub port4: u16,
+    /// IPv4 remote.
+    pub remote4: Ipv4Addr,
+    /// Remote port (ICMP: the identifier again, as the session key has it).
+    pub rport: u16,
+}
+
+/// What a change does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaOp {
+    /// Create or overwrite.
+    Upsert,
+    /// Remove.
+    Delete,
+}
+
+/// Why an imported record was not applied (counted by the caller; the tables
+/// are unchanged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportError {
+    /// No NAT64 tables (SIIT, MAP-T BR).
+    NotNat64,
+    /// Another worker serves this subscriber or pool4 port: route it there.
+    WrongWorker,
+    /// The pool4 address is not in pool4 (another configuration).
+    NotInPool4,
+    /// RFC 7422 port blocks: not imported yet.
+    PortBlocks,
+    /// The IPv4 or IPv6 transport address is mapped otherwise here (a static
+    /// entry, or a mapping this node made in the same instant).
+    Conflict,
+    /// No room in the BIB or session table.
+    TableFull,
+}
+
+/// A bounded ring of exported changes.
+pub(crate) struct ChangeRing {
+    buf: Vec<(ReplicaOp, Replica)>,
+    head: usize,
+    len: usize,
+    pub(crate) lost: u64,
+}
+
+impl ChangeRing {
+    pub(crate) fn new(cap: usize) -> Self {
+        ChangeRing {
+            buf: Vec::with_capacity(cap.max(1)),
+            head: 0,
+            len: 0,
+            lost: 0,
+        }
+    }
+
+    fn push(&mut self, c: (ReplicaOp, Replica)) {
+        let cap = self.buf.capacity();
+        if self.len == cap {
+            self.lost += 1;
+            return;
+        }
+        let at = (self.head + self.len) % cap;
+        if at < self.buf.len() {
+            self.buf[at] = c;
+        } else {
+            self.buf.push(c); // within capacity: no allocation
+        }
+        self.len += 1;
+    }
+
+    pub(crate) fn drain(&mut self, mut f: impl FnMut(ReplicaOp, &Replica)) {
+        let cap = self.buf.capacity();
+        while self.len > 0 {
+            let (op, r) = self.buf[self.head];
+            f(op, &r);
+            self.head = (self.head + 1) % cap;
+            self.len -= 1;
+        }
+    }
+}
+
+fn proto_byte(p: Proto) -> u8 {
+    match p {
+        Proto::Tcp => 0,
+        Proto::Udp => 1,
+        Proto::Icmp => 2,
+    }
+}
+
+/// The lifetime class of a TCP state (RFC 6146 §3.5.2.2: V4 INIT waits
+/// TCP_INCOMING_SYN, the FIN RCV states keep TCP_EST, the others TCP_TRANS).
+fn tcp_class(s: TcpState) -> u8 {
+    match s {
+        TcpState::V4Init => TCP_SYN,
+        TcpState::Established | TcpState::V4FinRcv | TcpState::V6FinRcv => TCP_EST,
+        TcpState::V6Init | TcpState::V4FinV6FinRcv | TcpState::Trans => TCP_TRANS,
+    }
+}
+
+/// docs/ha.md, "A packet of a session this node does not own": the two
+/// opening states join to ESTABLISHED, the two FIN states to both FINs;
+/// otherwise the record's state wins.
+fn merge(local: TcpState, remote: TcpState) -> TcpState {
+    use TcpState::*;
+    match (local, remote) {
+        (V4Init, V6Init) | (V6Init, V4Init) => Established,
+        (V4FinRcv, V6FinRcv) | (V6FinRcv, V4FinRcv) => V4FinV6FinRcv,
+        _ => remote,
+    }
+}
+
+impl Nat64 {
+    /// A peer's snapshot starts: what it restates from now on gets a new mark.
+    pub(crate) fn snapshot_begin(&mut self) {
+        self.import_mark = match self.import_mark.wrapping_add(1) {
+            0 => 1,
+            m => m,
+        };
+    }
+
+    /// After a peer's snapshot: remove the dynamic BIB entries (with their
+    /// sessions) on `shard` that the snapshot did not restate, from slab
+    /// position `from`, at most `budget` entries looked at; returns where to
+    /// go on. Entries this node restated itself are not on a peer's shard:
+    /// only the owner allocates.
+    pub(crate) fn snapshot_sweep(
+        &mut self,
+        shard: (u32, u8),
+        from: u32,
+        budget: u32,
+        now_ns: u64,
+    ) -> (super::walk::Cursor, u64) {
+        let now_ms = self.peek_ms(now_ns);
+        let len = self.bibs.items.len() as u32;
+        let end = from.saturating_add(budget.max(1)).min(len);
+        let net = Pool4Entry {
+            addr: shard.0.into(),
+            prefix_len: shard.1,
+            ..Pool4Entry::single(shard.0.into())
+        };
+        let mut removed = 0;
+        for i in from..end {
+            let b = *self.bibs.get(i);
+            let live = self.bib_by4(b.proto, b.v4, b.port4) == Some(i);
+            if !live || b.flags & STATIC != 0 || b.mark == self.import_mark || !net.contains(b.v4) {
+                continue;
+            }
+            // Never this node's own shard, whatever the caller says.
+            if self
+                .own_pool4
+                .as_ref()
+                .is_some_and(|o| o.iter().any(|e| e.contains(b.v4)))
+            {
+                continue;
+            }
+            self.importing = true;
+            while self.bibs.get(i).sessions != NIL {
+                let s = self.bibs.get(i).sessions;
+                self.session_remove(s, EventKind::SessionExpired, now_ms, now_ns);
+                if self.bib_by4(b.proto, b.v4, b.port4) != Some(i) {
+                    break;
+                }
+            }
+            if self.bib_by4(b.proto, b.v4, b.port4) == Some(i) {
+                self.bib_remove(i, EventKind::BibExpired, now_ns);
+            }
+            self.importing = false;
+            removed += 1;
+        }
+        ((end < len).then_some(end), removed)
+    }
+
+    /// Turns on the export of changes into a ring of `cap` (allocated now).
+    pub(crate) fn enable_export(&mut self, cap: usize) {
+        self.changes = Some(ChangeRing::new(cap));
+    }
+
+    /// Session `i` as a replica, its lifetime counted from `now_ms`.
+    fn replica_of(&self, i: u32, now_ms: u32) -> Replica {
+        let s = *self.sessions.get(i);
+        let b = *self.bibs.get(s.bib);
+        let proto = proto_of(b.proto);
+        Replica {
+            proto,
+            tcp_state: (proto == Proto::Tcp).then(|| TcpState::from_u8(s.state)),
+            remaining_ms: s
+                .deadline
+                .wrapping_sub(now_ms)
+                .min(super::MAX_TIMEOUT_S * 1000),
+            v6: Ipv6Addr::from(b.v6),
+            port6: b.port6,
+            v4: Ipv4Addr::from(b.v4),
+            port4: b.port4,
+            remote4: Ipv4Addr::from(s.remote4),
+            rport: s.rport,
+        }
+    }
+
+    /// docs/ha.md, "refreshes coalesced": a refresh of session `i` is
+    /// exported when its previous refresh fell in an earlier period of a
+    /// quarter of its lifetime, so a busy flow sends at most about one record
+    /// per quarter lifetime, and a replica (which expires after the remaining
+    /// time it was sent) never runs out while the flow lives. No per-session
+    /// memory: the previous refresh is the deadline less the lifetime.
+    pub(crate) fn refresh_due(&self, i: u32, class: u8, now_ms: u32) -> bool {
+        let life = self.lifetime_ms(class);
+        let period = (life / 4).max(1000);
+        let last = self.sessions.get(i).deadline.wrapping_sub(life);
+        last / period != now_ms / period
+    }
+
+    /// Records a change of session `i` for export (not while importing).
+    pub(crate) fn export(&mut self, op: ReplicaOp, i: u32, now_ms: u32) {
+        if self.importing || self.changes.is_none() {
+            return;
+        }
+        let mut r = self.replica_of(i, now_ms);
+        if op == ReplicaOp::Delete {
+            r.remaining_ms = 0;
+        }
+        if let Some(c) = self.changes.as_mut() {
+            c.push((op, r));
+        }
+    }
+
+    /// Applies a peer's record, as the sole writer of these tables.
+    pub(crate) fn import(
+        &mut self,
+        op: ReplicaOp,
+        r: &Replica,
+        now_ns: u64,
+    ) -> Result<(), ImportError> {
+        let now = self.now_ms(now_ns);
+        let v6 = u128::from(r.v6);
+        let v4 = u32::from(r.v4);
+        if self.workers > 1 && (!self.owns_subscriber(v6) || !self.owns_port(r.port4)) {
+            return Err(ImportError::WrongWorker);
+        }
+        if !self.in_pool4(v4) {
+            return Err(ImportError::NotInPool4);
+        }
+        if self.subs.blocks_on() {
+            return Err(ImportError::PortBlocks);
+        }
+        let p = proto_byte(r.proto);
+        self.importing = true;
+        let out = match op {
+            ReplicaOp::Delete => {
+                if let Some(b) = self.bib_by4(p, v4, r.port4)
+                    && let Some(s) = self.session_find(b, u32::from(r.remote4), r.rport)
+                {
+                    self.session_remove(s, EventKind::SessionExpired, now, now_ns);
+                }
+                Ok(())
+            }
+            ReplicaOp::Upsert => self.import_upsert(p, r, now, now_ns),
+        };
+        self.importing = false;
+        out
+    }
+
+    fn import_upsert(
+        &mut self,
+        p: u8,
+        r: &Replica,
+        now: u32,
+        now_ns: u64,
+    ) -> Result<(), ImportError> {
+        let (v6, v4, remote4) = (u128::from(r.v6), u32::from(r.v4), u32::from(r.remote4));
+        let class = match (r.proto, r.tcp_state) {
+            (Proto::Tcp, Some(s)) => tcp_class(s),
+            (Proto::Tcp, None) => TCP_TRANS,
+            (Proto::Udp, _) => UDP,
+            (Proto::Icmp, _) => ICMP,
+        };
+        debug_assert!((class as usize) < CLASSES);
+        let b = match self.bib_by4(p, v4, r.port4) {
+            Some(b) => {
+                let e = self.bibs.get(b);
+                if e.v6 != v6.to_be_bytes() || e.port6 != r.port6 {
+                    return Err(ImportError::Conflict);
+                }
+                b
+            }
+            None => {
+                if self.bib_by6(p, v6, r.port6).is_some() || self.port_taken(p, v4, r.port4) {
+                    return Err(ImportError::Conflict);
+                }
+                if self.bibs.is_full() || !self.session_room() || !self.subs.has_room_for(v6) {
+                    return Err(ImportError::TableFull);
+                }
+                let entry = Bib {
+                    v6: v6.to_be_bytes(),
+                    v4,
+                    port6: r.port6,
+                    port4: r.port4,
+                    proto: p,
+                    flags: 0,
+                    sessions: NIL,
+                    cool: Link::NONE,
+                    cool_until: 0,
+                    mark: 0,
+                };
+                let b = self
+                    .bib_insert(entry, now_ns)
+                    .ok_or(ImportError::TableFull)?;
+                self.subs.port_taken(v6);
+                b
+            }
+        };
+        let s = match self.session_find(b, remote4, r.rport) {
+            Some(s) => {
+                if let Some(remote) = r.tcp_state {
+                    let local = TcpState::from_u8(self.sessions.get(s).state);
+                    self.sessions.get_mut(s).state = merge(local, remote) as u8;
+                }
+                let class = match r.tcp_state {
+                    Some(_) => tcp_class(TcpState::from_u8(self.sessions.get(s).state)),
+                    None => class,
+                };
+                self.session_refresh(s, class, now);
+                s
+            }
+            None => {
+                if !self.session_room() {
+                    if self.bibs.get(b).sessions == NIL
+                        && self.bibs.get(b).flags & (COOLING | STATIC) == 0
+                    {
+                        self.bib_idle(b, now, now_ns);
+                    }
+                    return Err(ImportError::TableFull);
+                }
+                let state = r.tcp_state.map_or(0, |s| s as u8);
+                match self.session_insert(b, remote4, r.rport, state, class, now, now_ns) {
+                    Some(s) => s,
+                    None => {
+                        self.bib_idle(b, now, now_ns);
+                        return Err(ImportError::TableFull);
+                    }
+                }
+            }
+        };
+        self.bibs.get_mut(b).mark = self.import_mark;
+        // The peer's remaining time, never more than the class lifetime: the
+        // class FIFO then expires it late at worst, never early.
+        let full = self.lifetime_ms(self.sessions.get(s).class);
+        self.sessions.get_mut(s).deadline = now.wrapping_add(r.remaining_ms.min(full));
+        if r.proto == Proto::Tcp {
+            // A SYN from the IPv4 side held for this session may go now.
+            self.held.release((v4, r.port4, remote4, r.rport));
+        }
+        Ok(())
+    }
+}

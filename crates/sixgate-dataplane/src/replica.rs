@@ -1,0 +1,178 @@
+//! A worker's side of NAT64 state sync (docs/ha.md, "Workers, rings, sole
+//! writers"): between batches it moves its translator's exported changes into
+//! its export ring, and applies at most a budget of records from its import
+//! ring, as the sole writer of its tables. The sync thread holds the other
+//! ends ([`SyncEnds`]). Not yet started by the daemon (docs/ha.md, "Status").
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use sixgate_core::Translator;
+use sixgate_core::nat64::{ImportError, Replica, ReplicaOp};
+
+use crate::spsc::{Consumer, Producer, ring};
+
+/// One change or record.
+pub type Change = (ReplicaOp, Replica);
+
+/// What the sync thread hands a worker, in the peer's stream order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inbound {
+    /// A record to apply.
+    Change(ReplicaOp, Replica),
+    /// A peer's snapshot starts: what follows is marked.
+    SnapshotBegin,
+    /// Peer `peer`'s snapshot ended: sweep its shards of what was not restated.
+    SnapshotEnd {
+        /// The peer's node id.
+        peer: u16,
+    },
+}
+
+/// BIB slab positions a worker sweeps per round after a snapshot.
+pub const SWEEP_BUDGET: u32 = 4096;
+
+/// Counters both ends read (published with relaxed stores: figures, not
+/// synchronisation).
+#[derive(Debug, Default)]
+pub struct ReplicaCounters {
+    /// Changes moved into the export ring.
+    pub exported: AtomicU64,
+    /// Changes refused by a full export ring, or lost in the translator's own
+    /// ring: each means this worker's tables need a snapshot to the peers.
+    pub export_lost: AtomicU64,
+    /// Records applied.
+    pub imported: AtomicU64,
+    /// Records refused by the tables (conflict, full, not ours: see
+    /// [`ImportError`]).
+    pub import_refused: AtomicU64,
+    /// Entries removed after a peer's snapshot did not restate them.
+    pub swept: AtomicU64,
+}
+
+/// The worker's ends.
+pub struct WorkerEnds {
+    export: Producer<Change>,
+    import: Consumer<Inbound>,
+    /// Shared with the sync thread.
+    pub counters: Arc<ReplicaCounters>,
+    lost_seen: u64,
+    /// Each peer's node id and pool4 shards, for the sweep after its snapshot.
+    peer_shards: Vec<(u16, Vec<(Ipv4Addr, u8)>)>,
+    /// A sweep under way: the peer's index, the shard's, the slab position.
+    sweep: Option<(usize, usize, u32)>,
+}
+
+/// The sync thread's ends.
+pub struct SyncEnds {
+    /// Changes of this worker's tables, oldest first.
+    pub export: Consumer<Change>,
+    /// Records and snapshot markers for this worker's tables.
+    pub import: Producer<Inbound>,
+    /// Shared with the worker.
+    pub counters: Arc<ReplicaCounters>,
+}
+
+/// Default records a worker applies per round: bounded work between batches,
+/// like the timers' sweep budget.
+pub const IMPORT_BUDGET: usize = 256;
+
+/// The rings of one worker, `capacity` entries each, allocated now;
+/// `peer_shards`: each peer's node id and pool4 shards (`[sync] shards`).
+pub fn replica_rings(
+    capacity: usize,
+    peer_shards: Vec<(u16, Vec<(Ipv4Addr, u8)>)>,
+) -> (WorkerEnds, SyncEnds) {
+    let (ep, ec) = ring(capacity);
+    let (ip, ic) = ring(capacity);
+    let counters = Arc::new(ReplicaCounters::default());
+    (
+        WorkerEnds {
+            export: ep,
+            import: ic,
+            counters: counters.clone(),
+            lost_seen: 0,
+            peer_shards,
+            sweep: None,
+        },
+        SyncEnds {
+            export: ec,
+            import: ip,
+            counters,
+        },
+    )
+}
+
+impl WorkerEnds {
+    /// Between batches: this worker's changes into the export ring, then at
+    /// most `budget` entries from the import ring into its tables, then a
+    /// chunk of a sweep after a peer's snapshot. Returns the records applied.
+    pub fn exchange(&mut self, t: &mut Translator, now_ns: u64, budget: usize) -> usize {
+        let (mut exported, mut lost) = (0, 0);
+        let export = &mut self.export;
+        t.drain_replica_changes(|op, r| {
+            if export.push((op, *r)) {
+                exported += 1;
+            } else {
+                lost += 1;
+            }
+        });
+        let lost_in_core = t.replica_changes_lost();
+        lost += lost_in_core - self.lost_seen;
+        self.lost_seen = lost_in_core;
+        let c = &self.counters;
+        c.exported.fetch_add(exported, Relaxed);
+        c.export_lost.fetch_add(lost, Relaxed);
+        let mut applied = 0;
+        let mut refused = 0;
+        for _ in 0..budget {
+            let Some(item) = self.import.pop() else {
+                break;
+            };
+            match item {
+                Inbound::Change(op, r) => match t.import_replica(op, &r, now_ns) {
+                    Ok(()) => applied += 1,
+                    Err(ImportError::NotNat64) => return applied,
+                    Err(_) => refused += 1,
+                },
+                Inbound::SnapshotBegin => {
+                    // A new mark: a sweep against the previous one must stop.
+                    self.sweep = None;
+                    t.replica_snapshot_begin();
+                }
+                Inbound::SnapshotEnd { peer } => {
+                    self.sweep = self
+                        .peer_shards
+                        .iter()
+                        .position(|(id, _)| *id == peer)
+                        .map(|p| (p, 0, 0));
+                }
+            }
+        }
+        c.imported.fetch_add(applied as u64, Relaxed);
+        c.import_refused.fetch_add(refused, Relaxed);
+        self.sweep_some(t, now_ns);
+        applied
+    }
+
+    /// One chunk of the sweep after a snapshot, if one is under way.
+    fn sweep_some(&mut self, t: &mut Translator, now_ns: u64) {
+        let Some((p, s, from)) = self.sweep else {
+            return;
+        };
+        let Some(&shard) = self.peer_shards.get(p).and_then(|(_, sh)| sh.get(s)) else {
+            self.sweep = None;
+            return;
+        };
+        let (next, removed) = t.replica_sweep(shard, from, SWEEP_BUDGET, now_ns);
+        self.counters.swept.fetch_add(removed, Relaxed);
+        self.sweep = match next {
+            Some(at) => Some((p, s, at)),
+            None => Some((p, s + 1, 0)),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests;

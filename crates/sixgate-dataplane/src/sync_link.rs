@@ -1,0 +1,266 @@
+//! The sync thread's work (docs/ha.md, "Workers, rings, sole writers"): one
+//! UDP socket on the dedicated link, one `sixgate_sync::Peer` per peer, and
+//! the workers' replica rings. Each [`SyncLink::step`] receives what arrived,
+//! hands every record to the worker that owns it, sends every worker's
+//! changes to every peer, runs the timers and sends what is due. Pure protocol
+//! work is `sixgate-sync`'s; this is only the plumbing, with no lock shared
+//! with the workers. Not yet started by the daemon (docs/ha.md, "Status").
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+
+use sixgate_core::addr::Rfc6052Prefix;
+use sixgate_core::nat64::steering::port_owner;
+use sixgate_sync::{Event, Key, Peer, PeerConfig, Record, ResyncReason, Status, tables};
+
+use crate::replica::{Inbound, SyncEnds};
+
+/// Most datagrams one step reads, so a flood cannot starve the sending side.
+const RECV_BUDGET: usize = 256;
+
+/// Settings of a link.
+pub struct LinkConfig {
+    /// This node's id.
+    pub node: u16,
+    /// The peers: id and address on the link.
+    pub peers: Vec<(u16, SocketAddr)>,
+    /// Shared key, if any.
+    pub key: Option<Key>,
+    /// `SyncSettings::config_hash`.
+    pub config_hash: u64,
+    /// This node's start time, ns (orders its restarts for the peers).
+    pub epoch: u64,
+    /// Largest datagram on the link (`SyncSettings::max_datagram`).
+    pub max_datagram: usize,
+    /// pool6, for the records' IPv6 form of the remote.
+    pub pool6: Rfc6052Prefix,
+    /// `[nat64] port_block_size`, to find a record's worker.
+    pub port_block_size: u16,
+}
+
+/// Counters of the link itself (the peers keep theirs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkCounters {
+    /// Datagrams from an address that is no configured peer.
+    pub unknown_peer: u64,
+    /// Records a worker's full import ring refused (a resync is requested).
+    pub import_full: u64,
+    /// Records the tables cannot take (BIB_DELETE today).
+    pub not_imported: u64,
+    /// Send errors (the socket's buffer full, the link down).
+    pub send_errors: u64,
+}
+
+/// A peer and its address.
+struct PeerSlot {
+    id: u16,
+    addr: SocketAddr,
+    peer: Peer,
+}
+
+/// The sync thread's state.
+pub struct SyncLink {
+    socket: UdpSocket,
+    peers: Vec<PeerSlot>,
+    workers: Vec<SyncEnds>,
+    pool6: Rfc6052Prefix,
+    port_block_size: u16,
+    buf: Vec<u8>,
+    /// What one datagram brought, reused.
+    inbound: Vec<Inbound>,
+    /// The link's own counters.
+    pub counters: LinkCounters,
+}
+
+impl SyncLink {
+    /// A link on `socket` (bound to `[sync] bind`; made non-blocking here)
+    /// for the workers whose sync ends are `workers`, in worker order.
+    pub fn new(socket: UdpSocket, cfg: LinkConfig, workers: Vec<SyncEnds>) -> io::Result<SyncLink> {
+        socket.set_nonblocking(true)?;
+        let peers = cfg
+            .peers
+            .iter()
+            .map(|&(id, addr)| {
+                let mut pc = PeerConfig::new(cfg.node, id, cfg.epoch, cfg.config_hash);
+                pc.max_datagram = cfg.max_datagram;
+                PeerSlot {
+                    id,
+                    addr,
+                    peer: Peer::new(pc, cfg.key.clone()),
+                }
+            })
+            .collect();
+        Ok(SyncLink {
+            socket,
+            peers,
+            workers,
+            pool6: cfg.pool6,
+            port_block_size: cfg.port_block_size,
+            buf: vec![0; 65536],
+            inbound: Vec::with_capacity(256),
+            counters: LinkCounters::default(),
+        })
+    }
+
+    /// One round; `log` gets the peers' events worth a log line (up, down,
+    /// restarted, config mismatch, snapshot asked). Returns whether a peer
+    /// wants a snapshot of this node's tables ([`SyncLink::snapshot`]).
+    pub fn step(&mut self, now: u64, log: &mut impl FnMut(u16, &Event)) -> io::Result<bool> {
+        self.receive(now, log)?;
+        self.export(now);
+        for slot in &mut self.peers {
+            let id = slot.id;
+            slot.peer.handle_timeout(now, &mut |e| log(id, &e));
+        }
+        self.transmit(now);
+        Ok(self
+            .peers
+            .iter()
+            .any(|p| p.peer.snapshot_wanted().is_some()))
+    }
+
+    fn receive(&mut self, now: u64, log: &mut impl FnMut(u16, &Event)) -> io::Result<()> {
+        for _ in 0..RECV_BUDGET {
+            let (n, from) = match self.socket.recv_from(&mut self.buf) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // ICMP errors of earlier sends (a peer down): not ours to stop on.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(e),
+            };
+            let Some(slot) = self.peers.iter_mut().find(|p| p.addr == from) else {
+                self.counters.unknown_peer += 1;
+                continue;
+            };
+            // In stream order: records, and the snapshot markers between them.
+            let inbound = &mut self.inbound;
+            inbound.clear();
+            let (peer_id, mut not_imported) = (slot.id, 0);
+            let _ = slot.peer.receive(now, &self.buf[..n], &mut |e| match e {
+                Event::Record(r) => match tables::to_replica(&r) {
+                    Some((op, rep)) => inbound.push(Inbound::Change(op, rep)),
+                    None => not_imported += 1,
+                },
+                Event::SnapshotBegin { .. } => inbound.push(Inbound::SnapshotBegin),
+                Event::SnapshotEnd { .. } => {
+                    inbound.push(Inbound::SnapshotEnd { peer: peer_id });
+                    log(peer_id, &e);
+                }
+                other => log(peer_id, &other),
+            });
+            self.counters.not_imported += not_imported;
+            let mut full = false;
+            let workers = self.workers.len();
+            for item in self.inbound.iter() {
+                // A record to the worker owning its port; a marker to all.
+                let targets = match item {
+                    Inbound::Change(_, r) => {
+                        let w =
+                            usize::from(port_owner(r.port4, self.port_block_size, workers as u16));
+                        w..(w + 1).min(workers)
+                    }
+                    _ => 0..workers,
+                };
+                for ends in &mut self.workers[targets] {
+                    if !ends.import.push(*item) {
+                        self.counters.import_full += 1;
+                        full = true;
+                    }
+                }
+            }
+            if full {
+                slot.peer.request_resync(ResyncReason::ImportFull);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every worker's changes to every peer (a refused push is counted by the
+    /// peer and turns into a snapshot).
+    fn export(&mut self, now: u64) {
+        for ends in &mut self.workers {
+            while let Some((op, r)) = ends.export.pop() {
+                let rec = tables::to_record(op, &r, &self.pool6);
+                for slot in &mut self.peers {
+                    slot.peer.push(now, &rec);
+                }
+            }
+        }
+    }
+
+    fn transmit(&mut self, now: u64) {
+        for slot in &mut self.peers {
+            while let Some(n) = slot.peer.poll_transmit(now, &mut self.buf) {
+                if self.socket.send_to(&self.buf[..n], slot.addr).is_err() {
+                    self.counters.send_errors += 1;
+                }
+            }
+        }
+    }
+
+    /// Starts a snapshot to every peer that wants one; then feed it with
+    /// [`SyncLink::snapshot_push`] and end it with [`SyncLink::snapshot_end`].
+    pub fn snapshot(&mut self) {
+        for slot in &mut self.peers {
+            if slot.peer.snapshot_wanted().is_some() {
+                slot.peer.start_snapshot();
+            }
+        }
+    }
+
+    /// Room for snapshot records now (the least over the peers being sent one).
+    pub fn snapshot_room(&self) -> usize {
+        self.peers
+            .iter()
+            .filter(|p| p.peer.snapshot_running())
+            .map(|p| p.peer.room())
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// One session of a snapshot (from a walk of a worker's tables).
+    pub fn snapshot_push(&mut self, now: u64, r: &Record) {
+        for slot in &mut self.peers {
+            if slot.peer.snapshot_running() {
+                slot.peer.push(now, r);
+            }
+        }
+    }
+
+    /// Ends the running snapshots; false while one has no room yet.
+    pub fn snapshot_end(&mut self) -> bool {
+        let mut done = true;
+        for slot in &mut self.peers {
+            if slot.peer.snapshot_running() {
+                done &= slot.peer.end_snapshot();
+            }
+        }
+        done
+    }
+
+    /// When the next step has something to do, at the latest.
+    pub fn next_timeout(&self, now: u64) -> u64 {
+        self.peers
+            .iter()
+            .map(|p| p.peer.next_timeout(now))
+            .min()
+            .unwrap_or(now)
+    }
+
+    /// Each peer's id, address and status (`sixgate show sync`).
+    pub fn status(&self) -> Vec<(u16, SocketAddr, Status)> {
+        self.peers
+            .iter()
+            .map(|p| (p.id, p.addr, p.peer.status()))
+            .collect()
+    }
+
+    /// Whether every peer's stream has been synced (the "ready" of docs/ha.md).
+    pub fn synced(&self) -> bool {
+        self.peers.iter().all(|p| p.peer.synced())
+    }
+}
+
+#[cfg(test)]
+mod tests;

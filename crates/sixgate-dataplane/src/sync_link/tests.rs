@@ -1,0 +1,181 @@
+//! Two nodes over real UDP sockets on the loopback: a session created on A's
+//! translator is translated by B's, through the rings, the link and the
+//! protocol; a datagram from an address that is no peer is counted, not read.
+
+use super::*;
+use crate::replica::{IMPORT_BUDGET, WorkerEnds, replica_rings};
+use sixgate_core::nat64::{Nat64Config, Pool4Entry, ReplicaOp};
+use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_testkit::{Ip4, Ip6};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+const POOL4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+const SERVER4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
+const MS: u64 = 1_000_000;
+
+fn pool6() -> Rfc6052Prefix {
+    Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap()
+}
+
+struct Node {
+    t: Translator,
+    ends: WorkerEnds,
+    link: SyncLink,
+    walk: Option<u32>,
+    events: Vec<(u16, Event)>,
+}
+
+fn translator() -> Translator {
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry::single(POOL4)],
+        max_sessions: 4096,
+        ..Nat64Config::default()
+    });
+    let mut t = Translator::new(Arc::new(cfg));
+    t.enable_replica_export(4096);
+    t
+}
+
+fn node(id: u16, socket: UdpSocket, peer: (u16, SocketAddr), key: &Key) -> Node {
+    // Node 1 owns POOL4; node 2 another address (all A's sessions are on
+    // A's shard, so B's snapshots never sweep them).
+    let shard_of = |n: u16| {
+        if n == 1 {
+            (POOL4, 32)
+        } else {
+            (Ipv4Addr::new(192, 0, 2, 2), 32)
+        }
+    };
+    let (ends, sync) = replica_rings(4096, vec![(peer.0, vec![shard_of(peer.0)])]);
+    let cfg = LinkConfig {
+        node: id,
+        peers: vec![peer],
+        key: Some(key.clone()),
+        config_hash: 0x5157,
+        epoch: u64::from(id),
+        max_datagram: 1452,
+        pool6: pool6(),
+        port_block_size: 0,
+    };
+    Node {
+        t: translator(),
+        ends,
+        link: SyncLink::new(socket, cfg, vec![sync]).unwrap(),
+        walk: None,
+        events: Vec::new(),
+    }
+}
+
+impl Node {
+    /// The worker's exchange, the sync thread's step, and a snapshot walk.
+    fn round(&mut self, now: u64) {
+        self.ends.exchange(&mut self.t, now, IMPORT_BUDGET);
+        let events = &mut self.events;
+        let wants = self
+            .link
+            .step(now, &mut |id, e| events.push((id, *e)))
+            .unwrap();
+        if wants && self.walk.is_none() {
+            self.link.snapshot();
+            self.walk = Some(0);
+        }
+        if let Some(from) = self.walk {
+            let mut batch = Vec::new();
+            let span = self.link.snapshot_room().min(64) as u32;
+            let next = self.t.walk_sessions(from, span, now, |s| {
+                batch.push(tables::to_record(
+                    ReplicaOp::Upsert,
+                    &tables::from_view(&s),
+                    &pool6(),
+                ));
+            });
+            for r in &batch {
+                self.link.snapshot_push(now, r);
+            }
+            self.walk = next;
+            if next.is_none() && !self.link.snapshot_end() {
+                self.walk = Some(u32::MAX);
+            }
+        }
+        self.ends.exchange(&mut self.t, now, IMPORT_BUDGET);
+    }
+
+    fn translate(&mut self, input: &[u8], now: u64) -> (Verdict, Vec<u8>) {
+        let mut buf = vec![0u8; HEADROOM + input.len() + 64];
+        buf[HEADROOM..HEADROOM + input.len()].copy_from_slice(input);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, input.len());
+        let v = self.t.translate(&mut pkt, &mut Scratch::new(), now);
+        (v, pkt.data().to_vec())
+    }
+}
+
+#[test]
+fn two_nodes_over_udp_share_their_sessions() {
+    let sa = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sb = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (aa, ab) = (sa.local_addr().unwrap(), sb.local_addr().unwrap());
+    let key = Key::new(b"a test key of sixteen+ bytes").unwrap();
+    let mut a = node(1, sa, (2, ab), &key);
+    let mut b = node(2, sb, (1, aa), &key);
+    let server6 = pool6().embed(SERVER4);
+    let mut ports = Vec::new();
+    let mut now = MS;
+    let start = std::time::Instant::now();
+    // Real time matters only for the loopback's delivery; the protocol runs
+    // on `now`, one millisecond a round.
+    for round in 0..3000u64 {
+        if round < 200 {
+            let client = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, round as u16);
+            let (v, out) = a.translate(&Ip6::new(client, server6).udp(5000, 53, 8), now);
+            assert_eq!(v, Verdict::Translated);
+            ports.push(u16::from_be_bytes([out[20], out[21]]));
+        }
+        a.round(now);
+        b.round(now);
+        now += MS;
+        if round > 300
+            && b.ends
+                .counters
+                .imported
+                .load(std::sync::atomic::Ordering::Relaxed)
+                >= 200
+        {
+            break;
+        }
+        if start.elapsed().as_secs() > 20 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    assert!(
+        b.link.synced() && a.link.synced(),
+        "{:?} {:?}",
+        a.link.status(),
+        b.link.status()
+    );
+    assert!(
+        a.events
+            .iter()
+            .any(|(id, e)| *id == 2 && *e == Event::PeerUp)
+    );
+    assert_eq!(
+        a.t.nat64_stats().sessions.udp,
+        200,
+        "B's snapshots swept nothing of A's"
+    );
+    assert_eq!(b.t.nat64_stats().sessions.udp, 200);
+    for port in &ports {
+        let (v, _) = b.translate(&Ip4::new(SERVER4, POOL4).udp(53, *port, 8), now);
+        assert_eq!(v, Verdict::Translated, "port {port}");
+    }
+    // A datagram from an address that is no peer is counted and ignored.
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    stranger.send_to(b"SGSY garbage", ab).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    b.round(now);
+    assert_eq!(b.link.counters.unknown_peer, 1);
+    let c = b.link.status()[0].2.counters;
+    assert_eq!(c.auth_failed + c.malformed + c.truncated, 0, "{c:?}");
+}
