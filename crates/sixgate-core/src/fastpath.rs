@@ -1,0 +1,145 @@
+//! Which packets an in-kernel fast path may translate (docs/fastpath.md).
+//!
+//! The eBPF translator (`crates/sixgate-fastpath/bpf/siit_tc.c`) takes only the
+//! common, easy packets and passes everything else up unchanged to a data
+//! plane running this core. This module is the Rust statement of that scope:
+//! [`unsupported`] says whether a configuration can have a fast path at all,
+//! [`is_fast_path_candidate`] whether one packet is in it. The differential
+//! test runs the program and [`crate::Translator`] on the same packets and
+//! checks that the program translates exactly the candidates, byte for byte as
+//! the core does, and passes up the rest; so a packet the program takes is one
+//! the core translates with no decision of its own (no error, no drop, no
+//! state but the IPv4 Identification counters, which the program keeps the
+//! same way per CPU: [`crate::ipv4_id::Ipv4IdGenerator::start_values`]).
+
+use crate::addr::ipv4_scope::is_non_global;
+use crate::config::Config;
+use crate::packet::ipv4;
+use crate::packet::ipv6::nh;
+use crate::rfc7915::icmp_map::{v4 as icmp4, v6 as icmp6};
+
+/// The pool6 prefix length the fast path embeds (RFC 6052 §2.2, /96: the IPv4
+/// address is the last 32 bits, no u octet).
+pub const POOL6_LEN: u8 = 96;
+
+/// Why `cfg` cannot have a fast path in this version, or `None` when it can:
+/// stateless SIIT with a /96 pool6 and no EAM entries.
+pub fn unsupported(cfg: &Config) -> Option<&'static str> {
+    if cfg.nat64.is_some() {
+        return Some("stateful NAT64 is not on the fast path yet");
+    }
+    if cfg.mapt.is_some() {
+        return Some("MAP-T is not on the fast path yet");
+    }
+    if !cfg.map.eam.is_empty() {
+        return Some("EAM entries are not on the fast path yet");
+    }
+    match cfg.map.pool6 {
+        None => Some("the fast path needs pool6"),
+        Some(p) if p.len() != POOL6_LEN => Some("the fast path needs a /96 pool6"),
+        // Embedded addresses must be unicast (RFC 7915 §5.1: a multicast
+        // source or destination is dropped).
+        Some(p) if p.addr().octets()[0] == 0xff => Some("pool6 is multicast"),
+        Some(_) => None,
+    }
+}
+
+/// Is the IPv4 address one the core would refuse as a pool6 embedding
+/// (RFC 1812 §5.3.7 blocks; RFC 6052 §3.1 with the Well-Known Prefix)?
+fn v4_refused(cfg: &Config, a: [u8; 4]) -> bool {
+    let wkp = cfg.map.wkp_strict && cfg.map.pool6.is_some_and(|p| p.is_well_known());
+    ipv4::is_bad_source(a) || (wkp && is_non_global(a))
+}
+
+/// The IPv4 address a /96 pool6 embeds in `v6`, if `v6` is in pool6.
+fn pool6_v4(cfg: &Config, v6: &[u8]) -> Option<[u8; 4]> {
+    let p = cfg.map.pool6?;
+    (v6[..12] == p.addr().octets()[..12]).then(|| [v6[12], v6[13], v6[14], v6[15]])
+}
+
+/// Does the upper-layer header qualify: TCP (a whole header), UDP (a header
+/// and a non-zero checksum, RFC 7915 §4.5/§5.5), or ICMP Echo / Echo Reply
+/// with code 0 (§4.2, §5.2)? `icmp` is the protocol number of ICMP here.
+fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
+    match proto {
+        nh::TCP => l4.len() >= 20,
+        nh::UDP => l4.len() >= 8 && l4[6..8] != [0, 0],
+        p if p == icmp => l4.len() >= 8 && echo.contains(&l4[0]) && l4[1] == 0,
+        _ => false,
+    }
+}
+
+/// Is `ip` (an IPv4 or IPv6 packet, nothing after it) one the fast path
+/// translates under `cfg`? Only when [`unsupported`] is `None`. A candidate has
+/// no IPv4 options or IPv6 extension headers, is no fragment, has a TTL or
+/// hop limit above 1, source and destination map by pool6 to addresses the
+/// core accepts, carries TCP, UDP with a checksum, or ICMP Echo / Echo Reply,
+/// and fits the configured MTUs without fragmentation or Packet Too Big.
+pub fn is_fast_path_candidate(cfg: &Config, ip: &[u8]) -> bool {
+    if unsupported(cfg).is_some() {
+        return false;
+    }
+    match ip.first().map(|b| b >> 4) {
+        Some(6) => v6_candidate(cfg, ip),
+        Some(4) => v4_candidate(cfg, ip),
+        _ => false,
+    }
+}
+
+fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
+    if ip.len() < 40 {
+        return false;
+    }
+    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    // Payload Length 0 is a jumbogram or an empty packet; link padding is
+    // trimmed by the core, not here.
+    if plen == 0 || 40 + plen != ip.len() || ip[7] <= 1 {
+        return false;
+    }
+    let (Some(src), Some(dst)) = (pool6_v4(cfg, &ip[8..24]), pool6_v4(cfg, &ip[24..40])) else {
+        return false;
+    };
+    if v4_refused(cfg, src) || v4_refused(cfg, dst) {
+        return false;
+    }
+    let len4 = 20 + plen;
+    // RFC 7915 §5.1 / §5.4: over the IPv4 MTU the core fragments or answers
+    // Packet Too Big; over 65535 there is no IPv4 form.
+    if len4 > usize::from(u16::MAX) || cfg.ipv4_mtu.is_some_and(|m| len4 > usize::from(m)) {
+        return false;
+    }
+    let echo = [icmp6::ECHO_REQUEST, icmp6::ECHO_REPLY];
+    l4_ok(ip[6], nh::ICMPV6, echo, &ip[40..])
+}
+
+fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
+    // No options (IHL 5), a valid header checksum, no link padding.
+    if ip.len() < 20 || ip[0] != 0x45 || crate::checksum::sum(&ip[..20]) != 0xffff {
+        return false;
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let flags = u16::from_be_bytes([ip[6], ip[7]]);
+    let df = flags & ipv4::DF != 0;
+    // Not a fragment: MF clear, offset 0.
+    if total != ip.len() || flags & (ipv4::MF | ipv4::OFFSET_MASK) != 0 || ip[8] <= 1 {
+        return false;
+    }
+    let (src, dst) = (
+        [ip[12], ip[13], ip[14], ip[15]],
+        [ip[16], ip[17], ip[18], ip[19]],
+    );
+    if v4_refused(cfg, src) || v4_refused(cfg, dst) {
+        return false;
+    }
+    let out = 40 + total - 20;
+    // RFC 7915 §4.4: DF=1 over the IPv6 MTU gets Fragmentation Needed; DF=0
+    // over the fragment limit is fragmented (§4.1).
+    if df && cfg.ipv6_mtu.is_some_and(|m| out > usize::from(m)) {
+        return false;
+    }
+    if !df && out > cfg.v6_fragment_limit() {
+        return false;
+    }
+    let echo = [icmp4::ECHO_REQUEST, icmp4::ECHO_REPLY];
+    l4_ok(ip[9], nh::ICMP, echo, &ip[20..])
+}

@@ -1,0 +1,186 @@
+//! Load the TC program, fill its maps, attach it to interfaces and read its
+//! counters.
+
+use aya::maps::{Array, PerCpuArray, PerCpuValues};
+use aya::programs::SchedClassifier;
+use aya::programs::tc::{self, SchedClassifierLinkId, TcAttachType};
+use aya::{Ebpf, EbpfLoader};
+use sixgate_core::Config;
+use sixgate_core::ipv4_id::{Ipv4IdGenerator, SLOTS};
+
+use crate::BpfConfig;
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_tc.o"));
+const PROGRAM: &str = "sixgate_fastpath";
+const PERMISSION_HINT: &str = " (loading eBPF needs CAP_BPF and CAP_NET_ADMIN, or root)";
+
+/// `struct ids` of bpf/siit_tc.c: one CPU's IPv4 Identification counters.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Ids([u16; SLOTS]);
+// SAFETY: an array of integers, no padding.
+unsafe impl aya::Pod for Ids {}
+
+/// The program's per-verdict counters, summed over CPUs.
+/// `received == translated_6to4 + translated_4to6 + passed + aborted`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Every packet the program saw.
+    pub received: u64,
+    /// Translated IPv6 → IPv4 on the fast path.
+    pub translated_6to4: u64,
+    /// Translated IPv4 → IPv6 on the fast path.
+    pub translated_4to6: u64,
+    /// Passed up unchanged: the slow path's (or not for sixgate at all).
+    pub passed: u64,
+    /// Dropped half-translated after a helper failed (never expected).
+    pub aborted: u64,
+}
+
+/// The loaded fast path: one program, attached to any number of interfaces.
+pub struct FastPath {
+    ebpf: Ebpf,
+    links: Vec<(String, SchedClassifierLinkId)>,
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(e) = src {
+        s.push_str(": ");
+        s.push_str(&e.to_string());
+        src = e.source();
+    }
+    s
+}
+
+impl FastPath {
+    /// Load the program for `cfg`: its configuration map, and the per-CPU
+    /// Identification counters seeded as the core seeds a worker's. An error
+    /// says why (an unsupported configuration, no clang at build time, no
+    /// permission, a kernel that refuses it); the caller runs without it.
+    pub fn load(cfg: &Config) -> Result<FastPath, String> {
+        let bpf_cfg = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
+        if OBJECT.is_empty() {
+            return Err(
+                "the TC fast path was not built (clang was missing when sixgate was \
+                        compiled; scripts/setup.sh installs it)"
+                    .to_owned(),
+            );
+        }
+        let mut ebpf = EbpfLoader::new().load(OBJECT).map_err(|e| {
+            format!(
+                "cannot load the TC fast path: {}{PERMISSION_HINT}",
+                chain(&e)
+            )
+        })?;
+        let prog: &mut SchedClassifier = ebpf
+            .program_mut(PROGRAM)
+            .ok_or("the fast path object has no program sixgate_fastpath")?
+            .try_into()
+            .map_err(|e| format!("fast path program: {e}"))?;
+        prog.load().map_err(|e| {
+            format!(
+                "the kernel refused the TC fast path: {}{PERMISSION_HINT}",
+                chain(&e)
+            )
+        })?;
+        let mut fp = FastPath {
+            ebpf,
+            links: Vec::new(),
+        };
+        fp.set_config(&bpf_cfg)?;
+        fp.seed_ids(cfg.ipv4_id_key)?;
+        Ok(fp)
+    }
+
+    /// Replace the configuration the program reads (one map element, written
+    /// whole).
+    pub fn set_config(&mut self, c: &BpfConfig) -> Result<(), String> {
+        let mut a: Array<_, BpfConfig> =
+            Array::try_from(self.ebpf.map_mut("config").ok_or("no map config")?)
+                .map_err(|e| format!("config map: {e}"))?;
+        a.set(0, *c, 0).map_err(|e| format!("config map: {e}"))
+    }
+
+    /// Every CPU's Identification counters back to the core's start values
+    /// for `key` (RFC 6864; `Ipv4IdGenerator::start_values`).
+    pub fn seed_ids(&mut self, key: u64) -> Result<(), String> {
+        let cpus = aya::util::nr_cpus().map_err(|(what, e)| format!("{what}: {e}"))?;
+        let start = Ids(Ipv4IdGenerator::start_values(key));
+        let mut m: PerCpuArray<_, Ids> =
+            PerCpuArray::try_from(self.ebpf.map_mut("ids").ok_or("no map ids")?)
+                .map_err(|e| format!("ids map: {e}"))?;
+        let v = PerCpuValues::try_from(vec![start; cpus]).map_err(|e| format!("ids map: {e}"))?;
+        m.set(0, v, 0).map_err(|e| format!("ids map: {e}"))
+    }
+
+    /// Attach to `interface`'s ingress: tcx on kernels that have it (6.6+),
+    /// else a clsact qdisc's filter (the qdisc added if missing).
+    pub fn attach(&mut self, interface: &str) -> Result<(), String> {
+        // An existing clsact is fine; without tcx the netlink attach needs one.
+        let _ = tc::qdisc_add_clsact(interface);
+        let id = self
+            .program_mut()
+            .attach(interface, TcAttachType::Ingress)
+            .map_err(|e| {
+                format!(
+                    "cannot attach the TC fast path to {interface}: {}",
+                    chain(&e)
+                )
+            })?;
+        self.links.push((interface.to_owned(), id));
+        Ok(())
+    }
+
+    /// Detach from every interface (also done when dropped).
+    pub fn detach_all(&mut self) {
+        for (_, id) in std::mem::take(&mut self.links) {
+            let _ = self.program_mut().detach(id);
+        }
+    }
+
+    /// The interfaces it is attached to.
+    pub fn interfaces(&self) -> impl Iterator<Item = &str> {
+        self.links.iter().map(|(i, _)| i.as_str())
+    }
+
+    /// The per-verdict counters, summed over CPUs.
+    pub fn counters(&self) -> Result<Counters, String> {
+        let m: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.ebpf.map("counters").ok_or("no map counters")?)
+                .map_err(|e| format!("counters map: {e}"))?;
+        let sum = |i: u32| -> Result<u64, String> {
+            let v = m.get(&i, 0).map_err(|e| format!("counters map: {e}"))?;
+            Ok(v.iter().sum())
+        };
+        Ok(Counters {
+            received: sum(0)?,
+            translated_6to4: sum(1)?,
+            translated_4to6: sum(2)?,
+            passed: sum(3)?,
+            aborted: sum(4)?,
+        })
+    }
+
+    /// The loaded program (for `BPF_PROG_TEST_RUN` in tests).
+    pub fn program(&self) -> &SchedClassifier {
+        self.ebpf
+            .program(PROGRAM)
+            .and_then(|p| <&SchedClassifier>::try_from(p).ok())
+            .expect("loaded in FastPath::load")
+    }
+
+    fn program_mut(&mut self) -> &mut SchedClassifier {
+        self.ebpf
+            .program_mut(PROGRAM)
+            .and_then(|p| <&mut SchedClassifier>::try_from(p).ok())
+            .expect("loaded in FastPath::load")
+    }
+}
+
+impl Drop for FastPath {
+    fn drop(&mut self) {
+        self.detach_all();
+    }
+}
