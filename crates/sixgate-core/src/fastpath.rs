@@ -12,7 +12,6 @@
 //! state but the IPv4 Identification counters, which the program keeps the
 //! same way per CPU: [`crate::ipv4_id::Ipv4IdGenerator::start_values`]).
 
-use crate::addr::ipv4_scope::is_non_global;
 use crate::config::Config;
 use crate::packet::ipv4;
 use crate::packet::ipv6::nh;
@@ -23,7 +22,7 @@ use crate::rfc7915::icmp_map::{v4 as icmp4, v6 as icmp6};
 pub const POOL6_LEN: u8 = 96;
 
 /// Why `cfg` cannot have a fast path in this version, or `None` when it can:
-/// stateless SIIT with a /96 pool6 and no EAM entries.
+/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6).
 pub fn unsupported(cfg: &Config) -> Option<&'static str> {
     if cfg.nat64.is_some() {
         return Some("stateful NAT64 is not on the fast path yet");
@@ -31,30 +30,11 @@ pub fn unsupported(cfg: &Config) -> Option<&'static str> {
     if cfg.mapt.is_some() {
         return Some("MAP-T is not on the fast path yet");
     }
-    if !cfg.map.eam.is_empty() {
-        return Some("EAM entries are not on the fast path yet");
-    }
     match cfg.map.pool6 {
-        None => Some("the fast path needs pool6"),
+        None if cfg.map.eam.is_empty() => Some("the fast path needs pool6 or EAM entries"),
         Some(p) if p.len() != POOL6_LEN => Some("the fast path needs a /96 pool6"),
-        // Embedded addresses must be unicast (RFC 7915 §5.1: a multicast
-        // source or destination is dropped).
-        Some(p) if p.addr().octets()[0] == 0xff => Some("pool6 is multicast"),
-        Some(_) => None,
+        _ => None,
     }
-}
-
-/// Is the IPv4 address one the core would refuse as a pool6 embedding
-/// (RFC 1812 §5.3.7 blocks; RFC 6052 §3.1 with the Well-Known Prefix)?
-fn v4_refused(cfg: &Config, a: [u8; 4]) -> bool {
-    let wkp = cfg.map.wkp_strict && cfg.map.pool6.is_some_and(|p| p.is_well_known());
-    ipv4::is_bad_source(a) || (wkp && is_non_global(a))
-}
-
-/// The IPv4 address a /96 pool6 embeds in `v6`, if `v6` is in pool6.
-fn pool6_v4(cfg: &Config, v6: &[u8]) -> Option<[u8; 4]> {
-    let p = cfg.map.pool6?;
-    (v6[..12] == p.addr().octets()[..12]).then(|| [v6[12], v6[13], v6[14], v6[15]])
 }
 
 /// Does the upper-layer header qualify: TCP (a whole header), UDP (a header
@@ -72,8 +52,8 @@ fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
 /// Is `ip` (an IPv4 or IPv6 packet, nothing after it) one the fast path
 /// translates under `cfg`? Only when [`unsupported`] is `None`. A candidate has
 /// no IPv4 options or IPv6 extension headers, is no fragment, has a TTL or
-/// hop limit above 1, source and destination map by pool6 to addresses the
-/// core accepts, carries TCP, UDP with a checksum, or ICMP Echo / Echo Reply,
+/// hop limit above 1, source and destination map (EAM, then pool6) to
+/// addresses the core accepts and not into a hairpin, carries TCP, UDP with a checksum, or ICMP Echo / Echo Reply,
 /// and fits the configured MTUs without fragmentation or Packet Too Big.
 pub fn is_fast_path_candidate(cfg: &Config, ip: &[u8]) -> bool {
     if unsupported(cfg).is_some() {
@@ -96,10 +76,22 @@ fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
     if plen == 0 || 40 + plen != ip.len() || ip[7] <= 1 {
         return false;
     }
-    let (Some(src), Some(dst)) = (pool6_v4(cfg, &ip[8..24]), pool6_v4(cfg, &ip[24..40])) else {
+    let src6 = u128::from_be_bytes(ip[8..24].try_into().unwrap_or_default());
+    let dst6 = u128::from_be_bytes(ip[24..40].try_into().unwrap_or_default());
+    // RFC 7915 §5.1: multicast, unspecified and loopback sources, multicast
+    // destinations are dropped.
+    if ip[8] == 0xff || src6 <= 1 || ip[24] == 0xff {
+        return false;
+    }
+    // EAM, then pool6 (RFC 7757 §3.3), with the core's own mapper.
+    let (Ok(src4), Ok(dst4)) = (cfg.map.map_v6(src6), cfg.map.map_v6(dst6)) else {
         return false;
     };
-    if v4_refused(cfg, src) || v4_refused(cfg, dst) {
+    if ipv4::is_bad_source(src4.to_be_bytes()) || ipv4::is_bad_destination(dst4.to_be_bytes()) {
+        return false;
+    }
+    // RFC 7757 §4: a hairpin goes back into IPv6 in the core.
+    if cfg.map.eam.lookup_v4(dst4).is_some() && cfg.map.eam.lookup_v6(dst6).is_none() {
         return false;
     }
     let len4 = 20 + plen;
@@ -128,7 +120,11 @@ fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
         [ip[12], ip[13], ip[14], ip[15]],
         [ip[16], ip[17], ip[18], ip[19]],
     );
-    if v4_refused(cfg, src) || v4_refused(cfg, dst) {
+    if ipv4::is_bad_source(src) || ipv4::is_bad_destination(dst) {
+        return false;
+    }
+    let map = |a: [u8; 4]| cfg.map.map_v4(u32::from_be_bytes(a)).is_ok();
+    if !map(src) || !map(dst) {
         return false;
     }
     let out = 40 + total - 20;

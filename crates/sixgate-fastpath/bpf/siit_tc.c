@@ -7,7 +7,8 @@
 //
 // The scope is sixgate_core::fastpath::is_fast_path_candidate, and the
 // translation is the core's, byte for byte (tests/differential.rs checks both
-// with BPF_PROG_TEST_RUN): pool6 /96 (RFC 6052 §2.2) for both addresses, no
+// with BPF_PROG_TEST_RUN): EAM (RFC 7757, LPM tries), then pool6 /96
+// (RFC 6052 §2.2) for both addresses, no hairpin (RFC 7757 §4), no
 // IPv4 options or IPv6 extension headers, no fragments, TTL / hop limit > 1,
 // TCP, UDP with a checksum, or ICMP Echo / Echo Reply; RFC 7915 §4.1 / §5.1
 // header mapping, RFC 1624 incremental checksums, the core's IPv4
@@ -41,12 +42,13 @@
 struct config {
 	__u64 ipv4_id_key;      // for the Identification hash (RFC 6864)
 	__u8 pool6[12];         // the /96 prefix
+	__u8 has_pool6;
 	__u8 wkp_nonglobal;     // RFC 6052 §3.1: refuse non-global IPv4 addresses
 	__u8 decrement_hop_limit;
 	__u8 reset_tos;         // 6 -> 4: TOS = new_tos
 	__u8 new_tos;
 	__u8 reset_traffic_class; // 4 -> 6: Traffic Class = 0
-	__u8 _pad[3];
+	__u8 _pad[2];
 	__u16 ipv4_mtu;         // 0: unset
 	__u16 ipv6_mtu;         // 0: unset
 	__u16 v6_fragment_limit;
@@ -60,6 +62,48 @@ struct {
 	__type(key, __u32);
 	__type(value, struct config);
 } config SEC(".maps");
+
+// RFC 7757 EAM, both sides (sixgate_core::addr::eam): the longest match on
+// one side gives the other side's prefix and the shift that places the
+// suffix: IPv4 = prefix | (IPv6 suffix >> shift), IPv6 = prefix | (IPv4
+// suffix << shift).
+struct eam6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+struct eam6_val {
+	__u32 v4;       // host order
+	__u32 v6_len;
+	__u32 shift;
+};
+
+struct eam4_key {
+	__u32 prefixlen;
+	__u8 addr[4];
+};
+
+struct eam4_val {
+	__u64 hi, lo;   // the IPv6 prefix, host order halves
+	__u32 v4_len;
+	__u32 shift;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct eam6_key);
+	__type(value, struct eam6_val);
+} eam6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct eam4_key);
+	__type(value, struct eam4_val);
+} eam4 SEC(".maps");
 
 // RFC 6864 per-flow IPv4 ID counters, one table per CPU as the core keeps one
 // per worker (sixgate_core::ipv4_id), seeded with the same start values.
@@ -187,18 +231,117 @@ static __always_inline int non_global(const __u8 *a)
 	}
 }
 
-static __always_inline int v4_refused(const struct config *cfg, const __u8 *a)
+
+static __always_inline __u64 be64(const __u8 *p)
 {
-	return never_forwarded(a) || (cfg->wkp_nonglobal && non_global(a));
+	__u64 x = 0;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		x = (x << 8) | p[i];
+	return x;
 }
 
-static __always_inline int in_pool6(const struct config *cfg, const __u8 *a)
+static __always_inline void put64(__u8 *p, __u64 x)
 {
+#pragma unroll
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (__u8)x;
+		x >>= 8;
+	}
+}
+
+// The IPv4 address of an IPv6 one: EAM, then pool6 (sixgate_core Mapper::map_v6).
+// 0 when it has none (or pool6 embeds one RFC 6052 §3.1 refuses).
+static __always_inline int map_v6(const struct config *cfg, const __u8 *a, __u32 *v4)
+{
+	struct eam6_key k = {.prefixlen = 128};
+	__builtin_memcpy(k.addr, a, 16);
+	struct eam6_val *e = bpf_map_lookup_elem(&eam6, &k);
+	if (e) {
+		__u64 hi = be64(a), lo = be64(a + 8);
+		__u32 host = 128 - e->v6_len, s = e->shift;
+		// The suffix: the host bits of the IPv6 side.
+		if (host <= 64) {
+			lo &= host == 64 ? ~0ULL : host ? (~0ULL >> (64 - host)) : 0;
+			hi = 0;
+		} else if (host < 128) {
+			hi &= ~0ULL >> (128 - host);
+		}
+		__u64 x;
+		if (s >= 128)
+			x = 0;
+		else if (s >= 64)
+			x = hi >> (s - 64);
+		else if (s == 0)
+			x = lo;
+		else
+			x = (lo >> s) | (hi << (64 - s));
+		*v4 = e->v4 | (__u32)x;
+		return 1;
+	}
+	if (!cfg->has_pool6)
+		return 0;
 #pragma unroll
 	for (int i = 0; i < 12; i++)
 		if (a[i] != cfg->pool6[i])
 			return 0;
+	if (cfg->wkp_nonglobal && non_global(a + 12))
+		return 0;
+	*v4 = ((__u32)a[12] << 24) | ((__u32)a[13] << 16) | ((__u32)a[14] << 8) | a[15];
 	return 1;
+}
+
+// Is the IPv4 address inside an EAM entry's IPv4 prefix?
+static __always_inline int eam_has_v4(__u32 v4)
+{
+	struct eam4_key k = {.prefixlen = 32};
+	__u32 be = bpf_htonl(v4);
+	__builtin_memcpy(k.addr, &be, 4);
+	return bpf_map_lookup_elem(&eam4, &k) != 0;
+}
+
+// The IPv6 address of an IPv4 one: EAM, then pool6 (Mapper::map_v4).
+static __always_inline int map_v4(const struct config *cfg, const __u8 *a, __u8 *v6)
+{
+	struct eam4_key k = {.prefixlen = 32};
+	__builtin_memcpy(k.addr, a, 4);
+	struct eam4_val *e = bpf_map_lookup_elem(&eam4, &k);
+	if (e) {
+		__u32 v4 = ((__u32)a[0] << 24) | ((__u32)a[1] << 16) | ((__u32)a[2] << 8) | a[3];
+		__u32 host = 32 - e->v4_len, s = e->shift;
+		__u64 suffix = host >= 32 ? v4 : (v4 & ((1U << host) - 1));
+		__u64 hi = e->hi, lo = e->lo;
+		if (s >= 128)
+			;
+		else if (s >= 64)
+			hi |= suffix << (s - 64);
+		else if (s == 0)
+			lo |= suffix;
+		else {
+			lo |= suffix << s;
+			hi |= suffix >> (64 - s);
+		}
+		put64(v6, hi);
+		put64(v6 + 8, lo);
+		return 1;
+	}
+	if (!cfg->has_pool6 || (cfg->wkp_nonglobal && non_global(a)))
+		return 0;
+	__builtin_memcpy(v6, cfg->pool6, 12);
+	__builtin_memcpy(v6 + 12, a, 4);
+	return 1;
+}
+
+// RFC 8200: a multicast, unspecified or loopback IPv6 address.
+static __always_inline int v6_special(const __u8 *a)
+{
+	if (a[0] == 0xff)
+		return 1;
+	__u8 x = 0;
+#pragma unroll
+	for (int i = 0; i < 15; i++)
+		x |= a[i];
+	return x == 0 && a[15] <= 1;
 }
 
 // TCP (whole header), UDP (non-zero checksum), ICMP Echo / Echo Reply code 0.
@@ -262,11 +405,25 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	__u32 plen = bpf_ntohs(h->plen);
 	if (plen == 0 || ETH_HLEN_ + 40 + plen != skb->len || h->hop_limit <= 1)
 		return 0;
-	if (!in_pool6(cfg, h->src) || !in_pool6(cfg, h->dst))
+	if (v6_special(h->src) || h->dst[0] == 0xff)
 		return 0;
-	const __u8 *s4 = h->src + 12, *d4 = h->dst + 12;
-	if (v4_refused(cfg, s4) || v4_refused(cfg, d4))
+	__u32 src4, dst4;
+	if (!map_v6(cfg, h->src, &src4) || !map_v6(cfg, h->dst, &dst4))
 		return 0;
+	__u8 s4[4], d4[4];
+	__u32 s4be = bpf_htonl(src4), d4be = bpf_htonl(dst4);
+	__builtin_memcpy(s4, &s4be, 4);
+	__builtin_memcpy(d4, &d4be, 4);
+	if (never_forwarded(s4) || never_forwarded(d4))
+		return 0;
+	// RFC 7757 §4: a hairpin (an IPv4 destination that EAM maps back into
+	// our IPv6 side) is the core's.
+	if (eam_has_v4(dst4)) {
+		struct eam6_key k = {.prefixlen = 128};
+		__builtin_memcpy(k.addr, h->dst, 16);
+		if (!bpf_map_lookup_elem(&eam6, &k))
+			return 0;
+	}
 	__u32 len4 = 20 + plen;
 	if (len4 > 0xffff || (cfg->ipv4_mtu && len4 > cfg->ipv4_mtu))
 		return 0;
@@ -281,11 +438,6 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	__u8 proto6 = h->nexthdr;
 	__u8 proto4 = proto6 == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : proto6;
 	__u16 v6sum = fold(words(h->src, 32));
-	__u32 src4, dst4;
-	__builtin_memcpy(&src4, s4, 4);
-	__builtin_memcpy(&dst4, d4, 4);
-	src4 = bpf_ntohl(src4);
-	dst4 = bpf_ntohl(dst4);
 	__u16 v4sum = fold((__u64)src4 + dst4);
 	__u16 old_l4 = 0, new_l4 = 0;
 	if (proto6 == IPPROTO_ICMPV6_) {
@@ -359,7 +511,10 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	if (total < 20 || ETH_HLEN_ + total != skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
 	    h->ttl <= 1)
 		return 0;
-	if (v4_refused(cfg, h->src) || v4_refused(cfg, h->dst))
+	if (never_forwarded(h->src) || never_forwarded(h->dst))
+		return 0;
+	__u8 src6[16], dst6[16];
+	if (!map_v4(cfg, h->src, src6) || !map_v4(cfg, h->dst, dst6))
 		return 0;
 	__u32 l4_len = total - 20;
 	__u32 out = 40 + l4_len;
@@ -384,10 +539,8 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	__u8 tc = cfg->reset_traffic_class ? 0 : h->tos;
 	n.vtc_flow[0] = 0x60 | (tc >> 4);
 	n.vtc_flow[1] = (__u8)(tc << 4);
-	__builtin_memcpy(n.src, cfg->pool6, 12);
-	__builtin_memcpy(n.dst, cfg->pool6, 12);
-	__builtin_memcpy(n.src + 12, h->src, 4);
-	__builtin_memcpy(n.dst + 12, h->dst, 4);
+	__builtin_memcpy(n.src, src6, 16);
+	__builtin_memcpy(n.dst, dst6, 16);
 	__u16 v4sum = fold(words(h->src, 8));
 	__u16 v6sum = fold(words(n.src, 32));
 	__u16 old_l4 = 0, new_l4 = 0;

@@ -13,6 +13,8 @@ pub struct BpfConfig {
     pub ipv4_id_key: u64,
     /// The /96 pool6 prefix's first 12 bytes.
     pub pool6: [u8; 12],
+    /// 1 when there is a pool6.
+    pub has_pool6: u8,
     /// RFC 6052 §3.1: the Well-Known Prefix with `wkp_strict` refuses
     /// non-global IPv4 addresses.
     pub wkp_nonglobal: u8,
@@ -20,7 +22,7 @@ pub struct BpfConfig {
     pub reset_tos: u8,
     pub new_tos: u8,
     pub reset_traffic_class: u8,
-    pub _pad: [u8; 3],
+    pub _pad: [u8; 2],
     /// 0: unset.
     pub ipv4_mtu: u16,
     /// 0: unset.
@@ -41,13 +43,16 @@ impl BpfConfig {
         if let Some(why) = fastpath::unsupported(cfg) {
             return Err(why);
         }
-        let pool6 = cfg.map.pool6.ok_or("the fast path needs pool6")?;
         let mut p = [0u8; 12];
-        p.copy_from_slice(&pool6.addr().octets()[..12]);
+        if let Some(pool6) = cfg.map.pool6 {
+            p.copy_from_slice(&pool6.addr().octets()[..12]);
+        }
+        let wkp = cfg.map.pool6.is_some_and(|p| p.is_well_known());
         Ok(BpfConfig {
             ipv4_id_key: cfg.ipv4_id_key,
             pool6: p,
-            wkp_nonglobal: u8::from(cfg.map.wkp_strict && pool6.is_well_known()),
+            has_pool6: u8::from(cfg.map.pool6.is_some()),
+            wkp_nonglobal: u8::from(cfg.map.wkp_strict && wkp),
             decrement_hop_limit: u8::from(cfg.decrement_hop_limit),
             reset_tos: u8::from(cfg.reset_tos),
             new_tos: cfg.new_tos,
@@ -70,7 +75,7 @@ mod tests {
     fn layout_matches_the_c_struct() {
         assert_eq!(core::mem::size_of::<BpfConfig>(), 40);
         assert_eq!(core::mem::offset_of!(BpfConfig, pool6), 8);
-        assert_eq!(core::mem::offset_of!(BpfConfig, wkp_nonglobal), 20);
+        assert_eq!(core::mem::offset_of!(BpfConfig, wkp_nonglobal), 21);
         assert_eq!(core::mem::offset_of!(BpfConfig, ipv4_mtu), 28);
         assert_eq!(core::mem::offset_of!(BpfConfig, v6_fragment_limit), 32);
     }

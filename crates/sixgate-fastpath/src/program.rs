@@ -1,6 +1,7 @@
 //! Load the TC program, fill its maps, attach it to interfaces and read its
 //! counters.
 
+use aya::maps::lpm_trie::{Key, LpmTrie};
 use aya::maps::{Array, PerCpuArray, PerCpuValues};
 use aya::programs::SchedClassifier;
 use aya::programs::tc::{self, SchedClassifierLinkId, TcAttachType};
@@ -20,6 +21,29 @@ const PERMISSION_HINT: &str = " (loading eBPF needs CAP_BPF and CAP_NET_ADMIN, o
 struct Ids([u16; SLOTS]);
 // SAFETY: an array of integers, no padding.
 unsafe impl aya::Pod for Ids {}
+
+/// `struct eam6_val`: the IPv4 side of an EAM entry, found by its IPv6 side.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Eam6Val {
+    v4: u32,
+    v6_len: u32,
+    shift: u32,
+}
+// SAFETY: integers, no padding.
+unsafe impl aya::Pod for Eam6Val {}
+
+/// `struct eam4_val`: the IPv6 side of an EAM entry, found by its IPv4 side.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Eam4Val {
+    hi: u64,
+    lo: u64,
+    v4_len: u32,
+    shift: u32,
+}
+// SAFETY: integers, no padding.
+unsafe impl aya::Pod for Eam4Val {}
 
 /// The program's per-verdict counters, summed over CPUs.
 /// `received == translated_6to4 + translated_4to6 + passed + aborted`.
@@ -91,6 +115,7 @@ impl FastPath {
         };
         fp.set_config(&bpf_cfg)?;
         fp.seed_ids(cfg.ipv4_id_key)?;
+        fp.fill_eam(cfg)?;
         Ok(fp)
     }
 
@@ -113,6 +138,41 @@ impl FastPath {
                 .map_err(|e| format!("ids map: {e}"))?;
         let v = PerCpuValues::try_from(vec![start; cpus]).map_err(|e| format!("ids map: {e}"))?;
         m.set(0, v, 0).map_err(|e| format!("ids map: {e}"))
+    }
+
+    /// Put `cfg`'s EAM entries (RFC 7757) into the two tries, each side
+    /// keyed by its prefix. Tries start empty: for the loader, once.
+    fn fill_eam(&mut self, cfg: &Config) -> Result<(), String> {
+        for e in cfg.map.eam.entries() {
+            // Where the IPv4 suffix sits: its end's distance from the IPv6
+            // address's end (sixgate_core::addr::eam, `shift`).
+            let shift = (128 - u32::from(e.v6_len)) - (32 - u32::from(e.v4_len));
+            let v6 = u128::from_be_bytes(e.v6);
+            {
+                let mut t: LpmTrie<_, [u8; 16], Eam6Val> =
+                    LpmTrie::try_from(self.ebpf.map_mut("eam6").ok_or("no map eam6")?)
+                        .map_err(|e| format!("eam6 map: {e}"))?;
+                let val = Eam6Val {
+                    v4: u32::from_be_bytes(e.v4),
+                    v6_len: u32::from(e.v6_len),
+                    shift,
+                };
+                t.insert(&Key::new(u32::from(e.v6_len), e.v6), val, 0)
+                    .map_err(|e| format!("eam6 map: {e}"))?;
+            }
+            let mut t: LpmTrie<_, [u8; 4], Eam4Val> =
+                LpmTrie::try_from(self.ebpf.map_mut("eam4").ok_or("no map eam4")?)
+                    .map_err(|e| format!("eam4 map: {e}"))?;
+            let val = Eam4Val {
+                hi: (v6 >> 64) as u64,
+                lo: v6 as u64,
+                v4_len: u32::from(e.v4_len),
+                shift,
+            };
+            t.insert(&Key::new(u32::from(e.v4_len), e.v4), val, 0)
+                .map_err(|e| format!("eam4 map: {e}"))?;
+        }
+        Ok(())
     }
 
     /// Attach to `interface`'s ingress: tcx on kernels that have it (6.6+),

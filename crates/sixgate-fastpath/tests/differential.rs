@@ -17,7 +17,7 @@ use std::sync::Arc;
 use aya::programs::{TestRun, TestRunOptions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestRunner};
-use sixgate_core::addr::Rfc6052Prefix;
+use sixgate_core::addr::{Eam, Rfc6052Prefix};
 use sixgate_core::fastpath::is_fast_path_candidate;
 use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_fastpath::FastPath;
@@ -185,6 +185,22 @@ fn zero_udp6(mut ip: Vec<u8>, payload: usize) -> Vec<u8> {
 
 fn sample_config() -> Config {
     Config::with_pool6(Some(pool6()))
+}
+
+/// pool6 and RFC 7757 EAM entries of several shapes: the suffix shifted by
+/// 8 (/24 ↔ /120), 0 (/32 ↔ /128), 48 (/16 ↔ /64) and 80 (/24 ↔ /40) bits.
+fn eam_config() -> Config {
+    let mut cfg = sample_config();
+    for (v4, l4, v6, l6) in [
+        ("198.18.0.0", 24, "2001:db8:1::", 120),
+        ("198.18.1.1", 32, "2001:db8:2::1", 128),
+        ("203.0.0.0", 16, "2001:db8:3::", 64),
+        ("100.64.7.0", 24, "2001:db8:400::", 40),
+    ] {
+        let e = Eam::new(v4.parse().unwrap(), l4, v6.parse().unwrap(), l6).unwrap();
+        cfg.map.eam.insert(e).unwrap();
+    }
+    cfg
 }
 
 fn a4(v: [u8; 4]) -> Ipv4Addr {
@@ -428,6 +444,86 @@ fn vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
     ]
 }
 
+/// RFC 7757: EAM both ways, and the hairpin (§4) left to the core.
+#[test]
+fn rfc7757_eam_translates_as_the_core_does() {
+    pin_to_one_cpu();
+    let Some(mut bed) = Bed::new(eam_config()) else {
+        return;
+    };
+    let v6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+    let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        (
+            "rfc7757_s3_3 EAM'd source (/120) to pool6",
+            Ip6::new(v6("2001:db8:1::5"), h4_as_v6()).tcp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 EAM'd source (/128)",
+            Ip6::new(v6("2001:db8:2::1"), h4_as_v6()).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 EAM'd source (/64, shift 48)",
+            Ip6::new(v6("2001:db8:3::a:b"), h4_as_v6()).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 EAM'd source (/40, shift 80)",
+            Ip6::new(v6("2001:db8:4ab:cd00::"), h4_as_v6()).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 to an EAM'd destination (both EAM)",
+            Ip6::new(v6("2001:db8:1::5"), v6("2001:db8:3::9:9")).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 to the /24 entry",
+            Ip4::new(a4(H4), a4([198, 18, 0, 5])).tcp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 to the /32 entry",
+            Ip4::new(a4(H4), a4([198, 18, 1, 1])).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 to the /16 entry",
+            Ip4::new(a4(H4), a4([203, 0, 113, 9])).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 to the /24 ↔ /40 entry",
+            Ip4::new(a4(H4), a4([100, 64, 7, 200])).echo_request(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 from an EAM'd source",
+            Ip4::new(a4([203, 0, 1, 2]), a4([198, 18, 0, 5])).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s4 hairpin: pool6 form of an EAM'd address (slow)",
+            Ip6::new(v6("2001:db8:1::5"), in_pool6([198, 18, 0, 7])).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "source neither EAM'd nor in pool6 (slow)",
+            Ip6::new(v6("2001:db8:99::5"), h4_as_v6()).udp(1, 2, 8),
+            false,
+        ),
+    ];
+    for (what, ip, fast) in cases {
+        let o = bed.check(what, &ip);
+        assert_eq!(
+            matches!(o, Outcome::Translated),
+            fast,
+            "{what}: expected fast = {fast}"
+        );
+    }
+}
+
 #[test]
 fn vectors_translate_as_the_core_does_or_go_up() {
     pin_to_one_cpu();
@@ -508,6 +604,7 @@ fn v4_addr() -> impl Strategy<Value = [u8; 4]> {
     prop_oneof![
         4 => Just(H4),
         4 => Just(V6_AS_V4),
+        2 => prop::sample::select(vec![[198u8, 18, 0, 5], [198, 18, 1, 1], [203, 0, 9, 9], [100, 64, 7, 3]]),
         1 => prop::sample::select(vec![0u8, 10, 100, 127, 169, 172, 192, 198, 203, 224, 255])
             .prop_flat_map(|a| (Just(a), any::<[u8; 3]>()))
             .prop_map(|(a, [b, c, d])| [a, b, c, d]),
@@ -538,7 +635,7 @@ fn packets() -> impl Strategy<Value = Gen> {
             any::<bool>(),
             v4_addr(),
             v4_addr(),
-            prop_oneof![8 => Just(0u8), 1 => 1u8..3],
+            prop_oneof![8 => Just(0u8), 1 => 1u8..4],
         ),
         prop_oneof![1 => 0u8..3, 4 => any::<u8>()],
         any::<u8>(),
@@ -584,6 +681,8 @@ fn build(g: &Gen) -> Vec<u8> {
     let mut ip = if g.v6 {
         let src = if g.off_pool == 1 {
             "2001:db8:1::5".parse().unwrap()
+        } else if g.off_pool == 3 {
+            "2001:db8:3::a:b".parse().unwrap()
         } else {
             in_pool6(g.src)
         };
@@ -635,7 +734,17 @@ fn build(g: &Gen) -> Vec<u8> {
 #[test]
 fn generated_packets_translate_as_the_core_does_or_go_up() {
     pin_to_one_cpu();
-    let Some(bed) = Bed::new(sample_config()) else {
+    generated(sample_config());
+}
+
+#[test]
+fn rfc7757_generated_packets_with_eam_translate_as_the_core_does_or_go_up() {
+    pin_to_one_cpu();
+    generated(eam_config());
+}
+
+fn generated(cfg: Config) {
+    let Some(bed) = Bed::new(cfg) else {
         return;
     };
     let bed = RefCell::new(bed);
