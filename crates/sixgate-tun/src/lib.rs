@@ -5,7 +5,9 @@
 //! handlers (SIGINT, SIGTERM), the TUN device with one queue per worker
 //! ([`device`]), the routes into it ([`routes`]), in nat64 mode without pool4
 //! the diversion of the default pool4's ports ([`divert`]), `keep`
-//! persistence, and the privilege drop; then it starts one pinned worker
+//! persistence, the in-kernel fast path in front of the device when
+//! `[daemon] fastpath = "tc"` ([`fastpath`]), and the privilege drop; then it
+//! starts one pinned worker
 //! thread per queue, the runtime's worker loop over a TUN queue ([`worker`]).
 //! Each worker owns a [`sixgate_core::Translator`] over the shared
 //! `Arc<Config>`, its buffers (allocated once) and its counters; the packet
@@ -29,6 +31,7 @@ use tracing::{info, warn};
 
 pub mod device;
 pub mod divert;
+pub mod fastpath;
 pub mod gso;
 pub mod pipeline;
 pub mod plane;
@@ -50,6 +53,7 @@ pub struct Gateway {
     device: Option<device::Device>,
     live: Arc<Live>,
     divert: Option<divert::Divert>,
+    fastpath: Option<sixgate_fastpath::FastPath>,
     crew: Crew,
 }
 
@@ -160,9 +164,12 @@ impl Gateway {
                 undo_routing(&mut routes, &mut divert);
                 return Err(err(e));
             }
+            // Loading and attaching need the privileges about to be dropped.
+            let mut fastpath = fastpath::start(loaded, &plan.config);
             let privileged = match plan.drop_privileges() {
                 Ok(dropped) => !dropped,
                 Err(e) => {
+                    fastpath::stop(&mut fastpath);
                     undo_routing(&mut routes, &mut divert);
                     if keep && !dev.reused {
                         let _ = dev.set_persist(false);
@@ -171,9 +178,9 @@ impl Gateway {
                 }
             };
             let steering = steering.filter(|_| steered);
-            Ok((dev, routes, divert, n, privileged, steering))
+            Ok((dev, routes, divert, n, privileged, steering, fastpath))
         })();
-        let (mut dev, routes, divert, n, privileged, steering) = result?;
+        let (mut dev, routes, divert, n, privileged, steering, fastpath) = result?;
         plan.workers = n;
 
         let steered = steering.is_some();
@@ -262,6 +269,7 @@ impl Gateway {
             device: Some(dev),
             live,
             divert,
+            fastpath,
             crew,
         };
         for (i, (queue, follower)) in queues.into_iter().zip(followers).enumerate() {
@@ -320,6 +328,11 @@ impl Gateway {
         self.steered
     }
 
+    /// The fast path's counters, when it is attached (docs/fastpath.md).
+    pub fn fastpath_counters(&self) -> Option<sixgate_fastpath::Counters> {
+        self.fastpath.as_ref().and_then(|f| f.counters().ok())
+    }
+
     /// The control plane's handle: configuration changes, table listings,
     /// counters (see [`live`]).
     pub fn live(&self) -> Arc<Live> {
@@ -348,6 +361,9 @@ impl Gateway {
                 d.forget();
             }
         }
+        // Before the device goes: from here every packet takes the kernel's
+        // routes as if sixgate had never been there.
+        fastpath::stop(&mut self.fastpath);
         errors.extend(self.live.finish(self.keep, self.privileged));
         self.crew.join(&mut errors);
         if self.keep

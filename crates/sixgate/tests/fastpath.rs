@@ -1,0 +1,96 @@
+//! End to end with the TC fast path on (`[daemon] fastpath = "tc"`,
+//! docs/fastpath.md) in the standard SIIT bed: ping both ways and an HTTP
+//! transfer both ways cross the gateway, and the fast path's counters (its
+//! summary line at exit) show that it carried the bulk, with the TUN device
+//! seeing only the rest. Skips like e2e.rs (not root, no namespaces, no
+//! `run` command).
+
+use sixgate_netns::{
+    Dataplane, Dut, ScratchDir, Stopped, TopologyOptions, addr, check_host, ifname,
+};
+
+mod common;
+use common::{fetch_and_compare, http_server, pattern, ping, run_bed};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+
+/// The fast path's counters from the daemon's summary line at exit:
+/// (received, translated 6to4, translated 4to6, passed, aborted).
+fn counters(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
+    let line = stopped
+        .stderr
+        .lines()
+        .find(|l| l.contains("fast path: received"))
+        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
+    let mut n = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u64>().unwrap());
+    // "… 6to4 N 4to6 M …": skip the 6 and 4 of the labels.
+    let words: Vec<u64> = n.by_ref().collect();
+    let tail = &words[words.len() - 9..];
+    (tail[0], tail[3], tail[6], tail[7], tail[8])
+}
+
+#[test]
+fn ping_and_http_both_ways_mostly_on_the_fast_path() {
+    let test = "ping_and_http_both_ways_mostly_on_the_fast_path";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let dut = Dut::Sixgate {
+        binary: BIN.into(),
+        dataplane: Dataplane::Tun,
+        extra_toml: format!(
+            "[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            ifname::GATEWAY_V6,
+            ifname::GATEWAY_V4
+        ),
+    };
+    if let Err(why) = dut.check_available() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let content = pattern(4 << 20);
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, _| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3).len(),
+            3
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 3).len(),
+            3
+        );
+        let dir = ScratchDir::new("www").unwrap();
+        dir.write("file.bin", &content).unwrap();
+        {
+            let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+            let url = format!("[{}]", addr::V4_HOST_AS_V6);
+            fetch_and_compare(&bed.v6host, &url, &dir, "file.bin", &content);
+        }
+        let _server = http_server(&bed.v6host, addr::V6_HOST.into(), &dir);
+        let url = addr::V6_HOST_AS_V4.to_string();
+        fetch_and_compare(&bed.v4host, &url, &dir, "file.bin", &content);
+    });
+    let (received, v6to4, v4to6, passed, aborted) = counters(&stopped);
+    let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
+    println!(
+        "{test}: fast path received {received}, translated 6to4 {v6to4} 4to6 {v4to6}, \
+         passed {passed}; {into_tun} packets into the TUN device"
+    );
+    assert_eq!(
+        received,
+        v6to4 + v4to6 + passed + aborted,
+        "received = translated + passed"
+    );
+    assert_eq!(aborted, 0);
+    // Both directions of pings and transfers took it…
+    assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
+    // … and it carried the bulk: the TUN device saw only the rest.
+    let fast = v6to4 + v4to6;
+    assert!(
+        fast >= 10 * into_tun.max(1),
+        "fast path {fast} packets, TUN device {into_tun}"
+    );
+}
