@@ -53,7 +53,9 @@ struct config {
 	__u16 ipv6_mtu;         // 0: unset
 	__u16 v6_fragment_limit;
 	__u16 _pad2;
-	__u32 _pad3;
+	// The slow path's device (the TUN device): only a packet the kernel
+	// would route there is the translator's. 0: no check (BPF_PROG_TEST_RUN).
+	__u32 slow_ifindex;
 };
 
 struct {
@@ -203,6 +205,40 @@ static __always_inline int next_id(const struct config *cfg, __u32 src, __u32 ds
 	__u16 c = t->c[slot] + 1;
 	t->c[slot] = c;
 	return (__u16)(c + (__u16)(h >> 48));
+}
+
+// --- would the kernel hand this packet to the slow path? ---
+
+#define AF_INET_ 2
+#define AF_INET6_ 10
+
+// The slow path only sees what the kernel routes into its device: the
+// translator's prefixes, not the host's own addresses (which pool6 can
+// embed) nor anything else. Ask the kernel's FIB, policy rules included.
+// A packet too big for the device (BPF_FIB_LKUP_RET_FRAG_NEEDED) goes up
+// too: the kernel answers it as it would without the fast path.
+static __always_inline int routed_to_slow_path(struct __sk_buff *skb, const struct config *cfg,
+					       int v6, const __u8 *src, const __u8 *dst,
+					       __u32 ip_len)
+{
+	if (!cfg->slow_ifindex)
+		return 1;
+	struct bpf_fib_lookup p = {};
+	p.ifindex = skb->ingress_ifindex;
+	// A GSO super-packet is segmented for the device: its length says
+	// nothing about the MTU.
+	p.tot_len = skb->gso_segs > 1 ? 0 : ip_len;
+	if (v6) {
+		p.family = AF_INET6_;
+		__builtin_memcpy(p.ipv6_src, src, 16);
+		__builtin_memcpy(p.ipv6_dst, dst, 16);
+	} else {
+		p.family = AF_INET_;
+		__builtin_memcpy(&p.ipv4_src, src, 4);
+		__builtin_memcpy(&p.ipv4_dst, dst, 4);
+	}
+	long r = bpf_fib_lookup(skb, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	return r == BPF_FIB_LKUP_RET_SUCCESS && p.ifindex == cfg->slow_ifindex;
 }
 
 // --- address checks, as sixgate_core::fastpath ---
@@ -405,6 +441,8 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	__u32 plen = bpf_ntohs(h->plen);
 	if (plen == 0 || ETH_HLEN_ + 40 + plen != skb->len || h->hop_limit <= 1)
 		return 0;
+	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
+		return 0;
 	if (v6_special(h->src) || h->dst[0] == 0xff)
 		return 0;
 	__u32 src4, dst4;
@@ -512,6 +550,8 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	    h->ttl <= 1)
 		return 0;
 	if (never_forwarded(h->src) || never_forwarded(h->dst))
+		return 0;
+	if (!routed_to_slow_path(skb, cfg, 0, h->src, h->dst, total))
 		return 0;
 	__u8 src6[16], dst6[16];
 	if (!map_v4(cfg, h->src, src6) || !map_v4(cfg, h->dst, dst6))

@@ -29,7 +29,9 @@ pub struct BpfConfig {
     pub ipv6_mtu: u16,
     pub v6_fragment_limit: u16,
     pub _pad2: u16,
-    pub _pad3: u32,
+    /// The slow path's device: the program translates only what the kernel
+    /// routes there (0: no such check, for `BPF_PROG_TEST_RUN`).
+    pub slow_ifindex: u32,
 }
 
 // SAFETY: plain integers and byte arrays, repr(C), every bit pattern valid,

@@ -83,8 +83,11 @@ impl FastPath {
     /// Identification counters seeded as the core seeds a worker's. An error
     /// says why (an unsupported configuration, no clang at build time, no
     /// permission, a kernel that refuses it); the caller runs without it.
-    pub fn load(cfg: &Config) -> Result<FastPath, String> {
-        let bpf_cfg = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
+    /// `slow_ifindex`: the slow path's device (the TUN device), 0 for none
+    /// (tests: every candidate is translated).
+    pub fn load(cfg: &Config, slow_ifindex: u32) -> Result<FastPath, String> {
+        let mut bpf_cfg = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
+        bpf_cfg.slow_ifindex = slow_ifindex;
         if OBJECT.is_empty() {
             return Err(
                 "the TC fast path was not built (clang was missing when sixgate was \

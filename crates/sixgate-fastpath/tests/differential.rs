@@ -63,7 +63,7 @@ enum Outcome {
 
 impl Bed {
     fn new(cfg: Config) -> Option<Bed> {
-        let fp = match FastPath::load(&cfg) {
+        let fp = match FastPath::load(&cfg, 0) {
             Ok(fp) => fp,
             // Skipped only where it cannot load for want of clang or
             // privileges; as root a refusal is a failure.

@@ -12,12 +12,19 @@ use sixgate_fastpath::FastPath;
 use tracing::{info, warn};
 
 /// Load and attach, or say why not (`cfg`: the plan's configuration, with
-/// the IPv4 Identification key the workers use).
-pub fn start(loaded: &Loaded, cfg: &Config) -> Option<FastPath> {
+/// the IPv4 Identification key the workers use; `device`: the TUN device,
+/// where the kernel routes what the program may translate).
+pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
     if loaded.daemon.fastpath != FastPathMode::Tc {
         return None;
     }
-    let mut fp = match FastPath::load(cfg) {
+    let Some(ifindex) = ifindex(device) else {
+        warn!(
+            "fastpath = \"tc\": no interface index for {device}; every packet takes the TUN device"
+        );
+        return None;
+    };
+    let mut fp = match FastPath::load(cfg, ifindex) {
         Ok(fp) => fp,
         Err(why) => {
             warn!("fastpath = \"tc\": {why}; every packet takes the TUN device");
@@ -58,4 +65,11 @@ pub fn summary(c: &sixgate_fastpath::Counters) -> String {
          aborted {}",
         c.received, c.translated_6to4, c.translated_4to6, c.passed, c.aborted
     )
+}
+
+fn ifindex(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: a NUL-terminated string that outlives the call.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    (i != 0).then_some(i)
 }

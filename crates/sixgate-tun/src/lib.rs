@@ -165,7 +165,7 @@ impl Gateway {
                 return Err(err(e));
             }
             // Loading and attaching need the privileges about to be dropped.
-            let mut fastpath = fastpath::start(loaded, &plan.config);
+            let mut fastpath = fastpath::start(loaded, &plan.config, &dev.name);
             let privileged = match plan.drop_privileges() {
                 Ok(dropped) => !dropped,
                 Err(e) => {
