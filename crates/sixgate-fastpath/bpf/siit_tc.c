@@ -52,7 +52,7 @@ struct config {
 	__u16 ipv4_mtu;         // 0: unset
 	__u16 ipv6_mtu;         // 0: unset
 	__u16 v6_fragment_limit;
-	__u16 _pad2;
+	__u16 disabled;         // non-zero: pass everything up (while maps change)
 	// The slow path's device (the TUN device): only a packet the kernel
 	// would route there is the translator's. 0: no check (BPF_PROG_TEST_RUN).
 	__u32 slow_ifindex;
@@ -621,6 +621,8 @@ int sixgate_fastpath(struct __sk_buff *skb)
 	const struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	int r = 0;
 	__u32 which = C_PASSED;
+	if (cfg && cfg->disabled)
+		cfg = 0;
 	if (cfg && skb->protocol == bpf_htons(ETH_P_IPV6_)) {
 		r = v6_to_v4(skb, cfg);
 		which = C_TRANSLATED_6TO4;

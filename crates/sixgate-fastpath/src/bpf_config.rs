@@ -28,7 +28,8 @@ pub struct BpfConfig {
     /// 0: unset.
     pub ipv6_mtu: u16,
     pub v6_fragment_limit: u16,
-    pub _pad2: u16,
+    /// Non-zero: the program passes every packet up (while the maps change).
+    pub disabled: u16,
     /// The slow path's device: the program translates only what the kernel
     /// routes there (0: no such check, for `BPF_PROG_TEST_RUN`).
     pub slow_ifindex: u32,

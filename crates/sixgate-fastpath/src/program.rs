@@ -65,6 +65,8 @@ pub struct Counters {
 pub struct FastPath {
     ebpf: Ebpf,
     links: Vec<(String, SchedClassifierLinkId)>,
+    /// The configuration the program runs.
+    current: BpfConfig,
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -115,16 +117,61 @@ impl FastPath {
         let mut fp = FastPath {
             ebpf,
             links: Vec::new(),
+            current: bpf_cfg,
         };
-        fp.set_config(&bpf_cfg)?;
         fp.seed_ids(cfg.ipv4_id_key)?;
         fp.fill_eam(cfg)?;
+        fp.set_config(&bpf_cfg)?;
         Ok(fp)
+    }
+
+    /// Follow a configuration change (a reload, `sixgate eam add|remove`):
+    /// the program passes everything up while its maps change, then runs
+    /// `cfg`. A configuration it cannot serve leaves it passing everything
+    /// up (`Err` says why); so does a failed map update.
+    pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
+        let mut off = self.current;
+        off.disabled = 1;
+        self.set_config(&off)?;
+        let mut next = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
+        next.slow_ifindex = self.current.slow_ifindex;
+        self.clear_eam()?;
+        self.fill_eam(cfg)?;
+        if next.ipv4_id_key != self.current.ipv4_id_key {
+            self.seed_ids(next.ipv4_id_key)?;
+        }
+        self.set_config(&next)?;
+        self.current = next;
+        Ok(())
+    }
+
+    fn clear_eam(&mut self) -> Result<(), String> {
+        let mut t: LpmTrie<_, [u8; 16], Eam6Val> =
+            LpmTrie::try_from(self.ebpf.map_mut("eam6").ok_or("no map eam6")?)
+                .map_err(|e| format!("eam6 map: {e}"))?;
+        let keys: Vec<_> = t
+            .keys()
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("eam6 map: {e}"))?;
+        for k in keys {
+            t.remove(&k).map_err(|e| format!("eam6 map: {e}"))?;
+        }
+        let mut t: LpmTrie<_, [u8; 4], Eam4Val> =
+            LpmTrie::try_from(self.ebpf.map_mut("eam4").ok_or("no map eam4")?)
+                .map_err(|e| format!("eam4 map: {e}"))?;
+        let keys: Vec<_> = t
+            .keys()
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("eam4 map: {e}"))?;
+        for k in keys {
+            t.remove(&k).map_err(|e| format!("eam4 map: {e}"))?;
+        }
+        Ok(())
     }
 
     /// Replace the configuration the program reads (one map element, written
     /// whole).
-    pub fn set_config(&mut self, c: &BpfConfig) -> Result<(), String> {
+    fn set_config(&mut self, c: &BpfConfig) -> Result<(), String> {
         let mut a: Array<_, BpfConfig> =
             Array::try_from(self.ebpf.map_mut("config").ok_or("no map config")?)
                 .map_err(|e| format!("config map: {e}"))?;
@@ -133,7 +180,7 @@ impl FastPath {
 
     /// Every CPU's Identification counters back to the core's start values
     /// for `key` (RFC 6864; `Ipv4IdGenerator::start_values`).
-    pub fn seed_ids(&mut self, key: u64) -> Result<(), String> {
+    fn seed_ids(&mut self, key: u64) -> Result<(), String> {
         let cpus = aya::util::nr_cpus().map_err(|(what, e)| format!("{what}: {e}"))?;
         let start = Ids(Ipv4IdGenerator::start_values(key));
         let mut m: PerCpuArray<_, Ids> =

@@ -524,6 +524,53 @@ fn rfc7757_eam_translates_as_the_core_does() {
     }
 }
 
+/// A configuration change (reload, `sixgate eam add|remove`) reaches the
+/// program: EAM entries removed and added, a key changed; the core's twin
+/// follows with `set_config` (keeping its ID counters, as a worker does).
+#[test]
+fn reconfigured_program_follows_the_new_configuration() {
+    pin_to_one_cpu();
+    let Some(mut bed) = Bed::new(eam_config()) else {
+        return;
+    };
+    let mut plain = sample_config();
+    plain.reset_tos = true;
+    plain.new_tos = 0x20;
+    for cfg in [plain, eam_config(), sample_config()] {
+        bed.fp.reconfigure(&cfg).expect("reconfigure");
+        let cfg = Arc::new(cfg);
+        bed.twin.set_config(cfg.clone());
+        bed.cfg = cfg;
+        for (what, ip, _) in vectors() {
+            bed.check(what, &ip);
+        }
+        let ip = Ip6::new("2001:db8:1::5".parse().unwrap(), h4_as_v6()).udp(1, 2, 8);
+        let fast = matches!(bed.check("EAM'd source", &ip), Outcome::Translated);
+        assert_eq!(fast, !bed.cfg.map.eam.is_empty());
+    }
+    // A configuration it cannot serve: everything goes up.
+    let mut nat64 = sample_config();
+    nat64.map.pool6 = Some(Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 64).unwrap());
+    assert!(bed.fp.reconfigure(&nat64).is_err());
+    let ip = Ip6::new(h6(), h4_as_v6()).udp(1, 2, 8);
+    let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x86, 0xdd];
+    frame.extend_from_slice(&ip);
+    let mut out = vec![0u8; frame.len() + 64];
+    let r = bed
+        .fp
+        .program()
+        .test_run(TestRunOptions {
+            data_in: Some(&frame),
+            data_out: Some(&mut out),
+            ..TestRunOptions::default()
+        })
+        .unwrap();
+    assert_eq!(
+        (r.return_value, &out[..r.data_size_out as usize]),
+        (TC_ACT_OK, &frame[..])
+    );
+}
+
 #[test]
 fn vectors_translate_as_the_core_does_or_go_up() {
     pin_to_one_cpu();

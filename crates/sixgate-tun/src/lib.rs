@@ -53,7 +53,6 @@ pub struct Gateway {
     device: Option<device::Device>,
     live: Arc<Live>,
     divert: Option<divert::Divert>,
-    fastpath: Option<sixgate_fastpath::FastPath>,
     crew: Crew,
 }
 
@@ -251,6 +250,7 @@ impl Gateway {
             manage_routes: manage,
             workers: n as u16,
             draining: Vec::new(),
+            fastpath,
         };
         let (live, followers) = Live::new(
             cfg.clone(),
@@ -269,7 +269,6 @@ impl Gateway {
             device: Some(dev),
             live,
             divert,
-            fastpath,
             crew,
         };
         for (i, (queue, follower)) in queues.into_iter().zip(followers).enumerate() {
@@ -328,11 +327,6 @@ impl Gateway {
         self.steered
     }
 
-    /// The fast path's counters, when it is attached (docs/fastpath.md).
-    pub fn fastpath_counters(&self) -> Option<sixgate_fastpath::Counters> {
-        self.fastpath.as_ref().and_then(|f| f.counters().ok())
-    }
-
     /// The control plane's handle: configuration changes, table listings,
     /// counters (see [`live`]).
     pub fn live(&self) -> Arc<Live> {
@@ -361,9 +355,7 @@ impl Gateway {
                 d.forget();
             }
         }
-        // Before the device goes: from here every packet takes the kernel's
-        // routes as if sixgate had never been there.
-        fastpath::stop(&mut self.fastpath);
+        // The fast path goes first (TunPlane::finish).
         errors.extend(self.live.finish(self.keep, self.privileged));
         self.crew.join(&mut errors);
         if self.keep
