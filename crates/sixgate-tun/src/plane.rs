@@ -53,6 +53,17 @@ impl Plane for TunPlane {
         Ok(())
     }
 
+    fn fast_path(&self) -> Option<sixgate_dataplane::FastPathCounters> {
+        let c = self.fastpath.as_ref()?.counters().ok()?;
+        Some(sixgate_dataplane::FastPathCounters {
+            received: c.received,
+            translated_6to4: c.translated_6to4,
+            translated_4to6: c.translated_4to6,
+            passed: c.passed,
+            aborted: c.aborted,
+        })
+    }
+
     fn pool4_drained(&mut self, cfg: &Config, draining: &[Pool4Entry]) -> Vec<String> {
         let mut warn = Vec::new();
         for route in drained(&mut self.draining, cfg, draining) {

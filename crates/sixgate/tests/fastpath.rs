@@ -53,7 +53,7 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         return;
     }
     let content = pattern(4 << 20);
-    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, _| {
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
         assert_eq!(
             ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3).len(),
             3
@@ -72,6 +72,23 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         let _server = http_server(&bed.v6host, addr::V6_HOST.into(), &dir);
         let url = addr::V6_HOST_AS_V4.to_string();
         fetch_and_compare(&bed.v4host, &url, &dir, "file.bin", &content);
+        // `show stats` reports the fast path while it runs.
+        let socket = running.api_socket().expect("an API socket");
+        let out = std::process::Command::new(BIN)
+            .args(["show", "stats", "--socket"])
+            .arg(socket)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "show stats: {text}");
+        let total = |name: &str| -> u64 {
+            text.lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in show stats:\n{text}"))
+        };
+        assert!(total("fastpath_translated_6to4") > 0, "{text}");
+        assert!(total("fastpath_translated_4to6") > 0, "{text}");
     });
     let (received, v6to4, v4to6, passed, aborted) = counters(&stopped);
     let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
