@@ -139,3 +139,126 @@ fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
     let echo = [icmp4::ECHO_REQUEST, icmp4::ECHO_REPLY];
     l4_ok(ip[9], nh::ICMP, echo, &ip[20..])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::{Eam, Rfc6052Prefix};
+    use sixgate_testkit::{Ip4, Ip6};
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn cfg() -> Config {
+        let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
+        let mut c = Config::with_pool6(Some(pool6));
+        let e = Eam::new(
+            Ipv4Addr::new(198, 18, 0, 0),
+            24,
+            "2001:db8:1::".parse().unwrap(),
+            120,
+        )
+        .unwrap();
+        c.map.eam.insert(e).unwrap();
+        c
+    }
+    const H6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5);
+    const S6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc000, 0x0221);
+    const S4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 33);
+    const H4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 5);
+
+    /// RFC 7915 §5.1 / §4.1: the plain TCP, UDP and Echo packets are in scope.
+    #[test]
+    fn rfc7915_s4_1_s5_1_plain_packets_are_candidates() {
+        let c = cfg();
+        for ip in [
+            Ip6::new(H6, S6).tcp(1, 2, 10),
+            Ip6::new(H6, S6).udp(1, 2, 10),
+            Ip6::new(H6, S6).echo_request(1, 2, 10),
+            Ip4::new(S4, H4).tcp(1, 2, 10),
+            Ip4::new(S4, H4).udp(1, 2, 10),
+            Ip4::new(S4, H4).echo_reply(1, 2, 10),
+        ] {
+            assert!(is_fast_path_candidate(&c, &ip), "{ip:02x?}");
+        }
+    }
+
+    /// RFC 7915 §5.1 / §4.1: extension headers, options, fragments and an
+    /// expiring hop limit or TTL are the core's.
+    #[test]
+    fn rfc7915_s4_1_s5_1_headers_fragments_and_ttl_are_slow_path() {
+        let c = cfg();
+        for ip in [
+            Ip6::new(H6, S6).hop_by_hop().udp(1, 2, 10),
+            Ip6::new(H6, S6).fragment_header(0, true, 1).udp(1, 2, 10),
+            Ip6::new(H6, S6).hop_limit(1).udp(1, 2, 10),
+            Ip4::new(S4, H4).options(&[1, 1, 1, 1]).udp(1, 2, 10),
+            Ip4::new(S4, H4).df(false).fragment(17, 0, true, &[0; 16]),
+            Ip4::new(S4, H4).ttl(1).udp(1, 2, 10),
+        ] {
+            assert!(!is_fast_path_candidate(&c, &ip), "{ip:02x?}");
+        }
+    }
+
+    /// RFC 7915 §4.2 / §5.2: ICMP errors and non-Echo ICMP are the core's;
+    /// §4.5 / §5.5: so is a UDP checksum of zero.
+    #[test]
+    fn rfc7915_s4_2_s4_5_icmp_errors_and_zero_udp_checksum_are_slow_path() {
+        let c = cfg();
+        let inner = Ip4::new(H4, S4).udp(1, 2, 8);
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip4::new(S4, H4).icmp_error(3, 3, [0; 4], &inner)
+        ));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip6::new(H6, S6).icmp(1, 4, [0; 4], &[0; 28])
+        ));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip4::new(S4, H4).udp_zero_checksum(1, 2, 8)
+        ));
+    }
+
+    /// RFC 7757 §4: a hairpin (pool6 form of an EAM'd IPv4 address) goes
+    /// back into IPv6 in the core.
+    #[test]
+    fn rfc7757_s4_hairpin_is_slow_path() {
+        let c = cfg();
+        let hairpin: Ipv6Addr = "2001:db8:64::c612:7".parse().unwrap();
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip6::new(H6, hairpin).udp(1, 2, 8)
+        ));
+    }
+
+    /// RFC 7915 §5.4 / §4.4: a packet over a configured MTU gets the core's
+    /// Packet Too Big, Fragmentation Needed or fragmentation.
+    #[test]
+    fn rfc7915_s4_4_s5_4_over_an_mtu_is_slow_path() {
+        let mut c = cfg();
+        c.ipv4_mtu = Some(1300);
+        c.ipv6_mtu = Some(1300);
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip6::new(H6, S6).udp(1, 2, 1400)
+        ));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip4::new(S4, H4).udp(1, 2, 1400)
+        ));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip4::new(S4, H4).df(false).udp(1, 2, 1300)
+        ));
+    }
+
+    #[test]
+    fn unsupported_configurations_say_why() {
+        assert_eq!(unsupported(&cfg()), None);
+        let mut c = cfg();
+        c.map.pool6 = Some(Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 64).unwrap());
+        assert_eq!(unsupported(&c), Some("the fast path needs a /96 pool6"));
+        assert!(!is_fast_path_candidate(&c, &Ip6::new(H6, S6).udp(1, 2, 8)));
+        let c = Config::with_pool6(None);
+        assert!(unsupported(&c).is_some());
+    }
+}
