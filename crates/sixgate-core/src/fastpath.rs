@@ -49,7 +49,7 @@ fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
     }
 }
 
-/// Is `ip` (an IPv4 or IPv6 packet, nothing after it) one the fast path
+/// Is `ip` (an IPv4 or IPv6 packet, maybe with link-layer padding) one the fast path
 /// translates under `cfg`? Only when [`unsupported`] is `None`. A candidate has
 /// no IPv4 options or IPv6 extension headers, is no fragment, has a TTL or
 /// hop limit above 1, source and destination map (EAM, then pool6) to
@@ -71,9 +71,9 @@ fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
         return false;
     }
     let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-    // Payload Length 0 is a jumbogram or an empty packet; link padding is
-    // trimmed by the core, not here.
-    if plen == 0 || 40 + plen != ip.len() || ip[7] <= 1 {
+    // Payload Length 0 is a jumbogram or an empty packet. Link-layer padding
+    // beyond Payload Length is trimmed, as the core trims it.
+    if plen == 0 || 40 + plen > ip.len() || ip[7] <= 1 {
         return false;
     }
     let src6 = u128::from_be_bytes(ip[8..24].try_into().unwrap_or_default());
@@ -101,11 +101,12 @@ fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
         return false;
     }
     let echo = [icmp6::ECHO_REQUEST, icmp6::ECHO_REPLY];
-    l4_ok(ip[6], nh::ICMPV6, echo, &ip[40..])
+    l4_ok(ip[6], nh::ICMPV6, echo, &ip[40..40 + plen])
 }
 
 fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
-    // No options (IHL 5), a valid header checksum, no link padding.
+    // No options (IHL 5), a valid header checksum; link-layer padding beyond
+    // Total Length is trimmed, as the core trims it.
     if ip.len() < 20 || ip[0] != 0x45 || crate::checksum::sum(&ip[..20]) != 0xffff {
         return false;
     }
@@ -113,7 +114,7 @@ fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
     let flags = u16::from_be_bytes([ip[6], ip[7]]);
     let df = flags & ipv4::DF != 0;
     // Not a fragment: MF clear, offset 0.
-    if total != ip.len() || flags & (ipv4::MF | ipv4::OFFSET_MASK) != 0 || ip[8] <= 1 {
+    if total < 20 || total > ip.len() || flags & (ipv4::MF | ipv4::OFFSET_MASK) != 0 || ip[8] <= 1 {
         return false;
     }
     let (src, dst) = (
@@ -137,7 +138,7 @@ fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
         return false;
     }
     let echo = [icmp4::ECHO_REQUEST, icmp4::ECHO_REPLY];
-    l4_ok(ip[9], nh::ICMP, echo, &ip[20..])
+    l4_ok(ip[9], nh::ICMP, echo, &ip[20..total])
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 // with BPF_PROG_TEST_RUN): EAM (RFC 7757, LPM tries), then pool6 /96
 // (RFC 6052 §2.2) for both addresses, no hairpin (RFC 7757 §4), no
 // IPv4 options or IPv6 extension headers, no fragments, TTL / hop limit > 1,
+// link-layer padding trimmed,
 // TCP, UDP with a checksum, or ICMP Echo / Echo Reply; RFC 7915 §4.1 / §5.1
 // header mapping, RFC 1624 incremental checksums, the core's IPv4
 // Identification rule (DF=0 up to 1260 bytes with a per-flow counter).
@@ -439,7 +440,9 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	if ((h->vtc_flow[0] >> 4) != 6)
 		return 0;
 	__u32 plen = bpf_ntohs(h->plen);
-	if (plen == 0 || ETH_HLEN_ + 40 + plen != skb->len || h->hop_limit <= 1)
+	// Link-layer padding beyond Payload Length is trimmed below, as the
+	// core trims it.
+	if (plen == 0 || ETH_HLEN_ + 40 + plen > skb->len || h->hop_limit <= 1)
 		return 0;
 	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
 		return 0;
@@ -506,6 +509,9 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	}
 	n.check = bpf_htons(~fold(words((__u8 *)&n, 20)));
 
+	if (ETH_HLEN_ + 40 + plen < skb->len && bpf_skb_change_tail(skb, ETH_HLEN_ + 40 + plen, 0))
+		return 0;
+	// Only padding gone so far: a refusal leaves the same packet to pass up.
 	if (bpf_skb_change_proto(skb, bpf_htons(ETH_P_IP_), 0))
 		return 0;
 	// Past this point the packet is half translated: a failure leaves it
@@ -546,7 +552,9 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		return 0;
 	__u32 total = bpf_ntohs(h->total_len);
 	__u16 flags = bpf_ntohs(h->flags_frag);
-	if (total < 20 || ETH_HLEN_ + total != skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
+	// Link-layer padding (a short frame on Ethernet) is trimmed below, as
+	// the core trims it.
+	if (total < 20 || ETH_HLEN_ + total > skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
 	    h->ttl <= 1)
 		return 0;
 	if (never_forwarded(h->src) || never_forwarded(h->dst))
@@ -594,6 +602,8 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		new_l4 = add16(pseudo, (__u16)ty6 << 8 | l4[1]);
 	}
 
+	if (ETH_HLEN_ + total < skb->len && bpf_skb_change_tail(skb, ETH_HLEN_ + total, 0))
+		return 0;
 	if (bpf_skb_change_proto(skb, bpf_htons(ETH_P_IPV6_), 0))
 		return 0;
 	__be16 eth_p = bpf_htons(ETH_P_IPV6_);

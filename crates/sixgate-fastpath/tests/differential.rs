@@ -213,6 +213,11 @@ fn vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
     let p4 = || Ip4::new(a4(H4), a4(V6_AS_V4));
     let mut padded = p4().udp(7, 9, 4);
     padded.extend_from_slice(&[0; 6]);
+    let mut padded6 = p6().tcp_flags(7, 9, 0x10, 0);
+    padded6.extend_from_slice(&[0xee; 6]);
+    // A 12-byte "TCP header" padded to 40: the padding is no header.
+    let mut padded_short = p4().raw(6, &[0; 12]);
+    padded_short.extend_from_slice(&[0; 14]);
     let mut bad_csum = p4().udp(7, 9, 20);
     bad_csum[10] ^= 0x55;
     let mut plen0 = p6().raw(59, &[]);
@@ -430,7 +435,13 @@ fn vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
             bad_csum,
             false,
         ),
-        ("link-layer padding (slow in this version)", padded, false),
+        ("link-layer padding trimmed (IPv4)", padded, true),
+        ("link-layer padding trimmed (IPv6)", padded6, true),
+        (
+            "padding: a short TCP header inside Total Length (slow)",
+            padded_short,
+            false,
+        ),
         (
             "rfc1812_s5_3_7 source 127.0.0.1 (slow)",
             Ip4::new(a4([127, 0, 0, 1]), a4(V6_AS_V4)).udp(1, 2, 8),
@@ -674,6 +685,7 @@ struct Gen {
     zero_udp: bool,
     ext: u8,
     flip: Option<(usize, u8)>,
+    pad: usize,
 }
 
 fn packets() -> impl Strategy<Value = Gen> {
@@ -692,7 +704,10 @@ fn packets() -> impl Strategy<Value = Gen> {
         prop::sample::select(vec![0u8, 8, 128, 129, 1, 3, 11, 13, 135]),
         prop::bool::weighted(0.1),
         prop_oneof![6 => Just(0u8), 1 => 1u8..5],
-        prop::option::weighted(0.15, (0usize..60, 1u8..=255)),
+        (
+            prop::option::weighted(0.15, (0usize..60, 1u8..=255)),
+            prop_oneof![6 => Just(0usize), 1 => 1usize..20],
+        ),
     )
         .prop_map(
             |(
@@ -705,7 +720,7 @@ fn packets() -> impl Strategy<Value = Gen> {
                 icmp_type,
                 zero_udp,
                 ext,
-                flip,
+                (flip, pad),
             )| Gen {
                 v6,
                 src,
@@ -720,6 +735,7 @@ fn packets() -> impl Strategy<Value = Gen> {
                 zero_udp,
                 ext,
                 flip,
+                pad,
             },
         )
 }
@@ -775,6 +791,8 @@ fn build(g: &Gen) -> Vec<u8> {
     {
         ip[at] ^= x;
     }
+    // Link-layer padding after the packet.
+    ip.extend(std::iter::repeat_n(0xee, g.pad));
     ip
 }
 
