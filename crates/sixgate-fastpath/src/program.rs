@@ -5,6 +5,7 @@ use aya::maps::lpm_trie::{Key, LpmTrie};
 use aya::maps::{Array, PerCpuArray, PerCpuValues};
 use aya::programs::SchedClassifier;
 use aya::programs::tc::{self, SchedClassifierLinkId, TcAttachType};
+use aya::util::KernelVersion;
 use aya::{Ebpf, EbpfLoader};
 use sixgate_core::Config;
 use sixgate_core::ipv4_id::{Ipv4IdGenerator, SLOTS};
@@ -65,6 +66,8 @@ pub struct Counters {
 pub struct FastPath {
     ebpf: Ebpf,
     links: Vec<(String, SchedClassifierLinkId)>,
+    /// Interfaces that got a clsact qdisc from us (kernels without tcx).
+    clsact_added: Vec<String>,
     /// The configuration the program runs.
     current: BpfConfig,
 }
@@ -117,6 +120,7 @@ impl FastPath {
         let mut fp = FastPath {
             ebpf,
             links: Vec::new(),
+            clsact_added: Vec::new(),
             current: bpf_cfg,
         };
         fp.seed_ids(cfg.ipv4_id_key)?;
@@ -228,8 +232,12 @@ impl FastPath {
     /// Attach to `interface`'s ingress: tcx on kernels that have it (6.6+),
     /// else a clsact qdisc's filter (the qdisc added if missing).
     pub fn attach(&mut self, interface: &str) -> Result<(), String> {
-        // An existing clsact is fine; without tcx the netlink attach needs one.
-        let _ = tc::qdisc_add_clsact(interface);
+        // Without tcx (Linux < 6.6) aya attaches through netlink, under a
+        // clsact qdisc: add one if missing, and remove it again at detach.
+        let tcx = KernelVersion::current().is_ok_and(|v| v >= KernelVersion::new(6, 6, 0));
+        if !tcx && tc::qdisc_add_clsact(interface).is_ok() {
+            self.clsact_added.push(interface.to_owned());
+        }
         let id = self
             .program_mut()
             .attach(interface, TcAttachType::Ingress)
@@ -243,10 +251,19 @@ impl FastPath {
         Ok(())
     }
 
-    /// Detach from every interface (also done when dropped).
+    /// Detach from every interface (also done when dropped), and remove the
+    /// clsact qdiscs [`FastPath::attach`] added.
     pub fn detach_all(&mut self) {
         for (_, id) in std::mem::take(&mut self.links) {
             let _ = self.program_mut().detach(id);
+        }
+        for iface in std::mem::take(&mut self.clsact_added) {
+            // aya has no qdisc removal; tc(8) does it. Failing that, an
+            // empty clsact qdisc is harmless.
+            let _ = std::process::Command::new("tc")
+                .args(["qdisc", "del", "dev", &iface, "clsact"])
+                .stderr(std::process::Stdio::null())
+                .status();
         }
     }
 
