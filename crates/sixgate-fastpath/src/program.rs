@@ -232,6 +232,16 @@ impl FastPath {
     /// Attach to `interface`'s ingress: tcx on kernels that have it (6.6+),
     /// else a clsact qdisc's filter (the qdisc added if missing).
     pub fn attach(&mut self, interface: &str) -> Result<(), String> {
+        // The program reads an Ethernet header first (ARPHRD_ETHER, veth
+        // included); an L3 device (tun, WireGuard) would be misread.
+        let kind = link_type(interface)
+            .map_err(|e| format!("cannot attach the TC fast path to {interface}: {e}"))?;
+        if kind != libc::ARPHRD_ETHER {
+            return Err(format!(
+                "cannot attach the TC fast path to {interface}: not an Ethernet interface \
+                 (link type {kind}); expected the IPv6-side and IPv4-side Ethernet interfaces"
+            ));
+        }
         // Without tcx (Linux < 6.6) aya attaches through netlink, under a
         // clsact qdisc: add one if missing, and remove it again at detach.
         let tcx = KernelVersion::current().is_ok_and(|v| v >= KernelVersion::new(6, 6, 0));
@@ -309,5 +319,33 @@ impl FastPath {
 impl Drop for FastPath {
     fn drop(&mut self) {
         self.detach_all();
+    }
+}
+
+/// The interface's link type (`ARPHRD_*`), from `SIOCGIFHWADDR` in the
+/// caller's network namespace.
+fn link_type(interface: &str) -> Result<u16, String> {
+    let name = interface.as_bytes();
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+        return Err("not an interface name".to_owned());
+    }
+    // SAFETY: plain socket and ioctl calls on a zeroed ifreq whose name is
+    // NUL-terminated; the socket is closed before returning.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (d, s) in req.ifr_name.iter_mut().zip(name) {
+            *d = *s as libc::c_char;
+        }
+        let r = libc::ioctl(fd, libc::SIOCGIFHWADDR, &mut req);
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if r < 0 {
+            return Err(err.to_string());
+        }
+        Ok(req.ifr_ifru.ifru_hwaddr.sa_family)
     }
 }

@@ -63,6 +63,9 @@ fn run() {
     assert_eq!(fp.interfaces().collect::<Vec<_>>(), ["fp6", "fp4"]);
     assert_eq!((programs_on("fp6"), programs_on("fp4")), (1, 1));
     assert!(fp.attach("no-such-if").is_err());
+    // Not Ethernet: the program would misread its packets.
+    let e = fp.attach("lo").unwrap_err();
+    assert!(e.contains("not an Ethernet interface"), "{e}");
     fp.detach_all();
     assert_eq!((programs_on("fp6"), programs_on("fp4")), (0, 0));
     // Dropped while attached: detached too.
