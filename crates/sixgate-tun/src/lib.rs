@@ -126,6 +126,10 @@ impl Gateway {
             } else if dev.offload == Offload::Tcp {
                 warn!(device = %dev.name, "UDP segmentation offload refused by the kernel (needs Linux 6.2); TCP offloads only");
             }
+            // The fast path before the routes: from the first packet the
+            // kernel routes into the device, the program is there. (Loading
+            // and attaching need the privileges dropped below.)
+            let mut fastpath = fastpath::start(loaded, &plan.config, &dev.name);
             let wanted = if tun.manage_routes {
                 destinations::wanted_for(loaded)
             } else {
@@ -163,8 +167,6 @@ impl Gateway {
                 undo_routing(&mut routes, &mut divert);
                 return Err(err(e));
             }
-            // Loading and attaching need the privileges about to be dropped.
-            let mut fastpath = fastpath::start(loaded, &plan.config, &dev.name);
             let privileged = match plan.drop_privileges() {
                 Ok(dropped) => !dropped,
                 Err(e) => {

@@ -2,8 +2,8 @@
 //! docs/fastpath.md) in the standard SIIT bed: ping both ways and an HTTP
 //! transfer both ways cross the gateway, and the fast path's counters (its
 //! summary line at exit) show that it carried the bulk, with the TUN device
-//! seeing only the rest. Skips like e2e.rs (not root, no namespaces, no
-//! `run` command).
+//! seeing only the rest; a runtime EAM change reaches the program. Skips
+//! like e2e.rs (not root, no namespaces, no `run` command).
 
 use sixgate_netns::{
     Dataplane, Dut, ScratchDir, Stopped, TopologyOptions, addr, check_host, ifname,
@@ -32,12 +32,12 @@ fn counters(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
     (tail[0], tail[3], tail[6], tail[7], tail[8])
 }
 
-#[test]
-fn ping_and_http_both_ways_mostly_on_the_fast_path() {
-    let test = "ping_and_http_both_ways_mostly_on_the_fast_path";
+/// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
+/// (after saying why) where the test must skip.
+fn fast_dut(test: &str) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
-        return;
+        return None;
     }
     let dut = Dut::Sixgate {
         binary: BIN.into(),
@@ -50,8 +50,77 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
     };
     if let Err(why) = dut.check_available() {
         println!("skipped: {test}: {why}");
-        return;
+        return None;
     }
+    Some(dut)
+}
+
+/// `sixgate ARGS --socket SOCKET`, which must succeed; its standard output.
+fn cli(socket: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(BIN)
+        .args(args)
+        .arg("--socket")
+        .arg(socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "sixgate {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The total of one `show stats` row.
+fn stat(socket: &std::path::Path, name: &str) -> u64 {
+    let text = cli(socket, &["show", "stats"]);
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in show stats:\n{text}"))
+}
+
+/// A runtime EAM change reaches the program (docs/fastpath.md,
+/// "Configuration changes"): with the v6 host's EAM entry removed the core
+/// refuses its packets, and the program must not translate them with the
+/// entry it had; added back, they take the fast path again.
+#[test]
+fn eam_changes_reach_the_fast_path() {
+    let test = "eam_changes_reach_the_fast_path";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        let socket = running.api_socket().expect("an API socket");
+        let dest = addr::V4_HOST_AS_V6.to_string();
+        assert_eq!(ping(&bed.v6host, &dest, 2).len(), 2);
+        let before = stat(socket, "fastpath_translated_6to4");
+        assert!(before >= 2, "{before}");
+        cli(socket, &["eam", "remove", addr::EAM_V4, addr::EAM_V6]);
+        // Refused by the core now (no mapping for the source): no reply.
+        let _ = bed.v6host.run_timeout(
+            "ping",
+            ["-n", "-c", "2", "-i", "0.2", "-W", "1", &dest],
+            std::time::Duration::from_secs(10),
+        );
+        assert_eq!(
+            stat(socket, "fastpath_translated_6to4"),
+            before,
+            "translated with a removed EAM entry"
+        );
+        cli(socket, &["eam", "add", addr::EAM_V4, addr::EAM_V6]);
+        assert_eq!(ping(&bed.v6host, &dest, 2).len(), 2);
+        assert!(stat(socket, "fastpath_translated_6to4") >= before + 2);
+    });
+}
+
+#[test]
+fn ping_and_http_both_ways_mostly_on_the_fast_path() {
+    let test = "ping_and_http_both_ways_mostly_on_the_fast_path";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
     let content = pattern(4 << 20);
     let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
         assert_eq!(
@@ -74,21 +143,8 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         fetch_and_compare(&bed.v4host, &url, &dir, "file.bin", &content);
         // `show stats` reports the fast path while it runs.
         let socket = running.api_socket().expect("an API socket");
-        let out = std::process::Command::new(BIN)
-            .args(["show", "stats", "--socket"])
-            .arg(socket)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "show stats: {text}");
-        let total = |name: &str| -> u64 {
-            text.lines()
-                .find(|l| l.split_whitespace().next() == Some(name))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-                .unwrap_or_else(|| panic!("no {name} in show stats:\n{text}"))
-        };
-        assert!(total("fastpath_translated_6to4") > 0, "{text}");
-        assert!(total("fastpath_translated_4to6") > 0, "{text}");
+        assert!(stat(socket, "fastpath_translated_6to4") > 0);
+        assert!(stat(socket, "fastpath_translated_4to6") > 0);
     });
     let (received, v6to4, v4to6, passed, aborted) = counters(&stopped);
     let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
