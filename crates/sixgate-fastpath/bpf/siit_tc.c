@@ -444,8 +444,6 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	// core trims it.
 	if (plen == 0 || ETH_HLEN_ + 40 + plen > skb->len || h->hop_limit <= 1)
 		return 0;
-	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
-		return 0;
 	if (v6_special(h->src) || h->dst[0] == 0xff)
 		return 0;
 	__u32 src4, dst4;
@@ -473,6 +471,9 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	if ((void *)(l4 + 8) > end)
 		return 0;
 	if (!l4_ok(h->nexthdr, IPPROTO_ICMPV6_, 128, 129, l4, plen))
+		return 0;
+	// Last, being the dearest check.
+	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
 		return 0;
 
 	// Everything decided; from here the packet is translated.
@@ -559,8 +560,6 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		return 0;
 	if (never_forwarded(h->src) || never_forwarded(h->dst))
 		return 0;
-	if (!routed_to_slow_path(skb, cfg, 0, h->src, h->dst, total))
-		return 0;
 	__u8 src6[16], dst6[16];
 	if (!map_v4(cfg, h->src, src6) || !map_v4(cfg, h->dst, dst6))
 		return 0;
@@ -575,6 +574,9 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	if ((void *)(l4 + 8) > end)
 		return 0;
 	if (!l4_ok(h->proto, IPPROTO_ICMP_, 8, 0, l4, l4_len))
+		return 0;
+	// Last, being the dearest check.
+	if (!routed_to_slow_path(skb, cfg, 0, h->src, h->dst, total))
 		return 0;
 
 	__u8 proto4 = h->proto;
