@@ -254,6 +254,12 @@ fn vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
             p6().tcp(40000, 80, 3000),
             true,
         ),
+        // 3,710 bytes is the largest frame an skb test run takes.
+        (
+            "rfc7915_s5_1 TCP, a 3,710-byte frame",
+            p6().tcp(40000, 80, 3636),
+            true,
+        ),
         (
             "rfc7915_s5_1 traffic class copied",
             p6().traffic_class(0xb8).flow_label(0x12345).udp(1, 2, 8),
@@ -366,6 +372,11 @@ fn vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
         (
             "rfc7915_s4_1 TCP 3000 bytes, DF",
             p4().tcp(80, 40000, 3000),
+            true,
+        ),
+        (
+            "rfc7915_s4_1 TCP, a 3,710-byte frame, DF",
+            p4().tcp(80, 40000, 3656),
             true,
         ),
         (
