@@ -4,7 +4,9 @@
 //! forwards by its routes; every other packet goes up unchanged and reaches
 //! the device by the routes as before. Started before the privilege drop and
 //! stopped before the device goes. A program that cannot be loaded or
-//! attached is a warning: the TUN plane alone still translates everything.
+//! attached, or an interface with strict reverse-path filtering (which would
+//! drop what the program translates), is a warning: the TUN plane alone
+//! still translates everything.
 
 use sixgate_config::{FastPathMode, Loaded};
 use sixgate_core::Config;
@@ -16,6 +18,17 @@ use tracing::{info, warn};
 /// where the kernel routes what the program may translate).
 pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
     if loaded.daemon.fastpath != FastPathMode::Tc {
+        return None;
+    }
+    // Strict reverse-path filtering would drop what the program translates:
+    // better the TUN plane alone than a black hole.
+    if let Some(w) = loaded
+        .daemon
+        .fastpath_interfaces
+        .iter()
+        .find_map(|i| strict_rp_filter(i))
+    {
+        warn!("fastpath = \"tc\": {w}; every packet takes the TUN device");
         return None;
     }
     let Some(ifindex) = ifindex(device) else {
@@ -72,4 +85,24 @@ fn ifindex(name: &str) -> Option<u32> {
     // SAFETY: a NUL-terminated string that outlives the call.
     let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
     (i != 0).then_some(i)
+}
+
+/// A warning if `iface` has strict reverse-path filtering: the effective
+/// value is the larger of `all` and the interface's, and with 1 the kernel
+/// drops the IPv4 packets the program translated from IPv6 on `iface`, whose
+/// IPv4 source is routed into the TUN device, not out of `iface`.
+fn strict_rp_filter(iface: &str) -> Option<String> {
+    let read = |dev: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{dev}/rp_filter"))
+            .ok()
+            .and_then(|v| v.trim().parse::<u8>().ok())
+            .unwrap_or(0)
+    };
+    (read("all").max(read(iface)) == 1).then(|| {
+        format!(
+            "{iface} has strict reverse-path filtering (net.ipv4.conf.{{all,{iface}}}.rp_filter \
+             = 1): the kernel drops the IPv4 packets translated on it, whose sources are routed \
+             into the TUN device; set it to 2 (loose) or 0"
+        )
+    })
 }

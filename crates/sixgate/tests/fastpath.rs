@@ -6,11 +6,11 @@
 //! like e2e.rs (not root, no namespaces, no `run` command).
 
 use sixgate_netns::{
-    Dataplane, Dut, ScratchDir, Stopped, TopologyOptions, addr, check_host, ifname,
+    Dataplane, Dut, ScratchDir, Stopped, Topology, TopologyOptions, addr, check_host, ifname,
 };
 
 mod common;
-use common::{fetch_and_compare, http_server, pattern, ping, run_bed};
+use common::{Turn, fetch_and_compare, http_server, pattern, ping, run_bed, stop_cleanly};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -166,4 +166,50 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         fast >= 10 * into_tun.max(1),
         "fast path {fast} packets, TUN device {into_tun}"
     );
+}
+
+/// Strict reverse-path filtering on the gateway would drop every IPv4
+/// packet the program translates (their sources are routed into the TUN
+/// device): `sixgate run` then leaves the fast path off, says why, and the
+/// TUN plane carries the traffic.
+#[test]
+fn strict_rp_filter_leaves_the_fast_path_off() {
+    let test = "strict_rp_filter_leaves_the_fast_path_off";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    let mut turn = Turn::take(test);
+    let bed = Topology::build(dut.bed_options(TopologyOptions::default()))
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.namespaces());
+    bed.gateway
+        .run("sysctl", ["-w", "net.ipv4.conf.all.rp_filter=1"])
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let running = bed.start(&dut).unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.run(
+        || running.log(),
+        || {
+            assert_eq!(
+                ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+                2
+            );
+            assert_eq!(
+                ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+                2
+            );
+        },
+    );
+    let stopped = stop_cleanly(test, "translator", running);
+    assert!(
+        stopped.stderr.contains("strict reverse-path filtering"),
+        "{}",
+        stopped.stderr
+    );
+    assert!(
+        !stopped.stderr.contains("fast path: received"),
+        "{}",
+        stopped.stderr
+    );
+    drop(bed);
+    turn.finish();
 }
