@@ -70,7 +70,13 @@ pub(crate) fn full_scrape() -> Scrape {
             last_unix_s: 1_700_000_000,
             last_error: Some("x".into()),
         },
-        fastpath: None,
+        fastpath: Some(sixgate_dataplane::FastPathCounters {
+            received: 10,
+            translated_6to4: 4,
+            translated_4to6: 3,
+            passed: 3,
+            aborted: 0,
+        }),
     }
 }
 
@@ -416,15 +422,7 @@ fn docs_metrics_md_build_info_lists_every_mode() {
 /// docs/fastpath.md: one series per verdict, only with a fast path.
 #[test]
 fn fastpath_packets_by_verdict() {
-    let mut s = full_scrape();
-    assert!(!render(&s).contains("sixgate_fastpath_"));
-    s.fastpath = Some(sixgate_dataplane::FastPathCounters {
-        received: 10,
-        translated_6to4: 4,
-        translated_4to6: 3,
-        passed: 3,
-        aborted: 0,
-    });
+    let s = full_scrape();
     let (types, samples) = parse(&render(&s));
     assert_eq!(types["sixgate_fastpath_packets"], "counter");
     let t = "sixgate_fastpath_packets_total";
@@ -437,4 +435,9 @@ fn fastpath_packets_by_verdict() {
     ] {
         assert_eq!(value(&samples, t, &[("verdict", verdict)]), n, "{verdict}");
     }
+    let without = Scrape {
+        fastpath: None,
+        ..full_scrape()
+    };
+    assert!(!render(&without).contains("sixgate_fastpath_"));
 }
