@@ -9,8 +9,8 @@ use crate::schema::File;
 use crate::translator::Explicit;
 use crate::{
     ClatSettings, ConfigError, ConfigWarning, DaemonSettings, Dataplane, Dns64Settings,
-    LogSettings, MetricsSettings, Mode, PlatPrefix, Pref64Settings, SyncSettings, TunSettings,
-    XdpSettings,
+    FastPathMode, LogSettings, MetricsSettings, Mode, PlatPrefix, Pref64Settings, SyncSettings,
+    TunSettings, XdpSettings,
 };
 
 /// A loaded, validated configuration.
@@ -266,6 +266,10 @@ pub(crate) fn build_all(
         .daemon
         .as_ref()
         .and_then(|d| d.get_ref().dataplane.as_ref().map(|v| v.span()));
+    let fastpath_span = file
+        .daemon
+        .as_ref()
+        .and_then(|d| d.get_ref().fastpath.as_ref().map(|v| v.span()));
     let daemon = file
         .daemon
         .and_then(|d| cx.keep(crate::daemon::section(&cx, d.into_inner())))
@@ -289,6 +293,39 @@ pub(crate) fn build_all(
             "dataplane = \"xdp\" needs an [xdp] section; expected [xdp] with \
              ipv6_interface and ipv4_interface, e.g. \"eth0\" and \"eth1\"",
         ));
+    }
+    if daemon.fastpath == FastPathMode::Tc {
+        let span = fastpath_span.clone().unwrap_or(0..0);
+        if daemon.dataplane != Dataplane::Tun {
+            cx.record(cx.err(
+                span.clone(),
+                "fastpath = \"tc\" sits in front of the TUN data plane, but dataplane is \
+                 \"xdp\"; expected dataplane = \"tun\", or fastpath = \"off\"",
+            ));
+        } else if daemon.fastpath_interfaces.is_empty() {
+            cx.record(cx.err(
+                span.clone(),
+                "fastpath = \"tc\" needs the interfaces to watch; expected \
+                 fastpath_interfaces = the IPv6-side and IPv4-side interfaces, e.g. \
+                 [\"eth0\", \"eth1\"]",
+            ));
+        }
+        let why = match &mode_sections {
+            Some((_, mode, _)) if *mode != Mode::Siit => {
+                Some("only mode \"siit\" has a fast path in this version")
+            }
+            Some((config, ..)) => sixgate_core::fastpath::unsupported(config),
+            None => None,
+        };
+        if let Some(why) = why {
+            cx.record(cx.err(
+                span,
+                format!(
+                    "fastpath = \"tc\" cannot serve this configuration: {why}; expected \
+                     fastpath = \"off\" (docs/fastpath.md says what the fast path covers)"
+                ),
+            ));
+        }
     }
     // [dns64] and [pref64] may take pool6 from a [translator] that loaded.
     let pool6 = mode_sections.as_ref().map(|(c, ..)| c.map.pool6);

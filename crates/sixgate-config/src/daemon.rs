@@ -3,7 +3,7 @@
 use crate::ConfigError;
 use crate::cx::Cx;
 use crate::schema::DaemonSection;
-use crate::value::int_in;
+use crate::value::{int_in, interface_name_problem};
 
 /// `[daemon]`: how `sixgate run` runs. Only the live data plane reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,6 +17,33 @@ pub struct DaemonSettings {
     pub socket: std::path::PathBuf,
     /// Which live data plane `sixgate run` uses.
     pub dataplane: Dataplane,
+    /// The in-kernel fast path in front of it (docs/fastpath.md).
+    pub fastpath: FastPathMode,
+    /// The interfaces whose ingress the fast path watches (the IPv6-side and
+    /// IPv4-side ones); empty with `fastpath = "off"`.
+    pub fastpath_interfaces: Vec<String>,
+}
+
+/// `[daemon] fastpath`: translate the common packets in the kernel first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FastPathMode {
+    /// Every packet takes the data plane (the default while the fast path
+    /// covers only stateless SIIT).
+    #[default]
+    Off,
+    /// A TC ingress eBPF program (tcx where the kernel has it) translates
+    /// stateless SIIT's common packets and passes the rest up.
+    Tc,
+}
+
+impl FastPathMode {
+    /// The name in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FastPathMode::Off => "off",
+            FastPathMode::Tc => "tc",
+        }
+    }
 }
 
 /// `[daemon] dataplane`: how packets reach the translator.
@@ -49,6 +76,8 @@ impl Default for DaemonSettings {
             user: None,
             socket: DEFAULT_SOCKET.into(),
             dataplane: Dataplane::Tun,
+            fastpath: FastPathMode::Off,
+            fastpath_interfaces: Vec::new(),
         }
     }
 }
@@ -116,6 +145,42 @@ pub(crate) fn section(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, C
                     ));
                 }
             };
+            Ok(())
+        });
+    }
+    if let Some(v) = &d.fastpath {
+        cx.check(|| {
+            out.fastpath = match v.get_ref().as_str() {
+                "off" => FastPathMode::Off,
+                "tc" => FastPathMode::Tc,
+                other => {
+                    return Err(cx.bad(
+                        "fastpath",
+                        v,
+                        format!("unknown fast path {other:?}"),
+                        "\"off\" or \"tc\"",
+                    ));
+                }
+            };
+            Ok(())
+        });
+    }
+    if let Some(list) = &d.fastpath_interfaces {
+        cx.check(|| {
+            for n in list.get_ref() {
+                if let Some(p) = interface_name_problem(n.get_ref()) {
+                    return Err(cx.bad(
+                        "fastpath_interfaces",
+                        n,
+                        p,
+                        "interface names of 1 to 15 ASCII characters without '/', ':' or \
+                         spaces, e.g. [\"eth0\", \"eth1\"]",
+                    ));
+                }
+                if !out.fastpath_interfaces.contains(n.get_ref()) {
+                    out.fastpath_interfaces.push(n.get_ref().clone());
+                }
+            }
             Ok(())
         });
     }

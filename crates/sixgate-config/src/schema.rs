@@ -278,7 +278,14 @@ pub struct StaticBibEntry {
 }
 
 /// Keys of `[daemon]`, in the order of [`DaemonSection`]'s fields.
-pub const DAEMON_KEYS: &[&str] = &["workers", "user", "socket", "dataplane"];
+pub const DAEMON_KEYS: &[&str] = &[
+    "workers",
+    "user",
+    "socket",
+    "dataplane",
+    "fastpath",
+    "fastpath_interfaces",
+];
 
 /// `[daemon]`: how `sixgate run` runs.
 #[derive(Debug, Deserialize)]
@@ -292,6 +299,10 @@ pub struct DaemonSection {
     pub socket: Option<Spanned<String>>,
     /// "tun" (default) or "xdp".
     pub dataplane: Option<Spanned<String>>,
+    /// "off" (default) or "tc": the in-kernel fast path (docs/fastpath.md).
+    pub fastpath: Option<Spanned<String>>,
+    /// Interfaces whose ingress the fast path is attached to.
+    pub fastpath_interfaces: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// Keys of `[xdp]`, in the order of [`XdpSection`]'s fields.

@@ -291,6 +291,8 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "daemon.user" => r#""nobody""#,
         "daemon.socket" => r#""/run/sg-test/api.sock""#,
         "daemon.dataplane" => r#""xdp""#,
+        "daemon.fastpath" => r#""off""#,
+        "daemon.fastpath_interfaces" => r#"["eth0", "eth1"]"#,
         "xdp.ipv6_interface" => r#""eth6""#,
         "xdp.ipv4_interface" => r#""eth4""#,
         "xdp.attach_mode" => r#""generic""#,
@@ -430,12 +432,16 @@ fn key_list_matches_schema() {
         user,
         socket,
         dataplane,
+        fastpath,
+        fastpath_interfaces,
     } = file.daemon.unwrap().into_inner();
     let set = [
         workers.is_some(),
         user.is_some(),
         socket.is_some(),
         dataplane.is_some(),
+        fastpath.is_some(),
+        fastpath_interfaces.is_some(),
     ];
     assert_eq!(set.len(), DAEMON_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");

@@ -8,7 +8,8 @@
 
 use crate::hash;
 
-const SLOTS: usize = 1024;
+/// Counters per worker (and per CPU in the eBPF fast path, docs/fastpath.md).
+pub const SLOTS: usize = 1024;
 
 /// Per-worker IPv4 ID generator.
 #[derive(Clone)]
@@ -20,11 +21,16 @@ pub struct Ipv4IdGenerator {
 impl Ipv4IdGenerator {
     /// A generator whose start values derive from `key`.
     pub fn new(key: u64) -> Self {
-        let mut counters = Box::new([0u16; SLOTS]);
-        for (i, c) in counters.iter_mut().enumerate() {
-            *c = hash::keyed(key, &[i as u64]) as u16;
+        Ipv4IdGenerator {
+            key,
+            counters: Box::new(Self::start_values(key)),
         }
-        Ipv4IdGenerator { key, counters }
+    }
+
+    /// The counters a fresh generator under `key` starts from: the eBPF fast
+    /// path's per-CPU table starts from the same, so its IDs follow this rule.
+    pub fn start_values(key: u64) -> [u16; SLOTS] {
+        core::array::from_fn(|i| hash::keyed(key, &[i as u64]) as u16)
     }
 
     /// Next ID for the flow (src, dst, proto).

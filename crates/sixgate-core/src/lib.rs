@@ -17,6 +17,7 @@ pub mod addr;
 pub mod checksum;
 pub mod config;
 pub mod drop_hint;
+pub mod fastpath;
 mod hash;
 pub mod icmp_error;
 pub mod ipv4_id;

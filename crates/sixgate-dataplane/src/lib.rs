@@ -40,7 +40,7 @@ pub use crew::Crew;
 pub use io_counters::IoCounters;
 pub use live::{Follower, Follows, Live, Plane, Refusal};
 pub use plan::Plan;
-pub use stats::{Snapshot, StatsHandle, WorkerStats};
+pub use stats::{FastPathCounters, Snapshot, StatsHandle, WorkerStats};
 pub use worker::{PacketIo, Sleep, TICK_NS, Worker};
 
 /// Why the gateway could not start. Nothing it created is left behind.

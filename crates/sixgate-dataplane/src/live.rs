@@ -151,6 +151,12 @@ pub trait Plane: Send {
     fn pool4_drained(&mut self, _cfg: &Config, _draining: &[Pool4Entry]) -> Vec<String> {
         Vec::new()
     }
+
+    /// The counters of an in-kernel fast path in front of this data plane,
+    /// if one is attached (docs/fastpath.md).
+    fn fast_path(&self) -> Option<crate::FastPathCounters> {
+        None
+    }
 }
 
 /// What a worker's follower reconfigures and asks: a TUN worker's pipeline, an
@@ -244,6 +250,12 @@ impl Live {
     /// Each worker's counters, in worker order.
     pub fn worker_snapshots(&self) -> Vec<Snapshot> {
         crate::stats::each(&self.stats)
+    }
+
+    /// The in-kernel fast path's counters, when one is attached (read from
+    /// its maps: a system call, for stats and metrics, not per packet).
+    pub fn fast_path(&self) -> Option<crate::FastPathCounters> {
+        self.plane.lock().ok()?.fast_path()
     }
 
     /// Run `new` from now on, keeping the translators' state. Refused (the

@@ -307,3 +307,20 @@ mod tests {
         assert_eq!(Snapshot::default().napt44_summary(), None);
     }
 }
+
+/// An in-kernel fast path's counters (docs/fastpath.md), summed over CPUs:
+/// `received = translated_6to4 + translated_4to6 + passed + aborted`. The
+/// packets it passed are the ones the workers' counters then count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastPathCounters {
+    /// Every packet the program saw.
+    pub received: u64,
+    /// Translated IPv6 → IPv4 in the kernel.
+    pub translated_6to4: u64,
+    /// Translated IPv4 → IPv6 in the kernel.
+    pub translated_4to6: u64,
+    /// Passed up unchanged (to the slow path, or not for sixgate at all).
+    pub passed: u64,
+    /// Dropped half-translated after a helper failed (never expected).
+    pub aborted: u64,
+}

@@ -5,7 +5,9 @@
 //! handlers (SIGINT, SIGTERM), the TUN device with one queue per worker
 //! ([`device`]), the routes into it ([`routes`]), in nat64 mode without pool4
 //! the diversion of the default pool4's ports ([`divert`]), `keep`
-//! persistence, and the privilege drop; then it starts one pinned worker
+//! persistence, the in-kernel fast path in front of the device when
+//! `[daemon] fastpath = "tc"` ([`fastpath`]), and the privilege drop; then it
+//! starts one pinned worker
 //! thread per queue, the runtime's worker loop over a TUN queue ([`worker`]).
 //! Each worker owns a [`sixgate_core::Translator`] over the shared
 //! `Arc<Config>`, its buffers (allocated once) and its counters; the packet
@@ -29,6 +31,7 @@ use tracing::{info, warn};
 
 pub mod device;
 pub mod divert;
+pub mod fastpath;
 pub mod gso;
 pub mod pipeline;
 pub mod plane;
@@ -123,6 +126,10 @@ impl Gateway {
             } else if dev.offload == Offload::Tcp {
                 warn!(device = %dev.name, "UDP segmentation offload refused by the kernel (needs Linux 6.2); TCP offloads only");
             }
+            // The fast path before the routes: from the first packet the
+            // kernel routes into the device, the program is there. (Loading
+            // and attaching need the privileges dropped below.)
+            let mut fastpath = fastpath::start(loaded, &plan.config, &dev.name);
             let wanted = if tun.manage_routes {
                 destinations::wanted_for(loaded)
             } else {
@@ -163,6 +170,7 @@ impl Gateway {
             let privileged = match plan.drop_privileges() {
                 Ok(dropped) => !dropped,
                 Err(e) => {
+                    fastpath::stop(&mut fastpath);
                     undo_routing(&mut routes, &mut divert);
                     if keep && !dev.reused {
                         let _ = dev.set_persist(false);
@@ -171,9 +179,9 @@ impl Gateway {
                 }
             };
             let steering = steering.filter(|_| steered);
-            Ok((dev, routes, divert, n, privileged, steering))
+            Ok((dev, routes, divert, n, privileged, steering, fastpath))
         })();
-        let (mut dev, routes, divert, n, privileged, steering) = result?;
+        let (mut dev, routes, divert, n, privileged, steering, fastpath) = result?;
         plan.workers = n;
 
         let steered = steering.is_some();
@@ -244,6 +252,7 @@ impl Gateway {
             manage_routes: manage,
             workers: n as u16,
             draining: Vec::new(),
+            fastpath,
         };
         let (live, followers) = Live::new(
             cfg.clone(),
@@ -348,6 +357,7 @@ impl Gateway {
                 d.forget();
             }
         }
+        // The fast path goes first (TunPlane::finish).
         errors.extend(self.live.finish(self.keep, self.privileged));
         self.crew.join(&mut errors);
         if self.keep

@@ -2,8 +2,9 @@
 //! routes into the device follow the destinations (`[tun] manage_routes`,
 //! not a CLAT), and the steering program's static BIB entries follow
 //! `[nat64] static_bib`; a removed pool4 prefix keeps its route until its
-//! last session has gone (RFC 6146 §3.5.1.1, draining); at exit the routes
-//! sixgate added go.
+//! last session has gone (RFC 6146 §3.5.1.1, draining); the fast path's
+//! maps follow the configuration (docs/fastpath.md); at exit the fast path
+//! is detached and the routes sixgate added go.
 
 use sixgate_core::Config;
 use sixgate_core::nat64::Pool4Entry;
@@ -27,6 +28,8 @@ pub struct TunPlane {
     pub workers: u16,
     /// Routes of removed pool4 prefixes, kept while they drain.
     pub draining: Vec<Route>,
+    /// The TC fast path in front of the device (`[daemon] fastpath = "tc"`).
+    pub fastpath: Option<sixgate_fastpath::FastPath>,
 }
 
 impl Plane for TunPlane {
@@ -39,7 +42,26 @@ impl Plane for TunPlane {
             let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
             s.update_static_bib(&po.static_bib, &pn.static_bib)?;
         }
+        // Before the workers see it; meanwhile the program passes all up.
+        if let Some(fp) = self.fastpath.as_mut()
+            && let Err(why) = fp.reconfigure(new)
+        {
+            warn.push(format!(
+                "fast path: {why}; it passes every packet to the TUN device from now on"
+            ));
+        }
         Ok(())
+    }
+
+    fn fast_path(&self) -> Option<sixgate_dataplane::FastPathCounters> {
+        let c = self.fastpath.as_ref()?.counters().ok()?;
+        Some(sixgate_dataplane::FastPathCounters {
+            received: c.received,
+            translated_6to4: c.translated_6to4,
+            translated_4to6: c.translated_4to6,
+            passed: c.passed,
+            aborted: c.aborted,
+        })
     }
 
     fn pool4_drained(&mut self, cfg: &Config, draining: &[Pool4Entry]) -> Vec<String> {
@@ -59,6 +81,8 @@ impl Plane for TunPlane {
     /// `keep`: the device and its routes stay. Privileges dropped: the kernel
     /// removes the routes with the device. Otherwise each route added goes.
     fn finish(&mut self, keep: bool, privileged: bool) -> Vec<String> {
+        // First: from here every packet takes the kernel's routes.
+        crate::fastpath::stop(&mut self.fastpath);
         let dev = self.routes.dev().to_owned();
         if keep {
             let left = self.routes.forget();

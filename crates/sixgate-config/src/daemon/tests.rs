@@ -48,3 +48,75 @@ fn key_user() {
         );
     }
 }
+
+/// docs/fastpath.md: `fastpath` and `fastpath_interfaces`, and the rules
+/// that span sections (TUN plane, interfaces named, a configuration the
+/// fast path covers).
+#[test]
+fn key_fastpath() {
+    use crate::FastPathMode;
+    let l = ok(SAMPLE_PLAIN);
+    assert_eq!(l.daemon.fastpath, FastPathMode::Off);
+    assert!(l.daemon.fastpath_interfaces.is_empty());
+    let l = ok(&in_section(
+        "daemon",
+        "fastpath = \"tc\"\nfastpath_interfaces = [\"veth6\", \"veth4\", \"veth6\"]",
+    ));
+    assert_eq!(l.daemon.fastpath, FastPathMode::Tc);
+    assert_eq!(l.daemon.fastpath_interfaces, ["veth6", "veth4"]);
+    err_at(
+        &in_section("daemon", "fastpath = \"xdp\""),
+        6,
+        12,
+        &[
+            "fastpath = \"xdp\"",
+            "unknown fast path",
+            "\"off\" or \"tc\"",
+        ],
+    );
+    err_at(
+        &in_section("daemon", "fastpath = \"tc\""),
+        6,
+        12,
+        &["needs the interfaces", "fastpath_interfaces"],
+    );
+    err_at(
+        &in_section("daemon", "fastpath_interfaces = [\"a/b\"]"),
+        6,
+        24,
+        &["fastpath_interfaces", "'/'"],
+    );
+    err_at(
+        &in_section(
+            "daemon",
+            "fastpath = \"tc\"\nfastpath_interfaces = [\"e0\"]\ndataplane = \"xdp\"\n\
+             [xdp]\nipv6_interface = \"e6\"\nipv4_interface = \"e4\"",
+        ),
+        6,
+        12,
+        &["TUN data plane", "dataplane = \"tun\""],
+    );
+}
+
+#[test]
+fn key_fastpath_refuses_what_it_does_not_cover() {
+    let nat64 = "[translator]\nmode = \"nat64\"\npool6 = \"64:ff9b::/96\"\n\
+                 [nat64]\npool4 = [\"192.0.2.0/28\"]\n\
+                 [daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"e0\"]\n";
+    err_at(
+        nat64,
+        7,
+        12,
+        &["cannot serve this configuration", "\"siit\""],
+    );
+    let pool6_64 = "[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/64\"\n\
+                    [daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"e0\"]\n";
+    err_at(
+        pool6_64,
+        5,
+        12,
+        &["cannot serve this configuration", "/96 pool6"],
+    );
+}
+
+const SAMPLE_PLAIN: &str = crate::tests::SAMPLE;

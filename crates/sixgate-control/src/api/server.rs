@@ -371,7 +371,7 @@ async fn stats(State(s): State<Shared>) -> Response {
             .map(stat_values)
             .collect();
     let total = stat_values(&s.d.live.snapshot());
-    let counters = total
+    let mut counters: Vec<StatRow> = total
         .iter()
         .enumerate()
         .map(|(i, (name, t))| StatRow {
@@ -380,6 +380,24 @@ async fn stats(State(s): State<Shared>) -> Response {
             workers: per.iter().map(|w| w.get(i).map_or(0, |x| x.1)).collect(),
         })
         .collect();
+    // The in-kernel fast path (docs/fastpath.md) counts per CPU, not per
+    // worker: totals only.
+    if let Some(f) = s.d.live.fast_path() {
+        counters.extend(
+            [
+                ("fastpath_received", f.received),
+                ("fastpath_translated_6to4", f.translated_6to4),
+                ("fastpath_translated_4to6", f.translated_4to6),
+                ("fastpath_passed", f.passed),
+                ("fastpath_aborted", f.aborted),
+            ]
+            .map(|(name, total)| StatRow {
+                name: name.into(),
+                total,
+                workers: Vec::new(),
+            }),
+        );
+    }
     json(&Stats { counters })
 }
 

@@ -27,6 +27,8 @@ pub struct Scrape {
     pub dns64: Option<sixgate_dns64::StatsSnapshot>,
     /// Configuration reloads so far.
     pub reload: ReloadReading,
+    /// The in-kernel fast path's counters, when one is attached.
+    pub fastpath: Option<sixgate_dataplane::FastPathCounters>,
 }
 
 /// What the endpoint calls for every scrape.

@@ -25,6 +25,9 @@ pub fn render(s: &Scrape) -> String {
     tun(&mut r, s);
     nat64(&mut r, s);
     reloads(&mut r, s);
+    if let Some(f) = &s.fastpath {
+        fastpath(&mut r, f);
+    }
     if let Some(d) = &s.dns64 {
         dns64(&mut r, d);
     }
@@ -320,6 +323,23 @@ fn reloads(r: &mut Registry, s: &Scrape) {
         "last_reload_timestamp_seconds",
         "When the last reload was tried, seconds since the Unix epoch (0: never)",
         Samples::gauge().value(l.last_unix_s),
+    );
+}
+
+/// docs/fastpath.md: the TC program's verdicts; `received` is the sum of the
+/// others, and the packets `passed` are the ones the workers then count.
+fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters) {
+    let v = |name: &str| vec![("verdict", name.to_string())];
+    r.register(
+        "fastpath_packets",
+        "Packets the in-kernel fast path saw, by verdict (received = translated_6to4 + \
+         translated_4to6 + passed + aborted; passed ones go on to the TUN device or the host)",
+        Samples::counter()
+            .with(v("received"), f.received)
+            .with(v("translated_6to4"), f.translated_6to4)
+            .with(v("translated_4to6"), f.translated_4to6)
+            .with(v("passed"), f.passed)
+            .with(v("aborted"), f.aborted),
     );
 }
 

@@ -85,9 +85,11 @@ pub fn run(args: &Args) -> CmdResult {
     // once the gateway has them.
     let reloads = Arc::new(ReloadStatus::default());
     let workers: Arc<OnceLock<sixgate_dataplane::StatsHandle>> = Arc::new(OnceLock::new());
+    // The fast path's counters come through the data plane's Live.
+    let live: Arc<OnceLock<Arc<sixgate_dataplane::Live>>> = Arc::new(OnceLock::new());
     let metrics = match &loaded.metrics {
         Some(m) => {
-            let collect = collector(&loaded, &workers, dns64.as_ref(), &reloads);
+            let collect = collector(&loaded, &workers, &live, dns64.as_ref(), &reloads);
             let srv =
                 MetricsServer::spawn(m.listen, collect).map_err(|e| format!("sixgate run: {e}"))?;
             tracing::info!("metrics on http://{}/metrics", srv.local_addr());
@@ -100,6 +102,9 @@ pub fn run(args: &Args) -> CmdResult {
         .map_err(|e| format!("sixgate run: {e}"))?;
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
     let _ = workers.set(gw.crew().stats_handle());
+    if let Some(l) = gw.live() {
+        let _ = live.set(l);
+    }
     // The first drop of each kind is logged once, with a hint; read from the
     // published counters, never on the packet path.
     let stats = gw.crew().stats_handle();
@@ -289,15 +294,17 @@ impl Gateway {
 }
 
 /// What a scrape reads: the workers' published counters (none before the
-/// gateway is up), the DNS64 server's and the reload status.
+/// gateway is up), the fast path's, the DNS64 server's and the reload status.
 fn collector(
     loaded: &sixgate_config::Loaded,
     workers: &Arc<OnceLock<sixgate_dataplane::StatsHandle>>,
+    live: &Arc<OnceLock<Arc<sixgate_dataplane::Live>>>,
     dns64: Option<&sixgate_dns64::ServerThread>,
     reloads: &Arc<ReloadStatus>,
 ) -> Collect {
     let mode = loaded.mode.as_str().to_string();
     let workers = workers.clone();
+    let live = live.clone();
     let dns64 = dns64.map(|d| d.stats().clone());
     let reloads = reloads.clone();
     Arc::new(move || Scrape {
@@ -308,6 +315,7 @@ fn collector(
             .unwrap_or_default(),
         dns64: dns64.as_ref().map(|d| d.snapshot()),
         reload: reloads.read(),
+        fastpath: live.get().and_then(|l| l.fast_path()),
     })
 }
 

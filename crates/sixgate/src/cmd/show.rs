@@ -154,6 +154,8 @@ pub fn run(args: &Args) -> CmdResult {
             for r in &s.counters {
                 let mut row = vec![r.name.clone(), r.total.to_string()];
                 row.extend(r.workers.iter().map(u64::to_string));
+                // Totals-only rows (the fast path's) leave the worker columns empty.
+                row.resize(2 + n, "-".into());
                 t.push(row);
             }
             print(out, &s, &t)

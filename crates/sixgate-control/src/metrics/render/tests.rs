@@ -70,6 +70,13 @@ pub(crate) fn full_scrape() -> Scrape {
             last_unix_s: 1_700_000_000,
             last_error: Some("x".into()),
         },
+        fastpath: Some(sixgate_dataplane::FastPathCounters {
+            received: 10,
+            translated_6to4: 4,
+            translated_4to6: 3,
+            passed: 3,
+            aborted: 0,
+        }),
     }
 }
 
@@ -410,4 +417,27 @@ fn docs_metrics_md_build_info_lists_every_mode() {
             "mode {mode} missing: {row}"
         );
     }
+}
+
+/// docs/fastpath.md: one series per verdict, only with a fast path.
+#[test]
+fn fastpath_packets_by_verdict() {
+    let s = full_scrape();
+    let (types, samples) = parse(&render(&s));
+    assert_eq!(types["sixgate_fastpath_packets"], "counter");
+    let t = "sixgate_fastpath_packets_total";
+    for (verdict, n) in [
+        ("received", 10.0),
+        ("translated_6to4", 4.0),
+        ("translated_4to6", 3.0),
+        ("passed", 3.0),
+        ("aborted", 0.0),
+    ] {
+        assert_eq!(value(&samples, t, &[("verdict", verdict)]), n, "{verdict}");
+    }
+    let without = Scrape {
+        fastpath: None,
+        ..full_scrape()
+    };
+    assert!(!render(&without).contains("sixgate_fastpath_"));
 }

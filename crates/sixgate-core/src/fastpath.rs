@@ -1,0 +1,265 @@
+//! Which packets an in-kernel fast path may translate (docs/fastpath.md).
+//!
+//! The eBPF translator (`crates/sixgate-fastpath/bpf/siit_tc.c`) takes only the
+//! common, easy packets and passes everything else up unchanged to a data
+//! plane running this core. This module is the Rust statement of that scope:
+//! [`unsupported`] says whether a configuration can have a fast path at all,
+//! [`is_fast_path_candidate`] whether one packet is in it. The differential
+//! test runs the program and [`crate::Translator`] on the same packets and
+//! checks that the program translates exactly the candidates, byte for byte as
+//! the core does, and passes up the rest; so a packet the program takes is one
+//! the core translates with no decision of its own (no error, no drop, no
+//! state but the IPv4 Identification counters, which the program keeps the
+//! same way per CPU: [`crate::ipv4_id::Ipv4IdGenerator::start_values`]).
+
+use crate::config::Config;
+use crate::packet::ipv4;
+use crate::packet::ipv6::nh;
+use crate::rfc7915::icmp_map::{v4 as icmp4, v6 as icmp6};
+
+/// The pool6 prefix length the fast path embeds (RFC 6052 §2.2, /96: the IPv4
+/// address is the last 32 bits, no u octet).
+pub const POOL6_LEN: u8 = 96;
+
+/// Why `cfg` cannot have a fast path in this version, or `None` when it can:
+/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6).
+pub fn unsupported(cfg: &Config) -> Option<&'static str> {
+    if cfg.nat64.is_some() {
+        return Some("stateful NAT64 is not on the fast path yet");
+    }
+    if cfg.mapt.is_some() {
+        return Some("MAP-T is not on the fast path yet");
+    }
+    match cfg.map.pool6 {
+        None if cfg.map.eam.is_empty() => Some("the fast path needs pool6 or EAM entries"),
+        Some(p) if p.len() != POOL6_LEN => Some("the fast path needs a /96 pool6"),
+        _ => None,
+    }
+}
+
+/// Does the upper-layer header qualify: TCP (a whole header), UDP (a header
+/// and a non-zero checksum, RFC 7915 §4.5/§5.5), or ICMP Echo / Echo Reply
+/// with code 0 (§4.2, §5.2)? `icmp` is the protocol number of ICMP here.
+fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
+    match proto {
+        nh::TCP => l4.len() >= 20,
+        nh::UDP => l4.len() >= 8 && l4[6..8] != [0, 0],
+        p if p == icmp => l4.len() >= 8 && echo.contains(&l4[0]) && l4[1] == 0,
+        _ => false,
+    }
+}
+
+/// Is `ip` (an IPv4 or IPv6 packet, maybe with link-layer padding) one the fast path
+/// translates under `cfg`? Only when [`unsupported`] is `None`. A candidate has
+/// no IPv4 options or IPv6 extension headers, is no fragment, has a TTL or
+/// hop limit above 1, source and destination map (EAM, then pool6) to
+/// addresses the core accepts and not into a hairpin, carries TCP, UDP with a checksum, or ICMP Echo / Echo Reply,
+/// and fits the configured MTUs without fragmentation or Packet Too Big.
+pub fn is_fast_path_candidate(cfg: &Config, ip: &[u8]) -> bool {
+    if unsupported(cfg).is_some() {
+        return false;
+    }
+    match ip.first().map(|b| b >> 4) {
+        Some(6) => v6_candidate(cfg, ip),
+        Some(4) => v4_candidate(cfg, ip),
+        _ => false,
+    }
+}
+
+fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
+    if ip.len() < 40 {
+        return false;
+    }
+    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    // Payload Length 0 is a jumbogram or an empty packet. Link-layer padding
+    // beyond Payload Length is trimmed, as the core trims it.
+    if plen == 0 || 40 + plen > ip.len() || ip[7] <= 1 {
+        return false;
+    }
+    let src6 = u128::from_be_bytes(ip[8..24].try_into().unwrap_or_default());
+    let dst6 = u128::from_be_bytes(ip[24..40].try_into().unwrap_or_default());
+    // RFC 7915 §5.1: multicast, unspecified and loopback sources, multicast
+    // destinations are dropped.
+    if ip[8] == 0xff || src6 <= 1 || ip[24] == 0xff {
+        return false;
+    }
+    // EAM, then pool6 (RFC 7757 §3.3), with the core's own mapper.
+    let (Ok(src4), Ok(dst4)) = (cfg.map.map_v6(src6), cfg.map.map_v6(dst6)) else {
+        return false;
+    };
+    if ipv4::is_bad_source(src4.to_be_bytes()) || ipv4::is_bad_destination(dst4.to_be_bytes()) {
+        return false;
+    }
+    // RFC 7757 §4: a hairpin goes back into IPv6 in the core.
+    if cfg.map.eam.lookup_v4(dst4).is_some() && cfg.map.eam.lookup_v6(dst6).is_none() {
+        return false;
+    }
+    let len4 = 20 + plen;
+    // RFC 7915 §5.1 / §5.4: over the IPv4 MTU the core fragments or answers
+    // Packet Too Big; over 65535 there is no IPv4 form.
+    if len4 > usize::from(u16::MAX) || cfg.ipv4_mtu.is_some_and(|m| len4 > usize::from(m)) {
+        return false;
+    }
+    let echo = [icmp6::ECHO_REQUEST, icmp6::ECHO_REPLY];
+    l4_ok(ip[6], nh::ICMPV6, echo, &ip[40..40 + plen])
+}
+
+fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
+    // No options (IHL 5), a valid header checksum; link-layer padding beyond
+    // Total Length is trimmed, as the core trims it.
+    if ip.len() < 20 || ip[0] != 0x45 || crate::checksum::sum(&ip[..20]) != 0xffff {
+        return false;
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let flags = u16::from_be_bytes([ip[6], ip[7]]);
+    let df = flags & ipv4::DF != 0;
+    // Not a fragment: MF clear, offset 0.
+    if total < 20 || total > ip.len() || flags & (ipv4::MF | ipv4::OFFSET_MASK) != 0 || ip[8] <= 1 {
+        return false;
+    }
+    let (src, dst) = (
+        [ip[12], ip[13], ip[14], ip[15]],
+        [ip[16], ip[17], ip[18], ip[19]],
+    );
+    if ipv4::is_bad_source(src) || ipv4::is_bad_destination(dst) {
+        return false;
+    }
+    let map = |a: [u8; 4]| cfg.map.map_v4(u32::from_be_bytes(a)).is_ok();
+    if !map(src) || !map(dst) {
+        return false;
+    }
+    let out = 40 + total - 20;
+    // RFC 7915 §4.4: DF=1 over the IPv6 MTU gets Fragmentation Needed; DF=0
+    // over the fragment limit is fragmented (§4.1).
+    if df && cfg.ipv6_mtu.is_some_and(|m| out > usize::from(m)) {
+        return false;
+    }
+    if !df && out > cfg.v6_fragment_limit() {
+        return false;
+    }
+    let echo = [icmp4::ECHO_REQUEST, icmp4::ECHO_REPLY];
+    l4_ok(ip[9], nh::ICMP, echo, &ip[20..total])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::{Eam, Rfc6052Prefix};
+    use sixgate_testkit::{Ip4, Ip6};
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn cfg() -> Config {
+        let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
+        let mut c = Config::with_pool6(Some(pool6));
+        let e = Eam::new(
+            Ipv4Addr::new(198, 18, 0, 0),
+            24,
+            "2001:db8:1::".parse().unwrap(),
+            120,
+        )
+        .unwrap();
+        c.map.eam.insert(e).unwrap();
+        c
+    }
+    const H6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5);
+    const S6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc000, 0x0221);
+    const S4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 33);
+    const H4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 5);
+
+    /// RFC 7915 §5.1 / §4.1: the plain TCP, UDP and Echo packets are in scope.
+    #[test]
+    fn rfc7915_s4_1_s5_1_plain_packets_are_candidates() {
+        let c = cfg();
+        for ip in [
+            Ip6::new(H6, S6).tcp(1, 2, 10),
+            Ip6::new(H6, S6).udp(1, 2, 10),
+            Ip6::new(H6, S6).echo_request(1, 2, 10),
+            Ip4::new(S4, H4).tcp(1, 2, 10),
+            Ip4::new(S4, H4).udp(1, 2, 10),
+            Ip4::new(S4, H4).echo_reply(1, 2, 10),
+        ] {
+            assert!(is_fast_path_candidate(&c, &ip), "{ip:02x?}");
+        }
+    }
+
+    /// RFC 7915 §5.1 / §4.1: extension headers, options, fragments and an
+    /// expiring hop limit or TTL are the core's.
+    #[test]
+    fn rfc7915_s4_1_s5_1_headers_fragments_and_ttl_are_slow_path() {
+        let c = cfg();
+        for ip in [
+            Ip6::new(H6, S6).hop_by_hop().udp(1, 2, 10),
+            Ip6::new(H6, S6).fragment_header(0, true, 1).udp(1, 2, 10),
+            Ip6::new(H6, S6).hop_limit(1).udp(1, 2, 10),
+            Ip4::new(S4, H4).options(&[1, 1, 1, 1]).udp(1, 2, 10),
+            Ip4::new(S4, H4).df(false).fragment(17, 0, true, &[0; 16]),
+            Ip4::new(S4, H4).ttl(1).udp(1, 2, 10),
+        ] {
+            assert!(!is_fast_path_candidate(&c, &ip), "{ip:02x?}");
+        }
+    }
+
+    /// RFC 7915 §4.2 / §5.2: ICMP errors and non-Echo ICMP are the core's;
+    /// §4.5 / §5.5: so is a UDP checksum of zero.
+    #[test]
+    fn rfc7915_s4_2_s4_5_icmp_errors_and_zero_udp_checksum_are_slow_path() {
+        let c = cfg();
+        let inner = Ip4::new(H4, S4).udp(1, 2, 8);
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip4::new(S4, H4).icmp_error(3, 3, [0; 4], &inner)
+        ));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip6::new(H6, S6).icmp(1, 4, [0; 4], &[0; 28])
+        ));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip4::new(S4, H4).udp_zero_checksum(1, 2, 8)
+        ));
+    }
+
+    /// RFC 7757 §4: a hairpin (pool6 form of an EAM'd IPv4 address) goes
+    /// back into IPv6 in the core.
+    #[test]
+    fn rfc7757_s4_hairpin_is_slow_path() {
+        let c = cfg();
+        let hairpin: Ipv6Addr = "2001:db8:64::c612:7".parse().unwrap();
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip6::new(H6, hairpin).udp(1, 2, 8)
+        ));
+    }
+
+    /// RFC 7915 §5.4 / §4.4: a packet over a configured MTU gets the core's
+    /// Packet Too Big, Fragmentation Needed or fragmentation.
+    #[test]
+    fn rfc7915_s4_4_s5_4_over_an_mtu_is_slow_path() {
+        let mut c = cfg();
+        c.ipv4_mtu = Some(1300);
+        c.ipv6_mtu = Some(1300);
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip6::new(H6, S6).udp(1, 2, 1400)
+        ));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip4::new(S4, H4).udp(1, 2, 1400)
+        ));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip4::new(S4, H4).df(false).udp(1, 2, 1300)
+        ));
+    }
+
+    #[test]
+    fn unsupported_configurations_say_why() {
+        assert_eq!(unsupported(&cfg()), None);
+        let mut c = cfg();
+        c.map.pool6 = Some(Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 64).unwrap());
+        assert_eq!(unsupported(&c), Some("the fast path needs a /96 pool6"));
+        assert!(!is_fast_path_candidate(&c, &Ip6::new(H6, S6).udp(1, 2, 8)));
+        let c = Config::with_pool6(None);
+        assert!(unsupported(&c).is_some());
+    }
+}

@@ -1,0 +1,657 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//
+// sixgate's TC fast path (docs/fastpath.md): a tc/tcx ingress program that
+// translates the common stateless SIIT packets in the kernel and passes
+// everything else up unchanged (TC_ACT_OK) to the data plane that runs the
+// Rust core, the exact slow path.
+//
+// The scope is sixgate_core::fastpath::is_fast_path_candidate, and the
+// translation is the core's, byte for byte (tests/differential.rs checks both
+// with BPF_PROG_TEST_RUN): EAM (RFC 7757, LPM tries), then pool6 /96
+// (RFC 6052 §2.2) for both addresses, no hairpin (RFC 7757 §4), no
+// IPv4 options or IPv6 extension headers, no fragments, TTL / hop limit > 1,
+// link-layer padding trimmed,
+// TCP, UDP with a checksum, or ICMP Echo / Echo Reply; RFC 7915 §4.1 / §5.1
+// header mapping, RFC 1624 incremental checksums, the core's IPv4
+// Identification rule (DF=0 up to 1260 bytes with a per-flow counter).
+//
+// Nothing here drops a packet: a packet the core would drop, answer with an
+// ICMP error, fragment or keep state for is not a candidate and goes up.
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define ETH_HLEN_ 14
+#define ETH_P_IP_ 0x0800
+#define ETH_P_IPV6_ 0x86DD
+#define IPPROTO_ICMP_ 1
+#define IPPROTO_TCP_ 6
+#define IPPROTO_UDP_ 17
+#define IPPROTO_ICMPV6_ 58
+#define IPV4_DF 0x4000
+#define IPV4_MF 0x2000
+#define IPV4_OFFSET 0x1fff
+// RFC 7915 §5.1 Flags: a translated IPv4 packet up to this size has DF=0
+// (sixgate_core::rfc7915::v6_to_v4::DF_THRESHOLD_V4).
+#define DF_THRESHOLD_V4 1260
+#define ID_SLOTS 1024
+
+// The configuration, written by the loader (sixgate_fastpath::Config).
+struct config {
+	__u64 ipv4_id_key;      // for the Identification hash (RFC 6864)
+	__u8 pool6[12];         // the /96 prefix
+	__u8 has_pool6;
+	__u8 wkp_nonglobal;     // RFC 6052 §3.1: refuse non-global IPv4 addresses
+	__u8 decrement_hop_limit;
+	__u8 reset_tos;         // 6 -> 4: TOS = new_tos
+	__u8 new_tos;
+	__u8 reset_traffic_class; // 4 -> 6: Traffic Class = 0
+	__u8 _pad[2];
+	__u16 ipv4_mtu;         // 0: unset
+	__u16 ipv6_mtu;         // 0: unset
+	__u16 v6_fragment_limit;
+	__u16 disabled;         // non-zero: pass everything up (while maps change)
+	// The slow path's device (the TUN device): only a packet the kernel
+	// would route there is the translator's. 0: no check (BPF_PROG_TEST_RUN).
+	__u32 slow_ifindex;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct config);
+} config SEC(".maps");
+
+// RFC 7757 EAM, both sides (sixgate_core::addr::eam): the longest match on
+// one side gives the other side's prefix and the shift that places the
+// suffix: IPv4 = prefix | (IPv6 suffix >> shift), IPv6 = prefix | (IPv4
+// suffix << shift).
+struct eam6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+struct eam6_val {
+	__u32 v4;       // host order
+	__u32 v6_len;
+	__u32 shift;
+};
+
+struct eam4_key {
+	__u32 prefixlen;
+	__u8 addr[4];
+};
+
+struct eam4_val {
+	__u64 hi, lo;   // the IPv6 prefix, host order halves
+	__u32 v4_len;
+	__u32 shift;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct eam6_key);
+	__type(value, struct eam6_val);
+} eam6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct eam4_key);
+	__type(value, struct eam4_val);
+} eam4 SEC(".maps");
+
+// RFC 6864 per-flow IPv4 ID counters, one table per CPU as the core keeps one
+// per worker (sixgate_core::ipv4_id), seeded with the same start values.
+struct ids {
+	__u16 c[ID_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ids);
+} ids SEC(".maps");
+
+// Per-CPU counters, one per verdict:
+// received = translated (both ways) + passed + aborted.
+enum {
+	C_RECEIVED,
+	C_TRANSLATED_6TO4,
+	C_TRANSLATED_4TO6,
+	C_PASSED,
+	C_ABORTED,
+	C_MAX,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+	if (c)
+		*c += 1;
+}
+
+// --- RFC 1071 / RFC 1624 arithmetic, as sixgate_core::checksum ---
+
+static __always_inline __u16 fold(__u64 acc)
+{
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+	return (__u16)acc;
+}
+
+static __always_inline __u16 add16(__u16 a, __u16 b)
+{
+	return fold((__u64)a + b);
+}
+
+static __always_inline __u64 words(const __u8 *p, int n)
+{
+	__u64 acc = 0;
+#pragma unroll
+	for (int i = 0; i < n; i += 2)
+		acc += ((__u64)p[i] << 8) | p[i + 1];
+	return acc;
+}
+
+// --- sixgate_core::hash::keyed over one word, and the IPv4 ID rule ---
+
+#define HASH_K 0x9e3779b97f4a7c15ULL
+
+static __always_inline __u64 folded_multiply(__u64 a, __u64 b)
+{
+	__u64 a0 = a & 0xffffffff, a1 = a >> 32;
+	__u64 b0 = b & 0xffffffff, b1 = b >> 32;
+	__u64 p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+	__u64 mid = (p00 >> 32) + (p01 & 0xffffffff) + (p10 & 0xffffffff);
+	__u64 lo = (p00 & 0xffffffff) | (mid << 32);
+	__u64 hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+	return lo ^ hi;
+}
+
+static __always_inline __u64 keyed1(__u64 key, __u64 w)
+{
+	const __u64 m = ((HASH_K << 23) | (HASH_K >> 41)) | 1;
+	return folded_multiply((key ^ HASH_K) ^ w, m);
+}
+
+// sixgate_core::ipv4_id::Ipv4IdGenerator::next. Returns -1 without a table.
+static __always_inline int next_id(const struct config *cfg, __u32 src, __u32 dst,
+				   __u8 proto)
+{
+	__u32 zero = 0;
+	struct ids *t = bpf_map_lookup_elem(&ids, &zero);
+	if (!t)
+		return -1;
+	__u64 flow = ((__u64)src << 32) | dst;
+	__u64 h = keyed1(cfg->ipv4_id_key, flow ^ (((__u64)proto << 57) | proto));
+	__u32 slot = (__u32)(h % ID_SLOTS) & (ID_SLOTS - 1);
+	__u16 c = t->c[slot] + 1;
+	t->c[slot] = c;
+	return (__u16)(c + (__u16)(h >> 48));
+}
+
+// --- would the kernel hand this packet to the slow path? ---
+
+#define AF_INET_ 2
+#define AF_INET6_ 10
+
+// The slow path only sees what the kernel routes into its device: the
+// translator's prefixes, not the host's own addresses (which pool6 can
+// embed) nor anything else. Ask the kernel's FIB, policy rules included.
+// A packet too big for the device (BPF_FIB_LKUP_RET_FRAG_NEEDED) goes up
+// too: the kernel answers it as it would without the fast path.
+static __always_inline int routed_to_slow_path(struct __sk_buff *skb, const struct config *cfg,
+					       int v6, const __u8 *src, const __u8 *dst,
+					       __u32 ip_len)
+{
+	if (!cfg->slow_ifindex)
+		return 1;
+	struct bpf_fib_lookup p = {};
+	p.ifindex = skb->ingress_ifindex;
+	// A GSO super-packet is segmented for the device: its length says
+	// nothing about the MTU.
+	p.tot_len = skb->gso_segs > 1 ? 0 : ip_len;
+	if (v6) {
+		p.family = AF_INET6_;
+		__builtin_memcpy(p.ipv6_src, src, 16);
+		__builtin_memcpy(p.ipv6_dst, dst, 16);
+	} else {
+		p.family = AF_INET_;
+		__builtin_memcpy(&p.ipv4_src, src, 4);
+		__builtin_memcpy(&p.ipv4_dst, dst, 4);
+	}
+	long r = bpf_fib_lookup(skb, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	return r == BPF_FIB_LKUP_RET_SUCCESS && p.ifindex == cfg->slow_ifindex;
+}
+
+// --- address checks, as sixgate_core::fastpath ---
+
+// RFC 1812 §5.3.7, RFC 3927 §7 (sixgate_core::packet::ipv4::is_never_forwarded).
+static __always_inline int never_forwarded(const __u8 *a)
+{
+	return a[0] == 0 || a[0] == 127 || (a[0] == 169 && a[1] == 254) || a[0] >= 224;
+}
+
+// RFC 6052 §3.1 (sixgate_core::addr::ipv4_scope::is_non_global).
+static __always_inline int non_global(const __u8 *a)
+{
+	switch (a[0]) {
+	case 0: case 10: case 127: return 1;
+	case 100: return (a[1] & 0xc0) == 64;
+	case 169: return a[1] == 254;
+	case 172: return (a[1] & 0xf0) == 16;
+	case 192:
+		if (a[1] == 0 && a[2] == 0)
+			return !(a[3] == 9 || a[3] == 10);
+		return (a[1] == 0 && a[2] == 2) || a[1] == 168;
+	case 198: return (a[1] & 0xfe) == 18 || (a[1] == 51 && a[2] == 100);
+	case 203: return a[1] == 0 && a[2] == 113;
+	default: return a[0] >= 224;
+	}
+}
+
+
+static __always_inline __u64 be64(const __u8 *p)
+{
+	__u64 x = 0;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		x = (x << 8) | p[i];
+	return x;
+}
+
+static __always_inline void put64(__u8 *p, __u64 x)
+{
+#pragma unroll
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (__u8)x;
+		x >>= 8;
+	}
+}
+
+// The IPv4 address of an IPv6 one: EAM, then pool6 (sixgate_core Mapper::map_v6).
+// 0 when it has none (or pool6 embeds one RFC 6052 §3.1 refuses).
+static __always_inline int map_v6(const struct config *cfg, const __u8 *a, __u32 *v4)
+{
+	struct eam6_key k = {.prefixlen = 128};
+	__builtin_memcpy(k.addr, a, 16);
+	struct eam6_val *e = bpf_map_lookup_elem(&eam6, &k);
+	if (e) {
+		__u64 hi = be64(a), lo = be64(a + 8);
+		__u32 host = 128 - e->v6_len, s = e->shift;
+		// The suffix: the host bits of the IPv6 side.
+		if (host <= 64) {
+			lo &= host == 64 ? ~0ULL : host ? (~0ULL >> (64 - host)) : 0;
+			hi = 0;
+		} else if (host < 128) {
+			hi &= ~0ULL >> (128 - host);
+		}
+		__u64 x;
+		if (s >= 128)
+			x = 0;
+		else if (s >= 64)
+			x = hi >> (s - 64);
+		else if (s == 0)
+			x = lo;
+		else
+			x = (lo >> s) | (hi << (64 - s));
+		*v4 = e->v4 | (__u32)x;
+		return 1;
+	}
+	if (!cfg->has_pool6)
+		return 0;
+#pragma unroll
+	for (int i = 0; i < 12; i++)
+		if (a[i] != cfg->pool6[i])
+			return 0;
+	if (cfg->wkp_nonglobal && non_global(a + 12))
+		return 0;
+	*v4 = ((__u32)a[12] << 24) | ((__u32)a[13] << 16) | ((__u32)a[14] << 8) | a[15];
+	return 1;
+}
+
+// Is the IPv4 address inside an EAM entry's IPv4 prefix?
+static __always_inline int eam_has_v4(__u32 v4)
+{
+	struct eam4_key k = {.prefixlen = 32};
+	__u32 be = bpf_htonl(v4);
+	__builtin_memcpy(k.addr, &be, 4);
+	return bpf_map_lookup_elem(&eam4, &k) != 0;
+}
+
+// The IPv6 address of an IPv4 one: EAM, then pool6 (Mapper::map_v4).
+static __always_inline int map_v4(const struct config *cfg, const __u8 *a, __u8 *v6)
+{
+	struct eam4_key k = {.prefixlen = 32};
+	__builtin_memcpy(k.addr, a, 4);
+	struct eam4_val *e = bpf_map_lookup_elem(&eam4, &k);
+	if (e) {
+		__u32 v4 = ((__u32)a[0] << 24) | ((__u32)a[1] << 16) | ((__u32)a[2] << 8) | a[3];
+		__u32 host = 32 - e->v4_len, s = e->shift;
+		__u64 suffix = host >= 32 ? v4 : (v4 & ((1U << host) - 1));
+		__u64 hi = e->hi, lo = e->lo;
+		if (s >= 128)
+			;
+		else if (s >= 64)
+			hi |= suffix << (s - 64);
+		else if (s == 0)
+			lo |= suffix;
+		else {
+			lo |= suffix << s;
+			hi |= suffix >> (64 - s);
+		}
+		put64(v6, hi);
+		put64(v6 + 8, lo);
+		return 1;
+	}
+	if (!cfg->has_pool6 || (cfg->wkp_nonglobal && non_global(a)))
+		return 0;
+	__builtin_memcpy(v6, cfg->pool6, 12);
+	__builtin_memcpy(v6 + 12, a, 4);
+	return 1;
+}
+
+// RFC 8200: a multicast, unspecified or loopback IPv6 address.
+static __always_inline int v6_special(const __u8 *a)
+{
+	if (a[0] == 0xff)
+		return 1;
+	__u8 x = 0;
+#pragma unroll
+	for (int i = 0; i < 15; i++)
+		x |= a[i];
+	return x == 0 && a[15] <= 1;
+}
+
+// TCP (whole header), UDP (non-zero checksum), ICMP Echo / Echo Reply code 0.
+static __always_inline int l4_ok(__u8 proto, __u8 icmp, __u8 echo_req, __u8 echo_rep,
+				 const __u8 *l4, __u32 l4_len)
+{
+	if (proto == IPPROTO_TCP_)
+		return l4_len >= 20;
+	if (proto == IPPROTO_UDP_)
+		return l4_len >= 8 && (l4[6] | l4[7]) != 0;
+	if (proto == icmp)
+		return l4_len >= 8 && (l4[0] == echo_req || l4[0] == echo_rep) && l4[1] == 0;
+	return 0;
+}
+
+// Pulled into the linear area: the headers and 20 bytes of TCP.
+#define L4_PEEK 20
+
+struct ip6 {
+	__u8 vtc_flow[4];
+	__be16 plen;
+	__u8 nexthdr;
+	__u8 hop_limit;
+	__u8 src[16];
+	__u8 dst[16];
+};
+
+struct ip4 {
+	__u8 ver_ihl;
+	__u8 tos;
+	__be16 total_len;
+	__be16 id;
+	__be16 flags_frag;
+	__u8 ttl;
+	__u8 proto;
+	__be16 check;
+	__u8 src[4];
+	__u8 dst[4];
+};
+
+// The L4 checksum's offset from the L4 header (ICMP: 2).
+static __always_inline int csum_off(__u8 proto)
+{
+	return proto == IPPROTO_TCP_ ? 16 : proto == IPPROTO_UDP_ ? 6 : 2;
+}
+
+// RFC 7915 §5: IPv6 -> IPv4.
+static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *cfg)
+{
+	__u32 pull = ETH_HLEN_ + sizeof(struct ip6) + L4_PEEK;
+	if (pull > skb->len)
+		pull = skb->len;
+	if (bpf_skb_pull_data(skb, pull))
+		return 0;
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ip6 *h = data + ETH_HLEN_;
+	if ((void *)(h + 1) > end)
+		return 0;
+	if ((h->vtc_flow[0] >> 4) != 6)
+		return 0;
+	__u32 plen = bpf_ntohs(h->plen);
+	// Link-layer padding beyond Payload Length is trimmed below, as the
+	// core trims it.
+	if (plen == 0 || ETH_HLEN_ + 40 + plen > skb->len || h->hop_limit <= 1)
+		return 0;
+	if (v6_special(h->src) || h->dst[0] == 0xff)
+		return 0;
+	__u32 src4, dst4;
+	if (!map_v6(cfg, h->src, &src4) || !map_v6(cfg, h->dst, &dst4))
+		return 0;
+	__u8 s4[4], d4[4];
+	__u32 s4be = bpf_htonl(src4), d4be = bpf_htonl(dst4);
+	__builtin_memcpy(s4, &s4be, 4);
+	__builtin_memcpy(d4, &d4be, 4);
+	if (never_forwarded(s4) || never_forwarded(d4))
+		return 0;
+	// RFC 7757 §4: a hairpin (an IPv4 destination that EAM maps back into
+	// our IPv6 side) is the core's.
+	if (eam_has_v4(dst4)) {
+		struct eam6_key k = {.prefixlen = 128};
+		__builtin_memcpy(k.addr, h->dst, 16);
+		if (!bpf_map_lookup_elem(&eam6, &k))
+			return 0;
+	}
+	__u32 len4 = 20 + plen;
+	if (len4 > 0xffff || (cfg->ipv4_mtu && len4 > cfg->ipv4_mtu))
+		return 0;
+	// The checks read at most the first 8 bytes of the L4 header.
+	__u8 *l4 = (__u8 *)(h + 1);
+	if ((void *)(l4 + 8) > end)
+		return 0;
+	if (!l4_ok(h->nexthdr, IPPROTO_ICMPV6_, 128, 129, l4, plen))
+		return 0;
+	// Last, being the dearest check.
+	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
+		return 0;
+
+	// Everything decided; from here the packet is translated.
+	__u8 proto6 = h->nexthdr;
+	__u8 proto4 = proto6 == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : proto6;
+	__u16 v6sum = fold(words(h->src, 32));
+	__u16 v4sum = fold((__u64)src4 + dst4);
+	__u16 old_l4 = 0, new_l4 = 0;
+	if (proto6 == IPPROTO_ICMPV6_) {
+		// §5.2: the checksum loses the ICMPv6 pseudo-header, and the type
+		// changes (sixgate_core::rfc7915::icmp_informational::retype).
+		__u16 pseudo = add16(add16(v6sum, fold(plen)), IPPROTO_ICMPV6_);
+		__u8 ty4 = l4[0] == 128 ? 8 : 0;
+		old_l4 = add16(pseudo, (__u16)l4[0] << 8 | l4[1]);
+		new_l4 = add16(0, (__u16)ty4 << 8 | l4[1]);
+	}
+	struct ip4 n = {
+		.ver_ihl = 0x45,
+		.tos = cfg->reset_tos ? cfg->new_tos
+				      : (__u8)(((h->vtc_flow[0] & 0x0f) << 4) | (h->vtc_flow[1] >> 4)),
+		.total_len = bpf_htons(len4),
+		.ttl = cfg->decrement_hop_limit ? h->hop_limit - 1 : h->hop_limit,
+		.proto = proto4,
+	};
+	__builtin_memcpy(n.src, s4, 4);
+	__builtin_memcpy(n.dst, d4, 4);
+	if (len4 <= DF_THRESHOLD_V4) {
+		int id = next_id(cfg, src4, dst4, proto4);
+		if (id < 0)
+			return 0;
+		n.id = bpf_htons((__u16)id);
+	} else {
+		n.flags_frag = bpf_htons(IPV4_DF);
+	}
+	n.check = bpf_htons(~fold(words((__u8 *)&n, 20)));
+
+	if (ETH_HLEN_ + 40 + plen < skb->len && bpf_skb_change_tail(skb, ETH_HLEN_ + 40 + plen, 0))
+		return 0;
+	// Only padding gone so far: a refusal leaves the same packet to pass up.
+	if (bpf_skb_change_proto(skb, bpf_htons(ETH_P_IP_), 0))
+		return 0;
+	// Past this point the packet is half translated: a failure leaves it
+	// broken, so it is dropped and counted as aborted (never seen: the writes
+	// are within what change_proto left).
+	__be16 eth_p = bpf_htons(ETH_P_IP_);
+	if (bpf_skb_store_bytes(skb, 12, &eth_p, 2, 0) ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN_, &n, 20, BPF_F_RECOMPUTE_CSUM))
+		return -1;
+	__u32 at = ETH_HLEN_ + 20 + csum_off(proto4);
+	if (proto4 == IPPROTO_ICMP_) {
+		__u8 ty4 = (__u8)(new_l4 >> 8);
+		if (bpf_skb_store_bytes(skb, ETH_HLEN_ + 20, &ty4, 1, 0) ||
+		    bpf_l4_csum_replace(skb, at, bpf_htons(old_l4), bpf_htons(new_l4), 2))
+			return -1;
+	} else {
+		__u64 f = BPF_F_PSEUDO_HDR | 2 | (proto4 == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0);
+		if (bpf_l4_csum_replace(skb, at, bpf_htons(v6sum), bpf_htons(v4sum), f))
+			return -1;
+	}
+	return 1;
+}
+
+// RFC 7915 §4: IPv4 -> IPv6.
+static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *cfg)
+{
+	__u32 pull = ETH_HLEN_ + sizeof(struct ip4) + L4_PEEK;
+	if (pull > skb->len)
+		pull = skb->len;
+	if (bpf_skb_pull_data(skb, pull))
+		return 0;
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ip4 *h = data + ETH_HLEN_;
+	if ((void *)(h + 1) > end)
+		return 0;
+	// No options; a valid header checksum (the core drops a bad one).
+	if (h->ver_ihl != 0x45 || fold(words((__u8 *)h, 20)) != 0xffff)
+		return 0;
+	__u32 total = bpf_ntohs(h->total_len);
+	__u16 flags = bpf_ntohs(h->flags_frag);
+	// Link-layer padding (a short frame on Ethernet) is trimmed below, as
+	// the core trims it.
+	if (total < 20 || ETH_HLEN_ + total > skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
+	    h->ttl <= 1)
+		return 0;
+	if (never_forwarded(h->src) || never_forwarded(h->dst))
+		return 0;
+	__u8 src6[16], dst6[16];
+	if (!map_v4(cfg, h->src, src6) || !map_v4(cfg, h->dst, dst6))
+		return 0;
+	__u32 l4_len = total - 20;
+	__u32 out = 40 + l4_len;
+	int df = flags & IPV4_DF;
+	if (df && cfg->ipv6_mtu && out > cfg->ipv6_mtu)
+		return 0;
+	if (!df && out > cfg->v6_fragment_limit)
+		return 0;
+	__u8 *l4 = (__u8 *)(h + 1);
+	if ((void *)(l4 + 8) > end)
+		return 0;
+	if (!l4_ok(h->proto, IPPROTO_ICMP_, 8, 0, l4, l4_len))
+		return 0;
+	// Last, being the dearest check.
+	if (!routed_to_slow_path(skb, cfg, 0, h->src, h->dst, total))
+		return 0;
+
+	__u8 proto4 = h->proto;
+	__u8 proto6 = proto4 == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : proto4;
+	struct ip6 n = {
+		.plen = bpf_htons(l4_len),
+		.nexthdr = proto6,
+		.hop_limit = cfg->decrement_hop_limit ? h->ttl - 1 : h->ttl,
+	};
+	__u8 tc = cfg->reset_traffic_class ? 0 : h->tos;
+	n.vtc_flow[0] = 0x60 | (tc >> 4);
+	n.vtc_flow[1] = (__u8)(tc << 4);
+	__builtin_memcpy(n.src, src6, 16);
+	__builtin_memcpy(n.dst, dst6, 16);
+	__u16 v4sum = fold(words(h->src, 8));
+	__u16 v6sum = fold(words(n.src, 32));
+	__u16 old_l4 = 0, new_l4 = 0;
+	__u8 ty6 = 0;
+	if (proto4 == IPPROTO_ICMP_) {
+		// §4.2: the type changes and the checksum gains the ICMPv6
+		// pseudo-header.
+		__u16 pseudo = add16(add16(v6sum, fold(l4_len)), IPPROTO_ICMPV6_);
+		ty6 = l4[0] == 8 ? 128 : 129;
+		old_l4 = add16(0, (__u16)l4[0] << 8 | l4[1]);
+		new_l4 = add16(pseudo, (__u16)ty6 << 8 | l4[1]);
+	}
+
+	if (ETH_HLEN_ + total < skb->len && bpf_skb_change_tail(skb, ETH_HLEN_ + total, 0))
+		return 0;
+	if (bpf_skb_change_proto(skb, bpf_htons(ETH_P_IPV6_), 0))
+		return 0;
+	__be16 eth_p = bpf_htons(ETH_P_IPV6_);
+	if (bpf_skb_store_bytes(skb, 12, &eth_p, 2, 0) ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN_, &n, 40, BPF_F_RECOMPUTE_CSUM))
+		return -1;
+	__u32 at = ETH_HLEN_ + 40 + csum_off(proto6);
+	if (proto6 == IPPROTO_ICMPV6_) {
+		if (bpf_skb_store_bytes(skb, ETH_HLEN_ + 40, &ty6, 1, 0) ||
+		    bpf_l4_csum_replace(skb, at, bpf_htons(old_l4), bpf_htons(new_l4), 2))
+			return -1;
+	} else {
+		__u64 f = BPF_F_PSEUDO_HDR | 2 | (proto6 == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0);
+		if (bpf_l4_csum_replace(skb, at, bpf_htons(v4sum), bpf_htons(v6sum), f))
+			return -1;
+	}
+	return 1;
+}
+
+SEC("classifier")
+int sixgate_fastpath(struct __sk_buff *skb)
+{
+	count(C_RECEIVED);
+	__u32 zero = 0;
+	const struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	int r = 0;
+	__u32 which = C_PASSED;
+	if (cfg && cfg->disabled)
+		cfg = 0;
+	if (cfg && skb->protocol == bpf_htons(ETH_P_IPV6_)) {
+		r = v6_to_v4(skb, cfg);
+		which = C_TRANSLATED_6TO4;
+	} else if (cfg && skb->protocol == bpf_htons(ETH_P_IP_)) {
+		r = v4_to_v6(skb, cfg);
+		which = C_TRANSLATED_4TO6;
+	}
+	if (r == 1) {
+		count(which);
+		return TC_ACT_OK;
+	}
+	if (r < 0) {
+		count(C_ABORTED);
+		return TC_ACT_SHOT;
+	}
+	count(C_PASSED);
+	return TC_ACT_OK;
+}
+
+char _license[] SEC("license") = "Dual MIT/GPL";

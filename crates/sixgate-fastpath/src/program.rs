@@ -1,0 +1,351 @@
+//! Load the TC program, fill its maps, attach it to interfaces and read its
+//! counters.
+
+use aya::maps::lpm_trie::{Key, LpmTrie};
+use aya::maps::{Array, PerCpuArray, PerCpuValues};
+use aya::programs::SchedClassifier;
+use aya::programs::tc::{self, SchedClassifierLinkId, TcAttachType};
+use aya::util::KernelVersion;
+use aya::{Ebpf, EbpfLoader};
+use sixgate_core::Config;
+use sixgate_core::ipv4_id::{Ipv4IdGenerator, SLOTS};
+
+use crate::BpfConfig;
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_tc.o"));
+const PROGRAM: &str = "sixgate_fastpath";
+const PERMISSION_HINT: &str = " (loading eBPF needs CAP_BPF and CAP_NET_ADMIN, or root)";
+
+/// `struct ids` of bpf/siit_tc.c: one CPU's IPv4 Identification counters.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Ids([u16; SLOTS]);
+// SAFETY: an array of integers, no padding.
+unsafe impl aya::Pod for Ids {}
+
+/// `struct eam6_val`: the IPv4 side of an EAM entry, found by its IPv6 side.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Eam6Val {
+    v4: u32,
+    v6_len: u32,
+    shift: u32,
+}
+// SAFETY: integers, no padding.
+unsafe impl aya::Pod for Eam6Val {}
+
+/// `struct eam4_val`: the IPv6 side of an EAM entry, found by its IPv4 side.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Eam4Val {
+    hi: u64,
+    lo: u64,
+    v4_len: u32,
+    shift: u32,
+}
+// SAFETY: integers, no padding.
+unsafe impl aya::Pod for Eam4Val {}
+
+/// The program's per-verdict counters, summed over CPUs.
+/// `received == translated_6to4 + translated_4to6 + passed + aborted`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Every packet the program saw.
+    pub received: u64,
+    /// Translated IPv6 → IPv4 on the fast path.
+    pub translated_6to4: u64,
+    /// Translated IPv4 → IPv6 on the fast path.
+    pub translated_4to6: u64,
+    /// Passed up unchanged: the slow path's (or not for sixgate at all).
+    pub passed: u64,
+    /// Dropped half-translated after a helper failed (never expected).
+    pub aborted: u64,
+}
+
+/// The loaded fast path: one program, attached to any number of interfaces.
+pub struct FastPath {
+    ebpf: Ebpf,
+    links: Vec<(String, SchedClassifierLinkId)>,
+    /// Interfaces that got a clsact qdisc from us (kernels without tcx).
+    clsact_added: Vec<String>,
+    /// The configuration the program runs.
+    current: BpfConfig,
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(e) = src {
+        s.push_str(": ");
+        s.push_str(&e.to_string());
+        src = e.source();
+    }
+    s
+}
+
+impl FastPath {
+    /// Load the program for `cfg`: its configuration map, and the per-CPU
+    /// Identification counters seeded as the core seeds a worker's. An error
+    /// says why (an unsupported configuration, no clang at build time, no
+    /// permission, a kernel that refuses it); the caller runs without it.
+    /// `slow_ifindex`: the slow path's device (the TUN device), 0 for none
+    /// (tests: every candidate is translated).
+    pub fn load(cfg: &Config, slow_ifindex: u32) -> Result<FastPath, String> {
+        let mut bpf_cfg = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
+        bpf_cfg.slow_ifindex = slow_ifindex;
+        if OBJECT.is_empty() {
+            return Err(
+                "the TC fast path was not built (clang was missing when sixgate was \
+                        compiled; scripts/setup.sh installs it)"
+                    .to_owned(),
+            );
+        }
+        let mut ebpf = EbpfLoader::new().load(OBJECT).map_err(|e| {
+            format!(
+                "cannot load the TC fast path: {}{PERMISSION_HINT}",
+                chain(&e)
+            )
+        })?;
+        let prog: &mut SchedClassifier = ebpf
+            .program_mut(PROGRAM)
+            .ok_or("the fast path object has no program sixgate_fastpath")?
+            .try_into()
+            .map_err(|e| format!("fast path program: {e}"))?;
+        prog.load().map_err(|e| {
+            format!(
+                "the kernel refused the TC fast path: {}{PERMISSION_HINT}",
+                chain(&e)
+            )
+        })?;
+        let mut fp = FastPath {
+            ebpf,
+            links: Vec::new(),
+            clsact_added: Vec::new(),
+            current: bpf_cfg,
+        };
+        fp.seed_ids(cfg.ipv4_id_key)?;
+        fp.fill_eam(cfg)?;
+        fp.set_config(&bpf_cfg)?;
+        Ok(fp)
+    }
+
+    /// Follow a configuration change (a reload, `sixgate eam add|remove`):
+    /// the program passes everything up while its maps change, then runs
+    /// `cfg`. A configuration it cannot serve leaves it passing everything
+    /// up (`Err` says why); so does a failed map update.
+    pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
+        let mut off = self.current;
+        off.disabled = 1;
+        self.set_config(&off)?;
+        let mut next = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
+        next.slow_ifindex = self.current.slow_ifindex;
+        self.clear_eam()?;
+        self.fill_eam(cfg)?;
+        if next.ipv4_id_key != self.current.ipv4_id_key {
+            self.seed_ids(next.ipv4_id_key)?;
+        }
+        self.set_config(&next)?;
+        self.current = next;
+        Ok(())
+    }
+
+    fn clear_eam(&mut self) -> Result<(), String> {
+        let mut t: LpmTrie<_, [u8; 16], Eam6Val> =
+            LpmTrie::try_from(self.ebpf.map_mut("eam6").ok_or("no map eam6")?)
+                .map_err(|e| format!("eam6 map: {e}"))?;
+        let keys: Vec<_> = t
+            .keys()
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("eam6 map: {e}"))?;
+        for k in keys {
+            t.remove(&k).map_err(|e| format!("eam6 map: {e}"))?;
+        }
+        let mut t: LpmTrie<_, [u8; 4], Eam4Val> =
+            LpmTrie::try_from(self.ebpf.map_mut("eam4").ok_or("no map eam4")?)
+                .map_err(|e| format!("eam4 map: {e}"))?;
+        let keys: Vec<_> = t
+            .keys()
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("eam4 map: {e}"))?;
+        for k in keys {
+            t.remove(&k).map_err(|e| format!("eam4 map: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Replace the configuration the program reads (one map element, written
+    /// whole).
+    fn set_config(&mut self, c: &BpfConfig) -> Result<(), String> {
+        let mut a: Array<_, BpfConfig> =
+            Array::try_from(self.ebpf.map_mut("config").ok_or("no map config")?)
+                .map_err(|e| format!("config map: {e}"))?;
+        a.set(0, *c, 0).map_err(|e| format!("config map: {e}"))
+    }
+
+    /// Every CPU's Identification counters back to the core's start values
+    /// for `key` (RFC 6864; `Ipv4IdGenerator::start_values`).
+    fn seed_ids(&mut self, key: u64) -> Result<(), String> {
+        let cpus = aya::util::nr_cpus().map_err(|(what, e)| format!("{what}: {e}"))?;
+        let start = Ids(Ipv4IdGenerator::start_values(key));
+        let mut m: PerCpuArray<_, Ids> =
+            PerCpuArray::try_from(self.ebpf.map_mut("ids").ok_or("no map ids")?)
+                .map_err(|e| format!("ids map: {e}"))?;
+        let v = PerCpuValues::try_from(vec![start; cpus]).map_err(|e| format!("ids map: {e}"))?;
+        m.set(0, v, 0).map_err(|e| format!("ids map: {e}"))
+    }
+
+    /// Put `cfg`'s EAM entries (RFC 7757) into the two tries, each side
+    /// keyed by its prefix. Tries start empty: for the loader, once.
+    fn fill_eam(&mut self, cfg: &Config) -> Result<(), String> {
+        for e in cfg.map.eam.entries() {
+            // Where the IPv4 suffix sits: its end's distance from the IPv6
+            // address's end (sixgate_core::addr::eam, `shift`).
+            let shift = (128 - u32::from(e.v6_len)) - (32 - u32::from(e.v4_len));
+            let v6 = u128::from_be_bytes(e.v6);
+            {
+                let mut t: LpmTrie<_, [u8; 16], Eam6Val> =
+                    LpmTrie::try_from(self.ebpf.map_mut("eam6").ok_or("no map eam6")?)
+                        .map_err(|e| format!("eam6 map: {e}"))?;
+                let val = Eam6Val {
+                    v4: u32::from_be_bytes(e.v4),
+                    v6_len: u32::from(e.v6_len),
+                    shift,
+                };
+                t.insert(&Key::new(u32::from(e.v6_len), e.v6), val, 0)
+                    .map_err(|e| format!("eam6 map: {e}"))?;
+            }
+            let mut t: LpmTrie<_, [u8; 4], Eam4Val> =
+                LpmTrie::try_from(self.ebpf.map_mut("eam4").ok_or("no map eam4")?)
+                    .map_err(|e| format!("eam4 map: {e}"))?;
+            let val = Eam4Val {
+                hi: (v6 >> 64) as u64,
+                lo: v6 as u64,
+                v4_len: u32::from(e.v4_len),
+                shift,
+            };
+            t.insert(&Key::new(u32::from(e.v4_len), e.v4), val, 0)
+                .map_err(|e| format!("eam4 map: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Attach to `interface`'s ingress: tcx on kernels that have it (6.6+),
+    /// else a clsact qdisc's filter (the qdisc added if missing).
+    pub fn attach(&mut self, interface: &str) -> Result<(), String> {
+        // The program reads an Ethernet header first (ARPHRD_ETHER, veth
+        // included); an L3 device (tun, WireGuard) would be misread.
+        let kind = link_type(interface)
+            .map_err(|e| format!("cannot attach the TC fast path to {interface}: {e}"))?;
+        if kind != libc::ARPHRD_ETHER {
+            return Err(format!(
+                "cannot attach the TC fast path to {interface}: not an Ethernet interface \
+                 (link type {kind}); expected the IPv6-side and IPv4-side Ethernet interfaces"
+            ));
+        }
+        // Without tcx (Linux < 6.6) aya attaches through netlink, under a
+        // clsact qdisc: add one if missing, and remove it again at detach.
+        let tcx = KernelVersion::current().is_ok_and(|v| v >= KernelVersion::new(6, 6, 0));
+        if !tcx && tc::qdisc_add_clsact(interface).is_ok() {
+            self.clsact_added.push(interface.to_owned());
+        }
+        let id = self
+            .program_mut()
+            .attach(interface, TcAttachType::Ingress)
+            .map_err(|e| {
+                format!(
+                    "cannot attach the TC fast path to {interface}: {}",
+                    chain(&e)
+                )
+            })?;
+        self.links.push((interface.to_owned(), id));
+        Ok(())
+    }
+
+    /// Detach from every interface (also done when dropped), and remove the
+    /// clsact qdiscs [`FastPath::attach`] added.
+    pub fn detach_all(&mut self) {
+        for (_, id) in std::mem::take(&mut self.links) {
+            let _ = self.program_mut().detach(id);
+        }
+        for iface in std::mem::take(&mut self.clsact_added) {
+            // aya has no qdisc removal; tc(8) does it. Failing that, an
+            // empty clsact qdisc is harmless.
+            let _ = std::process::Command::new("tc")
+                .args(["qdisc", "del", "dev", &iface, "clsact"])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+
+    /// The interfaces it is attached to.
+    pub fn interfaces(&self) -> impl Iterator<Item = &str> {
+        self.links.iter().map(|(i, _)| i.as_str())
+    }
+
+    /// The per-verdict counters, summed over CPUs.
+    pub fn counters(&self) -> Result<Counters, String> {
+        let m: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.ebpf.map("counters").ok_or("no map counters")?)
+                .map_err(|e| format!("counters map: {e}"))?;
+        let sum = |i: u32| -> Result<u64, String> {
+            let v = m.get(&i, 0).map_err(|e| format!("counters map: {e}"))?;
+            Ok(v.iter().sum())
+        };
+        Ok(Counters {
+            received: sum(0)?,
+            translated_6to4: sum(1)?,
+            translated_4to6: sum(2)?,
+            passed: sum(3)?,
+            aborted: sum(4)?,
+        })
+    }
+
+    /// The loaded program (for `BPF_PROG_TEST_RUN` in tests).
+    pub fn program(&self) -> &SchedClassifier {
+        self.ebpf
+            .program(PROGRAM)
+            .and_then(|p| <&SchedClassifier>::try_from(p).ok())
+            .expect("loaded in FastPath::load")
+    }
+
+    fn program_mut(&mut self) -> &mut SchedClassifier {
+        self.ebpf
+            .program_mut(PROGRAM)
+            .and_then(|p| <&mut SchedClassifier>::try_from(p).ok())
+            .expect("loaded in FastPath::load")
+    }
+}
+
+impl Drop for FastPath {
+    fn drop(&mut self) {
+        self.detach_all();
+    }
+}
+
+/// The interface's link type (`ARPHRD_*`), from `SIOCGIFHWADDR` in the
+/// caller's network namespace.
+fn link_type(interface: &str) -> Result<u16, String> {
+    let name = interface.as_bytes();
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+        return Err("not an interface name".to_owned());
+    }
+    // SAFETY: plain socket and ioctl calls on a zeroed ifreq whose name is
+    // NUL-terminated; the socket is closed before returning.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (d, s) in req.ifr_name.iter_mut().zip(name) {
+            *d = *s as libc::c_char;
+        }
+        let r = libc::ioctl(fd, libc::SIOCGIFHWADDR, &mut req);
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if r < 0 {
+            return Err(err.to_string());
+        }
+        Ok(req.ifr_ifru.ifru_hwaddr.sa_family)
+    }
+}

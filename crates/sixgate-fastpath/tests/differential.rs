@@ -1,0 +1,848 @@
+//! The differential test of the TC fast path (docs/fastpath.md): every packet
+//! runs through the loaded program with `BPF_PROG_TEST_RUN` and through the
+//! Rust core under the same configuration. The program must translate exactly
+//! the packets `sixgate_core::fastpath::is_fast_path_candidate` accepts, each
+//! byte-identical to the core's translation (IPv4 Identification included:
+//! the program's per-CPU counters start as the core's and the core's twin
+//! sees only the packets the program took), and pass every other packet up
+//! unchanged with TC_ACT_OK. Vectors name the RFC 7915 rule they hold;
+//! proptest adds generated and corrupted packets. The counters' invariant
+//! (received = translated + passed + aborted, aborted = 0) is checked after
+//! each run.
+
+use std::cell::RefCell;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use aya::programs::{TestRun, TestRunOptions};
+use proptest::prelude::*;
+use proptest::test_runner::{Config as PtConfig, TestRunner};
+use sixgate_core::addr::{Eam, Rfc6052Prefix};
+use sixgate_core::fastpath::is_fast_path_candidate;
+use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_fastpath::FastPath;
+use sixgate_testkit::{Ip4, Ip6};
+
+const TC_ACT_OK: u32 = 0;
+
+fn pool6() -> Rfc6052Prefix {
+    Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap()
+}
+
+fn in_pool6(v4: [u8; 4]) -> Ipv6Addr {
+    pool6().embed(Ipv4Addr::from(v4))
+}
+
+/// An IPv6 host (198.51.100.5 through pool6) and an IPv4 host.
+const H4: [u8; 4] = [192, 0, 2, 33];
+const V6_AS_V4: [u8; 4] = [198, 51, 100, 5];
+
+fn h6() -> Ipv6Addr {
+    in_pool6(V6_AS_V4)
+}
+fn h4_as_v6() -> Ipv6Addr {
+    in_pool6(H4)
+}
+
+/// The program and the core side by side under one configuration.
+struct Bed {
+    cfg: Arc<Config>,
+    fp: FastPath,
+    /// Sees only the packets the program translated: its Identification
+    /// counters stay in step with the program's on this CPU.
+    twin: Translator,
+    scratch: Scratch,
+    runs: u64,
+    translated: u64,
+}
+
+enum Outcome {
+    Translated,
+    Passed,
+}
+
+impl Bed {
+    fn new(cfg: Config) -> Option<Bed> {
+        let fp = match FastPath::load(&cfg, 0) {
+            Ok(fp) => fp,
+            // Skipped only where it cannot load for want of clang or
+            // privileges; as root a refusal is a failure.
+            // SAFETY: geteuid has no preconditions.
+            Err(e) if e.contains("not built") || unsafe { libc::geteuid() } != 0 => {
+                println!("skipped: the fast path does not load here: {e}");
+                return None;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let cfg = Arc::new(cfg);
+        Some(Bed {
+            twin: Translator::new(cfg.clone()),
+            cfg,
+            fp,
+            scratch: Scratch::new(),
+            runs: 0,
+            translated: 0,
+        })
+    }
+
+    fn core(&mut self, ip: &[u8]) -> (Verdict, Vec<u8>) {
+        let mut buf = vec![0u8; HEADROOM + ip.len() + 64];
+        buf[HEADROOM..HEADROOM + ip.len()].copy_from_slice(ip);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, ip.len());
+        let v = self.twin.translate(&mut pkt, &mut self.scratch, 0);
+        (v, pkt.data().to_vec())
+    }
+
+    /// Run `ip` through both; panic with `what` on any difference.
+    fn check(&mut self, what: &str, ip: &[u8]) -> Outcome {
+        let ethertype: u16 = if ip.first().is_some_and(|b| b >> 4 == 6) {
+            0x86dd
+        } else {
+            0x0800
+        };
+        let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+        frame.extend_from_slice(&ethertype.to_be_bytes());
+        frame.extend_from_slice(ip);
+        let mut out = vec![0u8; frame.len() + 64];
+        let r = self
+            .fp
+            .program()
+            .test_run(TestRunOptions {
+                data_in: Some(&frame),
+                data_out: Some(&mut out),
+                ..TestRunOptions::default()
+            })
+            .unwrap_or_else(|e| panic!("{what}: BPF_PROG_TEST_RUN: {e}"));
+        self.runs += 1;
+        out.truncate(r.data_size_out as usize);
+        assert_eq!(r.return_value, TC_ACT_OK, "{what}: the program never drops");
+        let candidate = is_fast_path_candidate(&self.cfg, ip);
+        let outcome = if out == frame {
+            assert!(
+                !candidate,
+                "{what}: a fast-path candidate was passed up: {ip:02x?}"
+            );
+            Outcome::Passed
+        } else {
+            assert!(
+                candidate,
+                "{what}: the program translated a slow-path packet: {ip:02x?}"
+            );
+            let (v, want) = self.core(ip);
+            assert_eq!(
+                v,
+                Verdict::Translated,
+                "{what}: the core did not translate a candidate"
+            );
+            let want_type: u16 = if want[0] >> 4 == 6 { 0x86dd } else { 0x0800 };
+            assert_eq!(out[..12], frame[..12], "{what}: MAC addresses");
+            assert_eq!(out[12..14], want_type.to_be_bytes(), "{what}: EtherType");
+            assert_eq!(
+                out[14..],
+                want[..],
+                "{what}: program (left) and core (right) differ"
+            );
+            self.translated += 1;
+            Outcome::Translated
+        };
+        let c = self.fp.counters().expect("counters");
+        assert_eq!(c.received, self.runs, "{what}: received");
+        assert_eq!(c.aborted, 0, "{what}: aborted");
+        assert_eq!(
+            c.translated_6to4 + c.translated_4to6,
+            self.translated,
+            "{what}: translated"
+        );
+        assert_eq!(
+            c.received,
+            c.translated_6to4 + c.translated_4to6 + c.passed + c.aborted,
+            "{what}: received = translated + passed"
+        );
+        outcome
+    }
+}
+
+/// `BPF_PROG_TEST_RUN` runs the program on the calling CPU: stay on one, so
+/// the program's per-CPU Identification counters are one table, like the
+/// core twin's.
+fn pin_to_one_cpu() {
+    // SAFETY: plain syscalls on this thread with a zeroed cpu_set_t.
+    unsafe {
+        let cpu = libc::sched_getcpu().max(0) as usize;
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// An IPv6 UDP packet with `payload` bytes and its checksum field zeroed
+/// (RFC 7915 §5.5), after any extension headers.
+fn zero_udp6(mut ip: Vec<u8>, payload: usize) -> Vec<u8> {
+    let udp = ip.len() - 8 - payload;
+    ip[udp + 6..udp + 8].copy_from_slice(&[0, 0]);
+    ip
+}
+
+fn sample_config() -> Config {
+    Config::with_pool6(Some(pool6()))
+}
+
+/// pool6 and RFC 7757 EAM entries of several shapes: the suffix shifted by
+/// 8 (/24 ↔ /120), 0 (/32 ↔ /128), 48 (/16 ↔ /64) and 80 (/24 ↔ /40) bits.
+fn eam_config() -> Config {
+    let mut cfg = sample_config();
+    for (v4, l4, v6, l6) in [
+        ("198.18.0.0", 24, "2001:db8:1::", 120),
+        ("198.18.1.1", 32, "2001:db8:2::1", 128),
+        ("203.0.0.0", 16, "2001:db8:3::", 64),
+        ("100.64.7.0", 24, "2001:db8:400::", 40),
+    ] {
+        let e = Eam::new(v4.parse().unwrap(), l4, v6.parse().unwrap(), l6).unwrap();
+        cfg.map.eam.insert(e).unwrap();
+    }
+    cfg
+}
+
+fn a4(v: [u8; 4]) -> Ipv4Addr {
+    Ipv4Addr::from(v)
+}
+
+/// The vectors: (name, packet, translated on the fast path?).
+fn vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
+    let p6 = || Ip6::new(h6(), h4_as_v6());
+    let p4 = || Ip4::new(a4(H4), a4(V6_AS_V4));
+    let mut padded = p4().udp(7, 9, 4);
+    padded.extend_from_slice(&[0; 6]);
+    let mut padded6 = p6().tcp_flags(7, 9, 0x10, 0);
+    padded6.extend_from_slice(&[0xee; 6]);
+    // A 12-byte "TCP header" padded to 40: the padding is no header.
+    let mut padded_short = p4().raw(6, &[0; 12]);
+    padded_short.extend_from_slice(&[0; 14]);
+    let mut bad_csum = p4().udp(7, 9, 20);
+    bad_csum[10] ^= 0x55;
+    let mut plen0 = p6().raw(59, &[]);
+    plen0[4..6].copy_from_slice(&[0, 0]);
+    vec![
+        // RFC 7915 §5.1, §5.5: IPv6 → IPv4.
+        (
+            "rfc7915_s5_1 UDP, DF=0 and a flow ID (≤ 1260)",
+            p6().udp(1000, 53, 40),
+            true,
+        ),
+        (
+            "rfc7915_s5_1 UDP again, the flow's next ID",
+            p6().udp(1000, 53, 41),
+            true,
+        ),
+        (
+            "rfc7915_s5_1 UDP 1300 bytes: DF=1, ID 0",
+            p6().udp(1000, 53, 1300),
+            true,
+        ),
+        (
+            "rfc7915_s5_1 TCP SYN",
+            p6().tcp_flags(40000, 80, 0x02, 0),
+            true,
+        ),
+        (
+            "rfc7915_s5_1 TCP 1400 bytes",
+            p6().tcp(40000, 80, 1400),
+            true,
+        ),
+        (
+            "rfc7915_s5_1 TCP 3000 bytes",
+            p6().tcp(40000, 80, 3000),
+            true,
+        ),
+        // 3,710 bytes is the largest frame an skb test run takes.
+        (
+            "rfc7915_s5_1 TCP, a 3,710-byte frame",
+            p6().tcp(40000, 80, 3636),
+            true,
+        ),
+        (
+            "rfc7915_s5_1 traffic class copied",
+            p6().traffic_class(0xb8).flow_label(0x12345).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7915_s5_1 hop limit 2 leaves as TTL 1",
+            p6().hop_limit(2).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7915_s5_2 Echo Request",
+            p6().echo_request(0x4242, 1, 56),
+            true,
+        ),
+        (
+            "rfc7915_s5_2 Echo Reply",
+            p6().echo_reply(0x4242, 1, 56),
+            true,
+        ),
+        (
+            "rfc7915_s5_2 Echo Request 1400 bytes",
+            p6().echo_request(0x4242, 2, 1400),
+            true,
+        ),
+        (
+            "rfc7915_s5_1 hop limit 1: Time Exceeded (slow)",
+            p6().hop_limit(1).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc7915_s5_1 Hop-by-Hop header (slow)",
+            p6().hop_by_hop().udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc7915_s5_1 Destination Options (slow)",
+            p6().dest_opts().udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc7915_s5_1_1 Fragment header (slow)",
+            p6().fragment_header(0, true, 7).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc7915_s5_5 UDP checksum 0 (slow)",
+            zero_udp6(p6().udp(1, 2, 8), 8),
+            false,
+        ),
+        (
+            "rfc7915_s5_2 ICMPv6 error (slow)",
+            p6().icmp_error(1, 4, [0; 4], &Ip4::new(a4(V6_AS_V4), a4(H4)).udp(1, 2, 8)),
+            false,
+        ),
+        (
+            "rfc7915_s5_2 Echo code 1 (slow)",
+            p6().icmp(128, 1, [0; 4], &[0; 8]),
+            false,
+        ),
+        (
+            "rfc7915_s5_2 MLD / other ICMPv6 (slow)",
+            p6().icmp(130, 0, [0; 4], &[0; 16]),
+            false,
+        ),
+        ("rfc7915_s5_1 GRE (slow)", p6().raw(47, &[0; 8]), false),
+        ("rfc7915_s5_1 Payload Length 0 (slow)", plen0, false),
+        (
+            "rfc7915_s5_1 TCP header cut short (slow)",
+            p6().raw(6, &[0; 12]),
+            false,
+        ),
+        (
+            "destination outside pool6 (not ours)",
+            Ip6::new(h6(), "2001:db8:99::1".parse().unwrap()).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "source outside pool6 (no EAM: slow)",
+            Ip6::new("2001:db8:1::5".parse().unwrap(), h4_as_v6()).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 destination 127.0.0.1 (slow)",
+            Ip6::new(h6(), in_pool6([127, 0, 0, 1])).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 destination 224.0.0.5 (slow)",
+            Ip6::new(h6(), in_pool6([224, 0, 0, 5])).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 source 0.0.0.1 (slow)",
+            Ip6::new(in_pool6([0, 0, 0, 1]), h4_as_v6()).udp(1, 2, 8),
+            false,
+        ),
+        // RFC 7915 §4.1, §4.5: IPv4 → IPv6.
+        ("rfc7915_s4_1 UDP", p4().udp(53, 1000, 40), true),
+        (
+            "rfc7915_s4_1 TCP ACK",
+            p4().tcp_flags(80, 40000, 0x10, 0),
+            true,
+        ),
+        (
+            "rfc7915_s4_1 TCP 1400 bytes, DF",
+            p4().tcp(80, 40000, 1400),
+            true,
+        ),
+        (
+            "rfc7915_s4_1 TCP 3000 bytes, DF",
+            p4().tcp(80, 40000, 3000),
+            true,
+        ),
+        (
+            "rfc7915_s4_1 TCP, a 3,710-byte frame, DF",
+            p4().tcp(80, 40000, 3656),
+            true,
+        ),
+        (
+            "rfc7915_s4_1 TOS copied to Traffic Class",
+            p4().tos(0xb9).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7915_s4_1 TTL 2 leaves as hop limit 1",
+            p4().ttl(2).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7915_s4_1 DF=0, small",
+            p4().df(false).udp(1, 2, 100),
+            true,
+        ),
+        (
+            "rfc7915_s4_2 Echo Request",
+            p4().echo_request(7, 1, 56),
+            true,
+        ),
+        ("rfc7915_s4_2 Echo Reply", p4().echo_reply(7, 1, 56), true),
+        (
+            "rfc7915_s4_1 DF=0 over 1280 after translation: fragmented (slow)",
+            p4().df(false).udp(1, 2, 1300),
+            false,
+        ),
+        (
+            "rfc7915_s4_1 TTL 1: Time Exceeded (slow)",
+            p4().ttl(1).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc7915_s4_1 IPv4 options (slow)",
+            p4().options(&[1, 1, 1, 1]).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc7915_s4_1 first fragment (slow)",
+            p4().df(false).fragment(17, 0, true, &[0; 16]),
+            false,
+        ),
+        (
+            "rfc7915_s4_1 later fragment (slow)",
+            p4().df(false).fragment(17, 16, false, &[0; 16]),
+            false,
+        ),
+        (
+            "rfc7915_s4_5 UDP checksum 0 (slow)",
+            p4().udp_zero_checksum(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc7915_s4_2 ICMPv4 error (slow)",
+            p4().icmp_error(3, 3, [0; 4], &Ip4::new(a4(V6_AS_V4), a4(H4)).udp(1, 2, 8)),
+            false,
+        ),
+        (
+            "rfc7915_s4_2 Timestamp (slow)",
+            p4().icmp(13, 0, [0; 4], &[0; 12]),
+            false,
+        ),
+        ("rfc7915_s4_1 GRE (slow)", p4().raw(47, &[0; 8]), false),
+        (
+            "bad header checksum (slow: the core drops it)",
+            bad_csum,
+            false,
+        ),
+        ("link-layer padding trimmed (IPv4)", padded, true),
+        ("link-layer padding trimmed (IPv6)", padded6, true),
+        (
+            "padding: a short TCP header inside Total Length (slow)",
+            padded_short,
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 source 127.0.0.1 (slow)",
+            Ip4::new(a4([127, 0, 0, 1]), a4(V6_AS_V4)).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 destination 255.255.255.255 (slow)",
+            Ip4::new(a4(H4), a4([255; 4])).udp(1, 2, 8),
+            false,
+        ),
+    ]
+}
+
+/// RFC 7757: EAM both ways, and the hairpin (§4) left to the core.
+#[test]
+fn rfc7757_eam_translates_as_the_core_does() {
+    pin_to_one_cpu();
+    let Some(mut bed) = Bed::new(eam_config()) else {
+        return;
+    };
+    let v6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+    let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        (
+            "rfc7757_s3_3 EAM'd source (/120) to pool6",
+            Ip6::new(v6("2001:db8:1::5"), h4_as_v6()).tcp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 EAM'd source (/128)",
+            Ip6::new(v6("2001:db8:2::1"), h4_as_v6()).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 EAM'd source (/64, shift 48)",
+            Ip6::new(v6("2001:db8:3::a:b"), h4_as_v6()).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 EAM'd source (/40, shift 80)",
+            Ip6::new(v6("2001:db8:4ab:cd00::"), h4_as_v6()).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 to an EAM'd destination (both EAM)",
+            Ip6::new(v6("2001:db8:1::5"), v6("2001:db8:3::9:9")).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 to the /24 entry",
+            Ip4::new(a4(H4), a4([198, 18, 0, 5])).tcp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 to the /32 entry",
+            Ip4::new(a4(H4), a4([198, 18, 1, 1])).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 to the /16 entry",
+            Ip4::new(a4(H4), a4([203, 0, 113, 9])).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 to the /24 ↔ /40 entry",
+            Ip4::new(a4(H4), a4([100, 64, 7, 200])).echo_request(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s3_3 IPv4 from an EAM'd source",
+            Ip4::new(a4([203, 0, 1, 2]), a4([198, 18, 0, 5])).udp(1, 2, 8),
+            true,
+        ),
+        (
+            "rfc7757_s4 hairpin: pool6 form of an EAM'd address (slow)",
+            Ip6::new(v6("2001:db8:1::5"), in_pool6([198, 18, 0, 7])).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "source neither EAM'd nor in pool6 (slow)",
+            Ip6::new(v6("2001:db8:99::5"), h4_as_v6()).udp(1, 2, 8),
+            false,
+        ),
+    ];
+    for (what, ip, fast) in cases {
+        let o = bed.check(what, &ip);
+        assert_eq!(
+            matches!(o, Outcome::Translated),
+            fast,
+            "{what}: expected fast = {fast}"
+        );
+    }
+}
+
+/// A configuration change (reload, `sixgate eam add|remove`) reaches the
+/// program: EAM entries removed and added, a key changed; the core's twin
+/// follows with `set_config` (keeping its ID counters, as a worker does).
+#[test]
+fn reconfigured_program_follows_the_new_configuration() {
+    pin_to_one_cpu();
+    let Some(mut bed) = Bed::new(eam_config()) else {
+        return;
+    };
+    let mut plain = sample_config();
+    plain.reset_tos = true;
+    plain.new_tos = 0x20;
+    for cfg in [plain, eam_config(), sample_config()] {
+        bed.fp.reconfigure(&cfg).expect("reconfigure");
+        let cfg = Arc::new(cfg);
+        bed.twin.set_config(cfg.clone());
+        bed.cfg = cfg;
+        for (what, ip, _) in vectors() {
+            bed.check(what, &ip);
+        }
+        let ip = Ip6::new("2001:db8:1::5".parse().unwrap(), h4_as_v6()).udp(1, 2, 8);
+        let fast = matches!(bed.check("EAM'd source", &ip), Outcome::Translated);
+        assert_eq!(fast, !bed.cfg.map.eam.is_empty());
+    }
+    // A configuration it cannot serve: everything goes up.
+    let mut nat64 = sample_config();
+    nat64.map.pool6 = Some(Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 64).unwrap());
+    assert!(bed.fp.reconfigure(&nat64).is_err());
+    let ip = Ip6::new(h6(), h4_as_v6()).udp(1, 2, 8);
+    let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x86, 0xdd];
+    frame.extend_from_slice(&ip);
+    let mut out = vec![0u8; frame.len() + 64];
+    let r = bed
+        .fp
+        .program()
+        .test_run(TestRunOptions {
+            data_in: Some(&frame),
+            data_out: Some(&mut out),
+            ..TestRunOptions::default()
+        })
+        .unwrap();
+    assert_eq!(
+        (r.return_value, &out[..r.data_size_out as usize]),
+        (TC_ACT_OK, &frame[..])
+    );
+}
+
+#[test]
+fn vectors_translate_as_the_core_does_or_go_up() {
+    pin_to_one_cpu();
+    let Some(mut bed) = Bed::new(sample_config()) else {
+        return;
+    };
+    for (what, ip, fast) in vectors() {
+        let o = bed.check(what, &ip);
+        assert_eq!(
+            matches!(o, Outcome::Translated),
+            fast,
+            "{what}: expected fast = {fast}"
+        );
+    }
+}
+
+/// The configuration keys the fast-path packets depend on, one at a time:
+/// every vector still agrees with the core.
+#[test]
+fn configuration_keys_are_followed() {
+    pin_to_one_cpu();
+    let mut variants: Vec<(&str, Config)> = Vec::new();
+    let mut c = sample_config();
+    c.decrement_hop_limit = false;
+    variants.push(("decrement_hop_limit = false", c));
+    let mut c = sample_config();
+    c.reset_tos = true;
+    c.new_tos = 0x28;
+    variants.push(("reset_tos, new_tos", c));
+    let mut c = sample_config();
+    c.reset_traffic_class = true;
+    variants.push(("reset_traffic_class", c));
+    let mut c = sample_config();
+    c.ipv4_mtu = Some(1400);
+    variants.push(("ipv4_mtu = 1400 (RFC 7915 §5.4 Packet Too Big is slow)", c));
+    let mut c = sample_config();
+    c.ipv6_mtu = Some(1300);
+    variants.push((
+        "ipv6_mtu = 1300 (RFC 7915 §4.4 Fragmentation Needed is slow)",
+        c,
+    ));
+    let mut c = Config::with_pool6(Some(
+        Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap(),
+    ));
+    c.map.wkp_strict = true;
+    variants.push(("RFC 6052 §3.1 Well-Known Prefix, strict", c));
+    for (name, cfg) in variants {
+        let wkp = cfg.map.pool6.is_some_and(|p| p.is_well_known());
+        let Some(mut bed) = Bed::new(cfg) else {
+            return;
+        };
+        for (what, ip, _) in vectors() {
+            bed.check(&format!("{name}: {what}"), &ip);
+        }
+        if wkp {
+            // Under the WKP the sample addresses are non-global: all slow;
+            // global ones are fast.
+            let g6 = |v: [u8; 4]| {
+                Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96)
+                    .unwrap()
+                    .embed(a4(v))
+            };
+            let ip = Ip6::new(g6([8, 8, 4, 4]), g6([1, 1, 1, 1])).udp(1, 2, 8);
+            assert!(matches!(bed.check("WKP global", &ip), Outcome::Translated));
+            let ip = Ip6::new(g6([8, 8, 4, 4]), g6([10, 1, 1, 1])).udp(1, 2, 8);
+            assert!(matches!(bed.check("WKP to 10/8", &ip), Outcome::Passed));
+            let ip = Ip4::new(a4([1, 1, 1, 1]), a4([8, 8, 4, 4])).tcp(1, 2, 8);
+            assert!(matches!(
+                bed.check("WKP global v4", &ip),
+                Outcome::Translated
+            ));
+        }
+    }
+}
+
+/// Addresses that exercise every branch of the address checks.
+fn v4_addr() -> impl Strategy<Value = [u8; 4]> {
+    prop_oneof![
+        4 => Just(H4),
+        4 => Just(V6_AS_V4),
+        2 => prop::sample::select(vec![[198u8, 18, 0, 5], [198, 18, 1, 1], [203, 0, 9, 9], [100, 64, 7, 3]]),
+        1 => prop::sample::select(vec![0u8, 10, 100, 127, 169, 172, 192, 198, 203, 224, 255])
+            .prop_flat_map(|a| (Just(a), any::<[u8; 3]>()))
+            .prop_map(|(a, [b, c, d])| [a, b, c, d]),
+        1 => any::<[u8; 4]>(),
+    ]
+}
+
+#[derive(Debug, Clone)]
+struct Gen {
+    v6: bool,
+    src: [u8; 4],
+    dst: [u8; 4],
+    off_pool: u8,
+    ttl: u8,
+    tos: u8,
+    df: bool,
+    proto: u8,
+    len: usize,
+    icmp_type: u8,
+    zero_udp: bool,
+    ext: u8,
+    flip: Option<(usize, u8)>,
+    pad: usize,
+}
+
+fn packets() -> impl Strategy<Value = Gen> {
+    (
+        (
+            any::<bool>(),
+            v4_addr(),
+            v4_addr(),
+            prop_oneof![8 => Just(0u8), 1 => 1u8..4],
+        ),
+        prop_oneof![1 => 0u8..3, 4 => any::<u8>()],
+        any::<u8>(),
+        any::<bool>(),
+        prop::sample::select(vec![6u8, 17, 1, 58, 47]),
+        prop_oneof![4 => 0usize..200, 1 => 1100usize..1400, 1 => 1400usize..3200],
+        prop::sample::select(vec![0u8, 8, 128, 129, 1, 3, 11, 13, 135]),
+        prop::bool::weighted(0.1),
+        prop_oneof![6 => Just(0u8), 1 => 1u8..5],
+        (
+            prop::option::weighted(0.15, (0usize..60, 1u8..=255)),
+            prop_oneof![6 => Just(0usize), 1 => 1usize..20],
+        ),
+    )
+        .prop_map(
+            |(
+                (v6, src, dst, off_pool),
+                ttl,
+                tos,
+                df,
+                proto,
+                len,
+                icmp_type,
+                zero_udp,
+                ext,
+                (flip, pad),
+            )| Gen {
+                v6,
+                src,
+                dst,
+                off_pool,
+                ttl,
+                tos,
+                df,
+                proto,
+                len,
+                icmp_type,
+                zero_udp,
+                ext,
+                flip,
+                pad,
+            },
+        )
+}
+
+fn build(g: &Gen) -> Vec<u8> {
+    let mut ip = if g.v6 {
+        let src = if g.off_pool == 1 {
+            "2001:db8:1::5".parse().unwrap()
+        } else if g.off_pool == 3 {
+            "2001:db8:3::a:b".parse().unwrap()
+        } else {
+            in_pool6(g.src)
+        };
+        let dst = if g.off_pool == 2 {
+            "2001:db8:99::7".parse().unwrap()
+        } else {
+            in_pool6(g.dst)
+        };
+        let mut h = Ip6::new(src, dst).hop_limit(g.ttl).traffic_class(g.tos);
+        h = match g.ext {
+            1 => h.hop_by_hop(),
+            2 => h.dest_opts(),
+            3 => h.fragment_header(0, false, 9),
+            4 => h.routing(0),
+            _ => h,
+        };
+        match g.proto {
+            6 => h.tcp(1234, 80, g.len),
+            17 if g.zero_udp => zero_udp6(h.udp(1234, 53, g.len), g.len),
+            17 => h.udp(1234, 53, g.len),
+            58 => h.icmp(g.icmp_type, 0, [1, 2, 3, 4], &vec![0x5a; g.len]),
+            p => h.raw(p, &vec![0xa5; g.len]),
+        }
+    } else {
+        let mut h = Ip4::new(a4(g.src), a4(g.dst))
+            .ttl(g.ttl)
+            .tos(g.tos)
+            .df(g.df);
+        if g.ext == 1 {
+            h = h.options(&[1, 1, 1, 1]);
+        }
+        match (g.proto, g.ext) {
+            (_, 3) => h.fragment(g.proto, 0, true, &vec![0; 16 + g.len / 8 * 8]),
+            (6, _) => h.tcp(1234, 80, g.len),
+            (17, _) if g.zero_udp => h.udp_zero_checksum(1234, 53, g.len),
+            (17, _) => h.udp(1234, 53, g.len),
+            (1 | 58, _) => h.icmp(g.icmp_type, 0, [1, 2, 3, 4], &vec![0x5a; g.len]),
+            (p, _) => h.raw(p, &vec![0xa5; g.len]),
+        }
+    };
+    if let Some((at, x)) = g.flip
+        && at < ip.len()
+    {
+        ip[at] ^= x;
+    }
+    // Link-layer padding after the packet.
+    ip.extend(std::iter::repeat_n(0xee, g.pad));
+    ip
+}
+
+#[test]
+fn generated_packets_translate_as_the_core_does_or_go_up() {
+    pin_to_one_cpu();
+    generated(sample_config());
+}
+
+#[test]
+fn rfc7757_generated_packets_with_eam_translate_as_the_core_does_or_go_up() {
+    pin_to_one_cpu();
+    generated(eam_config());
+}
+
+fn generated(cfg: Config) {
+    let Some(bed) = Bed::new(cfg) else {
+        return;
+    };
+    let bed = RefCell::new(bed);
+    let mut runner = TestRunner::new(PtConfig {
+        cases: 2000,
+        failure_persistence: None,
+        ..PtConfig::default()
+    });
+    let fast = RefCell::new(0u32);
+    runner
+        .run(&packets(), |g| {
+            let ip = build(&g);
+            if let Outcome::Translated = bed.borrow_mut().check(&format!("{g:?}"), &ip) {
+                *fast.borrow_mut() += 1;
+            }
+            Ok(())
+        })
+        .unwrap();
+    // The generator reaches the fast path, not only the slow one.
+    assert!(
+        *fast.borrow() > 100,
+        "only {} on the fast path",
+        fast.borrow()
+    );
+}

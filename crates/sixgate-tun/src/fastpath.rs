@@ -1,0 +1,108 @@
+//! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
+//! "tc"`, docs/fastpath.md): a TC ingress program on the interfaces named
+//! for it translates stateless SIIT's common packets, which the kernel then
+//! forwards by its routes; every other packet goes up unchanged and reaches
+//! the device by the routes as before. Started before the privilege drop and
+//! stopped before the device goes. A program that cannot be loaded or
+//! attached, or an interface with strict reverse-path filtering (which would
+//! drop what the program translates), is a warning: the TUN plane alone
+//! still translates everything.
+
+use sixgate_config::{FastPathMode, Loaded};
+use sixgate_core::Config;
+use sixgate_fastpath::FastPath;
+use tracing::{info, warn};
+
+/// Load and attach, or say why not (`cfg`: the plan's configuration, with
+/// the IPv4 Identification key the workers use; `device`: the TUN device,
+/// where the kernel routes what the program may translate).
+pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
+    if loaded.daemon.fastpath != FastPathMode::Tc {
+        return None;
+    }
+    // Strict reverse-path filtering would drop what the program translates:
+    // better the TUN plane alone than a black hole.
+    if let Some(w) = loaded
+        .daemon
+        .fastpath_interfaces
+        .iter()
+        .find_map(|i| strict_rp_filter(i))
+    {
+        warn!("fastpath = \"tc\": {w}; every packet takes the TUN device");
+        return None;
+    }
+    let Some(ifindex) = ifindex(device) else {
+        warn!(
+            "fastpath = \"tc\": no interface index for {device}; every packet takes the TUN device"
+        );
+        return None;
+    };
+    let mut fp = match FastPath::load(cfg, ifindex) {
+        Ok(fp) => fp,
+        Err(why) => {
+            warn!("fastpath = \"tc\": {why}; every packet takes the TUN device");
+            return None;
+        }
+    };
+    for iface in &loaded.daemon.fastpath_interfaces {
+        if let Err(why) = fp.attach(iface) {
+            warn!("fastpath = \"tc\": {why}; every packet takes the TUN device");
+            fp.detach_all();
+            return None;
+        }
+    }
+    let on: Vec<&str> = fp.interfaces().collect();
+    info!(
+        "fast path: TC program attached to the ingress of {} (stateless SIIT's TCP, UDP and \
+         ICMP Echo translated in the kernel; the rest goes up to the TUN device)",
+        on.join(", ")
+    );
+    Some(fp)
+}
+
+/// Detach, and say what it carried.
+pub fn stop(fp: &mut Option<FastPath>) {
+    let Some(mut f) = fp.take() else {
+        return;
+    };
+    if let Ok(c) = f.counters() {
+        info!("{}", summary(&c));
+    }
+    f.detach_all();
+}
+
+/// One line for humans: the program's counters.
+pub fn summary(c: &sixgate_fastpath::Counters) -> String {
+    format!(
+        "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
+         aborted {}",
+        c.received, c.translated_6to4, c.translated_4to6, c.passed, c.aborted
+    )
+}
+
+fn ifindex(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: a NUL-terminated string that outlives the call.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    (i != 0).then_some(i)
+}
+
+/// A warning if `iface` has strict reverse-path filtering: the effective
+/// value is the larger of `all` and the interface's, and with 1 the kernel
+/// drops the IPv4 packets the program translated from IPv6 on `iface`, whose
+/// IPv4 source is routed into the TUN device, not out of `iface`.
+fn strict_rp_filter(iface: &str) -> Option<String> {
+    let read = |dev: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{dev}/rp_filter"))
+            .ok()
+            .and_then(|v| v.trim().parse::<u8>().ok())
+            .unwrap_or(0)
+    };
+    (read("all").max(read(iface)) == 1).then(|| {
+        format!(
+            "{iface} has strict reverse-path filtering (net.ipv4.conf.{{all,{iface}}}.rp_filter \
+             = 1): the kernel drops the IPv4 packets translated on it, whose sources are routed \
+             into the TUN device; set it to 2 (loose) or 0"
+        )
+    })
+}

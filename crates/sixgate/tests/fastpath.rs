@@ -1,0 +1,215 @@
+//! End to end with the TC fast path on (`[daemon] fastpath = "tc"`,
+//! docs/fastpath.md) in the standard SIIT bed: ping both ways and an HTTP
+//! transfer both ways cross the gateway, and the fast path's counters (its
+//! summary line at exit) show that it carried the bulk, with the TUN device
+//! seeing only the rest; a runtime EAM change reaches the program. Skips
+//! like e2e.rs (not root, no namespaces, no `run` command).
+
+use sixgate_netns::{
+    Dataplane, Dut, ScratchDir, Stopped, Topology, TopologyOptions, addr, check_host, ifname,
+};
+
+mod common;
+use common::{Turn, fetch_and_compare, http_server, pattern, ping, run_bed, stop_cleanly};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+
+/// The fast path's counters from the daemon's summary line at exit:
+/// (received, translated 6to4, translated 4to6, passed, aborted).
+fn counters(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
+    let line = stopped
+        .stderr
+        .lines()
+        .find(|l| l.contains("fast path: received"))
+        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
+    let mut n = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u64>().unwrap());
+    // "… 6to4 N 4to6 M …": skip the 6 and 4 of the labels.
+    let words: Vec<u64> = n.by_ref().collect();
+    let tail = &words[words.len() - 9..];
+    (tail[0], tail[3], tail[6], tail[7], tail[8])
+}
+
+/// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
+/// (after saying why) where the test must skip.
+fn fast_dut(test: &str) -> Option<Dut> {
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return None;
+    }
+    let dut = Dut::Sixgate {
+        binary: BIN.into(),
+        dataplane: Dataplane::Tun,
+        extra_toml: format!(
+            "[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            ifname::GATEWAY_V6,
+            ifname::GATEWAY_V4
+        ),
+    };
+    if let Err(why) = dut.check_available() {
+        println!("skipped: {test}: {why}");
+        return None;
+    }
+    Some(dut)
+}
+
+/// `sixgate ARGS --socket SOCKET`, which must succeed; its standard output.
+fn cli(socket: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(BIN)
+        .args(args)
+        .arg("--socket")
+        .arg(socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "sixgate {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The total of one `show stats` row.
+fn stat(socket: &std::path::Path, name: &str) -> u64 {
+    let text = cli(socket, &["show", "stats"]);
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in show stats:\n{text}"))
+}
+
+/// A runtime EAM change reaches the program (docs/fastpath.md,
+/// "Configuration changes"): with the v6 host's EAM entry removed the core
+/// refuses its packets, and the program must not translate them with the
+/// entry it had; added back, they take the fast path again.
+#[test]
+fn eam_changes_reach_the_fast_path() {
+    let test = "eam_changes_reach_the_fast_path";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        let socket = running.api_socket().expect("an API socket");
+        let dest = addr::V4_HOST_AS_V6.to_string();
+        assert_eq!(ping(&bed.v6host, &dest, 2).len(), 2);
+        let before = stat(socket, "fastpath_translated_6to4");
+        assert!(before >= 2, "{before}");
+        cli(socket, &["eam", "remove", addr::EAM_V4, addr::EAM_V6]);
+        // Refused by the core now (no mapping for the source): no reply.
+        let _ = bed.v6host.run_timeout(
+            "ping",
+            ["-n", "-c", "2", "-i", "0.2", "-W", "1", &dest],
+            std::time::Duration::from_secs(10),
+        );
+        assert_eq!(
+            stat(socket, "fastpath_translated_6to4"),
+            before,
+            "translated with a removed EAM entry"
+        );
+        cli(socket, &["eam", "add", addr::EAM_V4, addr::EAM_V6]);
+        assert_eq!(ping(&bed.v6host, &dest, 2).len(), 2);
+        assert!(stat(socket, "fastpath_translated_6to4") >= before + 2);
+    });
+}
+
+#[test]
+fn ping_and_http_both_ways_mostly_on_the_fast_path() {
+    let test = "ping_and_http_both_ways_mostly_on_the_fast_path";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    let content = pattern(4 << 20);
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3).len(),
+            3
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 3).len(),
+            3
+        );
+        let dir = ScratchDir::new("www").unwrap();
+        dir.write("file.bin", &content).unwrap();
+        {
+            let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+            let url = format!("[{}]", addr::V4_HOST_AS_V6);
+            fetch_and_compare(&bed.v6host, &url, &dir, "file.bin", &content);
+        }
+        let _server = http_server(&bed.v6host, addr::V6_HOST.into(), &dir);
+        let url = addr::V6_HOST_AS_V4.to_string();
+        fetch_and_compare(&bed.v4host, &url, &dir, "file.bin", &content);
+        // `show stats` reports the fast path while it runs.
+        let socket = running.api_socket().expect("an API socket");
+        assert!(stat(socket, "fastpath_translated_6to4") > 0);
+        assert!(stat(socket, "fastpath_translated_4to6") > 0);
+    });
+    let (received, v6to4, v4to6, passed, aborted) = counters(&stopped);
+    let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
+    println!(
+        "{test}: fast path received {received}, translated 6to4 {v6to4} 4to6 {v4to6}, \
+         passed {passed}; {into_tun} packets into the TUN device"
+    );
+    assert_eq!(
+        received,
+        v6to4 + v4to6 + passed + aborted,
+        "received = translated + passed"
+    );
+    assert_eq!(aborted, 0);
+    // Both directions of pings and transfers took it…
+    assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
+    // … and it carried the bulk: the TUN device saw only the rest.
+    let fast = v6to4 + v4to6;
+    assert!(
+        fast >= 10 * into_tun.max(1),
+        "fast path {fast} packets, TUN device {into_tun}"
+    );
+}
+
+/// Strict reverse-path filtering on the gateway would drop every IPv4
+/// packet the program translates (their sources are routed into the TUN
+/// device): `sixgate run` then leaves the fast path off, says why, and the
+/// TUN plane carries the traffic.
+#[test]
+fn strict_rp_filter_leaves_the_fast_path_off() {
+    let test = "strict_rp_filter_leaves_the_fast_path_off";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    let mut turn = Turn::take(test);
+    let bed = Topology::build(dut.bed_options(TopologyOptions::default()))
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.namespaces());
+    bed.gateway
+        .run("sysctl", ["-w", "net.ipv4.conf.all.rp_filter=1"])
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let running = bed.start(&dut).unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.run(
+        || running.log(),
+        || {
+            assert_eq!(
+                ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+                2
+            );
+            assert_eq!(
+                ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+                2
+            );
+        },
+    );
+    let stopped = stop_cleanly(test, "translator", running);
+    assert!(
+        stopped.stderr.contains("strict reverse-path filtering"),
+        "{}",
+        stopped.stderr
+    );
+    assert!(
+        !stopped.stderr.contains("fast path: received"),
+        "{}",
+        stopped.stderr
+    );
+    drop(bed);
+    turn.finish();
+}
