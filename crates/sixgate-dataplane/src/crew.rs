@@ -4,14 +4,15 @@
 //! starts, waits for, stops and reports its workers through one.
 
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::live::Follower;
+use crate::replica::{SyncEnds, WorkerEnds, replica_rings};
 use crate::signals::{Signals, pipe};
 use crate::stats::{self, Snapshot, StatsHandle, WorkerStats};
-use crate::worker::{PacketIo, Worker};
+use crate::worker::{PacketIo, Worker, WorkerSync};
 use crate::{Report, Stop};
 
 /// The workers of one gateway.
@@ -22,6 +23,21 @@ pub struct Crew {
     stop_wr: Option<OwnedFd>,
     signals: Signals,
     threads: Vec<JoinHandle<Result<(), String>>>,
+    /// `[sync]`: the workers' ring ends not handed out yet, and the sync
+    /// thread's ([`Crew::take_sync_ends`]).
+    sync: Mutex<SyncSlots>,
+}
+
+/// Entries of each ring between a worker and the sync thread, and of the
+/// translator's own change ring: a burst of new sessions the sync thread has
+/// not drained yet (some milliseconds of a busy worker) fits.
+pub const SYNC_RING: usize = 65536;
+
+#[derive(Default)]
+struct SyncSlots {
+    created: bool,
+    workers: Vec<Option<WorkerEnds>>,
+    link: Option<Vec<SyncEnds>>,
 }
 
 impl Crew {
@@ -36,6 +52,7 @@ impl Crew {
             stop_wr: Some(stop_wr),
             signals,
             threads: Vec::with_capacity(n),
+            sync: Mutex::default(),
         })
     }
 
@@ -66,7 +83,54 @@ impl Crew {
             stateful: plan.stateful,
             event_log: plan.event_log,
             follower,
+            sync: plan.sync.as_ref().and_then(|s| self.sync_ends(index, s)),
         })
+    }
+
+    /// Worker `index`'s sync ends; every worker's rings are made at the first
+    /// call, so that the data planes need not know about sync.
+    fn sync_ends(&self, index: usize, s: &sixgate_config::SyncSettings) -> Option<WorkerSync> {
+        let mut slots = self.sync.lock().unwrap_or_else(|p| p.into_inner());
+        if !slots.created {
+            let peer_shards: Vec<_> = s
+                .shards
+                .iter()
+                .filter(|sh| sh.node_id != s.node_id)
+                .map(|sh| (sh.node_id, sh.pool4.clone()))
+                .collect();
+            let (workers, link) = (0..self.stats.len())
+                .map(|_| {
+                    let (w, l) = replica_rings(SYNC_RING, peer_shards.clone());
+                    (Some(w), l)
+                })
+                .unzip();
+            *slots = SyncSlots {
+                created: true,
+                workers,
+                link: Some(link),
+            };
+        }
+        let ends = slots.workers.get_mut(index)?.take()?;
+        Some(WorkerSync {
+            ends,
+            own_shards: s
+                .shards
+                .iter()
+                .filter(|sh| sh.node_id == s.node_id)
+                .flat_map(|sh| sh.pool4.iter().copied())
+                .collect(),
+            export_capacity: SYNC_RING,
+        })
+    }
+
+    /// The sync thread's ends of every worker's rings, in worker order, once
+    /// the workers are made (`None` without `[sync]`, or taken already).
+    pub fn take_sync_ends(&self) -> Option<Vec<SyncEnds>> {
+        self.sync
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .link
+            .take()
     }
 
     /// Start `w` on a thread of its own, named `name`.

@@ -33,6 +33,7 @@ pub mod signals;
 pub mod spsc;
 pub mod stats;
 pub mod sync_link;
+pub mod sync_thread;
 pub mod system;
 pub mod worker;
 

@@ -335,6 +335,14 @@ impl Live {
             .map_err(|_| format!("worker {worker} did not answer"))
     }
 
+    /// Wake worker `worker` from its sleep (the sync thread left it records):
+    /// one byte on its wake-up socket, no question asked.
+    pub fn wake_worker(&self, worker: usize) {
+        if let Some(link) = self.links.get(worker) {
+            let _ = (&link.wake).write(&[1]);
+        }
+    }
+
     /// RFC 9693 §4.3 tear-down (`sixgate session flush`): every worker removes
     /// the sessions `filter` names and their dynamic BIB entries, a chunk of
     /// [`FLUSH_SPAN`] at a time between its packet batches. Returns the totals;

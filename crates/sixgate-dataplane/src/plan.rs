@@ -31,6 +31,8 @@ pub struct Plan {
     pub stateful: bool,
     /// `[nat64] event_log` is on.
     pub event_log: bool,
+    /// `[sync]` (NAT64 only): the workers exchange with a sync thread.
+    pub sync: Option<sixgate_config::SyncSettings>,
 }
 
 impl Plan {
@@ -91,7 +93,9 @@ impl Plan {
             .nat64
             .as_ref()
             .is_some_and(|n| n.event_log != EventLog::Off);
+        let sync = loaded.sync.clone().filter(|_| config.nat64.is_some());
         Ok(Plan {
+            sync,
             config,
             default_pool4,
             user,

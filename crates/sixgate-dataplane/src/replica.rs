@@ -2,7 +2,8 @@
 //! writers"): between batches it moves its translator's exported changes into
 //! its export ring, and applies at most a budget of records from its import
 //! ring, as the sole writer of its tables. The sync thread holds the other
-//! ends ([`SyncEnds`]). Not yet started by the daemon (docs/ha.md, "Status").
+//! ends ([`SyncEnds`]). `Worker` calls [`WorkerEnds::exchange`] after each
+//! batch and tick when `[sync]` is set ([`crate::Crew`] makes the rings).
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! hands every record to the worker that owns it, sends every worker's
 //! changes to every peer, runs the timers and sends what is due. Pure protocol
 //! work is `sixgate-sync`'s; this is only the plumbing, with no lock shared
-//! with the workers. Not yet started by the daemon (docs/ha.md, "Status").
+//! with the workers. Driven by [`crate::sync_thread`].
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -70,6 +70,10 @@ pub struct SyncLink {
     inbound: Vec<Inbound>,
     /// The link's own counters.
     pub counters: LinkCounters,
+    /// Each worker's `export_lost` as last seen: growth makes a snapshot due.
+    lost_seen: Vec<u64>,
+    /// Workers given something to import since [`SyncLink::take_fed`].
+    fed: Vec<bool>,
 }
 
 impl SyncLink {
@@ -90,7 +94,10 @@ impl SyncLink {
                 }
             })
             .collect();
+        let n = workers.len();
         Ok(SyncLink {
+            lost_seen: vec![0; n],
+            fed: vec![false; n],
             socket,
             peers,
             workers,
@@ -162,8 +169,10 @@ impl SyncLink {
                     }
                     _ => 0..workers,
                 };
-                for ends in &mut self.workers[targets] {
-                    if !ends.import.push(*item) {
+                for w in targets {
+                    if self.workers[w].import.push(*item) {
+                        self.fed[w] = true;
+                    } else {
                         self.counters.import_full += 1;
                         full = true;
                     }
@@ -179,7 +188,17 @@ impl SyncLink {
     /// Every worker's changes to every peer (a refused push is counted by the
     /// peer and turns into a snapshot).
     fn export(&mut self, now: u64) {
-        for ends in &mut self.workers {
+        for (ends, seen) in self.workers.iter_mut().zip(&mut self.lost_seen) {
+            let lost = ends
+                .counters
+                .export_lost
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if lost != *seen {
+                *seen = lost;
+                for slot in &mut self.peers {
+                    slot.peer.snapshot_due(ResyncReason::Gap);
+                }
+            }
             while let Some((op, r)) = ends.export.pop() {
                 let rec = tables::to_record(op, &r, &self.pool6);
                 for slot in &mut self.peers {
@@ -237,6 +256,32 @@ impl SyncLink {
             }
         }
         done
+    }
+
+    /// Whether a snapshot to some peer is running.
+    pub fn snapshot_running(&self) -> bool {
+        self.peers.iter().any(|p| p.peer.snapshot_running())
+    }
+
+    /// The workers given records or markers since the last call (to be woken
+    /// from their sleep), each once.
+    pub fn take_fed(&mut self, mut f: impl FnMut(usize)) {
+        for (w, fed) in self.fed.iter_mut().enumerate() {
+            if std::mem::take(fed) {
+                f(w);
+            }
+        }
+    }
+
+    /// The socket's descriptor, to sleep on.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.socket.as_raw_fd()
+    }
+
+    /// The link's and every peer's counters and state (`sixgate show sync`).
+    pub fn counters(&self) -> LinkCounters {
+        self.counters
     }
 
     /// When the next step has something to do, at the latest.

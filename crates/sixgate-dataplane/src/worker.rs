@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use crate::IoCounters;
 use crate::live::{Follower, Follows};
+use crate::replica::{IMPORT_BUDGET, WorkerEnds};
 use crate::stats::WorkerStats;
 
 /// Longest time between two calls of [`sixgate_core::Translator::tick`]
@@ -90,6 +91,20 @@ pub struct Worker<P> {
     pub event_log: bool,
     /// New configurations and questions from the control plane.
     pub follower: Follower,
+    /// NAT64 state sync (`[sync]`): `None` when it is off, and then the loop
+    /// does nothing more than before.
+    pub sync: Option<WorkerSync>,
+}
+
+/// A worker's part of NAT64 state sync (docs/ha.md, "Workers, rings, sole
+/// writers").
+pub struct WorkerSync {
+    /// Its ends of the rings to and from the sync thread.
+    pub ends: WorkerEnds,
+    /// This node's pool4 shards: new mappings only there.
+    pub own_shards: Vec<(std::net::Ipv4Addr, u8)>,
+    /// Capacity of the translator's own change ring.
+    pub export_capacity: usize,
 }
 
 impl<P: PacketIo> Worker<P> {
@@ -125,6 +140,11 @@ impl<P: PacketIo> Worker<P> {
         let start = Instant::now();
         let mut next_tick = 0u64;
         self.io.start()?;
+        if let Some(s) = &self.sync {
+            let t = self.io.translator_mut();
+            t.enable_replica_export(s.export_capacity);
+            t.set_own_pool4_shards(Some(&s.own_shards));
+        }
         loop {
             let now_ns = start.elapsed().as_nanos() as u64;
             if self.stateful && now_ns >= next_tick {
@@ -135,6 +155,8 @@ impl<P: PacketIo> Worker<P> {
                 self.follower.follow(&mut self.io, now_ns);
             }
             let busy = self.io.batch(now_ns)?;
+            // Per batch, never per packet: one branch when sync is off.
+            self.exchange(now_ns);
             self.publish();
             if self.stop.load(Relaxed) {
                 return Ok(());
@@ -149,6 +171,7 @@ impl<P: PacketIo> Worker<P> {
     /// MAP-T CE's NAPT44 keeps NAT64's tables).
     fn tick(&mut self, now_ns: u64) {
         self.io.tick(now_ns);
+        self.exchange(now_ns);
         self.follower.after_tick(self.io.translator());
         let (index, log) = (self.index, self.event_log);
         let t = self.io.translator_mut();
@@ -162,6 +185,16 @@ impl<P: PacketIo> Worker<P> {
         } else {
             t.napt44_stats()
         });
+    }
+
+    /// With sync: this worker's changes to the sync thread, the peers'
+    /// records into its tables (bounded, as their sole writer).
+    #[inline]
+    fn exchange(&mut self, now_ns: u64) {
+        if let Some(s) = &mut self.sync {
+            s.ends
+                .exchange(self.io.translator_mut(), now_ns, IMPORT_BUDGET);
+        }
     }
 
     /// Sleep until the data plane has something, the control plane has

@@ -331,6 +331,12 @@ impl Peer {
         self.resync_to_send = Some(reason);
     }
 
+    /// Makes a snapshot of our tables due (this node lost changes before
+    /// they reached the queue, e.g. a worker's full export ring).
+    pub fn snapshot_due(&mut self, reason: ResyncReason) {
+        self.snapshot_wanted.get_or_insert(reason);
+    }
+
     /// Why a snapshot of our tables is due, if one is.
     pub fn snapshot_wanted(&self) -> Option<ResyncReason> {
         self.snapshot_wanted

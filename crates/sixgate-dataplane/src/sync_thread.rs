@@ -1,0 +1,250 @@
+//! The sync thread of a running gateway (docs/ha.md): a [`SyncLink`] driven
+//! off the packet path. It sleeps in `poll` on the link's socket until the
+//! protocol's next timer, at most [`MAX_SLEEP_MS`] (the workers' changes wait
+//! in their rings that long at worst: the protocol's `flush_delay`), wakes the
+//! workers it handed records to, feeds snapshots by walking the workers'
+//! tables through the control channel (`Live::chunk`, a chunk between their
+//! batches), and logs the peers' events.
+
+use std::net::UdpSocket;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use sixgate_config::SyncSettings;
+use sixgate_core::nat64::ReplicaOp;
+use sixgate_sync::{Event, Key, tables};
+
+use crate::Live;
+use crate::live::{Query, Rows};
+use crate::replica::SyncEnds;
+use crate::sync_link::{LinkConfig, SyncLink};
+
+/// Longest sleep: a worker's change waits at most this long for the thread.
+pub const MAX_SLEEP_MS: i32 = 1;
+
+/// Most slab positions one snapshot walk step asks a worker for.
+const WALK_SPAN: usize = 256;
+
+/// The running sync thread.
+pub struct SyncThread {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// The link's socket and key, taken before privileges are dropped.
+pub struct Bound {
+    socket: UdpSocket,
+    key: Option<Key>,
+}
+
+/// Binds `[sync] bind` and loads the key (a `key_file` is read now).
+pub fn bind(s: &SyncSettings) -> Result<Bound, String> {
+    let key = match &s.key {
+        Some(k) => Some(Key::new(&k.load()?).ok_or_else(|| "[sync] key: empty".to_owned())?),
+        None => None,
+    };
+    let socket = UdpSocket::bind(s.bind).map_err(|e| format!("[sync] bind = {}: {e}", s.bind))?;
+    Ok(Bound { socket, key })
+}
+
+impl SyncThread {
+    /// Starts the thread on `bound` ([`bind`]) for the workers whose sync
+    /// ends are `ends` (`Crew::take_sync_ends`), with `live` to walk their
+    /// tables for snapshots. Errors: no pool6, no thread.
+    pub fn spawn(
+        bound: Bound,
+        s: &SyncSettings,
+        ends: Vec<SyncEnds>,
+        live: Arc<Live>,
+    ) -> Result<SyncThread, String> {
+        let config = live.config();
+        let workers = ends.len();
+        let hash = s.config_hash(&config, workers as u16);
+        let Bound { socket, key } = bound;
+        let pool6 = config
+            .map
+            .pool6
+            .ok_or_else(|| "[sync]: NAT64 without pool6".to_owned())?;
+        let port_block_size = config.nat64.as_ref().map_or(0, |n| n.port_block_size);
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let cfg = LinkConfig {
+            node: s.node_id,
+            peers: s.peers.iter().map(|p| (p.node_id, p.address)).collect(),
+            key,
+            config_hash: hash,
+            epoch,
+            max_datagram: s.max_datagram(),
+            pool6,
+            port_block_size,
+        };
+        let link = SyncLink::new(socket, cfg, ends).map_err(|e| format!("[sync]: {e}"))?;
+        let peers: Vec<String> = s
+            .peers
+            .iter()
+            .map(|p| format!("{} at {}", p.node_id, p.address))
+            .collect();
+        tracing::info!(
+            node = s.node_id,
+            "sync: listening on {}, config hash {hash:016x}, {}, peers {}",
+            s.bind,
+            if s.key.is_some() {
+                "authenticated"
+            } else {
+                "NOT authenticated (dedicated link only)"
+            },
+            peers.join(", ")
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("sixgate-sync".into())
+            .spawn(move || run(link, live, pool6, &flag))
+            .map_err(|e| format!("[sync]: cannot start its thread: {e}"))?;
+        Ok(SyncThread {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// Stops the thread and waits for it (at most one sleep).
+    pub fn stop(mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Where a snapshot's walk is: the worker and its slab cursor; `None` in the
+/// worker position once every worker was walked (the end is still due).
+type Walk = (Option<usize>, u32);
+
+fn run(
+    mut link: SyncLink,
+    live: Arc<Live>,
+    pool6: sixgate_core::addr::Rfc6052Prefix,
+    stop: &AtomicBool,
+) {
+    let start = Instant::now();
+    let workers = live.workers();
+    let mut walk: Option<Walk> = None;
+    let mut failing = false;
+    while !stop.load(Relaxed) {
+        let now = start.elapsed().as_nanos() as u64;
+        let wants = match link.step(now, &mut log_event) {
+            Ok(w) => {
+                failing = false;
+                w
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::error!("sync: the link's socket failed: {e}");
+                }
+                failing = true;
+                false
+            }
+        };
+        link.take_fed(|w| live.wake_worker(w));
+        if wants && walk.is_none() {
+            link.snapshot();
+            tracing::info!("sync: sending a snapshot of this node's tables");
+            walk = Some((Some(0), 0));
+        }
+        if let Some(w) = walk {
+            walk = snapshot_step(&mut link, &live, &pool6, workers, w, now);
+        }
+        let wait = link.next_timeout(now).saturating_sub(now) / 1_000_000;
+        let timeout = if walk.is_some() {
+            0
+        } else {
+            (wait as i32).clamp(0, MAX_SLEEP_MS)
+        };
+        let mut fd = libc::pollfd {
+            fd: link.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd. EINTR and the like: just go round.
+        unsafe { libc::poll(&mut fd, 1, timeout) };
+    }
+}
+
+/// One step of a snapshot: a chunk of a worker's sessions, as much as the
+/// peers' queues have room for, or its end. Returns where it is.
+fn snapshot_step(
+    link: &mut SyncLink,
+    live: &Live,
+    pool6: &sixgate_core::addr::Rfc6052Prefix,
+    workers: usize,
+    (worker, from): Walk,
+    now: u64,
+) -> Option<Walk> {
+    if !link.snapshot_running() {
+        return None;
+    }
+    let Some(w) = worker else {
+        return if link.snapshot_end() {
+            None
+        } else {
+            Some((None, 0))
+        };
+    };
+    let room = link.snapshot_room().min(WALK_SPAN);
+    if room == 0 {
+        return Some((worker, from));
+    }
+    let chunk = match live.chunk(w, Query::Sessions, from, room as u32) {
+        Ok(c) => c,
+        Err(e) => {
+            // The snapshot cannot be complete: end it; the peer's next gap
+            // or join asks again.
+            tracing::warn!("sync: snapshot of worker {w}: {e}");
+            let _ = link.snapshot_end();
+            return None;
+        }
+    };
+    if let Rows::Sessions(rows) = &chunk.rows {
+        for s in rows {
+            let r = tables::to_record(ReplicaOp::Upsert, &tables::from_view(s), pool6);
+            link.snapshot_push(now, &r);
+        }
+    }
+    Some(match chunk.next {
+        Some(n) => (worker, n),
+        None if w + 1 < workers => (Some(w + 1), 0),
+        None => (None, 0),
+    })
+}
+
+/// A peer's event as a log line (records and snapshot markers are not
+/// events worth one).
+fn log_event(peer: u16, e: &Event) {
+    match e {
+        Event::PeerUp => tracing::info!(peer, "sync: peer {peer} is up"),
+        Event::PeerDown => tracing::warn!(peer, "sync: peer {peer} is down (silent for 3 s)"),
+        Event::PeerRestarted => {
+            tracing::warn!(peer, "sync: peer {peer} restarted; it gets a snapshot")
+        }
+        Event::ConfigMismatch { ours, theirs } => tracing::error!(
+            peer,
+            "sync: peer {peer} has config hash {theirs:016x}, ours is {ours:016x}: not syncing \
+             until both run the same [nat64] and [sync]"
+        ),
+        Event::SnapshotRequested(why) => {
+            tracing::info!(peer, "sync: peer {peer} asks for a snapshot ({why:?})")
+        }
+        Event::SnapshotEnd {
+            announced,
+            received,
+            ..
+        } => tracing::info!(
+            peer,
+            "sync: snapshot from peer {peer} received ({received} records, {announced} announced)"
+        ),
+        Event::Record(_) | Event::SnapshotBegin { .. } => {}
+    }
+}
