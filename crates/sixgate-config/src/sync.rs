@@ -1,6 +1,6 @@
 //! `[sync]`: NAT64 state shared with other gateway nodes (docs/ha.md). Only in
-//! mode nat64. Checked here; **not yet used by the daemon** (docs/ha.md,
-//! "Status").
+//! mode nat64. Checked here; `sixgate run` starts the sync thread from it
+//! (`sixgate_dataplane::sync_thread`; what is wired: docs/ha.md, "Status").
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;

@@ -100,7 +100,40 @@ pub fn run(args: &Args) -> CmdResult {
     // The API socket is bound before the gateway drops privileges.
     let socket = sixgate_control::api::server::bind(&loaded.daemon.socket)
         .map_err(|e| format!("sixgate run: {e}"))?;
+    // [sync] (NAT64 only): its socket bound and its key read before the
+    // gateway drops privileges; the thread starts once the workers exist.
+    let sync_bound = match loaded
+        .sync
+        .as_ref()
+        .filter(|_| loaded.config.nat64.is_some())
+    {
+        Some(s) => {
+            Some(sixgate_dataplane::sync_thread::bind(s).map_err(|e| format!("sixgate run: {e}"))?)
+        }
+        None => None,
+    };
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
+    let sync = match (
+        sync_bound,
+        &loaded.sync,
+        gw.crew().take_sync_ends(),
+        gw.live(),
+    ) {
+        (Some(bound), Some(s), Some(ends), Some(live)) => {
+            match sixgate_dataplane::sync_thread::SyncThread::spawn(bound, s, ends, live) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    let _ = gw.stop();
+                    return Err(format!("sixgate run: {e}"));
+                }
+            }
+        }
+        (Some(_), ..) => {
+            let _ = gw.stop();
+            return Err("sixgate run: [sync]: this data plane gave no sync ends".to_owned());
+        }
+        _ => None,
+    };
     let _ = workers.set(gw.crew().stats_handle());
     if let Some(l) = gw.live() {
         let _ = live.set(l);
@@ -199,6 +232,10 @@ pub fn run(args: &Args) -> CmdResult {
     notify("STOPPING=1");
     let failed = matches!(why, sixgate_dataplane::Stop::WorkerFailed(_));
     drop(refresh);
+    // Before the workers: its snapshots ask them for their tables.
+    if let Some(t) = sync {
+        t.stop();
+    }
     if let Some(a) = api {
         a.stop();
     }
