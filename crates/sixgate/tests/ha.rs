@@ -15,6 +15,10 @@
 //!
 //! - `ha_asymmetric_udp_and_tcp`: a UDP exchange and a curl work across the
 //!   asymmetric path, and `show sessions` lists the same sessions on both.
+//! - `ha_tcp_survives_kill_9_of_gw1`: a TCP connection opened across the
+//!   asymmetric path carries data again after gw1 is killed with SIGKILL and
+//!   the client's route moves to gw2, which translates both ways from its
+//!   replica.
 //!
 //! Root and `ip netns` needed (else `skipped:`), and python3 and curl.
 
@@ -298,6 +302,135 @@ fn ha_asymmetric_udp_and_tcp() {
     let s1 = stop_cleanly(test, "gw1", gw1);
     let s2 = stop_cleanly(test, "gw2", gw2);
     print!("{test}: gw1:\n{}{test}: gw2:\n{}", s1.stdout, s2.stdout);
+    drop(bed);
+    turn.finish();
+}
+
+/// A TCP echo server (one connection at a time).
+const TCP_ECHO: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(4)
+while True:
+    c, a = s.accept()
+    while True:
+        d = c.recv(2000)
+        if not d:
+            break
+        c.sendall(d)
+    c.close()
+"#;
+
+/// One connection: an echo, "first" on standard output, then waits for the
+/// file argv[3] and echoes again on the same connection ("second").
+const TCP_CLIENT: &str = r#"
+import os, socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.sendall(b"before")
+assert s.recv(100) == b"before"
+print("first", flush=True)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.02)
+s.sendall(b"after")
+assert s.recv(100) == b"after"
+print("second", flush=True)
+"#;
+
+#[test]
+fn ha_tcp_survives_kill_9_of_gw1() {
+    let test = "ha_tcp_survives_kill_9_of_gw1";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let mut turn = Turn::take(test);
+    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.all());
+    let gw1 = start(&bed.gw1, 1);
+    let gw2 = start(&bed.gw2, 2);
+    let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    let port = "9001";
+    let dir = ScratchDir::new("hago").unwrap();
+    let go = dir.path().join("go");
+    let mut client = turn.run(logs, || {
+        wait_for(10, logs, || {
+            gw1.log().contains("snapshot from peer 2 received")
+                && gw2.log().contains("snapshot from peer 1 received")
+        });
+        let echo = bed
+            .server
+            .spawn("python3", ["-c", TCP_ECHO, SERVER4, port])
+            .unwrap();
+        bed.server
+            .wait_listening(Proto::Tcp, 9001, Duration::from_secs(10))
+            .unwrap();
+        let client = bed
+            .client
+            .spawn(
+                "python3",
+                ["-c", TCP_CLIENT, SERVER6, port, &go.to_string_lossy()],
+            )
+            .unwrap();
+        wait_for(
+            10,
+            || format!("the first echo: {} {}", client.stdout(), client.stderr()),
+            || client.stdout().contains("first"),
+        );
+        // gw2 has the session from gw1.
+        wait_for(5, logs, || {
+            sessions(&gw2)
+                .iter()
+                .any(|s| s.starts_with("\"tcp\"") && s.ends_with(":9001"))
+        });
+        (client, echo)
+    });
+    // gw1 dies without a word; its TUN device and routes go with it.
+    let pids = bed.gw1.pids();
+    assert!(!pids.is_empty());
+    for pid in &pids {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    let killed = gw1.stop().unwrap_or_else(|e| panic!("{test}: gw1: {e}"));
+    assert!(
+        !killed.status.success(),
+        "gw1 was killed: {:?}",
+        killed.status
+    );
+    turn.run(
+        || gw2.log(),
+        || {
+            // The routing daemon's part: the IPv6 side moves to gw2.
+            bed.client
+                .ip([
+                    "-6",
+                    "route",
+                    "replace",
+                    "2001:db8:64::/96",
+                    "via",
+                    "fd00:2::1",
+                ])
+                .unwrap();
+            std::fs::write(&go, b"go").unwrap();
+            wait_for(
+                10,
+                || {
+                    format!(
+                        "the echo after the failover: {} {}",
+                        client.0.stdout(),
+                        client.0.stderr()
+                    )
+                },
+                || client.0.stdout().contains("second"),
+            );
+            println!("{test}: the connection carried data through gw2 alone");
+        },
+    );
+    let _ = client.0.exited();
+    drop(client);
+    let s2 = stop_cleanly(test, "gw2", gw2);
+    print!("{test}: gw2:\n{}", s2.stdout);
     drop(bed);
     turn.finish();
 }
