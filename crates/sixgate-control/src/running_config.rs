@@ -26,6 +26,7 @@ pub const SECTION_ORDER: &[&str] = &[
     "pref64",
     "metrics",
     "log",
+    "sync",
 ];
 
 /// Where errors in the edited table are said to be.
