@@ -114,6 +114,8 @@ pub struct Live {
     default_pool4: Option<Ipv4Addr>,
     /// One change at a time.
     changing: Mutex<()>,
+    /// NAT64 state sync, as its thread last published it (`None`: off).
+    sync: Mutex<Option<crate::sync_thread::SyncReport>>,
 }
 
 /// A runtime change that did not happen.
@@ -215,6 +217,7 @@ impl Live {
             plane: Mutex::new(plane),
             default_pool4,
             changing: Mutex::new(()),
+            sync: Mutex::new(None),
         });
         let followers = ends
             .into_iter()
@@ -333,6 +336,16 @@ impl Live {
         let _ = (&link.wake).write(&[1]);
         rx.recv_timeout(WORKER_TIMEOUT)
             .map_err(|_| format!("worker {worker} did not answer"))
+    }
+
+    /// The sync thread's latest report (`None` without `[sync]`).
+    pub fn sync_report(&self) -> Option<crate::sync_thread::SyncReport> {
+        self.sync.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The sync thread publishes its report (every 100 ms).
+    pub fn publish_sync(&self, r: crate::sync_thread::SyncReport) {
+        *self.sync.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
     }
 
     /// Wake worker `worker` from its sleep (the sync thread left it records):

@@ -24,6 +24,23 @@ use crate::sync_link::{LinkConfig, SyncLink};
 /// Longest sleep: a worker's change waits at most this long for the thread.
 pub const MAX_SLEEP_MS: i32 = 1;
 
+/// How often the thread publishes its [`SyncReport`] (`show sync`, metrics).
+const REPORT_NS: u64 = 100_000_000;
+
+/// What `sixgate show sync` and the metrics show, as last published.
+#[derive(Clone, Debug, Default)]
+pub struct SyncReport {
+    /// This node's id.
+    pub node_id: u16,
+    /// Each peer: id, address, protocol state and counters.
+    pub peers: Vec<(u16, std::net::SocketAddr, sixgate_sync::Status)>,
+    /// The link's own counters.
+    pub link: crate::sync_link::LinkCounters,
+    /// The workers' ring counters, summed: exported, export_lost, imported,
+    /// import_refused, swept.
+    pub workers: [u64; 5],
+}
+
 /// Most slab positions one snapshot walk step asks a worker for.
 const WALK_SPAN: usize = 256;
 
@@ -81,7 +98,9 @@ impl SyncThread {
             pool6,
             port_block_size,
         };
+        let counters: Vec<_> = ends.iter().map(|e| e.counters.clone()).collect();
         let link = SyncLink::new(socket, cfg, ends).map_err(|e| format!("[sync]: {e}"))?;
+        let node_id = s.node_id;
         let peers: Vec<String> = s
             .peers
             .iter()
@@ -102,7 +121,26 @@ impl SyncThread {
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("sixgate-sync".into())
-            .spawn(move || run(link, live, pool6, &flag))
+            .spawn(move || {
+                let report = move |link: &SyncLink| SyncReport {
+                    node_id,
+                    peers: link.status(),
+                    link: link.counters(),
+                    workers: counters.iter().fold([0; 5], |mut a, c| {
+                        for (a, c) in a.iter_mut().zip([
+                            &c.exported,
+                            &c.export_lost,
+                            &c.imported,
+                            &c.import_refused,
+                            &c.swept,
+                        ]) {
+                            *a += c.load(Relaxed);
+                        }
+                        a
+                    }),
+                };
+                run(link, live, pool6, &flag, report)
+            })
             .map_err(|e| format!("[sync]: cannot start its thread: {e}"))?;
         Ok(SyncThread {
             stop,
@@ -128,8 +166,10 @@ fn run(
     live: Arc<Live>,
     pool6: sixgate_core::addr::Rfc6052Prefix,
     stop: &AtomicBool,
+    report: impl Fn(&SyncLink) -> SyncReport,
 ) {
     let start = Instant::now();
+    let mut next_report = 0;
     let workers = live.workers();
     let mut walk: Option<Walk> = None;
     let mut failing = false;
@@ -149,6 +189,10 @@ fn run(
             }
         };
         link.take_fed(|w| live.wake_worker(w));
+        if now >= next_report {
+            live.publish_sync(report(&link));
+            next_report = now + REPORT_NS;
+        }
         if wants && walk.is_none() {
             link.snapshot();
             tracing::info!("sync: sending a snapshot of this node's tables");

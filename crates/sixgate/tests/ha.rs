@@ -14,7 +14,8 @@
 //! stand in for the routing daemon.
 //!
 //! - `ha_asymmetric_udp_and_tcp`: a UDP exchange and a curl work across the
-//!   asymmetric path, and `show sessions` lists the same sessions on both.
+//!   asymmetric path, `show sessions` lists the same sessions on both, and
+//!   `show sync` shows each node the other up and synced, nothing dropped.
 //! - `ha_tcp_survives_kill_9_of_gw1`: a TCP connection opened across the
 //!   asymmetric path carries data again after gw1 is killed with SIGKILL and
 //!   the client's route moves to gw2, which translates both ways from its
@@ -298,6 +299,30 @@ fn ha_asymmetric_udp_and_tcp() {
             );
         }
         println!("{test}: both nodes list {:?}", last.0);
+
+        // show sync: each node sees the other up and synced; gw2 received
+        // gw1's records, nothing was dropped or lost.
+        for (gw, peer) in [(&gw1, 2), (&gw2, 1)] {
+            let v: serde_json::Value =
+                serde_json::from_str(&cli(gw, &["show", "sync", "--json"])).unwrap();
+            let p = &v["peers"][0];
+            assert_eq!(p["node_id"], peer, "{v}");
+            assert_eq!(p["up"], true, "{v}");
+            assert_eq!(p["synced"], true, "{v}");
+            assert_eq!(p["dropped"], 0, "{v}");
+            assert_eq!(v["export_lost"], 0, "{v}");
+            assert_eq!(v["import_refused"], 0, "{v}");
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&cli(&gw2, &["show", "sync", "--json"])).unwrap();
+        assert!(v["peers"][0]["records_in"].as_u64() >= Some(2), "{v}");
+        assert!(v["imported"].as_u64() >= Some(2), "{v}");
+        let table = cli(&gw1, &["show", "sync"]);
+        assert!(
+            table.starts_with("peer") && table.contains("synced"),
+            "{table}"
+        );
+        println!("{test}: gw1 show sync:\n{table}");
     });
     let s1 = stop_cleanly(test, "gw1", gw1);
     let s2 = stop_cleanly(test, "gw2", gw2);

@@ -225,6 +225,7 @@ fn router(state: Shared) -> Router {
         .route("/v1/bib", get(|s, u| table(s, u, Table::Bib)))
         .route("/v1/sessions", get(|s, u| table(s, u, Table::Sessions)))
         .route("/v1/pool4", get(pool4))
+        .route("/v1/sync", get(sync))
         .route("/v1/eam", get(eam))
         .route("/v1/config", get(running_config))
         .route(
@@ -662,6 +663,61 @@ fn stream_table(
     }
     if !buf.is_empty() {
         send(&mut buf);
+    }
+}
+
+/// `GET /v1/sync`: NAT64 state sync (docs/ha.md); 409 when it is off.
+async fn sync(State(s): State<Shared>) -> Response {
+    let Some(r) = s.d.live.sync_report() else {
+        return fail(
+            StatusCode::CONFLICT,
+            "no sync: [sync] is not configured (or not running yet)".into(),
+        );
+    };
+    json(&sync_state(&r))
+}
+
+/// The API's view of a sync report.
+pub fn sync_state(r: &sixgate_dataplane::sync_thread::SyncReport) -> SyncState {
+    let [exported, export_lost, imported, import_refused, swept] = r.workers;
+    SyncState {
+        node_id: r.node_id,
+        peers: r
+            .peers
+            .iter()
+            .map(|(id, addr, st)| {
+                let c = &st.counters;
+                SyncPeerRow {
+                    node_id: *id,
+                    address: addr.to_string(),
+                    up: st.up,
+                    synced: st.synced,
+                    next_seq: st.next_seq,
+                    expected: st.expected,
+                    unacked: st.unacked as u64,
+                    snapshot_running: st.snapshot_running,
+                    records_in: c.records_in,
+                    records_out: c.records_out,
+                    datagrams_in: c.datagrams_in,
+                    datagrams_out: c.datagrams_out,
+                    resent: c.resent,
+                    resyncs_started: c.resync_started,
+                    resyncs_requested: c.resync_requested,
+                    snapshots_received: c.snapshots_received,
+                    queue_full: c.queue_full,
+                    dropped: c.dropped(),
+                }
+            })
+            .collect(),
+        exported,
+        export_lost,
+        imported,
+        import_refused,
+        swept,
+        unknown_peer: r.link.unknown_peer,
+        import_full: r.link.import_full,
+        not_imported: r.link.not_imported,
+        send_errors: r.link.send_errors,
     }
 }
 

@@ -249,3 +249,69 @@ pub struct ApiError {
     /// What went wrong, naming the bad field or key.
     pub error: String,
 }
+
+/// One peer of NAT64 state sync (`GET /v1/sync`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SyncPeerRow {
+    /// Its node id.
+    pub node_id: u16,
+    /// Its address on the sync link.
+    pub address: String,
+    /// Heard from within 3 s.
+    pub up: bool,
+    /// Its stream reached the end of a snapshot since either side started.
+    pub synced: bool,
+    /// Our next sequence number to it.
+    pub next_seq: u32,
+    /// Its next sequence number we expect (`None`: not synced yet).
+    pub expected: Option<u32>,
+    /// Lag: our messages it has not acknowledged yet.
+    pub unacked: u64,
+    /// A snapshot of our tables to it is running.
+    pub snapshot_running: bool,
+    /// Records received from it and sent to it.
+    pub records_in: u64,
+    pub records_out: u64,
+    /// Datagrams accepted from it and sent to it.
+    pub datagrams_in: u64,
+    pub datagrams_out: u64,
+    /// Messages sent again after a NACK.
+    pub resent: u64,
+    /// Snapshots of our tables started for it, asked of it, received from it.
+    pub resyncs_started: u64,
+    pub resyncs_requested: u64,
+    pub snapshots_received: u64,
+    /// Records its full queue refused (each makes a snapshot due).
+    pub queue_full: u64,
+    /// Its datagrams dropped, every reason together (docs/ha.md, "Drop
+    /// counters").
+    pub dropped: u64,
+}
+
+/// `GET /v1/sync`: NAT64 state sync, as the sync thread last published it
+/// (every 100 ms).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SyncState {
+    /// This node's id.
+    pub node_id: u16,
+    /// Every peer.
+    pub peers: Vec<SyncPeerRow>,
+    /// The workers' changes moved to the sync thread.
+    pub exported: u64,
+    /// Changes lost before the sync thread (a full ring): each makes a
+    /// snapshot due.
+    pub export_lost: u64,
+    /// Peers' records applied, and refused by the tables.
+    pub imported: u64,
+    pub import_refused: u64,
+    /// Entries removed after a peer's snapshot did not restate them.
+    pub swept: u64,
+    /// Datagrams from an address that is no peer.
+    pub unknown_peer: u64,
+    /// Records a worker's full import ring refused (a resync was asked).
+    pub import_full: u64,
+    /// Records the tables cannot take (BIB_DELETE today).
+    pub not_imported: u64,
+    /// Datagrams the socket did not take.
+    pub send_errors: u64,
+}

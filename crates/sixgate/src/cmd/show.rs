@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use sixgate_control::api::types::{
-    BibRow, Counters, Eam, Pool4, RunningConfig, SessionRow, Stats, Status,
+    BibRow, Counters, Eam, Pool4, RunningConfig, SessionRow, Stats, Status, SyncState,
 };
 use sixgate_control::client::Client;
 use sixgate_control::format::{Output, Table, csv_line, fixed_line};
@@ -93,6 +93,9 @@ enum What {
     Pool4,
     /// The RFC 7757 EAM table in use.
     Eam,
+    /// NAT64 state sync with the peers (docs/ha.md): state, sequence numbers,
+    /// lag, records, resyncs, drops; --json adds the node's ring counters.
+    Sync,
     /// The running configuration, as a file that reproduces it.
     Config {
         /// The running configuration: the default, and the only one the daemon
@@ -139,6 +142,41 @@ pub fn run(args: &Args) -> CmdResult {
                 ("last_reload", last),
             ] {
                 t.push(vec![k.into(), v]);
+            }
+            print(out, &s, &t)
+        }
+        What::Sync => {
+            let s: SyncState = c.get("/v1/sync")?;
+            let mut t = Table::new(&[
+                "peer",
+                "address",
+                "state",
+                "next_seq",
+                "expected",
+                "lag",
+                "records_in",
+                "records_out",
+                "resyncs",
+                "dropped",
+            ]);
+            for p in &s.peers {
+                let state = match (p.up, p.synced) {
+                    (false, _) => "down",
+                    (true, false) => "joining",
+                    (true, true) => "synced",
+                };
+                t.push(vec![
+                    p.node_id.to_string(),
+                    p.address.clone(),
+                    state.into(),
+                    p.next_seq.to_string(),
+                    p.expected.map_or("-".into(), |e| e.to_string()),
+                    p.unacked.to_string(),
+                    p.records_in.to_string(),
+                    p.records_out.to_string(),
+                    (p.resyncs_started + p.resyncs_requested).to_string(),
+                    p.dropped.to_string(),
+                ]);
             }
             print(out, &s, &t)
         }
