@@ -15,7 +15,8 @@
 //!
 //! - `ha_asymmetric_udp_and_tcp`: a UDP exchange and a curl work across the
 //!   asymmetric path, `show sessions` lists the same sessions on both, and
-//!   `show sync` shows each node the other up and synced, nothing dropped.
+//!   `show sync` shows each node the other up and synced, nothing dropped
+//!   (and gw2's `/metrics` the records it received).
 //! - `ha_tcp_survives_kill_9_of_gw1`: a TCP connection opened across the
 //!   asymmetric path carries data again after gw1 is killed with SIGKILL and
 //!   the client's route moves to gw2, which translates both ways from its
@@ -56,6 +57,9 @@ workers = 1
 
 [tun]
 name = "sixgate0"
+
+[metrics]
+listen = "127.0.0.1:9464"
 
 [sync]
 node_id = {node}
@@ -323,6 +327,24 @@ fn ha_asymmetric_udp_and_tcp() {
             "{table}"
         );
         println!("{test}: gw1 show sync:\n{table}");
+        let scrape = bed
+            .gw2
+            .run(
+                "curl",
+                ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
+            )
+            .unwrap();
+        let line = scrape
+            .lines()
+            .find(|l| {
+                l.starts_with("sixgate_sync_records_total{") && l.contains("direction=\"in\"")
+            })
+            .unwrap_or_else(|| panic!("no sync records in /metrics:\n{scrape}"));
+        assert!(!line.ends_with(" 0"), "{line}");
+        assert!(
+            scrape.contains("sixgate_sync_peer_synced{peer=\"1\"} 1"),
+            "{scrape}"
+        );
     });
     let s1 = stop_cleanly(test, "gw1", gw1);
     let s2 = stop_cleanly(test, "gw2", gw2);

@@ -29,6 +29,8 @@ pub struct Scrape {
     pub reload: ReloadReading,
     /// The in-kernel fast path's counters, when one is attached.
     pub fastpath: Option<sixgate_dataplane::FastPathCounters>,
+    /// NAT64 state sync, when `[sync]` runs (docs/ha.md).
+    pub sync: Option<sixgate_dataplane::sync_thread::SyncReport>,
 }
 
 /// What the endpoint calls for every scrape.

@@ -28,6 +28,9 @@ pub fn render(s: &Scrape) -> String {
     if let Some(f) = &s.fastpath {
         fastpath(&mut r, f);
     }
+    if let Some(y) = &s.sync {
+        sync(&mut r, y);
+    }
     if let Some(d) = &s.dns64 {
         dns64(&mut r, d);
     }
@@ -340,6 +343,103 @@ fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters) {
             .with(v("translated_4to6"), f.translated_4to6)
             .with(v("passed"), f.passed)
             .with(v("aborted"), f.aborted),
+    );
+}
+
+/// docs/ha.md: each peer's protocol state and counters, the workers' rings
+/// and the link's own counters.
+fn sync(r: &mut Registry, y: &sixgate_dataplane::sync_thread::SyncReport) {
+    let peer = |id: u16| vec![("peer", id.to_string())];
+    let both =
+        |id: u16, k: &'static str, v: &str| vec![("peer", id.to_string()), (k, v.to_string())];
+    let per_peer = |m: Samples, f: &dyn Fn(&sixgate_sync::Status) -> u64| {
+        y.peers
+            .iter()
+            .fold(m, |m, (id, _, st)| m.with(peer(*id), f(st)))
+    };
+    r.register(
+        "sync_peer_up",
+        "1 while the peer was heard from within 3 s",
+        per_peer(Samples::gauge(), &|st| u64::from(st.up)),
+    );
+    r.register(
+        "sync_peer_synced",
+        "1 once the peer's stream reached the end of a snapshot since either side started",
+        per_peer(Samples::gauge(), &|st| u64::from(st.synced)),
+    );
+    r.register(
+        "sync_peer_unacked_messages",
+        "Lag: our messages to the peer it has not acknowledged yet",
+        per_peer(Samples::gauge(), &|st| st.unacked as u64),
+    );
+    let dir = |m: Samples, f: &dyn Fn(&sixgate_sync::Counters) -> (u64, u64)| {
+        y.peers.iter().fold(m, |m, (id, _, st)| {
+            let (i, o) = f(&st.counters);
+            m.with(both(*id, "direction", "in"), i)
+                .with(both(*id, "direction", "out"), o)
+        })
+    };
+    r.register(
+        "sync_records",
+        "Records received from the peer (in) and queued for it (out)",
+        dir(Samples::counter(), &|c| (c.records_in, c.records_out)),
+    );
+    r.register(
+        "sync_datagrams",
+        "Datagrams accepted from the peer (in) and sent to it (out)",
+        dir(Samples::counter(), &|c| (c.datagrams_in, c.datagrams_out)),
+    );
+    r.register(
+        "sync_resyncs",
+        "Snapshots of our tables started for the peer (started) and asked of it (requested)",
+        y.peers.iter().fold(Samples::counter(), |m, (id, _, st)| {
+            m.with(both(*id, "kind", "started"), st.counters.resync_started)
+                .with(both(*id, "kind", "requested"), st.counters.resync_requested)
+        }),
+    );
+    r.register(
+        "sync_snapshots_received",
+        "Snapshots received from the peer",
+        per_peer(Samples::counter(), &|st| st.counters.snapshots_received),
+    );
+    r.register(
+        "sync_resent_messages",
+        "Messages sent to the peer again after a NACK",
+        per_peer(Samples::counter(), &|st| st.counters.resent),
+    );
+    r.register(
+        "sync_queue_full",
+        "Records the peer's full resend queue refused (each makes a snapshot due)",
+        per_peer(Samples::counter(), &|st| st.counters.queue_full),
+    );
+    r.register(
+        "sync_dropped_datagrams",
+        "Datagrams from the peer dropped, every reason of docs/ha.md's drop counters together",
+        per_peer(Samples::counter(), &|st| st.counters.dropped()),
+    );
+    let [exported, export_lost, imported, import_refused, swept] = y.workers;
+    let what = |w: &str| vec![("what", w.to_string())];
+    r.register(
+        "sync_worker_changes",
+        "The workers' side: changes exported, lost before the sync thread (a snapshot follows), \
+         records imported, refused by the tables, entries swept after a snapshot",
+        Samples::counter()
+            .with(what("exported"), exported)
+            .with(what("export_lost"), export_lost)
+            .with(what("imported"), imported)
+            .with(what("import_refused"), import_refused)
+            .with(what("swept"), swept),
+    );
+    let l = &y.link;
+    r.register(
+        "sync_link_errors",
+        "The link's own troubles: datagrams from no peer, records a full import ring refused, \
+         records the tables cannot take, failed sends",
+        Samples::counter()
+            .with(what("unknown_peer"), l.unknown_peer)
+            .with(what("import_full"), l.import_full)
+            .with(what("not_imported"), l.not_imported)
+            .with(what("send_errors"), l.send_errors),
     );
 }
 

@@ -353,6 +353,7 @@ fn collector(
         dns64: dns64.as_ref().map(|d| d.snapshot()),
         reload: reloads.read(),
         fastpath: live.get().and_then(|l| l.fast_path()),
+        sync: live.get().and_then(|l| l.sync_report()),
     })
 }
 

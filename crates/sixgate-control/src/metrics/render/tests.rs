@@ -77,6 +77,28 @@ pub(crate) fn full_scrape() -> Scrape {
             passed: 3,
             aborted: 0,
         }),
+        sync: Some(sixgate_dataplane::sync_thread::SyncReport {
+            node_id: 1,
+            peers: vec![(
+                2,
+                "10.5.0.2:7464".parse().unwrap(),
+                sixgate_sync::Status {
+                    up: true,
+                    synced: true,
+                    next_seq: 5,
+                    expected: Some(3),
+                    unacked: 1,
+                    snapshot_running: false,
+                    counters: sixgate_sync::Counters {
+                        records_in: 7,
+                        records_out: 9,
+                        ..Default::default()
+                    },
+                },
+            )],
+            link: Default::default(),
+            workers: [9, 0, 7, 0, 0],
+        }),
     }
 }
 
@@ -440,4 +462,27 @@ fn fastpath_packets_by_verdict() {
         ..full_scrape()
     };
     assert!(!render(&without).contains("sixgate_fastpath_"));
+}
+
+#[test]
+fn sync_series_per_peer_and_absent_without_sync() {
+    let (_, samples) = parse(&render(&full_scrape()));
+    let t = "sixgate_sync_records_total";
+    assert_eq!(
+        value(&samples, t, &[("peer", "2"), ("direction", "in")]),
+        7.0
+    );
+    assert_eq!(
+        value(&samples, t, &[("peer", "2"), ("direction", "out")]),
+        9.0
+    );
+    assert_eq!(
+        value(&samples, "sixgate_sync_peer_up", &[("peer", "2")]),
+        1.0
+    );
+    let without = Scrape {
+        sync: None,
+        ..full_scrape()
+    };
+    assert!(!render(&without).contains("sixgate_sync_"));
 }
