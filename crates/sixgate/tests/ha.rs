@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Both gateways run `sixgate run` in mode nat64 with the same pool6 and pool4
-//! (`198.18.0.0/31`) and `[sync]` over their own veth; gw1 owns
+//! (`198.18.0.0/31`), two workers each, and `[sync]` over their own veth; gw1 owns
 //! `198.18.0.0`, gw2 `198.18.0.1`. The client reaches pool6 through gw1, the
 //! server reaches pool4 through gw2: every reply crosses the node that did
 //! not create the session and is translated from its replica. Static routes
@@ -53,7 +53,7 @@ pool6 = "2001:db8:64::/96"
 pool4 = ["198.18.0.0/31"]
 
 [daemon]
-workers = 1
+workers = 2
 
 [tun]
 name = "sixgate0"
