@@ -258,6 +258,14 @@ impl SyncLink {
         done
     }
 
+    /// A reload changed what the config hash covers: every peer's stream
+    /// carries `hash` from now on.
+    pub fn set_config_hash(&mut self, hash: u64) {
+        for slot in &mut self.peers {
+            slot.peer.set_config_hash(hash);
+        }
+    }
+
     /// Whether a snapshot to some peer is running.
     pub fn snapshot_running(&self) -> bool {
         self.peers.iter().any(|p| p.peer.snapshot_running())

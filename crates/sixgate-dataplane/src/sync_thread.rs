@@ -101,6 +101,7 @@ impl SyncThread {
         let counters: Vec<_> = ends.iter().map(|e| e.counters.clone()).collect();
         let link = SyncLink::new(socket, cfg, ends).map_err(|e| format!("[sync]: {e}"))?;
         let node_id = s.node_id;
+        let settings = s.clone();
         let peers: Vec<String> = s
             .peers
             .iter()
@@ -139,7 +140,9 @@ impl SyncThread {
                         a
                     }),
                 };
-                run(link, live, pool6, &flag, report)
+                let rehash =
+                    move |c: &sixgate_core::Config| settings.config_hash(c, workers as u16);
+                run(link, live, pool6, &flag, report, (hash, rehash))
             })
             .map_err(|e| format!("[sync]: cannot start its thread: {e}"))?;
         Ok(SyncThread {
@@ -167,6 +170,7 @@ fn run(
     pool6: sixgate_core::addr::Rfc6052Prefix,
     stop: &AtomicBool,
     report: impl Fn(&SyncLink) -> SyncReport,
+    (mut hash, rehash): (u64, impl Fn(&sixgate_core::Config) -> u64),
 ) {
     let start = Instant::now();
     let mut next_report = 0;
@@ -190,6 +194,18 @@ fn run(
         };
         link.take_fed(|w| live.wake_worker(w));
         if now >= next_report {
+            // A reload may change what the hash covers (pool4, timeouts):
+            // the peers must then see the new one, and refuse it until they
+            // run the same.
+            let h = rehash(&live.config());
+            if h != hash {
+                tracing::warn!(
+                    "sync: the running configuration changed what [sync] covers: config hash \
+                     now {h:016x} (was {hash:016x}); peers not reloaded alike are refused"
+                );
+                link.set_config_hash(h);
+                hash = h;
+            }
             live.publish_sync(report(&link));
             next_report = now + REPORT_NS;
         }

@@ -331,6 +331,13 @@ impl Peer {
         self.resync_to_send = Some(reason);
     }
 
+    /// Our configuration changed (a reload): datagrams carry `hash` from now
+    /// on, and a peer still on another one is logged again.
+    pub fn set_config_hash(&mut self, hash: u64) {
+        self.cfg.config_hash = hash;
+        self.mismatch_logged = None;
+    }
+
     /// Makes a snapshot of our tables due (this node lost changes before
     /// they reached the queue, e.g. a worker's full export ring).
     pub fn snapshot_due(&mut self, reason: ResyncReason) {

@@ -16,7 +16,9 @@
 //! - `ha_asymmetric_udp_and_tcp`: a UDP exchange and a curl work across the
 //!   asymmetric path, `show sessions` lists the same sessions on both, and
 //!   `show sync` shows each node the other up and synced, nothing dropped
-//!   (and gw2's `/metrics` the records it received).
+//!   (and gw2's `/metrics` the records it received); a reload on gw1 alone
+//!   (another UDP timeout) changes its config hash, and gw2 logs the
+//!   mismatch naming both.
 //! - `ha_tcp_survives_kill_9_of_gw1`: a TCP connection opened across the
 //!   asymmetric path carries data again after gw1 is killed with SIGKILL and
 //!   the client's route moves to gw2, which translates both ways from its
@@ -344,6 +346,24 @@ fn ha_asymmetric_udp_and_tcp() {
         assert!(
             scrape.contains("sixgate_sync_peer_synced{peer=\"1\"} 1"),
             "{scrape}"
+        );
+
+        // A reload that changes what the config hash covers (a timeout) on
+        // gw1 only: gw1 says so, gw2 refuses gw1's datagrams and names both
+        // hashes.
+        let path = gw1.config_path();
+        let text = std::fs::read_to_string(path).unwrap();
+        let changed = text.replace("[nat64]\n", "[nat64]\nudp_timeout = 600\n");
+        assert_ne!(text, changed, "{text}");
+        std::fs::write(path, changed).unwrap();
+        cli(&gw1, &["reload"]);
+        wait_for(5, logs, || {
+            gw1.log().contains("config hash now")
+                && gw2.log().contains("sync: peer 1 has config hash")
+        });
+        println!(
+            "{test}: {}",
+            common::line_with(&gw2.log(), "sync: peer 1 has config hash")
         );
     });
     let s1 = stop_cleanly(test, "gw1", gw1);
