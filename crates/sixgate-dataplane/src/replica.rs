@@ -63,6 +63,8 @@ pub struct WorkerEnds {
     peer_shards: Vec<(u16, Vec<(Ipv4Addr, u8)>)>,
     /// A sweep under way: the peer's index, the shard's, the slab position.
     sweep: Option<(usize, usize, u32)>,
+    /// The last exchange used its whole budget (more may wait).
+    backlog: bool,
 }
 
 /// The sync thread's ends.
@@ -96,6 +98,7 @@ pub fn replica_rings(
             lost_seen: 0,
             peer_shards,
             sweep: None,
+            backlog: false,
         },
         SyncEnds {
             export: ec,
@@ -127,10 +130,12 @@ impl WorkerEnds {
         c.export_lost.fetch_add(lost, Relaxed);
         let mut applied = 0;
         let mut refused = 0;
-        for _ in 0..budget {
+        self.backlog = false;
+        for n in 0..budget {
             let Some(item) = self.import.pop() else {
                 break;
             };
+            self.backlog = n + 1 == budget;
             match item {
                 Inbound::Change(op, r) => match t.import_replica(op, &r, now_ns) {
                     Ok(()) => applied += 1,
@@ -155,6 +160,12 @@ impl WorkerEnds {
         c.import_refused.fetch_add(refused, Relaxed);
         self.sweep_some(t, now_ns);
         applied
+    }
+
+    /// Whether the last [`WorkerEnds::exchange`] left work for the next
+    /// round: its whole budget was used, or a sweep is under way.
+    pub fn more_to_do(&self) -> bool {
+        self.backlog || self.sweep.is_some()
     }
 
     /// One chunk of the sweep after a snapshot, if one is under way.

@@ -156,12 +156,12 @@ impl<P: PacketIo> Worker<P> {
             }
             let busy = self.io.batch(now_ns)?;
             // Per batch, never per packet: one branch when sync is off.
-            self.exchange(now_ns);
+            let more = self.exchange(now_ns);
             self.publish();
             if self.stop.load(Relaxed) {
                 return Ok(());
             }
-            if !busy && self.sleep()? {
+            if !busy && !more && self.sleep()? {
                 return Ok(());
             }
         }
@@ -171,7 +171,8 @@ impl<P: PacketIo> Worker<P> {
     /// MAP-T CE's NAPT44 keeps NAT64's tables).
     fn tick(&mut self, now_ns: u64) {
         self.io.tick(now_ns);
-        self.exchange(now_ns);
+        // What is left goes on after the next batch.
+        let _ = self.exchange(now_ns);
         self.follower.after_tick(self.io.translator());
         let (index, log) = (self.index, self.event_log);
         let t = self.io.translator_mut();
@@ -188,12 +189,18 @@ impl<P: PacketIo> Worker<P> {
     }
 
     /// With sync: this worker's changes to the sync thread, the peers'
-    /// records into its tables (bounded, as their sole writer).
+    /// records into its tables (bounded, as their sole writer). True when
+    /// records or a sweep are left for the next round (no sleep then: a
+    /// snapshot's backlog must not wait for the next tick).
     #[inline]
-    fn exchange(&mut self, now_ns: u64) {
-        if let Some(s) = &mut self.sync {
-            s.ends
-                .exchange(self.io.translator_mut(), now_ns, IMPORT_BUDGET);
+    fn exchange(&mut self, now_ns: u64) -> bool {
+        match &mut self.sync {
+            Some(s) => {
+                s.ends
+                    .exchange(self.io.translator_mut(), now_ns, IMPORT_BUDGET);
+                s.ends.more_to_do()
+            }
+            None => false,
         }
     }
 

@@ -131,3 +131,19 @@ fn snapshot_markers_sweep_what_was_not_restated() {
     assert_eq!(b.nat64_stats().sessions.udp, 1);
     assert_eq!(wb.counters.swept.load(Relaxed), 2);
 }
+
+/// A worker whose exchange used its whole budget says so, so that its loop
+/// goes round again instead of sleeping on a snapshot's backlog.
+#[test]
+fn a_full_budget_leaves_more_to_do() {
+    let mut t = translator();
+    let (mut w, mut s) = replica_rings(16, vec![]);
+    for _ in 0..3 {
+        assert!(s.import.push(Inbound::SnapshotBegin));
+    }
+    assert!(!w.more_to_do());
+    w.exchange(&mut t, 1, 2);
+    assert!(w.more_to_do(), "two of three taken");
+    w.exchange(&mut t, 2, 2);
+    assert!(!w.more_to_do(), "the last one taken");
+}
