@@ -218,7 +218,9 @@ fn run(
             walk = snapshot_step(&mut link, &live, &pool6, workers, w, now);
         }
         let wait = link.next_timeout(now).saturating_sub(now) / 1_000_000;
-        let timeout = if walk.is_some() {
+        // A snapshot with room goes on at once; one waiting for the peers'
+        // acks sleeps until they arrive on the socket.
+        let timeout = if walk.is_some() && link.snapshot_room() > 0 {
             0
         } else {
             (wait as i32).clamp(0, MAX_SLEEP_MS)
