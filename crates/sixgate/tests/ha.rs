@@ -23,6 +23,9 @@
 //!   asymmetric path carries data again after gw1 is killed with SIGKILL and
 //!   the client's route moves to gw2, which translates both ways from its
 //!   replica.
+//! - `ha_restarted_node_gets_the_sessions_by_snapshot`: gw2 restarted empty
+//!   gets gw1's sessions back by a snapshot (a walk of gw1's workers'
+//!   tables through the control channel).
 //!
 //! Root and `ip netns` needed (else `skipped:`), and python3 and curl.
 
@@ -498,6 +501,77 @@ fn ha_tcp_survives_kill_9_of_gw1() {
     drop(client);
     let s2 = stop_cleanly(test, "gw2", gw2);
     print!("{test}: gw2:\n{}", s2.stdout);
+    drop(bed);
+    turn.finish();
+}
+
+#[test]
+fn ha_restarted_node_gets_the_sessions_by_snapshot() {
+    let test = "ha_restarted_node_gets_the_sessions_by_snapshot";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let mut turn = Turn::take(test);
+    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.all());
+    let gw1 = start(&bed.gw1, 1);
+    let first = start(&bed.gw2, 2);
+    let port = UDP_PORT.to_string();
+    let _echo = bed
+        .server
+        .spawn("python3", ["-c", UDP_ECHO, SERVER4, &port])
+        .unwrap();
+    let before = turn.run(
+        || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), first.log()),
+        || {
+            wait_for(
+                10,
+                || gw1.log(),
+                || gw1.log().contains("snapshot from peer 2 received"),
+            );
+            bed.server
+                .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
+                .unwrap();
+            // Three UDP sessions (three client sockets).
+            for _ in 0..3 {
+                bed.client
+                    .run_timeout(
+                        "python3",
+                        ["-c", UDP_CLIENT, SERVER6, &port],
+                        Duration::from_secs(15),
+                    )
+                    .unwrap_or_else(|e| panic!("UDP: {e}"));
+            }
+            sessions(&gw1)
+        },
+    );
+    assert_eq!(before.len(), 3, "{before:?}");
+    // gw2 stops and starts again, empty: gw1 sees a new epoch and sends a
+    // snapshot, a walk of its workers' tables.
+    stop_cleanly(test, "gw2", first);
+    let gw2 = start(&bed.gw2, 2);
+    turn.run(
+        || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log()),
+        || {
+            let mut after = BTreeSet::new();
+            let t0 = Instant::now();
+            while after != before {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "gw2 after its restart lists {after:?}, gw1 {before:?}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+                after = sessions(&gw2);
+            }
+            let log = gw2.log();
+            let line = common::line_with(&log, "snapshot from peer 1 received");
+            assert!(line.contains("(3 records, 3 announced)"), "{line}");
+            println!("{test}: {line}");
+        },
+    );
+    stop_cleanly(test, "gw1", gw1);
+    stop_cleanly(test, "gw2", gw2);
     drop(bed);
     turn.finish();
 }
