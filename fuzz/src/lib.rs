@@ -200,6 +200,19 @@ pub fn run(data: &[u8], version: u8) {
     let mut t = Translator::new(Arc::new(knobs.config()));
     let mut scratch = Scratch::new();
 
+    translate_and_check(&mut t, &mut scratch, packet, version, 0);
+}
+
+/// `packet`, its version nibble set to `version`, through `t` at `now`; the
+/// outcome checked ([`check_outcome`]). A translated packet must change
+/// family, except an IPv6 one the translator hairpinned.
+fn translate_and_check(
+    t: &mut Translator,
+    scratch: &mut Scratch,
+    packet: &[u8],
+    version: u8,
+    now: u64,
+) {
     let mut buf = vec![0u8; HEADROOM + packet.len()];
     buf[HEADROOM..].copy_from_slice(packet);
     if let Some(b) = buf.get_mut(HEADROOM) {
@@ -210,7 +223,7 @@ pub fn run(data: &[u8], version: u8) {
     let hairpinned_before = t.counters().hairpinned;
 
     let mut pkt = PacketBuf::new(&mut buf, HEADROOM, packet.len());
-    let verdict = t.translate(&mut pkt, &mut scratch, 0);
+    let verdict = t.translate(&mut pkt, scratch, now);
     let hairpinned = t.counters().hairpinned > hairpinned_before;
     let want = match (in_family, hairpinned) {
         (Family::V6, true) => Family::V6,
@@ -218,7 +231,7 @@ pub fn run(data: &[u8], version: u8) {
         (Family::V4, _) => Family::V6,
     };
 
-    check_outcome(verdict, pkt.data(), &scratch, &input, in_family, want);
+    check_outcome(verdict, pkt.data(), scratch, &input, in_family, want);
 }
 
 /// The invariants (module docs) for one verdict: `output` is the packet buffer's
@@ -492,23 +505,7 @@ fn run_sequence(mut t: Translator, mut rest: &[u8]) {
             }
         }
         let version = if h & 0x80 != 0 { 6 } else { 4 };
-        let mut buf = vec![0u8; HEADROOM + packet.len()];
-        buf[HEADROOM..].copy_from_slice(packet);
-        if let Some(b) = buf.get_mut(HEADROOM) {
-            *b = (*b & 0x0f) | (version << 4);
-        }
-        let input = buf[HEADROOM..].to_vec();
-        let in_family = if version == 6 { Family::V6 } else { Family::V4 };
-        let hairpinned_before = t.counters().hairpinned;
-        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, packet.len());
-        let verdict = t.translate(&mut pkt, &mut scratch, now);
-        let hairpinned = t.counters().hairpinned > hairpinned_before;
-        let want = match (in_family, hairpinned) {
-            (Family::V6, true) => Family::V6,
-            (Family::V6, false) => Family::V4,
-            (Family::V4, _) => Family::V6,
-        };
-        check_outcome(verdict, pkt.data(), &scratch, &input, in_family, want);
+        translate_and_check(&mut t, &mut scratch, packet, version, now);
     }
     let stats = t.nat64_stats();
     assert!(

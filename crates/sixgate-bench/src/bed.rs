@@ -306,26 +306,10 @@ impl Bed {
                 b.addr(DUT_RIGHT_IF, &format!("{}/24", addr::RIGHT4_DUT));
                 b.addr(DUT_RIGHT_IF, &format!("{}/64", addr::RIGHT6_DUT));
                 for k in 0..hosts {
-                    b.neigh(
-                        DUT_LEFT_IF,
-                        offset(addr::LEFT6_TESTER.into(), k),
-                        MAC_TESTER_LEFT,
-                    );
-                    b.neigh(
-                        DUT_LEFT_IF,
-                        offset(addr::LEFT4_TESTER.into(), k),
-                        MAC_TESTER_LEFT,
-                    );
-                    b.neigh(
-                        DUT_RIGHT_IF,
-                        offset(addr::RIGHT4_TESTER.into(), k),
-                        MAC_TESTER_RIGHT,
-                    );
-                    b.neigh(
-                        DUT_RIGHT_IF,
-                        offset(addr::RIGHT6_TESTER.into(), k),
-                        MAC_TESTER_RIGHT,
-                    );
+                    b.tester_neigh(Side::Left, addr::LEFT6_TESTER.into(), k);
+                    b.tester_neigh(Side::Left, addr::LEFT4_TESTER.into(), k);
+                    b.tester_neigh(Side::Right, addr::RIGHT4_TESTER.into(), k);
+                    b.tester_neigh(Side::Right, addr::RIGHT6_TESTER.into(), k);
                 }
                 b.run(dut)
             }
@@ -375,21 +359,9 @@ impl Bed {
                 b1.route(addr::RIGHT6_NET, addr::MIDDLE6_DUT2.into());
                 b2.addr(DUT_RIGHT_IF, &format!("{}/64", addr::RIGHT6_DUT));
                 for k in 0..hosts {
-                    b1.neigh(
-                        DUT_LEFT_IF,
-                        offset(addr::LEFT4_TESTER.into(), k),
-                        MAC_TESTER_LEFT,
-                    );
-                    b2.neigh(
-                        DUT_RIGHT_IF,
-                        offset(addr::RIGHT4_TESTER.into(), k),
-                        MAC_TESTER_RIGHT,
-                    );
-                    b2.neigh(
-                        DUT_RIGHT_IF,
-                        offset(addr::RIGHT6_TESTER.into(), k),
-                        MAC_TESTER_RIGHT,
-                    );
+                    b1.tester_neigh(Side::Left, addr::LEFT4_TESTER.into(), k);
+                    b2.tester_neigh(Side::Right, addr::RIGHT4_TESTER.into(), k);
+                    b2.tester_neigh(Side::Right, addr::RIGHT6_TESTER.into(), k);
                 }
                 b1.run(d1)?;
                 b2.run(d2)
@@ -474,6 +446,13 @@ fn link(a: &Netns, a_dev: &str, a_mac: Mac, b: &Netns, b_dev: &str, b_mac: Mac) 
     sixgate_netns::veth_with_macs(a, (a_dev, &a_mac), b, (b_dev, &b_mac), u32::from(QUEUES))
 }
 
+/// Which tester a DUT interface faces.
+#[derive(Clone, Copy)]
+enum Side {
+    Left,
+    Right,
+}
+
 /// `ip -batch` lines, so a bed with many host addresses is built in one call.
 #[derive(Default)]
 struct Batch(String);
@@ -488,6 +467,15 @@ impl Batch {
         self.0.push_str(&format!(
             "neigh replace {ip} lladdr {mac} dev {dev} nud permanent\n"
         ));
+    }
+    /// The neighbour entry for tester host `k` (`first` + `k`) on the DUT's
+    /// link to that side's tester.
+    fn tester_neigh(&mut self, side: Side, first: IpAddr, k: u16) {
+        let (dev, mac) = match side {
+            Side::Left => (DUT_LEFT_IF, MAC_TESTER_LEFT),
+            Side::Right => (DUT_RIGHT_IF, MAC_TESTER_RIGHT),
+        };
+        self.neigh(dev, offset(first, k), mac);
     }
     fn route(&mut self, prefix: &str, via: IpAddr) {
         self.0

@@ -35,6 +35,15 @@ pub(crate) fn ok(text: &str) -> Loaded {
 }
 
 /// `EAM_ONLY` plus one line (line 5).
+/// `text` without its comment and blank lines: a sample file as the bare
+/// config it must equal.
+pub(crate) fn without_comments(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 pub(crate) fn with(line: &str) -> String {
     format!("{EAM_ONLY}{line}\n")
 }
@@ -794,12 +803,7 @@ fn docs_toml_examples_are_valid() {
 #[test]
 fn samples_siit_toml_is_the_sample() {
     let text = include_str!("../../../samples/siit.toml");
-    let stripped: String = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert_eq!(stripped, SAMPLE);
+    assert_eq!(without_comments(text), SAMPLE);
     assert_eq!(ok(text).config.map.eam.entries().len(), 1);
 }
 

@@ -93,29 +93,41 @@ impl Bed {
         (v, pkt.data().to_vec())
     }
 
-    /// Run `ip` through both; panic with `what` on any difference.
-    fn check(&mut self, what: &str, ip: &[u8]) -> Outcome {
-        let ethertype: u16 = if ip.first().is_some_and(|b| b >> 4 == 6) {
-            0x86dd
-        } else {
-            0x0800
-        };
-        let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
-        frame.extend_from_slice(&ethertype.to_be_bytes());
-        frame.extend_from_slice(ip);
+    /// Run one Ethernet frame through the program: its return value and the
+    /// frame it leaves.
+    fn run_frame(&self, what: &str, frame: &[u8]) -> (u32, Vec<u8>) {
         let mut out = vec![0u8; frame.len() + 64];
         let r = self
             .fp
             .program()
             .test_run(TestRunOptions {
-                data_in: Some(&frame),
+                data_in: Some(frame),
                 data_out: Some(&mut out),
                 ..TestRunOptions::default()
             })
             .unwrap_or_else(|e| panic!("{what}: BPF_PROG_TEST_RUN: {e}"));
-        self.runs += 1;
         out.truncate(r.data_size_out as usize);
-        assert_eq!(r.return_value, TC_ACT_OK, "{what}: the program never drops");
+        (r.return_value, out)
+    }
+
+    /// Run each case through both and check that it took the path it names.
+    fn check_cases(&mut self, cases: Vec<(&str, Vec<u8>, bool)>) {
+        for (what, ip, fast) in cases {
+            let o = self.check(what, &ip);
+            assert_eq!(
+                matches!(o, Outcome::Translated),
+                fast,
+                "{what}: expected fast = {fast}"
+            );
+        }
+    }
+
+    /// Run `ip` through both; panic with `what` on any difference.
+    fn check(&mut self, what: &str, ip: &[u8]) -> Outcome {
+        let frame = ether_frame(ip);
+        let (ret, out) = self.run_frame(what, &frame);
+        self.runs += 1;
+        assert_eq!(ret, TC_ACT_OK, "{what}: the program never drops");
         let candidate = is_fast_path_candidate(&self.cfg, ip);
         let outcome = if out == frame {
             assert!(
@@ -160,6 +172,19 @@ impl Bed {
         );
         outcome
     }
+}
+
+/// `ip` in an Ethernet frame, its EtherType from the IP version.
+fn ether_frame(ip: &[u8]) -> Vec<u8> {
+    let ethertype: u16 = if ip.first().is_some_and(|b| b >> 4 == 6) {
+        0x86dd
+    } else {
+        0x0800
+    };
+    let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+    frame.extend_from_slice(&ethertype.to_be_bytes());
+    frame.extend_from_slice(ip);
+    frame
 }
 
 /// `BPF_PROG_TEST_RUN` runs the program on the calling CPU: stay on one, so
@@ -536,14 +561,7 @@ fn rfc7757_eam_translates_as_the_core_does() {
             false,
         ),
     ];
-    for (what, ip, fast) in cases {
-        let o = bed.check(what, &ip);
-        assert_eq!(
-            matches!(o, Outcome::Translated),
-            fast,
-            "{what}: expected fast = {fast}"
-        );
-    }
+    bed.check_cases(cases);
 }
 
 /// A configuration change (reload, `sixgate eam add|remove`) reaches the
@@ -575,22 +593,10 @@ fn reconfigured_program_follows_the_new_configuration() {
     nat64.map.pool6 = Some(Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 64).unwrap());
     assert!(bed.fp.reconfigure(&nat64).is_err());
     let ip = Ip6::new(h6(), h4_as_v6()).udp(1, 2, 8);
-    let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x86, 0xdd];
-    frame.extend_from_slice(&ip);
-    let mut out = vec![0u8; frame.len() + 64];
-    let r = bed
-        .fp
-        .program()
-        .test_run(TestRunOptions {
-            data_in: Some(&frame),
-            data_out: Some(&mut out),
-            ..TestRunOptions::default()
-        })
-        .unwrap();
-    assert_eq!(
-        (r.return_value, &out[..r.data_size_out as usize]),
-        (TC_ACT_OK, &frame[..])
-    );
+    let frame = ether_frame(&ip);
+    assert_eq!(frame[12..14], [0x86, 0xdd]);
+    let (ret, out) = bed.run_frame("unservable configuration", &frame);
+    assert_eq!((ret, &out[..]), (TC_ACT_OK, &frame[..]));
 }
 
 #[test]
@@ -599,14 +605,7 @@ fn vectors_translate_as_the_core_does_or_go_up() {
     let Some(mut bed) = Bed::new(sample_config()) else {
         return;
     };
-    for (what, ip, fast) in vectors() {
-        let o = bed.check(what, &ip);
-        assert_eq!(
-            matches!(o, Outcome::Translated),
-            fast,
-            "{what}: expected fast = {fast}"
-        );
-    }
+    bed.check_cases(vectors());
 }
 
 /// The configuration keys the fast-path packets depend on, one at a time:

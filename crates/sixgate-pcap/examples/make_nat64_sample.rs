@@ -16,12 +16,15 @@
 //! last packet comes 400 s later, past the UDP and ICMP timeouts, and between
 //! them the held SYN's 6 s run out. Only documentation addresses are used.
 
+#[path = "common/raw_pcap.rs"]
+mod raw_pcap;
+
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
-use pcap_file::{DataLink, Endianness, TsResolution};
+use pcap_file::pcap::PcapReader;
+use raw_pcap::pcap_of;
 use sixgate_testkit::{Ip4, Ip6, tcp_flag};
 
 /// The IPv6-only client.
@@ -38,9 +41,6 @@ const DNS6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x643
 const BROWSER4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 9);
 /// pool4.
 const POOL4: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 1);
-
-/// 2024-01-01T00:00:00Z.
-const START_SECS: u64 = 1_704_067_200;
 
 const ECHO_ID: u16 = 0x5167;
 const CLIENT_DNS_PORT: u16 = 40000;
@@ -151,27 +151,6 @@ pub fn packets() -> Vec<(Duration, &'static str, Vec<u8>)> {
 /// The sample as a pcap file.
 pub fn pcap_bytes() -> Vec<u8> {
     pcap_of(packets().into_iter().map(|(t, _, p)| (t, p)))
-}
-
-/// `packets` (time from the start, bytes) as a LINKTYPE_RAW pcap file.
-pub fn pcap_of(packets: impl IntoIterator<Item = (Duration, Vec<u8>)>) -> Vec<u8> {
-    let header = PcapHeader {
-        version_major: 2,
-        version_minor: 4,
-        ts_correction: 0,
-        ts_accuracy: 0,
-        snaplen: 65535,
-        datalink: DataLink::RAW,
-        ts_resolution: TsResolution::MicroSecond,
-        endianness: Endianness::Little,
-    };
-    let mut w = PcapWriter::with_header(Vec::new(), header).expect("pcap header");
-    for (t, p) in packets {
-        let ts = Duration::from_secs(START_SECS) + t;
-        w.write_packet(&PcapPacket::new(ts, p.len() as u32, &p))
-            .expect("pcap record");
-    }
-    w.into_writer()
 }
 
 #[allow(dead_code)] // unused when a test includes this file for `pcap_bytes`

@@ -9,12 +9,13 @@
 //! 2024-01-01T00:00:00Z, so it is byte-for-byte reproducible; a test checks that the
 //! committed file is what this program writes. Only documentation addresses are used.
 
+#[path = "common/raw_pcap.rs"]
+mod raw_pcap;
+
 use std::time::Duration;
 
 use etherparse::icmpv4::DestUnreachableHeader;
 use etherparse::{Icmpv4Type, IpHeaders, IpNumber, Ipv4Header, PacketBuilder};
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, Endianness, TsResolution};
 
 /// IPv6 client, 2001:db8:1::10; the EAM shows it to IPv4 as 198.18.0.16.
 const CLIENT6: [u8; 16] = v6(0x2001_0db8_0001_0000_0000_0000_0000_0010);
@@ -33,9 +34,6 @@ const OUTSIDE_POOL6: [u8; 16] = v6(0x2001_0db8_0065_0000_0000_0000_c633_6407);
 const fn v6(a: u128) -> [u8; 16] {
     a.to_be_bytes()
 }
-
-/// 2024-01-01T00:00:00Z.
-const START_SECS: u64 = 1_704_067_200;
 
 const ECHO_ID: u16 = 0x5167;
 const CLIENT_DNS_PORT: u16 = 40000;
@@ -138,25 +136,14 @@ pub fn packets() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// The sample as a pcap file.
+/// The sample as a pcap file, a packet a millisecond.
 pub fn pcap_bytes() -> Vec<u8> {
-    let header = PcapHeader {
-        version_major: 2,
-        version_minor: 4,
-        ts_correction: 0,
-        ts_accuracy: 0,
-        snaplen: 65535,
-        datalink: DataLink::RAW,
-        ts_resolution: TsResolution::MicroSecond,
-        endianness: Endianness::Little,
-    };
-    let mut w = PcapWriter::with_header(Vec::new(), header).expect("pcap header");
-    for (i, (_, p)) in packets().iter().enumerate() {
-        let ts = Duration::from_secs(START_SECS) + Duration::from_millis(i as u64);
-        w.write_packet(&PcapPacket::new(ts, p.len() as u32, p))
-            .expect("pcap record");
-    }
-    w.into_writer()
+    raw_pcap::pcap_of(
+        packets()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, p))| (Duration::from_millis(i as u64), p)),
+    )
 }
 
 fn build<T>(b: etherparse::PacketBuilderStep<T>, payload: &[u8]) -> Vec<u8>

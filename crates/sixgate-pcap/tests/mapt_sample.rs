@@ -2,15 +2,15 @@
 //! translated with `samples/mapt-br.toml` and `samples/mapt-ce.toml`, and every
 //! packet ends as its description says.
 
-#[path = "../examples/make_nat64_sample.rs"]
-mod make_nat64_sample;
+#[path = "../examples/common/raw_pcap.rs"]
+mod raw_pcap;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use make_nat64_sample::pcap_of;
 use pcap_file::pcap::PcapReader;
+use raw_pcap::pcap_of;
 use sixgate_core::{DropReason, Verdict};
 use sixgate_pcap::Outcome;
 use sixgate_testkit::{Ip4, Ip6, tcp_flag};

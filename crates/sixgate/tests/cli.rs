@@ -48,6 +48,20 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `sixgate translate --config CONFIG --input INPUT --output OUTPUT EXTRA…`.
+fn translate(config: &str, input: &str, output: &str, extra: &[&str]) -> Output {
+    let args = [
+        "translate",
+        "--config",
+        config,
+        "--input",
+        input,
+        "--output",
+        output,
+    ];
+    sixgate(&[&args[..], extra].concat())
+}
+
 fn write(dir: &Path, name: &str, content: &[u8]) -> String {
     let p = dir.join(name);
     std::fs::write(&p, content).unwrap();
@@ -194,15 +208,7 @@ fn config_check_warns_below_rfc_6146_minimums() {
 
     // `sixgate translate` says the same before it starts.
     let out = d.join("out.pcap");
-    let o = sixgate(&[
-        "translate",
-        "--config",
-        &cfg,
-        "--input",
-        "samples/nat64-demo.pcap",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = translate(&cfg, "samples/nat64-demo.pcap", out.to_str().unwrap(), &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stderr), err);
 }
@@ -226,15 +232,7 @@ fn default_pool4_checks_and_translate_refuses_it() {
         text(&o.stdout)
     );
     let out = d.join("out.pcap");
-    let o = sixgate(&[
-        "translate",
-        "--config",
-        &cfg,
-        "--input",
-        "samples/nat64-demo.pcap",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = translate(&cfg, "samples/nat64-demo.pcap", out.to_str().unwrap(), &[]);
     assert!(!o.status.success());
     let err = text(&o.stderr);
     assert!(
@@ -276,15 +274,7 @@ fn translate_clat_needs_pool6_offline() {
           plat_prefix = \"discover\"\n",
     );
     let out = d.join("out.pcap");
-    let o = sixgate(&[
-        "translate",
-        "--config",
-        &cfg,
-        "--input",
-        "samples/siit-demo.pcap",
-        "--output",
-        &out.to_string_lossy(),
-    ]);
+    let o = translate(&cfg, "samples/siit-demo.pcap", &out.to_string_lossy(), &[]);
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(
@@ -431,15 +421,7 @@ fn translate_prints_a_summary_and_writes_raw_pcap() {
     let d = scratch("translate");
     let cfg = write(&d, "eam.toml", EAM_ONLY.as_bytes());
     let out = d.join("out.pcap");
-    let o = sixgate(&[
-        "translate",
-        "--config",
-        &cfg,
-        "--input",
-        "samples/siit-demo.pcap",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = translate(&cfg, "samples/siit-demo.pcap", out.to_str().unwrap(), &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let s = text(&o.stdout);
     for row in [
@@ -474,17 +456,12 @@ fn translate_json_and_verbose() {
     let d = scratch("json");
     let cfg = write(&d, "eam.toml", EAM_ONLY.as_bytes());
     let out = d.join("out.pcap");
-    let o = sixgate(&[
-        "translate",
-        "--config",
+    let o = translate(
         &cfg,
-        "--input",
         "samples/siit-demo.pcap",
-        "--output",
         out.to_str().unwrap(),
-        "--json",
-        "--verbose",
-    ]);
+        &["--json", "--verbose"],
+    );
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
     assert_eq!(v["input_packets"], 13);
@@ -546,16 +523,12 @@ fn translate_json_and_verbose() {
 fn translate_the_sample_with_the_sample_config() {
     let d = scratch("sample");
     let out = d.join("out.pcap");
-    let o = sixgate(&[
-        "translate",
-        "--config",
+    let o = translate(
         "samples/siit.toml",
-        "--input",
         "samples/siit-demo.pcap",
-        "--output",
         out.to_str().unwrap(),
-        "--json",
-    ]);
+        &["--json"],
+    );
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["input_packets"], 13);
@@ -585,15 +558,12 @@ fn translate_the_sample_with_the_sample_config() {
     assert_eq!(pcap_records(&std::fs::read(&out).unwrap()), 13);
 
     // The human summary says the same.
-    let o = sixgate(&[
-        "translate",
-        "--config",
+    let o = translate(
         "samples/siit.toml",
-        "--input",
         "samples/siit-demo.pcap",
-        "--output",
         out.to_str().unwrap(),
-    ]);
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o.stderr));
     let s = text(&o.stdout);
     let rows: Vec<(String, u64)> = s
@@ -634,16 +604,15 @@ fn translate_the_sample_with_the_sample_config() {
 fn translate_the_nat64_sample_with_the_nat64_config() {
     let d = scratch("nat64-sample");
     let out = d.join("out.pcap");
-    let args = [
-        "translate",
-        "--config",
-        "samples/nat64.toml",
-        "--input",
-        "samples/nat64-demo.pcap",
-        "--output",
-        out.to_str().unwrap(),
-    ];
-    let o = sixgate(&[&args[..], &["--json"]].concat());
+    let run = |extra: &[&str]| {
+        translate(
+            "samples/nat64.toml",
+            "samples/nat64-demo.pcap",
+            out.to_str().unwrap(),
+            extra,
+        )
+    };
+    let o = run(&["--json"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
@@ -667,7 +636,7 @@ fn translate_the_nat64_sample_with_the_nat64_config() {
     );
     assert_eq!(pcap_records(&std::fs::read(&out).unwrap()), 11);
 
-    let o = sixgate(&[&args[..], &["--verbose"]].concat());
+    let o = run(&["--verbose"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let s = text(&o.stdout);
     assert!(
@@ -701,15 +670,7 @@ fn translate_errors_name_the_file() {
     let out = d.join("out.pcap");
     let out = out.to_str().unwrap();
 
-    let o = sixgate(&[
-        "translate",
-        "--config",
-        &cfg,
-        "--input",
-        "missing.pcap",
-        "--output",
-        out,
-    ]);
+    let o = translate(&cfg, "missing.pcap", out, &[]);
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(
@@ -717,15 +678,7 @@ fn translate_errors_name_the_file() {
         "{err}"
     );
 
-    let o = sixgate(&[
-        "translate",
-        "--config",
-        "missing.toml",
-        "--input",
-        "samples/siit-demo.pcap",
-        "--output",
-        out,
-    ]);
+    let o = translate("missing.toml", "samples/siit-demo.pcap", out, &[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).starts_with("missing.toml: cannot read config file"));
 
@@ -734,15 +687,7 @@ fn translate_errors_name_the_file() {
     ppp.extend_from_slice(&65535u32.to_le_bytes());
     ppp.extend_from_slice(&9u32.to_le_bytes());
     let ppp = write(&d, "ppp.pcap", &ppp);
-    let o = sixgate(&[
-        "translate",
-        "--config",
-        &cfg,
-        "--input",
-        &ppp,
-        "--output",
-        out,
-    ]);
+    let o = translate(&cfg, &ppp, out, &[]);
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(
@@ -752,15 +697,7 @@ fn translate_errors_name_the_file() {
     assert!(!Path::new(out).exists());
 
     // Refuses to overwrite its input.
-    let o = sixgate(&[
-        "translate",
-        "--config",
-        &cfg,
-        "--input",
-        &ppp,
-        "--output",
-        &ppp,
-    ]);
+    let o = translate(&cfg, &ppp, &ppp, &[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("--output names the input capture"));
     assert!(Path::new(&ppp).exists());
@@ -785,22 +722,7 @@ fn translate_a_capture_cut_short() {
     let records = pcap_records(&whole);
     let cut = write(&d, "cut.pcap", &whole[..whole.len() - 3]);
     let out = d.join("out.pcap");
-    let args = |input: &str| {
-        [
-            "translate",
-            "--config",
-            "samples/siit.toml",
-            "--input",
-            input,
-            "--output",
-            out.to_str().unwrap(),
-        ]
-        .map(str::to_owned)
-    };
-    let run = |input: &str| {
-        let a = args(input);
-        sixgate(&a.iter().map(String::as_str).collect::<Vec<_>>())
-    };
+    let run = |input: &str| translate("samples/siit.toml", input, out.to_str().unwrap(), &[]);
     let o = run(&cut);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stdout = text(&o.stdout);

@@ -515,6 +515,16 @@ fn control_nat64_pool4_bib_sessions() {
 }
 
 /// The pid of `sixgate run` in `ns`.
+/// The config `good` with `[nat64] udp_timeout = 600`: a real change to reload.
+fn with_udp_timeout_600(good: &str) -> String {
+    let mut t: toml::Table = good.parse().unwrap();
+    t["nat64"]
+        .as_table_mut()
+        .unwrap()
+        .insert("udp_timeout".into(), toml::Value::Integer(600));
+    toml::to_string(&t).unwrap()
+}
+
 fn daemon_pid(ns: &Netns) -> u32 {
     ns.pids()
         .into_iter()
@@ -540,12 +550,7 @@ fn control_reload_during_iperf3_keeps_flows() {
             let reloads = s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(1500));
                 // A real change: a longer UDP timeout.
-                let mut t: toml::Table = good.parse().unwrap();
-                t["nat64"]
-                    .as_table_mut()
-                    .unwrap()
-                    .insert("udp_timeout".into(), toml::Value::Integer(600));
-                std::fs::write(&path, toml::to_string(&t).unwrap()).unwrap();
+                std::fs::write(&path, with_udp_timeout_600(&good)).unwrap();
                 cli_ok(&sock, &["reload"]);
                 std::thread::sleep(Duration::from_millis(1000));
                 // A broken file: refused with FILE:LINE:COL, the old one runs on.
@@ -867,12 +872,7 @@ fn control_xdp_nat64_bib_pool4_reload() {
         std::thread::scope(|s| {
             let reload = s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(1500));
-                let mut t: toml::Table = good.parse().unwrap();
-                t["nat64"]
-                    .as_table_mut()
-                    .unwrap()
-                    .insert("udp_timeout".into(), toml::Value::Integer(600));
-                std::fs::write(&path, toml::to_string(&t).unwrap()).unwrap();
+                std::fs::write(&path, with_udp_timeout_600(&good)).unwrap();
                 cli_ok(sock, &["reload"]);
             });
             let r = iperf3(

@@ -357,6 +357,22 @@ struct Dig {
     answers: Vec<String>,
 }
 
+/// `ours` and `bind` give the same status and answers, their TTLs within
+/// TTL_SLACK of each other.
+fn agree(case: &[&str], ours: &Dig, bind: &Dig) {
+    assert_eq!(
+        (&ours.status, ours.without_ttls()),
+        (&bind.status, bind.without_ttls()),
+        "{case:?}: sixgate (left) and BIND (right) disagree"
+    );
+    for (o, b) in ours.ttls().iter().zip(bind.ttls()) {
+        assert!(
+            o.abs_diff(b) <= TTL_SLACK,
+            "{case:?}: TTL {o} vs BIND's {b}: {ours:?} {bind:?}"
+        );
+    }
+}
+
 impl Dig {
     fn parse(text: &str) -> Dig {
         let mut status = String::from("(no answer)");
@@ -470,19 +486,8 @@ fn rfc6147_answers_match_bind_dns64() {
     ];
     for case in cases {
         let ours = bed.dig(SIX64, case);
-        let bind = bed.dig(BIND64, case);
         // BIND caches too, so its TTLs may have aged (TTL_SLACK).
-        assert_eq!(
-            (&ours.status, ours.without_ttls()),
-            (&bind.status, bind.without_ttls()),
-            "{case:?}: sixgate (left) and BIND (right) disagree"
-        );
-        for (o, b) in ours.ttls().iter().zip(bind.ttls()) {
-            assert!(
-                o.abs_diff(b) <= TTL_SLACK,
-                "{case:?}: TTL {o} vs BIND's {b}: {ours:?} {bind:?}"
-            );
-        }
+        agree(case, &ours, &bed.dig(BIND64, case));
         assert!(!ours.has_flag("ad"), "{case:?}: AD on unvalidated data");
     }
     // Once more: now from the cache, with TTLs aged by at most a few seconds.
@@ -583,19 +588,6 @@ fn rfc6147_s5_5_dnssec_signed_names_match_bind() {
         return;
     }
     let bed = Bed::dnssec();
-    let agree = |case: &[&str], ours: &Dig, bind: &Dig| {
-        assert_eq!(
-            (&ours.status, ours.without_ttls()),
-            (&bind.status, bind.without_ttls()),
-            "{case:?}: sixgate (left) and BIND (right) disagree"
-        );
-        for (o, b) in ours.ttls().iter().zip(bind.ttls()) {
-            assert!(
-                o.abs_diff(b) <= TTL_SLACK,
-                "{case:?}: TTL {o} vs BIND's {b}"
-            );
-        }
-    };
     // `owner ttl class type rdata`: AAAA records, not RRSIGs over them.
     let aaaa_count = |d: &Dig| {
         d.answers

@@ -24,13 +24,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::time::Duration;
 
-use common::{
-    Turn, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, per_worker_rx, ping,
-    ping_with, stop_cleanly,
-};
+use common::{Turn, chain_http_fetch, iperf3, per_worker_rx, ping, ping_with, stop_cleanly};
 use sixgate_netns::chain::mapt::{Customer, addr as maddr};
 use sixgate_netns::chain::{Chain, addr};
-use sixgate_netns::{Dataplane, ENV_DATAPLANE, Proto, RunningDut, ScratchDir, Stopped, check_host};
+use sixgate_netns::{Dataplane, ENV_DATAPLANE, Proto, RunningDut, Stopped, check_host};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -232,18 +229,7 @@ fn mapt_ping_lan_host_to_server() {
 #[test]
 fn mapt_http_lan_host_to_server() {
     with_mapt("mapt_http_lan_host_to_server", false, |r| {
-        let dir = ScratchDir::new("mapthttp").unwrap();
-        let content = pattern(1 << 20);
-        dir.write("file.bin", &content).unwrap();
-        let server = http_server(&r.chain.server, addr::SERVER.into(), &dir);
-        fetch_and_compare(
-            &r.chain.client,
-            &addr::SERVER.to_string(),
-            &dir,
-            "file.bin",
-            &content,
-        );
-        let seen = http_client_seen(&server);
+        let seen = chain_http_fetch(r.chain, "mapthttp");
         assert_eq!(seen, maddr::SHARED_V4.to_string(), "the server saw {seen}");
         println!("the server saw the LAN host as {seen}");
     });

@@ -25,10 +25,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{
-    Turn, fetch_and_compare, http_client_seen, http_server, iperf3, pattern, ping, ping_with,
-    stop_cleanly,
-};
+use common::{Turn, chain_http_fetch, iperf3, ping, ping_with, stop_cleanly};
 use sixgate_netns::chain::{Chain, Plat, addr, ipv4only_hosts};
 use sixgate_netns::{Background, Dataplane, RunningDut, ScratchDir, check_host};
 
@@ -255,18 +252,7 @@ fn ping_large_client_to_server() {
 #[test]
 fn http_client_to_server() {
     with_chain("http_client_to_server", |r| {
-        let dir = ScratchDir::new("xlathttp").unwrap();
-        let content = pattern(1 << 20);
-        dir.write("file.bin", &content).unwrap();
-        let server = http_server(&r.chain.server, addr::SERVER.into(), &dir);
-        fetch_and_compare(
-            &r.chain.client,
-            &addr::SERVER.to_string(),
-            &dir,
-            "file.bin",
-            &content,
-        );
-        let seen = http_client_seen(&server);
+        let seen = chain_http_fetch(r.chain, "xlathttp");
         assert!(
             r.client_seen_by_server_ok(&seen),
             "the server saw the client as {seen}"

@@ -5,7 +5,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use sixgate_core::nat64::{EventLog, Filtering, Nat64Config, PortRange, Proto, StaticBib};
 
-use crate::tests::{err_at, ok};
+use crate::tests::{err_at, ok, without_comments};
 use crate::{Loaded, Mode, Position};
 
 /// `samples/nat64.toml` without its comments.
@@ -181,12 +181,7 @@ fn pool6_may_be_set_in_nat64_mode() {
 #[test]
 fn sample_nat64_toml_is_the_sample() {
     let text = include_str!("../../../../samples/nat64.toml");
-    let stripped: String = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert_eq!(stripped, SAMPLE);
+    assert_eq!(without_comments(text), SAMPLE);
     let l = ok(text);
     assert!(l.warnings.is_empty());
     assert_eq!(

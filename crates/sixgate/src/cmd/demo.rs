@@ -124,14 +124,7 @@ fn demo(translator: &Dut) -> sixgate_netns::Result<()> {
          Everything runs in network namespaces on this machine and is removed at the end \
          (also on Ctrl-C)."
     );
-    for what in cleanup_stale()? {
-        println!("(removed a leftover of an earlier, interrupted run: {what})");
-    }
-
-    step(1, "The network")?;
-    let bed = Topology::build(TopologyOptions::default())?;
-    let names = names(&bed);
-    print!("{}", bed.describe());
+    let (bed, names) = network()?;
     println!(
         "  The IPv6 host's default router is the gateway. The gateway routes {} via the IPv4 \
          router,\n  and the router routes {} (the IPv6 hosts, as IPv4 sees them) back to the \
@@ -218,6 +211,20 @@ fn demo(translator: &Dut) -> sixgate_netns::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Step 1 of both demos: remove what an interrupted run left, build the bed
+/// and describe it. Returns the bed and its namespace names.
+pub(super) fn network() -> sixgate_netns::Result<(Topology, Vec<String>)> {
+    for what in cleanup_stale()? {
+        println!("(removed a leftover of an earlier, interrupted run: {what})");
+    }
+
+    step(1, "The network")?;
+    let bed = Topology::build(TopologyOptions::default())?;
+    let names = names(&bed);
+    print!("{}", bed.describe());
+    Ok((bed, names))
 }
 
 /// The bed's namespace names, to check later that none is left.

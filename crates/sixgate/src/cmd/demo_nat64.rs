@@ -10,12 +10,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use sixgate_netns::{
-    Error, Proto, ScratchDir, Topology, TopologyOptions, addr, cleanup_stale, interrupt,
-    start_sixgate_with_config,
-};
+use sixgate_netns::{Error, Proto, ScratchDir, addr, interrupt, start_sixgate_with_config};
 
-use super::demo::{HTTP_PORT, indent, names, ping, step, stop, tear_down};
+use super::demo::{HTTP_PORT, indent, network, ping, step, stop, tear_down};
 
 /// pool4 at start, and the prefix `pool4 add` brings at runtime: the two
 /// halves of what the IPv4 router sends to the gateway.
@@ -116,14 +113,7 @@ pub fn demo(binary: &Path) -> sixgate_netns::Result<()> {
          `sixgate run`. Everything runs in network namespaces on this machine\nand is \
          removed at the end (also on Ctrl-C)."
     );
-    for what in cleanup_stale()? {
-        println!("(removed a leftover of an earlier, interrupted run: {what})");
-    }
-
-    step(1, "The network")?;
-    let bed = Topology::build(TopologyOptions::default())?;
-    let names = names(&bed);
-    print!("{}", bed.describe());
+    let (bed, names) = network()?;
     println!(
         "  The IPv6 host's default router is the gateway; the IPv4 router sends 198.18.0.0/24 \
          (room for pool4) to the gateway."

@@ -10,6 +10,7 @@ use std::process::Output;
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
+use sixgate_netns::chain::{self, Chain};
 use sixgate_netns::{
     Background, Dut, Netns, Proto, RunningDut, ScratchDir, Stopped, Topology, TopologyOptions,
     cleanup_stale, list_namespaces,
@@ -245,6 +246,24 @@ pub fn fetch_and_compare(
         secs * 1e3,
         fnv1a(&got)
     );
+}
+
+/// A 1 MiB `file.bin` (in scratch directory `scratch`) served on the chain's
+/// server at [`chain::addr::SERVER`], fetched with curl from its client and
+/// compared; returns the client address the server saw.
+pub fn chain_http_fetch(chain: &Chain, scratch: &str) -> String {
+    let dir = ScratchDir::new(scratch).unwrap();
+    let content = pattern(1 << 20);
+    dir.write("file.bin", &content).unwrap();
+    let server = http_server(&chain.server, chain::addr::SERVER.into(), &dir);
+    fetch_and_compare(
+        &chain.client,
+        &chain::addr::SERVER.to_string(),
+        &dir,
+        "file.bin",
+        &content,
+    );
+    http_client_seen(&server)
 }
 
 /// The address in the first access-log line of `python3 -m http.server`.
