@@ -48,8 +48,8 @@ pub struct Translator {
     /// datagram waiting in `early`: release them after it.
     pub(crate) release_pending: bool,
     /// NAT64 or MAP-T is on (`nat64` or `mapt` is set): only then can a
-    /// translation set `release_pending`, so only then does
-    /// [`Translator::translate_with`] take the path that tests it.
+    /// translation set `release_pending`, so only then (and with fragments
+    /// waiting) does [`Translator::translate_with`] take the path that tests it.
     stateful: bool,
 }
 
@@ -311,20 +311,23 @@ impl Translator {
         now_ns: u64,
         partial_csum: bool,
     ) -> Verdict {
-        // SIIT and CLAT never hold fragments for a later first fragment: their
-        // path keeps nothing live across the translation (no spills for a
-        // release that cannot happen).
-        if self.stateful {
+        // A release needs fragments waiting in `early` when the packet comes
+        // (one translation never both holds a fragment and releases: a held
+        // one returns at once). SIIT and CLAT never hold any; in the stateful
+        // modes the store is almost always empty. Without that, nothing is
+        // kept live across the translation (no spills for a release that
+        // cannot happen).
+        if self.stateful && self.early.waiting() != 0 {
             return self.translate_stateful(pkt, scratch, now_ns, partial_csum);
         }
-        self.translate_stateless(pkt, scratch, now_ns, partial_csum)
+        self.translate_plain(pkt, scratch, now_ns, partial_csum)
     }
 
-    /// [`Translator::translate_with`] in SIIT and CLAT. Out of line like
-    /// [`Translator::translate_stateful`], so that the test between them comes
-    /// before either saves a register.
+    /// [`Translator::translate_with`] when no early fragment can be released.
+    /// Out of line like [`Translator::translate_stateful`], so that the test
+    /// between them comes before either saves a register.
     #[inline(never)]
-    fn translate_stateless(
+    fn translate_plain(
         &mut self,
         pkt: &mut PacketBuf<'_>,
         scratch: &mut Scratch,
@@ -334,8 +337,9 @@ impl Translator {
         self.translate_one(pkt, scratch, now_ns, partial_csum)
     }
 
-    /// [`Translator::translate_with`] in the stateful modes: a first fragment
-    /// may release fragments that came before it (RFC 6146 §3.4).
+    /// [`Translator::translate_with`] in the stateful modes with fragments
+    /// waiting: a first fragment may release those that came before it
+    /// (RFC 6146 §3.4).
     #[inline(never)]
     fn translate_stateful(
         &mut self,
