@@ -47,6 +47,10 @@ pub struct Translator {
     /// Set when a first fragment's translation found fragments of its
     /// datagram waiting in `early`: release them after it.
     pub(crate) release_pending: bool,
+    /// NAT64 or MAP-T is on (`nat64` or `mapt` is set): only then can a
+    /// translation set `release_pending`, so only then (and with fragments
+    /// waiting) does [`Translator::translate_with`] take the path that tests it.
+    stateful: bool,
 }
 
 impl Translator {
@@ -77,6 +81,7 @@ impl Translator {
             icmp_fragments: Box::new(IcmpFragments::new(cfg.ipv4_id_key)),
             early: Box::new(EarlyFragments::new(cfg.ipv4_id_key, stateful(&cfg))),
             release_pending: false,
+            stateful: stateful(&cfg),
             cfg,
         }
     }
@@ -260,6 +265,7 @@ impl Translator {
         if self.early.enabled() != stateful(&cfg) {
             *self.early = EarlyFragments::new(cfg.ipv4_id_key, stateful(&cfg));
         }
+        self.stateful = self.nat64.is_some() || self.mapt.is_some();
         self.icmp_bucket = TokenBucket::new(cfg.icmp_errors_per_sec, cfg.icmp_error_burst);
         self.cfg = cfg;
     }
@@ -305,6 +311,59 @@ impl Translator {
         now_ns: u64,
         partial_csum: bool,
     ) -> Verdict {
+        // A release needs fragments waiting in `early` when the packet comes
+        // (one translation never both holds a fragment and releases: a held
+        // one returns at once). SIIT and CLAT never hold any; in the stateful
+        // modes the store is almost always empty. Without that, nothing is
+        // kept live across the translation (no spills for a release that
+        // cannot happen).
+        if self.stateful && self.early.waiting() != 0 {
+            return self.translate_stateful(pkt, scratch, now_ns, partial_csum);
+        }
+        self.translate_plain(pkt, scratch, now_ns, partial_csum)
+    }
+
+    /// [`Translator::translate_with`] when no early fragment can be released.
+    /// Out of line like [`Translator::translate_stateful`], so that the test
+    /// between them comes before either saves a register.
+    #[inline(never)]
+    fn translate_plain(
+        &mut self,
+        pkt: &mut PacketBuf<'_>,
+        scratch: &mut Scratch,
+        now_ns: u64,
+        partial_csum: bool,
+    ) -> Verdict {
+        self.translate_one(pkt, scratch, now_ns, partial_csum)
+    }
+
+    /// [`Translator::translate_with`] in the stateful modes with fragments
+    /// waiting: a first fragment may release those that came before it
+    /// (RFC 6146 §3.4).
+    #[inline(never)]
+    fn translate_stateful(
+        &mut self,
+        pkt: &mut PacketBuf<'_>,
+        scratch: &mut Scratch,
+        now_ns: u64,
+        partial_csum: bool,
+    ) -> Verdict {
+        let verdict = self.translate_one(pkt, scratch, now_ns, partial_csum);
+        if self.release_pending {
+            return self.release_early(verdict, pkt, scratch, now_ns);
+        }
+        verdict
+    }
+
+    /// One packet, translated and counted.
+    #[inline(always)]
+    fn translate_one(
+        &mut self,
+        pkt: &mut PacketBuf<'_>,
+        scratch: &mut Scratch,
+        now_ns: u64,
+        partial_csum: bool,
+    ) -> Verdict {
         scratch.clear();
         self.partial_csum = partial_csum;
         let received = pkt.len() as u64;
@@ -317,9 +376,6 @@ impl Translator {
         };
         self.partial_csum = false;
         self.account(verdict, version, received);
-        if self.release_pending {
-            return self.release_early(verdict, pkt, scratch, now_ns);
-        }
         verdict
     }
 

@@ -202,7 +202,7 @@ impl EarlyFragments {
     }
 
     /// Fragments waiting now.
-    #[cfg(test)]
+    #[inline]
     pub(crate) fn waiting(&self) -> usize {
         self.waiting
     }

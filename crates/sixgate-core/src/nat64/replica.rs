@@ -248,10 +248,19 @@ impl Nat64 {
     }
 
     /// Records a change of session `i` for export (not while importing).
+    /// The test is inline; the record is built out of line, so that a NAT64
+    /// without export (and the TCP state machine's callers) does not carry it.
+    #[inline(always)]
     pub(crate) fn export(&mut self, op: ReplicaOp, i: u32, now_ms: u32) {
         if self.importing || self.changes.is_none() {
             return;
         }
+        self.export_now(op, i, now_ms);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn export_now(&mut self, op: ReplicaOp, i: u32, now_ms: u32) {
         let mut r = self.replica_of(i, now_ms);
         if op == ReplicaOp::Delete {
             r.remaining_ms = 0;

@@ -28,6 +28,23 @@ pub fn translate(
     scratch: &mut Scratch,
     now_ns: u64,
 ) -> Verdict {
+    // MAP-T gets its own instance: its code inlined into the SIIT one costs
+    // that in register pressure.
+    if t.mapt.is_some() {
+        run::<true>(t, pkt, scratch, now_ns)
+    } else {
+        run::<false>(t, pkt, scratch, now_ns)
+    }
+}
+
+/// [`translate`]; `MAPT`: MAP-T may be on (`t.mapt` is tested); without it,
+/// it is off.
+fn run<const MAPT: bool>(
+    t: &mut Translator,
+    pkt: &mut PacketBuf<'_>,
+    scratch: &mut Scratch,
+    now_ns: u64,
+) -> Verdict {
     let p = match ipv6::parse(pkt.data(), false) {
         Ok(p) => p,
         Err(Ipv6Error::Malformed) => return Verdict::Dropped(DropReason::Malformed),
@@ -100,7 +117,7 @@ pub fn translate(
     // Each address becomes an integer once; mapping and checksum sums work on those.
     let (src6, dst6) = (u128::from_be_bytes(h.src), u128::from_be_bytes(h.dst));
     // RFC 7599 §6: with MAP-T the rules and ports give both addresses.
-    let mapt = if t.mapt.is_some() {
+    let mapt = if MAPT && t.mapt.is_some() {
         match mapt::xlate::v6_to_v4(t, pkt.data(), &p, icmp_error, now_ns) {
             Ok(o) => Some(o),
             // RFC 7599 §8 with RFC 6146 §3.4: it waits for its first.
