@@ -16,7 +16,8 @@ use super::CmdResult;
 pub struct Args {
     /// Configuration file (TOML; sixgate.toml(5), docs/config.md): [translator],
     /// [nat64], [clat], [mapt], [daemon] (dataplane "tun" or "xdp"), [tun],
-    /// [xdp], [dns64], [pref64], [metrics], [log].
+    /// [xdp], [dns64], [pref64], [metrics], [log], [sync] (NAT64 state shared
+    /// with other nodes, docs/ha.md).
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
     /// On exit leave the TUN device and its routes in place (as `[tun] keep = true`;
