@@ -59,6 +59,8 @@
 #                xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,xdp-nat64,xdp-nat64-N,
 #                mapt-br-1,mapt-br-N,xdp-mapt-br-1,xdp-mapt-br-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
+# TCP_S=N sets the iperf3 seconds (TCP_S_QUICK=N with --quick); TCP_ONLY=1
+# skips the UDP search (for A/B runs of single-stream TCP).
 #
 # Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
 # and sixgate workers = 1 run on DUT_CPU; sixgate workers = nproc is not pinned.
@@ -82,13 +84,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # --- parameters --------------------------------------------------------------
 TRIAL_S=3         # seconds per UDP trial
 STEPS=8           # binary-search trials after the probe
-TCP_S=10          # iperf3 seconds
+TCP_S=${TCP_S:-10} # iperf3 seconds (environment overrides, also with --quick)
 LOSS_MAX=0.1      # % loss a trial may show and still pass
 BEHIND_MAX=0.1    # % of its schedule the sender may leave unsent and still pass
 OVERLOAD=3        # overload factor
 PAYLOAD=18        # UDP payload: 46-byte IPv4 / 66-byte IPv6 packets (64 / 84-byte frames)
 SRC_PORTS=${SRC_PORTS:-1024-65535} # RFC 4814 pseudorandom source ports
 UDP_PORT=5001
+TCP_ONLY=${TCP_ONLY:-0} # 1: skip the UDP search, measure single-stream TCP only
 TCP_PORT=5201
 out=""
 only="kernel,tayga,sixgate1,sixgateN,xdp1,xdpN"
@@ -122,7 +125,7 @@ done
 if ((quick)); then
     TRIAL_S=1
     STEPS=5
-    TCP_S=3
+    TCP_S=${TCP_S_QUICK:-3}
 fi
 
 # CPU list (0,2,4-7) -> one CPU per word.
@@ -568,7 +571,11 @@ run_case() {
         add_row "$name" "failed: no traffic through ($T_RECV/$T_SENT)" - - - - - - -
         return
     fi
-    measure_udp "$dst" "$bind"
+    if ((TCP_ONLY)); then
+        R_ZERO=- R_PEAK=- R_OVER_OFFERED=- R_OVER_DELIVERED=- R_OVER_LOSS=- R_MAX_OFFERED=- R_MAX_DELIVERED=-
+    else
+        measure_udp "$dst" "$bind"
+    fi
     # The UDP search leaves a stateful sixgate's table full of sessions (one
     # per pseudorandom port, 5 min each): empty it so that TCP gets one.
     if [[ -S $tmp/sixgate-api.sock ]] && "$SIXGATE" session flush --socket "$tmp/sixgate-api.sock" >"$tmp/flush.txt" 2>&1; then
