@@ -22,7 +22,9 @@ use crate::rfc7915::icmp_map::{v4 as icmp4, v6 as icmp6};
 pub const POOL6_LEN: u8 = 96;
 
 /// Why `cfg` cannot have a fast path in this version, or `None` when it can:
-/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6).
+/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6). A CLAT
+/// (RFC 6877) is such a configuration: its PLAT prefix is pool6 and its
+/// customer range an EAM entry, so it needs nothing more here.
 pub fn unsupported(cfg: &Config) -> Option<&'static str> {
     if cfg.nat64.is_some() {
         return Some("stateful NAT64 is not on the fast path yet");
@@ -249,6 +251,38 @@ mod tests {
         assert!(!is_fast_path_candidate(
             &c,
             &Ip4::new(S4, H4).df(false).udp(1, 2, 1300)
+        ));
+    }
+
+    /// RFC 6877 §6.3: a CLAT's configuration (PLAT prefix as pool6, the
+    /// customer range as an EAM entry, hairpinning off) is in scope; a
+    /// customer reached through the PLAT prefix is a hairpin, the core's.
+    #[test]
+    fn rfc6877_s6_3_clat_is_siit_on_the_fast_path() {
+        let pool6 = Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap();
+        let mut c = Config::with_pool6(Some(pool6));
+        c.map
+            .eam
+            .insert(Eam::parse("192.0.0.0/29", "2001:db8:c1a7::/125").unwrap())
+            .unwrap();
+        c.hairpin = crate::config::HairpinMode::Off;
+        assert_eq!(unsupported(&c), None);
+        let customer4 = Ipv4Addr::new(192, 0, 0, 2);
+        let customer6: Ipv6Addr = "2001:db8:c1a7::2".parse().unwrap();
+        let server = Ipv4Addr::new(8, 8, 4, 4);
+        let server6 = pool6.embed(server);
+        assert!(is_fast_path_candidate(
+            &c,
+            &Ip4::new(customer4, server).tcp(1, 2, 10)
+        ));
+        assert!(is_fast_path_candidate(
+            &c,
+            &Ip6::new(server6, customer6).udp(1, 2, 10)
+        ));
+        let other = pool6.embed(Ipv4Addr::new(192, 0, 0, 3));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip6::new(customer6, other).udp(1, 2, 10)
         ));
     }
 

@@ -667,12 +667,161 @@ fn configuration_keys_are_followed() {
     }
 }
 
+/// A CLAT as `mode = "clat"` builds it (RFC 6877): the customer range
+/// 192.0.0.0/29 as an EAM entry towards the CLAT's 2001:db8:c1a7::/125, the
+/// PLAT prefix as pool6, hairpinning off. `pool6`: `[translator] pool6`;
+/// `clat`: more `[clat]` lines.
+fn clat_loaded(pool6: &str, clat: &str) -> sixgate_config::Loaded {
+    let text = format!(
+        "[translator]\nmode = \"clat\"\npool6 = \"{pool6}\"\n\
+         [clat]\nipv6 = \"2001:db8:c1a7::/125\"\n{clat}\n"
+    );
+    sixgate_config::parse(&text, "clat.toml").unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// The CLAT's vectors (RFC 6877 §6.3, RFC 7757 §3.3 and §4): customer hosts
+/// to the IPv4 Internet through the PLAT prefix `plat` and back.
+fn clat_vectors(plat: &str) -> Vec<(&'static str, Vec<u8>, bool)> {
+    let plat = Rfc6052Prefix::new(plat.parse().unwrap(), 96).unwrap();
+    let server = |v: [u8; 4]| plat.embed(a4(v));
+    let customer4 = a4([192, 0, 0, 2]);
+    let customer6: Ipv6Addr = "2001:db8:c1a7::2".parse().unwrap();
+    let global = [8, 8, 4, 4];
+    let c4 = || Ip4::new(customer4, a4(global));
+    let s6 = || Ip6::new(server(global), customer6);
+    vec![
+        (
+            "rfc6877_s6_3 customer UDP out",
+            c4().udp(40000, 53, 40),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 customer TCP SYN out",
+            c4().tcp_flags(40000, 443, 0x02, 0),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 customer TCP 1400 out",
+            c4().tcp(40000, 443, 1400),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 customer ping out",
+            c4().echo_request(9, 1, 56),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 customer DF=0, small",
+            c4().df(false).udp(1, 2, 100),
+            true,
+        ),
+        ("rfc6877_s6_3 reply UDP in", s6().udp(53, 40000, 40), true),
+        (
+            "rfc6877_s6_3 reply TCP in",
+            s6().tcp(443, 40000, 1400),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 Echo Reply in",
+            s6().echo_reply(9, 1, 56),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 reply to the range's last host",
+            Ip6::new(server(global), "2001:db8:c1a7::7".parse().unwrap()).udp(53, 1, 8),
+            true,
+        ),
+        (
+            "rfc7757_s4 hairpin off: a customer through the PLAT prefix (slow)",
+            Ip6::new(customer6, server([192, 0, 0, 3])).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc6877_s6_3 outside the CLAT prefix (not ours)",
+            Ip6::new(server(global), "2001:db8:c1a7::8".parse().unwrap()).udp(53, 1, 8),
+            false,
+        ),
+        (
+            "rfc6877 a customer's ICMP error (slow)",
+            c4().icmp_error(3, 3, [0; 4], &Ip4::new(a4(global), customer4).udp(1, 2, 8)),
+            false,
+        ),
+        (
+            "rfc6877 a customer's fragment (slow)",
+            c4().df(false).fragment(17, 0, true, &[0; 16]),
+            false,
+        ),
+        (
+            "rfc6052_s3_1 the WKP refuses a non-global server (slow)",
+            Ip4::new(customer4, a4([10, 1, 1, 1])).udp(1, 2, 8),
+            !plat.is_well_known(),
+        ),
+    ]
+}
+
+/// RFC 6877: a CLAT's translation is SIIT under `mode = "clat"`'s own
+/// configuration (loaded by sixgate-config, mirrored as a reload mirrors
+/// it), with the Well-Known Prefix and with a network-specific one.
+#[test]
+fn rfc6877_clat_translates_as_the_core_does() {
+    pin_to_one_cpu();
+    for plat in ["64:ff9b::", "2001:db8:64::"] {
+        let loaded = clat_loaded(&format!("{plat}/96"), "");
+        let Some(mut bed) = Bed::new(loaded.config) else {
+            return;
+        };
+        bed.check_cases(clat_vectors(plat));
+    }
+}
+
+/// RFC 7050 §3: a CLAT that discovers (or re-discovers) its PLAT prefix
+/// applies it as `sixgate run` does (`ClatSettings::set_plat_prefix` on the
+/// running configuration, then the data plane's reconfigure): the program
+/// translates through the new prefix and no longer through the old one.
+#[test]
+fn rfc7050_discovered_plat_prefix_reaches_the_program() {
+    pin_to_one_cpu();
+    let mut loaded = clat_loaded("2001:db8:64::/96", "plat_prefix = \"discover\"");
+    // Discovery at start-up settles the prefix before the data plane starts.
+    loaded.set_plat_prefix(Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap());
+    let clat = loaded.clat.clone().expect("a CLAT");
+    let Some(mut bed) = Bed::new(loaded.config.clone()) else {
+        return;
+    };
+    bed.check_cases(clat_vectors("64:ff9b::"));
+    // RFC 7050 §3 refresh: the PLAT prefix changed.
+    let mut cfg = (*bed.cfg).clone();
+    clat.set_plat_prefix(
+        &mut cfg,
+        Rfc6052Prefix::new("2001:db8:46::".parse().unwrap(), 96).unwrap(),
+    );
+    bed.fp.reconfigure(&cfg).expect("reconfigure");
+    let cfg = Arc::new(cfg);
+    bed.twin.set_config(cfg.clone());
+    bed.cfg = cfg;
+    bed.check_cases(clat_vectors("2001:db8:46::"));
+    // The old prefix is no longer the CLAT's: passed up.
+    let old: Vec<_> = clat_vectors("64:ff9b::")
+        .into_iter()
+        .filter(|(_, ip, _)| ip[0] >> 4 == 6)
+        .map(|(what, ip, _)| (what, ip, false))
+        .collect();
+    bed.check_cases(old);
+}
+
+/// RFC 6877: generated packets under the CLAT's configuration.
+#[test]
+fn rfc6877_generated_packets_under_a_clat_translate_as_the_core_does_or_go_up() {
+    pin_to_one_cpu();
+    generated(clat_loaded("2001:db8:64::/96", "").config);
+}
+
 /// Addresses that exercise every branch of the address checks.
 fn v4_addr() -> impl Strategy<Value = [u8; 4]> {
     prop_oneof![
         4 => Just(H4),
         4 => Just(V6_AS_V4),
-        2 => prop::sample::select(vec![[198u8, 18, 0, 5], [198, 18, 1, 1], [203, 0, 9, 9], [100, 64, 7, 3]]),
+        2 => prop::sample::select(vec![[198u8, 18, 0, 5], [198, 18, 1, 1], [203, 0, 9, 9], [100, 64, 7, 3], [192, 0, 0, 2], [192, 0, 0, 6]]),
         1 => prop::sample::select(vec![0u8, 10, 100, 127, 169, 172, 192, 198, 203, 224, 255])
             .prop_flat_map(|a| (Just(a), any::<[u8; 3]>()))
             .prop_map(|(a, [b, c, d])| [a, b, c, d]),
@@ -704,7 +853,7 @@ fn packets() -> impl Strategy<Value = Gen> {
             any::<bool>(),
             v4_addr(),
             v4_addr(),
-            prop_oneof![8 => Just(0u8), 1 => 1u8..4],
+            prop_oneof![8 => Just(0u8), 1 => 1u8..5],
         ),
         prop_oneof![1 => 0u8..3, 4 => any::<u8>()],
         any::<u8>(),
@@ -761,6 +910,9 @@ fn build(g: &Gen) -> Vec<u8> {
         };
         let dst = if g.off_pool == 2 {
             "2001:db8:99::7".parse().unwrap()
+        } else if g.off_pool == 4 {
+            // A CLAT's customer (RFC 6877 §6.3).
+            "2001:db8:c1a7::3".parse().unwrap()
         } else {
             in_pool6(g.dst)
         };
