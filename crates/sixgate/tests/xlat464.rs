@@ -223,10 +223,29 @@ fn clat_discovers_the_plat_prefix() {
 /// restart ping gets through.
 #[test]
 fn clat_follows_a_changed_plat_prefix() {
+    follows_a_changed_plat_prefix("clat_follows_a_changed_plat_prefix", Dataplane::Tun);
+}
+
+/// RFC 7050 §3 with the CLAT on the TC fast path: the new prefix reaches the
+/// program through the running configuration (as a reload does), and the
+/// pings after the change are translated there.
+#[test]
+fn clat_on_the_fast_path_follows_a_changed_plat_prefix() {
+    let test = "clat_on_the_fast_path_follows_a_changed_plat_prefix";
+    let Some(stopped) = follows_a_changed_plat_prefix(test, ClatOn::FastPath) else {
+        return;
+    };
+    let (t64, t46, passed, aborted) = fastpath_counters(&stopped);
+    println!("{test}: CLAT fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, aborted {aborted}");
+    // Six pings got through after the change (the one before it failed).
+    assert!(t64 >= 6 && t46 >= 6, "{t46} 4to6, {t64} 6to4");
+    assert_eq!(aborted, 0);
+}
+
+fn follows_a_changed_plat_prefix(test: &str, clat_on: impl Into<ClatOn>) -> Option<Stopped> {
     let dir = ScratchDir::new("xlat7050").unwrap();
     let hosts = dir.write("hosts", ipv4only_hosts("2001:db8:65::")).unwrap();
-    let test = "clat_follows_a_changed_plat_prefix";
-    with_chain_on(test, Dataplane::Tun, Dns::From(&hosts, 2), |r| {
+    with_chain_on(test, clat_on, Dns::From(&hosts, 2), |r| {
         let server = addr::SERVER.to_string();
         let log = r.clat.log();
         assert!(log.contains("using 2001:db8:65::/96"), "{log}");
@@ -264,7 +283,7 @@ fn clat_follows_a_changed_plat_prefix() {
         assert!(out.status.success(), "reload: {out:?}");
         let rtts = ping(&r.chain.client, &server, 3);
         println!("after a reload, ping {server}: RTT {rtts:?} ms");
-    });
+    })
 }
 
 /// ICMP Echo through both translators: ICMPv4 → ICMPv6 (CLAT) → ICMPv4 (PLAT)

@@ -158,12 +158,7 @@ fn key_fastpath_serves_a_mapt_br_not_a_ce() {
         "[translator]\nmode = \"mapt-ce\"\n[mapt]\ndmr = \"2001:db8:ffff::/96\"\n\
          end_user_prefix = \"2001:db8:ce:11b::/64\"\nlan = \"10.0.0.0/24\"\n{rule}{daemon}"
     );
-    err_at(
-        &ce,
-        9,
-        12,
-        &["cannot serve this configuration", "MAP-T CE"],
-    );
+    err_at(&ce, 9, 12, &["cannot serve this configuration", "MAP-T CE"]);
 }
 
 const SAMPLE_PLAIN: &str = crate::tests::SAMPLE;
