@@ -11,6 +11,13 @@
 //! the core translates with no decision of its own (no error, no drop, no
 //! state but the IPv4 Identification counters, which the program keeps the
 //! same way per CPU: [`crate::ipv4_id::Ipv4IdGenerator::start_values`]).
+//!
+//! The modes in scope are SIIT, a CLAT (RFC 6877: SIIT with the PLAT prefix
+//! as pool6 and the customer range as an EAM entry) and a MAP-T BR (RFC 7599
+//! §7: the domain side from the Mapping Rules and the ports,
+//! `bpf/mapt_br.h`); a MAP-T BR packet the core would drop for its port set
+//! or MAP address (RFC 7597 §5.2, §8.1) is no candidate, so it still goes up
+//! to be dropped and counted.
 
 use crate::config::Config;
 use crate::mapt::MaptConfig;

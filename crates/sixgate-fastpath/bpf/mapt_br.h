@@ -16,6 +16,7 @@
 // Included by siit_tc.c after its address helpers (be64, put64, map_v6,
 // map_v4) and struct config.
 
+// sixgate_core::fastpath::MAPT_RULES_MAX: more rules and the loader refuses.
 #define MAPT_RULES_MAX 1024
 
 // One rule (sixgate_core::mapt::MapRule), as the loader writes it
