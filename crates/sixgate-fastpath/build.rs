@@ -2,6 +2,7 @@
 //! object is empty and the daemon runs without the fast path, saying why.
 
 fn main() {
+    println!("cargo:rerun-if-changed=bpf/mapt_br.h");
     sixgate_bpf_build::compile(
         "bpf/siit_tc.c",
         "siit_tc.o",

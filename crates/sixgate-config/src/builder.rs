@@ -310,10 +310,10 @@ pub(crate) fn build_all(
                  [\"eth0\", \"eth1\"]",
             ));
         }
+        // The core states the scope for every mode: a CLAT's configuration is
+        // SIIT's (RFC 6877: pool6 the PLAT prefix, an EAM entry), a MAP-T
+        // BR's has its rules, NAT64 and a MAP-T CE are refused there.
         let why = match &mode_sections {
-            Some((_, mode, _)) if *mode != Mode::Siit => {
-                Some("only mode \"siit\" has a fast path in this version")
-            }
             Some((config, ..)) => sixgate_core::fastpath::unsupported(config),
             None => None,
         };

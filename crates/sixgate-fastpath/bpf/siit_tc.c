@@ -15,6 +15,10 @@
 // header mapping, RFC 1624 incremental checksums, the core's IPv4
 // Identification rule (DF=0 up to 1260 bytes with a per-flow counter).
 //
+// A MAP-T BR (RFC 7599 §7) is the same translation with the addresses on the
+// domain side from the Mapping Rules and the ports (mapt_br.h); a CLAT
+// (RFC 6877) is SIIT with the PLAT prefix as pool6.
+//
 // Nothing here drops a packet: a packet the core would drop, answer with an
 // ICMP error, fragment or keep state for is not a candidate and goes up.
 
@@ -49,7 +53,8 @@ struct config {
 	__u8 reset_tos;         // 6 -> 4: TOS = new_tos
 	__u8 new_tos;
 	__u8 reset_traffic_class; // 4 -> 6: Traffic Class = 0
-	__u8 _pad[2];
+	__u8 mapt_br;           // RFC 7599 §7: a MAP-T BR (mapt_br.h)
+	__u8 _pad;
 	__u16 ipv4_mtu;         // 0: unset
 	__u16 ipv6_mtu;         // 0: unset
 	__u16 v6_fragment_limit;
@@ -381,6 +386,8 @@ static __always_inline int v6_special(const __u8 *a)
 	return x == 0 && a[15] <= 1;
 }
 
+#include "mapt_br.h"
+
 // TCP (whole header), UDP (non-zero checksum), ICMP Echo / Echo Reply code 0.
 static __always_inline int l4_ok(__u8 proto, __u8 icmp, __u8 echo_req, __u8 echo_rep,
 				 const __u8 *l4, __u32 l4_len)
@@ -447,7 +454,8 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	if (v6_special(h->src) || h->dst[0] == 0xff)
 		return 0;
 	__u32 src4, dst4;
-	if (!map_v6(cfg, h->src, &src4) || !map_v6(cfg, h->dst, &dst4))
+	struct mapt_claim claim = {};
+	if (!map_v6_source(cfg, h->src, &src4, &claim) || !map_v6(cfg, h->dst, &dst4))
 		return 0;
 	__u8 s4[4], d4[4];
 	__u32 s4be = bpf_htonl(src4), d4be = bpf_htonl(dst4);
@@ -463,6 +471,8 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 		if (!bpf_map_lookup_elem(&eam6, &k))
 			return 0;
 	}
+	if (mapt_hairpin(cfg, dst4))
+		return 0;
 	__u32 len4 = 20 + plen;
 	if (len4 > 0xffff || (cfg->ipv4_mtu && len4 > cfg->ipv4_mtu))
 		return 0;
@@ -470,7 +480,8 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	__u8 *l4 = (__u8 *)(h + 1);
 	if ((void *)(l4 + 8) > end)
 		return 0;
-	if (!l4_ok(h->nexthdr, IPPROTO_ICMPV6_, 128, 129, l4, plen))
+	if (!l4_ok(h->nexthdr, IPPROTO_ICMPV6_, 128, 129, l4, plen) ||
+	    !mapt_source_port_ok(cfg, &claim, h->nexthdr, l4))
 		return 0;
 	// Last, being the dearest check.
 	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
@@ -560,8 +571,12 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		return 0;
 	if (never_forwarded(h->src) || never_forwarded(h->dst))
 		return 0;
+	// Read before the addresses: a MAP-T BR's destination depends on its port.
+	__u8 *l4 = (__u8 *)(h + 1);
+	if ((void *)(l4 + 8) > end)
+		return 0;
 	__u8 src6[16], dst6[16];
-	if (!map_v4(cfg, h->src, src6) || !map_v4(cfg, h->dst, dst6))
+	if (!map_v4(cfg, h->src, src6) || !map_v4_destination(cfg, h->dst, h->proto, l4, dst6))
 		return 0;
 	__u32 l4_len = total - 20;
 	__u32 out = 40 + l4_len;
@@ -569,9 +584,6 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	if (df && cfg->ipv6_mtu && out > cfg->ipv6_mtu)
 		return 0;
 	if (!df && out > cfg->v6_fragment_limit)
-		return 0;
-	__u8 *l4 = (__u8 *)(h + 1);
-	if ((void *)(l4 + 8) > end)
 		return 0;
 	if (!l4_ok(h->proto, IPPROTO_ICMP_, 8, 0, l4, l4_len))
 		return 0;

@@ -125,6 +125,7 @@ impl FastPath {
         };
         fp.seed_ids(cfg.ipv4_id_key)?;
         fp.fill_eam(cfg)?;
+        crate::mapt_rules::fill(&mut fp.ebpf, cfg)?;
         fp.set_config(&bpf_cfg)?;
         Ok(fp)
     }
@@ -141,6 +142,8 @@ impl FastPath {
         next.slow_ifindex = self.current.slow_ifindex;
         self.clear_eam()?;
         self.fill_eam(cfg)?;
+        crate::mapt_rules::clear(&mut self.ebpf)?;
+        crate::mapt_rules::fill(&mut self.ebpf, cfg)?;
         if next.ipv4_id_key != self.current.ipv4_id_key {
             self.seed_ids(next.ipv4_id_key)?;
         }

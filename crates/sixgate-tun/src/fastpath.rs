@@ -1,12 +1,12 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
 //! "tc"`, docs/fastpath.md): a TC ingress program on the interfaces named
-//! for it translates stateless SIIT's common packets, which the kernel then
-//! forwards by its routes; every other packet goes up unchanged and reaches
-//! the device by the routes as before. Started before the privilege drop and
-//! stopped before the device goes. A program that cannot be loaded or
-//! attached, or an interface with strict reverse-path filtering (which would
-//! drop what the program translates), is a warning: the TUN plane alone
-//! still translates everything.
+//! for it translates the common packets of stateless SIIT, a CLAT or a MAP-T
+//! BR, which the kernel then forwards by its routes; every other packet goes
+//! up unchanged and reaches the device by the routes as before. Started
+//! before the privilege drop and stopped before the device goes. A program
+//! that cannot be loaded or attached, or an interface with strict
+//! reverse-path filtering (which would drop what the program translates), is
+//! a warning: the TUN plane alone still translates everything.
 
 use sixgate_config::{FastPathMode, Loaded};
 use sixgate_core::Config;
@@ -53,8 +53,8 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
     }
     let on: Vec<&str> = fp.interfaces().collect();
     info!(
-        "fast path: TC program attached to the ingress of {} (stateless SIIT's TCP, UDP and \
-         ICMP Echo translated in the kernel; the rest goes up to the TUN device)",
+        "fast path: TC program attached to the ingress of {} (stateless TCP, UDP and ICMP \
+         Echo translated in the kernel; the rest goes up to the TUN device)",
         on.join(", ")
     );
     Some(fp)
