@@ -10,6 +10,7 @@
 
 mod bpf_config;
 mod program;
+mod xlat;
 
 pub use bpf_config::BpfConfig;
 pub use program::{Counters, FastPath};
