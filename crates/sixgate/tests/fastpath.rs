@@ -10,7 +10,9 @@ use sixgate_netns::{
 };
 
 mod common;
-use common::{Turn, fetch_and_compare, http_server, pattern, ping, run_bed, stop_cleanly};
+use common::{
+    Turn, fetch_and_compare, http_server, pattern, ping, ping_with, run_bed, stop_cleanly,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -209,6 +211,13 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
             ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 3).len(),
             3
         );
+        // Fragmented pings are the slow path's (RFC 7915 §5.1.1): the
+        // workers translate something too, for the totals below.
+        let big = ["-s", "2000"];
+        assert_eq!(
+            ping_with(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2, &big).len(),
+            2
+        );
         let dir = ScratchDir::new("www").unwrap();
         dir.write("file.bin", &content).unwrap();
         {
@@ -243,6 +252,7 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
     println!("{test}: together 6to4 {all_6to4} 4to6 {all_4to6} (fast {fast}, workers {slow})");
     assert_eq!((all_6to4, all_4to6), (v6to4 + slow_6to4, v4to6 + slow_4to6));
     assert_eq!((fast, slow), (v6to4 + v4to6, slow_6to4 + slow_4to6));
+    assert!(slow > 0, "the fragmented pings took the workers");
     // Both directions of pings and transfers took it…
     assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
     // … and it carried the bulk: the TUN device saw only the rest.
