@@ -89,4 +89,7 @@ pub struct Report {
     pub workers: Vec<Snapshot>,
     /// Worker failures, and problems taking routes down; empty on a clean stop.
     pub errors: Vec<String>,
+    /// The in-kernel fast path's final counters, if one was attached
+    /// (docs/fastpath.md); its translations are not in `totals`.
+    pub fast_path: Option<FastPathCounters>,
 }

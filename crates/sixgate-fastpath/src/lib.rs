@@ -11,6 +11,7 @@
 mod bpf_config;
 mod mapt_rules;
 mod program;
+mod xlat;
 
 pub use bpf_config::BpfConfig;
 pub use program::{Counters, FastPath};

@@ -10,6 +10,7 @@
 
 use sixgate_config::{FastPathMode, Loaded};
 use sixgate_core::Config;
+use sixgate_dataplane::FastPathCounters;
 use sixgate_fastpath::FastPath;
 use tracing::{info, warn};
 
@@ -60,24 +61,26 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
     Some(fp)
 }
 
-/// Detach, and say what it carried.
-pub fn stop(fp: &mut Option<FastPath>) {
-    let Some(mut f) = fp.take() else {
-        return;
-    };
-    if let Ok(c) = f.counters() {
-        info!("{}", summary(&c));
-    }
+/// Detach, say what it carried, and return its final counters (read after
+/// the detach: nothing changes them any more).
+pub fn stop(fp: &mut Option<FastPath>) -> Option<FastPathCounters> {
+    let mut f = fp.take()?;
     f.detach_all();
+    let c = counters(&f)?;
+    info!("{}", c.summary());
+    Some(c)
 }
 
-/// One line for humans: the program's counters.
-pub fn summary(c: &sixgate_fastpath::Counters) -> String {
-    format!(
-        "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
-         aborted {}",
-        c.received, c.translated_6to4, c.translated_4to6, c.passed, c.aborted
-    )
+/// The program's counters, as the data plane reports them.
+pub fn counters(fp: &FastPath) -> Option<FastPathCounters> {
+    let c = fp.counters().ok()?;
+    Some(FastPathCounters {
+        received: c.received,
+        translated_6to4: c.translated_6to4,
+        translated_4to6: c.translated_4to6,
+        passed: c.passed,
+        aborted: c.aborted,
+    })
 }
 
 fn ifindex(name: &str) -> Option<u32> {

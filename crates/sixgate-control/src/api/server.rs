@@ -371,7 +371,8 @@ async fn stats(State(s): State<Shared>) -> Response {
             .iter()
             .map(stat_values)
             .collect();
-    let total = stat_values(&s.d.live.snapshot());
+    let snap = s.d.live.snapshot();
+    let total = stat_values(&snap);
     let mut counters: Vec<StatRow> = total
         .iter()
         .enumerate()
@@ -381,25 +382,35 @@ async fn stats(State(s): State<Shared>) -> Response {
             workers: per.iter().map(|w| w.get(i).map_or(0, |x| x.1)).collect(),
         })
         .collect();
-    // The in-kernel fast path (docs/fastpath.md) counts per CPU, not per
-    // worker: totals only.
     if let Some(f) = s.d.live.fast_path() {
-        counters.extend(
-            [
-                ("fastpath_received", f.received),
-                ("fastpath_translated_6to4", f.translated_6to4),
-                ("fastpath_translated_4to6", f.translated_4to6),
-                ("fastpath_passed", f.passed),
-                ("fastpath_aborted", f.aborted),
-            ]
-            .map(|(name, total)| StatRow {
-                name: name.into(),
-                total,
-                workers: Vec::new(),
-            }),
-        );
+        counters.extend(fast_path_rows(&f, &snap));
     }
     json(&Stats { counters })
+}
+
+/// The in-kernel fast path's rows (docs/fastpath.md, "Counters"): per CPU,
+/// not per worker, so totals only; then what was translated, fast and slow
+/// path (`slow`, the workers) together.
+fn fast_path_rows(
+    f: &sixgate_dataplane::FastPathCounters,
+    slow: &sixgate_dataplane::Snapshot,
+) -> Vec<StatRow> {
+    let [v6to4, v4to6] = f.with_slow(slow);
+    [
+        ("fastpath_received", f.received),
+        ("fastpath_translated_6to4", f.translated_6to4),
+        ("fastpath_translated_4to6", f.translated_4to6),
+        ("fastpath_passed", f.passed),
+        ("fastpath_aborted", f.aborted),
+        ("translated_fast_and_slow_6to4", v6to4),
+        ("translated_fast_and_slow_4to6", v4to6),
+    ]
+    .map(|(name, total)| StatRow {
+        name: name.into(),
+        total,
+        workers: Vec::new(),
+    })
+    .into()
 }
 
 #[derive(Deserialize)]
@@ -903,6 +914,30 @@ mod tests {
 
     fn uri(s: &str) -> Uri {
         s.parse().unwrap()
+    }
+
+    /// docs/fastpath.md, "Counters": the fast path's verdicts, then its
+    /// translations and the workers' together, per direction.
+    #[test]
+    fn fast_path_rows_add_the_workers_translations() {
+        let f = sixgate_dataplane::FastPathCounters {
+            received: 10,
+            translated_6to4: 4,
+            translated_4to6: 3,
+            passed: 3,
+            aborted: 0,
+        };
+        let mut slow = sixgate_dataplane::Snapshot::default();
+        slow.core.translated_6to4 = 2;
+        slow.core.translated_4to6 = 5;
+        let rows: Vec<(String, u64)> = fast_path_rows(&f, &slow)
+            .into_iter()
+            .map(|r| (r.name, r.total))
+            .collect();
+        let row = |n: &str| rows.iter().find(|r| r.0 == n).map(|r| r.1);
+        assert_eq!(row("fastpath_received"), Some(10));
+        assert_eq!(row("translated_fast_and_slow_6to4"), Some(6));
+        assert_eq!(row("translated_fast_and_slow_4to6"), Some(8));
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub fn render(s: &Scrape) -> String {
     nat64(&mut r, s);
     reloads(&mut r, s);
     if let Some(f) = &s.fastpath {
-        fastpath(&mut r, f);
+        fastpath(&mut r, f, s);
     }
     if let Some(y) = &s.sync {
         sync(&mut r, y);
@@ -331,7 +331,8 @@ fn reloads(r: &mut Registry, s: &Scrape) {
 
 /// docs/fastpath.md: the TC program's verdicts; `received` is the sum of the
 /// others, and the packets `passed` are the ones the workers then count.
-fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters) {
+/// Then what was translated, the program's and the workers' together.
+fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters, s: &Scrape) {
     let v = |name: &str| vec![("verdict", name.to_string())];
     r.register(
         "fastpath_packets",
@@ -343,6 +344,20 @@ fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters) {
             .with(v("translated_4to6"), f.translated_4to6)
             .with(v("passed"), f.passed)
             .with(v("aborted"), f.aborted),
+    );
+    let mut slow = sixgate_dataplane::Snapshot::default();
+    for w in &s.workers {
+        slow.merge(w);
+    }
+    let [v6to4, v4to6] = f.with_slow(&slow);
+    let d = |name: &str| vec![("direction", name.to_string())];
+    r.register(
+        "translated_fast_and_slow_packets",
+        "Packets translated, by the fast path and the workers together, per direction \
+         (sixgate_fastpath_packets_total translated_* plus sixgate_translated_packets_total)",
+        Samples::counter()
+            .with(d("6to4"), v6to4)
+            .with(d("4to6"), v4to6),
     );
 }
 

@@ -457,11 +457,30 @@ fn fastpath_packets_by_verdict() {
     ] {
         assert_eq!(value(&samples, t, &[("verdict", verdict)]), n, "{verdict}");
     }
+    // Translated, fast and slow path together: the program's 4 and 3 plus
+    // the workers'.
+    let t = "sixgate_translated_fast_and_slow_packets_total";
+    let workers = |f: fn(&sixgate_core::Counters) -> u64| -> f64 {
+        s.workers.iter().map(|w| f(&w.core)).sum::<u64>() as f64
+    };
+    assert_eq!(
+        value(&samples, t, &[("direction", "6to4")]),
+        4.0 + workers(|c| c.translated_6to4)
+    );
+    assert_eq!(
+        value(&samples, t, &[("direction", "4to6")]),
+        3.0 + workers(|c| c.translated_4to6)
+    );
+    assert!(
+        workers(|c| c.translated_6to4) > 0.0,
+        "the scrape has worker counts"
+    );
     let without = Scrape {
         fastpath: None,
         ..full_scrape()
     };
     assert!(!render(&without).contains("sixgate_fastpath_"));
+    assert!(!render(&without).contains("fast_and_slow"));
 }
 
 #[test]
