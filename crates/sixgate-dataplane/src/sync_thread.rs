@@ -209,13 +209,15 @@ fn run(
                 false
             }
         };
+        let was = (node.state(), node.announcing());
         if live.take_sync_drain() {
             node.start_drain();
-            live.publish_sync(report(&link, &node));
         }
         node.step(&mut link, now);
         link.take_fed(|w| live.wake_worker(w));
-        if now >= next_report {
+        // A change of the node's state is published at once: whoever saw the
+        // routes change may ask `show sync` next.
+        if now >= next_report || (node.state(), node.announcing()) != was {
             // A reload may change what the hash covers (pool4, timeouts):
             // the peers must then see the new one, and refuse it until they
             // run the same.

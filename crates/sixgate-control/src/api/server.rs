@@ -687,9 +687,31 @@ async fn sync_drain(State(s): State<Shared>, _body: Bytes) -> Response {
         return fail(StatusCode::CONFLICT, e);
     }
     tracing::warn!("sync drain asked through the API");
-    match s.d.live.sync_report() {
-        Some(r) => json(&sync_state(&r)),
-        None => fail(StatusCode::CONFLICT, "no sync".into()),
+    // The sync thread takes it within a millisecond and publishes the new
+    // state at once: answer with that state, not the one from before.
+    let live = s.d.live.clone();
+    let report = tokio::task::spawn_blocking(move || {
+        let t0 = std::time::Instant::now();
+        loop {
+            let r = live.sync_report();
+            let moved = r.as_ref().is_none_or(|r| {
+                matches!(
+                    r.state,
+                    sixgate_dataplane::sync_node::NodeState::Draining
+                        | sixgate_dataplane::sync_node::NodeState::Drained
+                )
+            });
+            if moved || t0.elapsed() > std::time::Duration::from_millis(500) {
+                return r;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    })
+    .await;
+    match report {
+        Ok(Some(r)) => json(&sync_state(&r)),
+        Ok(None) => fail(StatusCode::CONFLICT, "no sync".into()),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
