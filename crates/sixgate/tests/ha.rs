@@ -883,6 +883,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
     });
     turn.run(logs, || {
         let lan_rx = |ns: &Netns| ns.link_stats("lan").unwrap().rx_packets;
+        assert!(lan_rx(&bed.gw1) > 200, "the connections went through gw1");
         let gw2_before = lan_rx(&bed.gw2);
         let answer = cli(&gw1, &["sync", "drain", "--wait", "0"]);
         println!("{test}: sync drain: {}", answer.trim());
