@@ -66,8 +66,13 @@ pub struct Node {
     state: NodeState,
     join_timeout_ns: u64,
     announcer: Option<Announcer>,
+    /// When the announcement last failed (it is tried again).
+    announce_failed: Option<u64>,
     drain: Option<DrainStep>,
 }
+
+/// A failed announcement is tried again after this long.
+const ANNOUNCE_RETRY_NS: u64 = 5_000_000_000;
 
 impl Node {
     /// A starting node; `announcer`: `[sync] announce_table`.
@@ -76,6 +81,7 @@ impl Node {
             state: NodeState::Joining,
             join_timeout_ns: u64::from(join_timeout_s) * 1_000_000_000,
             announcer,
+            announce_failed: None,
             drain: None,
         }
     }
@@ -143,23 +149,18 @@ impl Node {
                             format!("{missing} peer(s) silent for join_timeout")
                         }
                     );
-                    if let Some(a) = &mut self.announcer {
-                        match a.announce() {
-                            Ok(()) => {
-                                let routes: Vec<String> =
-                                    a.routes().iter().map(|r| r.to_string()).collect();
-                                tracing::info!(
-                                    "sync: announcing {} in table {}",
-                                    routes.join(", "),
-                                    a.table()
-                                );
-                            }
-                            Err(e) => tracing::error!("sync: not announcing: {e}"),
-                        }
-                    }
+                    self.announce(elapsed_ns);
                 }
             }
-            NodeState::Ready | NodeState::Drained => {}
+            NodeState::Ready => {
+                if self
+                    .announce_failed
+                    .is_some_and(|t| elapsed_ns.saturating_sub(t) >= ANNOUNCE_RETRY_NS)
+                {
+                    self.announce(elapsed_ns);
+                }
+            }
+            NodeState::Drained => {}
             NodeState::Draining => match self.drain {
                 Some(DrainStep::StopAllocating) if link.stop_allocating() => {
                     link.drain();
@@ -174,6 +175,29 @@ impl Node {
                 }
                 _ => {}
             },
+        }
+    }
+
+    /// Adds the routes (if `announce_table` is set); a failure is logged and
+    /// tried again after [`ANNOUNCE_RETRY_NS`].
+    fn announce(&mut self, now: u64) {
+        let Some(a) = &mut self.announcer else {
+            return;
+        };
+        match a.announce() {
+            Ok(()) => {
+                self.announce_failed = None;
+                let routes: Vec<String> = a.routes().iter().map(|r| r.to_string()).collect();
+                tracing::info!(
+                    "sync: announcing {} in table {}",
+                    routes.join(", "),
+                    a.table()
+                );
+            }
+            Err(e) => {
+                self.announce_failed = Some(now);
+                tracing::error!("sync: not announcing (tried again in 5 s): {e}");
+            }
         }
     }
 
