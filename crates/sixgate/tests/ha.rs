@@ -902,6 +902,20 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
         let line = cli(&gw1, &["show", "sync"]);
         assert!(line.contains("node 1: drained, 1 of 1 live peers acknowledged the drain, not announcing (table 100)"), "{line}");
         println!("{test}: {}", line.lines().last().unwrap_or(""));
+        let scrape = bed
+            .gw1
+            .run(
+                "curl",
+                ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
+            )
+            .unwrap();
+        for want in [
+            "sixgate_sync_node_state{state=\"drained\"} 1",
+            "sixgate_sync_node_state{state=\"ready\"} 0",
+            "sixgate_sync_announcing 0",
+        ] {
+            assert!(scrape.contains(want), "{want}:\n{scrape}");
+        }
         // gw2's report follows within its 100 ms.
         wait_for(2, logs, || route::sync_json(&gw2)["peers"][0]["drained"] == true);
         assert!(gw2.log().contains("sync: peer 1 drains"), "{}", gw2.log());
