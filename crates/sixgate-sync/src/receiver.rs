@@ -58,8 +58,9 @@ impl Receiver {
     /// Forgets the stream (the peer restarted).
     pub(crate) fn reset(&mut self) {
         // A drained peer handed us its entries: its first snapshot after the
-        // restart (empty) must not sweep them.
-        self.keep_entries = std::mem::take(&mut self.drained);
+        // restart (empty) must not sweep them, even if it restarts again
+        // before that snapshot ends.
+        self.keep_entries |= std::mem::take(&mut self.drained);
         self.expected = None;
         self.highest = None;
         self.snapshot = None;
