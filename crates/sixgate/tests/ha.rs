@@ -589,7 +589,10 @@ fn ha_restarted_node_gets_the_sessions_by_snapshot() {
 /// - `ha_planned_drain_keeps_20_tcp_connections`: 20 TCP connections carry
 ///   data through gw1; `sixgate sync drain` on gw1 withdraws its routes,
 ///   the "routing daemon" then moves the client's route to gw2, gw1 reports
-///   `drained` once gw2 acknowledged, and no connection is lost.
+///   `drained` once gw2 acknowledged; gw1 then restarts empty (the
+///   maintenance), its empty snapshot leaves gw2 the 20 sessions it handed
+///   over, it gets them back by gw2's, the client moves back to gw1, and no
+///   connection is lost through all of it.
 mod route {
     use super::*;
 
@@ -928,6 +931,58 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
             || client.stdout().matches("rounds").count() >= rounds_now + 5,
         );
         assert!(lan_rx(&bed.gw2) > gw2_before + 100, "the IPv6 side moved to gw2");
+    });
+    // The maintenance the drain was for: gw1 stops (its routes stay gone)
+    // and starts again with empty tables. Its empty snapshot must not take
+    // from gw2 the sessions gw1 handed over; gw1 gets them back by gw2's.
+    stop_cleanly(test, "gw1", gw1);
+    assert!(route::table(&bed.gw1).is_empty());
+    let gw1 = route::start(&bed.gw1, 1);
+    let logs = || format!("gw1 (restarted):\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    turn.run(logs, || {
+        let tcp = |dut: &RunningDut| {
+            sessions(dut)
+                .iter()
+                .filter(|s| s.starts_with("\"tcp\"") && s.ends_with(":9002"))
+                .count()
+        };
+        wait_for(10, logs, || route::announced(&bed.gw1, 1));
+        // gw2 has the restarted gw1's (empty) snapshot.
+        wait_for(5, logs, || {
+            gw2.log().matches("snapshot from peer 1 received").count() >= 2
+        });
+        assert_eq!(tcp(&gw2), 20, "gw2 kept what gw1 handed over");
+        assert_eq!(tcp(&gw1), 20, "gw1 got them back by gw2's snapshot");
+        assert!(
+            gw2.log().contains("it drained before it restarted"),
+            "{}",
+            gw2.log()
+        );
+        // The routing daemon moves the client back to gw1.
+        bed.client
+            .ip([
+                "-6",
+                "route",
+                "replace",
+                "2001:db8:64::/96",
+                "via",
+                "fd00:1::1",
+            ])
+            .unwrap();
+        let gw1_before = bed.gw1.link_stats("lan").unwrap().rx_packets;
+        let rounds_now = client.stdout().matches("rounds").count();
+        wait_for(
+            20,
+            || {
+                format!(
+                    "traffic through gw1 again: {} {}",
+                    client.stdout(),
+                    client.stderr()
+                )
+            },
+            || client.stdout().matches("rounds").count() >= rounds_now + 5,
+        );
+        assert!(bed.gw1.link_stats("lan").unwrap().rx_packets > gw1_before + 100);
         std::fs::write(&stop, b"stop").unwrap();
         let t0 = Instant::now();
         let status = loop {
@@ -948,7 +1003,10 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
             client.stdout(),
             client.stderr()
         );
-        println!("{test}: all 20 connections kept: {}", client.stdout().lines().last().unwrap_or(""));
+        println!(
+            "{test}: all 20 connections kept through the drain, gw1's restart and back: {}",
+            client.stdout().lines().last().unwrap_or("")
+        );
     });
     drop(client);
     stop_cleanly(test, "gw1", gw1);
