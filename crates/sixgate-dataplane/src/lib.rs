@@ -21,6 +21,7 @@
 
 use std::fmt;
 
+pub mod announce;
 pub mod crew;
 pub mod destinations;
 pub mod events;
@@ -33,6 +34,7 @@ pub mod signals;
 pub mod spsc;
 pub mod stats;
 pub mod sync_link;
+pub mod sync_node;
 pub mod sync_thread;
 pub mod system;
 pub mod worker;

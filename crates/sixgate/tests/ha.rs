@@ -575,3 +575,443 @@ fn ha_restarted_node_gets_the_sessions_by_snapshot() {
     drop(bed);
     turn.finish();
 }
+
+/// The routing daemon's hook and the planned drain (docs/ha.md, "Failover
+/// and scale-out: a routing daemon decides"): the bed above with `[sync]
+/// announce_table = 100` on both nodes; the test plays the routing daemon
+/// by watching table 100 and moving the client's static route.
+///
+/// - `ha_routes_announced_only_when_ready`: gw1 alone announces pool6 and
+///   its shard in table 100 only after `join_timeout` (no peer answered);
+///   gw2, started after gw1 has sessions, and again after a restart with
+///   empty tables, announces only once gw1's snapshot has arrived and it
+///   lists gw1's sessions; a stopped node's routes are gone.
+/// - `ha_planned_drain_keeps_20_tcp_connections`: 20 TCP connections carry
+///   data through gw1; `sixgate sync drain` on gw1 withdraws its routes,
+///   the "routing daemon" then moves the client's route to gw2, gw1 reports
+///   `drained` once gw2 acknowledged; gw1 then restarts empty (the
+///   maintenance), its empty snapshot leaves gw2 the 20 sessions it handed
+///   over, it gets them back by gw2's, the client moves back to gw1, and no
+///   connection is lost through all of it.
+mod route {
+    use super::*;
+
+    pub const TABLE: &str = "100";
+
+    pub fn toml(node: u16) -> String {
+        format!("{}announce_table = {TABLE}\n", gateway_toml(node))
+    }
+
+    pub fn start<'a>(gw: &'a Netns, node: u16) -> RunningDut<'a> {
+        start_sixgate_with_config(
+            gw,
+            Path::new(BIN),
+            &toml(node),
+            &["2001:db8:64::/96", "198.18.0.0/31"],
+        )
+        .unwrap_or_else(|e| panic!("gw{node}: {e}"))
+    }
+
+    /// What a node has in table 100, IPv4 and IPv6: one route a line.
+    pub fn table(ns: &Netns) -> Vec<String> {
+        let mut out = Vec::new();
+        for family in ["-4", "-6"] {
+            let shown = ns
+                .ip([family, "route", "show", "table", TABLE])
+                .unwrap_or_default();
+            out.extend(shown.lines().map(|l| l.trim().to_owned()));
+        }
+        out
+    }
+
+    /// gw`node`'s announcement: pool6 and its own shard, as blackholes.
+    pub fn announced(ns: &Netns, node: u16) -> bool {
+        let t = table(ns);
+        let shard = format!("blackhole 198.18.0.{}", node - 1);
+        t.iter()
+            .any(|l| l.starts_with("blackhole 2001:db8:64::/96"))
+            && t.iter().any(|l| l.starts_with(&shard))
+            && t.len() == 2
+    }
+
+    pub fn sync_json(dut: &RunningDut) -> serde_json::Value {
+        serde_json::from_str(&cli(dut, &["show", "sync", "--json"])).unwrap()
+    }
+
+    /// A threaded TCP echo server.
+    pub const ECHO: &str = r#"
+import socketserver, sys
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        while True:
+            d = self.request.recv(65536)
+            if not d:
+                return
+            self.request.sendall(d)
+class S(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+S((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+"#;
+
+    /// argv[3] connections (opened in parallel), then rounds of an echo on
+    /// each until the file argv[4] exists; any loss, reset or 10 s stall
+    /// ends it non-zero.
+    pub const CLIENT: &str = r#"
+import concurrent.futures, os, socket, sys, time
+host, port, n, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with concurrent.futures.ThreadPoolExecutor(n) as ex:
+    conns = list(ex.map(lambda _: socket.create_connection((host, port), timeout=10), range(n)))
+print("connected", n, flush=True)
+rounds = 0
+while not os.path.exists(stop):
+    for i, c in enumerate(conns):
+        msg = (b"%d:%d;" % (i, rounds)) * 50
+        c.sendall(msg)
+        got = b""
+        while len(got) < len(msg):
+            d = c.recv(65536)
+            if not d:
+                sys.exit("connection %d closed by the peer" % i)
+            got += d
+        assert got == msg, i
+    rounds += 1
+    if rounds % 10 == 0:
+        print("rounds", rounds, flush=True)
+    time.sleep(0.02)
+for c in conns:
+    c.close()
+print("done", rounds, flush=True)
+"#;
+}
+
+#[test]
+fn ha_routes_announced_only_when_ready() {
+    let test = "ha_routes_announced_only_when_ready";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let mut turn = Turn::take(test);
+    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.all());
+    // gw1 alone: its peer never answers, so it is ready after join_timeout
+    // (3 s), not before.
+    let t0 = Instant::now();
+    let gw1 = route::start(&bed.gw1, 1);
+    let port = UDP_PORT.to_string();
+    let _echo = bed
+        .server
+        .spawn("python3", ["-c", UDP_ECHO, SERVER4, &port])
+        .unwrap();
+    let before = turn.run(
+        || gw1.log(),
+        || {
+            wait_for(
+                10,
+                || {
+                    format!(
+                        "gw1 announcing; table {:?}\n{}",
+                        route::table(&bed.gw1),
+                        gw1.log()
+                    )
+                },
+                || route::announced(&bed.gw1, 1),
+            );
+            let after = t0.elapsed();
+            assert!(
+                after >= Duration::from_millis(2500),
+                "announced after {after:?}"
+            );
+            assert!(
+                gw1.log().contains("sync: ready (1 peer(s) silent"),
+                "{}",
+                gw1.log()
+            );
+            println!(
+                "{test}: gw1 alone announced after {after:?}: {:?}",
+                route::table(&bed.gw1)
+            );
+            let v = route::sync_json(&gw1);
+            assert_eq!(
+                (&v["state"], &v["announcing"], &v["announce_table"]),
+                (
+                    &serde_json::json!("ready"),
+                    &serde_json::json!(true),
+                    &serde_json::json!(100)
+                ),
+                "{v}"
+            );
+            let line = cli(&gw1, &["show", "sync"]);
+            assert!(
+                line.contains(
+                    "node 1: ready, announcing 2001:db8:64::/96, 198.18.0.0/32 in table 100"
+                ),
+                "{line}"
+            );
+            // Sessions for gw2's snapshot (the IPv4 side reaches gw2, which
+            // is not running yet: it goes to gw1 for now).
+            bed.server
+                .ip(["route", "replace", "198.18.0.0/31", "via", "10.1.0.1"])
+                .unwrap();
+            bed.server
+                .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
+                .unwrap();
+            for _ in 0..3 {
+                bed.client
+                    .run_timeout(
+                        "python3",
+                        ["-c", UDP_CLIENT, SERVER6, &port],
+                        Duration::from_secs(15),
+                    )
+                    .unwrap_or_else(|e| panic!("UDP: {e}"));
+            }
+            sessions(&gw1)
+        },
+    );
+    assert_eq!(before.len(), 3, "{before:?}");
+    // gw2 joins twice (a first start, then a restart with empty tables):
+    // each time gw1 answers at once, so gw2 waits for its snapshot. Whenever
+    // its routes are seen, the snapshot has already arrived.
+    for round in ["start", "restart"] {
+        let gw2 = route::start(&bed.gw2, 2);
+        turn.run(
+            || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log()),
+            || {
+                let mut polls = 0;
+                wait_for(
+                    15,
+                    || format!("gw2 announcing ({round})\n{}", gw2.log()),
+                    || {
+                        polls += 1;
+                        if route::table(&bed.gw2).is_empty() {
+                            return false;
+                        }
+                        let log = gw2.log();
+                        assert!(
+                            log.contains("snapshot from peer 1 received"),
+                            "{round}: gw2 announced before gw1's snapshot:\n{log}"
+                        );
+                        route::announced(&bed.gw2, 2)
+                    },
+                );
+                // Its log says so in that order too.
+                let log = gw2.log();
+                let snap = log.find("snapshot from peer 1 received").unwrap();
+                assert!(
+                    log.find("sync: announcing").is_some_and(|a| a > snap),
+                    "{round}: {log}"
+                );
+                assert_eq!(sessions(&gw2), before, "{round}: gw2 has gw1's sessions");
+                assert!(
+                    gw2.log().contains("every peer's snapshot has arrived"),
+                    "{}",
+                    gw2.log()
+                );
+                println!("{test}: gw2 ({round}) announced after gw1's snapshot, {polls} polls");
+            },
+        );
+        stop_cleanly(test, "gw2", gw2);
+        assert!(
+            route::table(&bed.gw2).is_empty(),
+            "a stopped node announces nothing"
+        );
+    }
+    // gw1 stops (SIGTERM): its routes go with it.
+    stop_cleanly(test, "gw1", gw1);
+    assert!(
+        route::table(&bed.gw1).is_empty(),
+        "{:?}",
+        route::table(&bed.gw1)
+    );
+    drop(bed);
+    turn.finish();
+}
+
+#[test]
+fn ha_planned_drain_keeps_20_tcp_connections() {
+    let test = "ha_planned_drain_keeps_20_tcp_connections";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let mut turn = Turn::take(test);
+    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.all());
+    let gw1 = route::start(&bed.gw1, 1);
+    let gw2 = route::start(&bed.gw2, 2);
+    let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    let port = "9002";
+    let dir = ScratchDir::new("hadrain").unwrap();
+    let stop = dir.path().join("stop");
+    let (mut client, _echo) = turn.run(logs, || {
+        wait_for(10, logs, || {
+            route::announced(&bed.gw1, 1) && route::announced(&bed.gw2, 2)
+        });
+        let echo = bed
+            .server
+            .spawn("python3", ["-c", route::ECHO, SERVER4, port])
+            .unwrap();
+        bed.server
+            .wait_listening(Proto::Tcp, 9002, Duration::from_secs(10))
+            .unwrap();
+        let client = bed
+            .client
+            .spawn(
+                "python3",
+                [
+                    "-c",
+                    route::CLIENT,
+                    SERVER6,
+                    port,
+                    "20",
+                    &stop.to_string_lossy(),
+                ],
+            )
+            .unwrap();
+        wait_for(
+            30,
+            || format!("20 connections: {} {}", client.stdout(), client.stderr()),
+            || client.stdout().contains("rounds 10"),
+        );
+        // gw2 has all 20 sessions from gw1.
+        wait_for(5, logs, || {
+            sessions(&gw2)
+                .iter()
+                .filter(|s| s.starts_with("\"tcp\"") && s.ends_with(":9002"))
+                .count()
+                == 20
+        });
+        (client, echo)
+    });
+    turn.run(logs, || {
+        let lan_rx = |ns: &Netns| ns.link_stats("lan").unwrap().rx_packets;
+        assert!(lan_rx(&bed.gw1) > 200, "the connections went through gw1");
+        let gw2_before = lan_rx(&bed.gw2);
+        let answer = cli(&gw1, &["sync", "drain", "--wait", "0"]);
+        println!("{test}: sync drain: {}", answer.trim());
+        // The routing daemon: gw1's routes leave table 100, so its
+        // announcement is withdrawn and the client's route moves to gw2.
+        wait_for(5, logs, || route::table(&bed.gw1).is_empty());
+        bed.client
+            .ip(["-6", "route", "replace", "2001:db8:64::/96", "via", "fd00:2::1"])
+            .unwrap();
+        wait_for(10, logs, || {
+            let v = route::sync_json(&gw1);
+            v["state"] == "drained" && v["peers"][0]["drain_acked"] == true
+        });
+        let v = route::sync_json(&gw1);
+        assert_eq!(v["announcing"], false, "{v}");
+        let line = cli(&gw1, &["show", "sync"]);
+        assert!(line.contains("node 1: drained, 1 of 1 live peers acknowledged the drain, not announcing (table 100)"), "{line}");
+        println!("{test}: {}", line.lines().last().unwrap_or(""));
+        let scrape = bed
+            .gw1
+            .run(
+                "curl",
+                ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
+            )
+            .unwrap();
+        for want in [
+            "sixgate_sync_node_state{state=\"drained\"} 1",
+            "sixgate_sync_node_state{state=\"ready\"} 0",
+            "sixgate_sync_announcing 0",
+        ] {
+            assert!(scrape.contains(want), "{want}:\n{scrape}");
+        }
+        // gw2's report follows within its 100 ms.
+        wait_for(2, logs, || route::sync_json(&gw2)["peers"][0]["drained"] == true);
+        assert!(gw2.log().contains("sync: peer 1 drains"), "{}", gw2.log());
+        assert!(route::announced(&bed.gw2, 2), "gw2 still announces");
+        // Traffic goes on through gw2 alone for a while.
+        let rounds_now = client.stdout().matches("rounds").count();
+        wait_for(
+            20,
+            || format!("traffic through gw2: {} {}", client.stdout(), client.stderr()),
+            || client.stdout().matches("rounds").count() >= rounds_now + 5,
+        );
+        assert!(lan_rx(&bed.gw2) > gw2_before + 100, "the IPv6 side moved to gw2");
+    });
+    // The maintenance the drain was for: gw1 stops (its routes stay gone)
+    // and starts again with empty tables. Its empty snapshot must not take
+    // from gw2 the sessions gw1 handed over; gw1 gets them back by gw2's.
+    stop_cleanly(test, "gw1", gw1);
+    assert!(route::table(&bed.gw1).is_empty());
+    let gw1 = route::start(&bed.gw1, 1);
+    let logs = || format!("gw1 (restarted):\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    turn.run(logs, || {
+        let tcp = |dut: &RunningDut| {
+            sessions(dut)
+                .iter()
+                .filter(|s| s.starts_with("\"tcp\"") && s.ends_with(":9002"))
+                .count()
+        };
+        wait_for(10, logs, || route::announced(&bed.gw1, 1));
+        // gw2 has the restarted gw1's (empty) snapshot.
+        wait_for(5, logs, || {
+            gw2.log().matches("snapshot from peer 1 received").count() >= 2
+        });
+        assert_eq!(tcp(&gw2), 20, "gw2 kept what gw1 handed over");
+        assert_eq!(tcp(&gw1), 20, "gw1 got them back by gw2's snapshot");
+        assert!(
+            gw2.log().contains("it drained before it restarted"),
+            "{}",
+            gw2.log()
+        );
+        // The routing daemon moves the client back to gw1.
+        bed.client
+            .ip([
+                "-6",
+                "route",
+                "replace",
+                "2001:db8:64::/96",
+                "via",
+                "fd00:1::1",
+            ])
+            .unwrap();
+        let gw1_before = bed.gw1.link_stats("lan").unwrap().rx_packets;
+        let rounds_now = client.stdout().matches("rounds").count();
+        wait_for(
+            20,
+            || {
+                format!(
+                    "traffic through gw1 again: {} {}",
+                    client.stdout(),
+                    client.stderr()
+                )
+            },
+            || client.stdout().matches("rounds").count() >= rounds_now + 5,
+        );
+        assert!(bed.gw1.link_stats("lan").unwrap().rx_packets > gw1_before + 100);
+        std::fs::write(&stop, b"stop").unwrap();
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = client.exited() {
+                break s;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "the client did not end: {} {}",
+                client.stdout(),
+                client.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(
+            status.success() && client.stdout().contains("done"),
+            "a connection was lost: {status:?} {} {}",
+            client.stdout(),
+            client.stderr()
+        );
+        println!(
+            "{test}: all 20 connections kept through the drain, gw1's restart and back: {}",
+            client.stdout().lines().last().unwrap_or("")
+        );
+    });
+    drop(client);
+    stop_cleanly(test, "gw1", gw1);
+    stop_cleanly(test, "gw2", gw2);
+    assert!(route::table(&bed.gw2).is_empty());
+    drop(bed);
+    turn.finish();
+}

@@ -226,6 +226,7 @@ fn router(state: Shared) -> Router {
         .route("/v1/sessions", get(|s, u| table(s, u, Table::Sessions)))
         .route("/v1/pool4", get(pool4))
         .route("/v1/sync", get(sync))
+        .route("/v1/sync/drain", post(sync_drain))
         .route("/v1/eam", get(eam))
         .route("/v1/config", get(running_config))
         .route(
@@ -688,11 +689,52 @@ async fn sync(State(s): State<Shared>) -> Response {
     json(&sync_state(&r))
 }
 
+/// `POST /v1/sync/drain` (docs/ha.md, "Planned drain"): the sync thread
+/// withdraws the routes, stops allocating and tells the peers; the answer
+/// is the state as last published, and `GET /v1/sync` shows the progress
+/// (`state` becomes `draining`, then `drained`). 409 without sync.
+async fn sync_drain(State(s): State<Shared>, _body: Bytes) -> Response {
+    if let Err(e) = s.d.live.request_sync_drain() {
+        return fail(StatusCode::CONFLICT, e);
+    }
+    tracing::warn!("sync drain asked through the API");
+    // The sync thread takes it within a millisecond and publishes the new
+    // state at once: answer with that state, not the one from before.
+    let live = s.d.live.clone();
+    let report = tokio::task::spawn_blocking(move || {
+        let t0 = std::time::Instant::now();
+        loop {
+            let r = live.sync_report();
+            let moved = r.as_ref().is_none_or(|r| {
+                matches!(
+                    r.state,
+                    sixgate_dataplane::sync_node::NodeState::Draining
+                        | sixgate_dataplane::sync_node::NodeState::Drained
+                )
+            });
+            if moved || t0.elapsed() > std::time::Duration::from_millis(500) {
+                return r;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    })
+    .await;
+    match report {
+        Ok(Some(r)) => json(&sync_state(&r)),
+        Ok(None) => fail(StatusCode::CONFLICT, "no sync".into()),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 /// The API's view of a sync report.
 pub fn sync_state(r: &sixgate_dataplane::sync_thread::SyncReport) -> SyncState {
     let [exported, export_lost, imported, import_refused, swept] = r.workers;
     SyncState {
         node_id: r.node_id,
+        state: r.state.as_str().to_owned(),
+        announce_table: r.announce.as_ref().map(|(t, _)| *t),
+        announce_routes: r.announce.as_ref().map_or(Vec::new(), |(_, v)| v.clone()),
+        announcing: r.announcing,
         peers: r
             .peers
             .iter()
@@ -707,6 +749,8 @@ pub fn sync_state(r: &sixgate_dataplane::sync_thread::SyncReport) -> SyncState {
                     expected: st.expected,
                     unacked: st.unacked as u64,
                     snapshot_running: st.snapshot_running,
+                    drain_acked: st.drain_acked,
+                    drained: st.peer_drained,
                     records_in: c.records_in,
                     records_out: c.records_out,
                     datagrams_in: c.datagrams_in,

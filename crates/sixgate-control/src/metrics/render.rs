@@ -383,6 +383,26 @@ fn sync(r: &mut Registry, y: &sixgate_dataplane::sync_thread::SyncReport) {
         per_peer(Samples::gauge(), &|st| u64::from(st.synced)),
     );
     r.register(
+        "sync_peer_drained",
+        "1 once the peer sent DRAIN in its current epoch (it keeps no routes; we keep its entries)",
+        per_peer(Samples::gauge(), &|st| u64::from(st.peer_drained)),
+    );
+    let state = |s: &str| vec![("state", s.to_string())];
+    r.register(
+        "sync_node_state",
+        "1 for this node's state in its group (joining, ready, draining, drained), 0 for the others",
+        sixgate_dataplane::sync_node::NodeState::ALL
+            .iter()
+            .fold(Samples::gauge(), |m, s| {
+                m.with(state(s.as_str()), u64::from(*s == y.state))
+            }),
+    );
+    r.register(
+        "sync_announcing",
+        "1 while this node's routes are in [sync] announce_table for the routing daemon",
+        Samples::gauge().value(u64::from(y.announcing)),
+    );
+    r.register(
         "sync_peer_unacked_messages",
         "Lag: our messages to the peer it has not acknowledged yet",
         per_peer(Samples::gauge(), &|st| st.unacked as u64),

@@ -89,6 +89,9 @@ pub(crate) fn full_scrape() -> Scrape {
                     expected: Some(3),
                     unacked: 1,
                     snapshot_running: false,
+                    draining: false,
+                    drain_acked: false,
+                    peer_drained: true,
                     counters: sixgate_sync::Counters {
                         records_in: 7,
                         records_out: 9,
@@ -98,6 +101,9 @@ pub(crate) fn full_scrape() -> Scrape {
             )],
             link: Default::default(),
             workers: [9, 0, 7, 0, 0],
+            state: sixgate_dataplane::sync_node::NodeState::Ready,
+            announce: Some((100, vec!["2001:db8:64::/96".into()])),
+            announcing: true,
         }),
     }
 }
@@ -499,6 +505,23 @@ fn sync_series_per_peer_and_absent_without_sync() {
         value(&samples, "sixgate_sync_peer_up", &[("peer", "2")]),
         1.0
     );
+    assert_eq!(
+        value(&samples, "sixgate_sync_peer_drained", &[("peer", "2")]),
+        1.0
+    );
+    for (s, v) in [
+        ("joining", 0.0),
+        ("ready", 1.0),
+        ("draining", 0.0),
+        ("drained", 0.0),
+    ] {
+        assert_eq!(
+            value(&samples, "sixgate_sync_node_state", &[("state", s)]),
+            v,
+            "{s}"
+        );
+    }
+    assert_eq!(value(&samples, "sixgate_sync_announcing", &[]), 1.0);
     let without = Scrape {
         sync: None,
         ..full_scrape()
