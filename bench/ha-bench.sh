@@ -3,7 +3,8 @@
 # between nodes"): the replication rate (records created on node A,
 # exported, encoded, HMAC-signed, sent over loopback UDP, received, checked,
 # imported by node B) and a 1 M-session snapshot to a joining node, both
-# nodes on this one thread (crates/sixgate-dataplane/examples/sync_bench.rs).
+# nodes on this one thread, and a worker's own cost of sync per packet
+# (crates/sixgate-dataplane/examples/sync_bench.rs).
 # Prints wall and CPU time: on a shared machine the CPU time says what the
 # code costs.
 #
@@ -30,3 +31,4 @@ bin=target/release/examples/sync_bench
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$bin" replication "$n"
 "$bin" snapshot "$n"
+"$bin" worker "$n"

@@ -17,6 +17,11 @@
 //!   a round, as the sync thread does); prints the time from the snapshot's
 //!   start to B having imported all N.
 //!
+//! - `worker [N]`: a worker's own cost of sync, CPU ns per packet with its
+//!   side on (export from the core, the exchange every 256 packets) and off,
+//!   for packets that each create a session and for packets of 1000
+//!   existing sessions; best of three runs each.
+//!
 //! `cargo run --release -p sixgate-dataplane --example sync_bench -- replication`
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -333,6 +338,64 @@ fn snapshot(n: u64) {
     report("snapshot", &a, &b);
 }
 
+/// One pass of `packets` through a translator, with sync's worker side on
+/// (export, the exchange every 256 packets, the sync thread's end emptied)
+/// or off; this thread's CPU ns per packet.
+fn worker_pass(packets: &[Vec<u8>], sessions: u64, sync: bool, warm: &[Vec<u8>]) -> f64 {
+    let mut t = translator(sessions, sync);
+    let (mut ends, mut far) =
+        replica_rings(1 << 16, vec![(2, vec![(Ipv4Addr::new(192, 0, 2, 2), 32)])]);
+    let mut buf = Bufs::new();
+    for p in warm {
+        translate(&mut t, p, &mut buf, 1_000_000);
+    }
+    if sync {
+        ends.exchange(&mut t, 1_000_000, IMPORT_BUDGET);
+        while far.export.pop().is_some() {}
+    }
+    let c0 = cpu_s();
+    for (i, chunk) in packets.chunks(ROUND).enumerate() {
+        let now = 2_000_000 + i as u64 * 1000;
+        for p in chunk {
+            let v = translate(&mut t, p, &mut buf, now);
+            debug_assert_eq!(v, Verdict::Translated);
+        }
+        if sync {
+            ends.exchange(&mut t, now, IMPORT_BUDGET);
+            while far.export.pop().is_some() {}
+        }
+    }
+    (cpu_s() - c0) * 1e9 / packets.len() as f64
+}
+
+/// The worker's cost of sync: CPU ns per packet with its side of sync on and
+/// off, for packets that each create a session and for packets of
+/// sessions that exist (refreshes coalesced), best of three each.
+fn worker(n: u64) {
+    let new: Vec<Vec<u8>> = (0..n).map(packet).collect();
+    let flows = 1000u64;
+    let existing: Vec<Vec<u8>> = (0..n).map(|i| packet(i % flows)).collect();
+    let warm: Vec<Vec<u8>> = (0..flows).map(packet).collect();
+    for (what, packets, warm) in [
+        ("new sessions", &new, &[][..]),
+        ("existing sessions", &existing, &warm[..]),
+    ] {
+        let mut best = [f64::MAX; 2];
+        for _ in 0..3 {
+            for (k, sync) in [false, true].into_iter().enumerate() {
+                best[k] = best[k].min(worker_pass(packets, n, sync, warm));
+            }
+        }
+        println!(
+            "worker, {what}: {n} packets, {:.0} ns/packet CPU with sync off, {:.0} on: {:+.1} % \
+             (best of 3 each)",
+            best[0],
+            best[1],
+            (best[1] / best[0] - 1.0) * 100.0
+        );
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let what = args.next().unwrap_or_else(|| "replication".into());
@@ -343,8 +406,19 @@ fn main() {
     match what.as_str() {
         "replication" => replication(n),
         "snapshot" => snapshot(n),
+        "worker" => worker(n),
+        // One pass only (for callgrind: the difference of two runs' counts
+        // is what sync adds): `worker-pass N on|off new|existing`.
+        "worker-pass" => {
+            let sync = args.next().as_deref() == Some("on");
+            let existing = args.next().as_deref() == Some("existing");
+            let flows = if existing { 1000 } else { n };
+            let packets: Vec<Vec<u8>> = (0..n).map(|i| packet(i % flows)).collect();
+            let warm: Vec<Vec<u8>> = (0..if existing { flows } else { 0 }).map(packet).collect();
+            println!("{:.0} ns/packet", worker_pass(&packets, n, sync, &warm));
+        }
         other => {
-            eprintln!("sync_bench: replication or snapshot, not {other:?}");
+            eprintln!("sync_bench: replication, snapshot or worker, not {other:?}");
             std::process::exit(2);
         }
     }
