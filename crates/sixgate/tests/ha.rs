@@ -1,17 +1,6 @@
-//! Two NAT64 nodes sharing their state (docs/ha.md), end to end in namespaces:
-//!
-//! ```text
-//!             fd00:1::/64 ── gw1 ── 10.1.0.0/24
-//!   client  <                 │ sync 10.5.0.0/24   > server (198.51.100.10 on lo)
-//!             fd00:2::/64 ── gw2 ── 10.2.0.0/24
-//! ```
-//!
-//! Both gateways run `sixgate run` in mode nat64 with the same pool6 and pool4
-//! (`198.18.0.0/31`), two workers each, and `[sync]` over their own veth; gw1 owns
-//! `198.18.0.0`, gw2 `198.18.0.1`. The client reaches pool6 through gw1, the
-//! server reaches pool4 through gw2: every reply crosses the node that did
-//! not create the session and is translated from its replica. Static routes
-//! stand in for the routing daemon.
+//! Two NAT64 nodes sharing their state (docs/ha.md), end to end in namespaces,
+//! on the bed of `common/ha.rs` (client → gw1, server → gw2: every reply
+//! crosses the node that did not create the session).
 //!
 //! - `ha_asymmetric_udp_and_tcp`: a UDP exchange and a curl work across the
 //!   asymmetric path, `show sessions` lists the same sessions on both, and
@@ -32,348 +21,135 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{HTTP_PORT, Turn, fetch_and_compare, http_server, pattern, stop_cleanly};
-use sixgate_netns::{
-    Netns, Proto, RunningDut, ScratchDir, check_host, start_sixgate_with_config, veth,
+use common::Turn;
+use common::ha::{
+    SERVER4, SERVER6, SyncPath, UDP_CLIENT, UDP_ECHO, UDP_PORT, build, cli, client_via_gw2,
+    gateway_toml, kill_9, sessions, start_toml, sync_state, udp_echo, udp_exchange, wait_for,
+    with_pair,
 };
-
-const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
-const SERVER4: &str = "198.51.100.10";
-const SERVER6: &str = "2001:db8:64::c633:640a";
-const UDP_PORT: u16 = 9000;
-const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-
-fn gateway_toml(node: u16) -> String {
-    let peer = 3 - node;
-    format!(
-        r#"[translator]
-mode = "nat64"
-pool6 = "2001:db8:64::/96"
-
-[nat64]
-pool4 = ["198.18.0.0/31"]
-
-[daemon]
-workers = 2
-
-[tun]
-name = "sixgate0"
-
-[metrics]
-listen = "127.0.0.1:9464"
-
-[sync]
-node_id = {node}
-bind = "10.5.0.{node}:7464"
-peers = [ {{ node_id = {peer}, address = "10.5.0.{peer}:7464" }} ]
-key = "{KEY}"
-shards = [
-    {{ node_id = 1, pool4 = ["198.18.0.0"] }},
-    {{ node_id = 2, pool4 = ["198.18.0.1"] }},
-]
-"#
-    )
-}
-
-/// The bed: four namespaces, wired and routed (asymmetric), nothing running.
-struct Bed {
-    client: Netns,
-    gw1: Netns,
-    gw2: Netns,
-    server: Netns,
-}
-
-fn build() -> sixgate_netns::Result<Bed> {
-    let n = sixgate_netns::next_index();
-    let bed = Bed {
-        client: Netns::with_index("haclient", n)?,
-        gw1: Netns::with_index("hagw1", n)?,
-        gw2: Netns::with_index("hagw2", n)?,
-        server: Netns::with_index("haserver", n)?,
-    };
-    // Replies arrive on the other link than the requests left by: loose
-    // reverse-path checks everywhere.
-    for ns in bed.all() {
-        ns.sysctl(&[
-            ("net.ipv4.conf.all.rp_filter", "0"),
-            ("net.ipv4.conf.default.rp_filter", "0"),
-            ("net.ipv6.conf.all.accept_dad", "0"),
-            ("net.ipv6.conf.default.accept_dad", "0"),
-        ])?;
-    }
-    veth(&bed.client, "c1", &bed.gw1, "lan")?;
-    veth(&bed.client, "c2", &bed.gw2, "lan")?;
-    veth(&bed.gw1, "wan", &bed.server, "s1")?;
-    veth(&bed.gw2, "wan", &bed.server, "s2")?;
-    veth(&bed.gw1, "sync", &bed.gw2, "sync")?;
-    for (i, gw) in [(1, &bed.gw1), (2, &bed.gw2)] {
-        gw.enable_forwarding()?;
-        gw.sysctl(&[
-            ("net.ipv6.icmp.ratelimit", "0"),
-            ("net.ipv4.icmp_ratelimit", "0"),
-        ])?;
-        gw.add_address("lan", &format!("fd00:{i}::1/64"))?;
-        gw.add_address("wan", &format!("10.{i}.0.1/24"))?;
-        gw.add_address("sync", &format!("10.5.0.{i}/24"))?;
-        gw.add_route_via(SERVER4, &format!("10.{i}.0.2"))?;
-        // The client's addresses, whichever link they are on.
-        let other = 3 - i;
-        gw.add_route_via(&format!("fd00:{other}::/64"), &format!("fd00:{i}::2"))?;
-    }
-    bed.client.add_address("c1", "fd00:1::2/64")?;
-    bed.client.add_address("c2", "fd00:2::2/64")?;
-    // IPv6 side: pool6 through gw1.
-    bed.client.add_route_via("2001:db8:64::/96", "fd00:1::1")?;
-    bed.server.add_address("s1", "10.1.0.2/24")?;
-    bed.server.add_address("s2", "10.2.0.2/24")?;
-    bed.server.add_address("lo", &format!("{SERVER4}/32"))?;
-    // IPv4 side: pool4 through gw2.
-    bed.server.add_route_via("198.18.0.0/31", "10.2.0.1")?;
-    Ok(bed)
-}
-
-impl Bed {
-    fn all(&self) -> [&Netns; 4] {
-        [&self.client, &self.gw1, &self.gw2, &self.server]
-    }
-}
-
-fn start<'a>(gw: &'a Netns, node: u16) -> RunningDut<'a> {
-    start_sixgate_with_config(
-        gw,
-        Path::new(BIN),
-        &gateway_toml(node),
-        &["2001:db8:64::/96", "198.18.0.0/31"],
-    )
-    .unwrap_or_else(|e| panic!("gw{node}: {e}"))
-}
-
-/// Wait up to `secs` for `cond`; `what` names it in the failure.
-fn wait_for(secs: u64, what: impl Fn() -> String, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "timed out after {secs} s waiting for {}",
-            what()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn cli(dut: &RunningDut, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .arg("--socket")
-        .arg(dut.api_socket().expect("an API socket"))
-        .output()
-        .expect("run sixgate");
-    assert!(
-        out.status.success(),
-        "sixgate {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The sessions a node lists, without what may differ between nodes (the
-/// worker, the lifetime, a TCP state caught mid-change).
-fn sessions(dut: &RunningDut) -> BTreeSet<String> {
-    let rows: serde_json::Value =
-        serde_json::from_str(&cli(dut, &["show", "sessions", "--json"])).unwrap();
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "{} [{}]:{} {}:{} -> {}:{}",
-                r["proto"], r["ipv6"], r["port6"], r["ipv4"], r["port4"], r["remote4"], r["rport"]
-            )
-        })
-        .collect()
-}
-
-/// A UDP exchange from the client: one datagram, one echo back; resent every
-/// 300 ms up to 20 times from the same socket (the first reply may reach gw2
-/// before the session's record, docs/ha.md). Prints how many tries it took.
-const UDP_CLIENT: &str = r#"
-import socket, sys
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s.settimeout(0.3)
-for i in range(20):
-    s.sendto(b"sixgate ha", (sys.argv[1], int(sys.argv[2])))
-    try:
-        d, a = s.recvfrom(2000)
-        if d == b"sixgate ha":
-            print("echo after", i + 1, "tries")
-            sys.exit(0)
-    except socket.timeout:
-        pass
-sys.exit(1)
-"#;
-
-const UDP_ECHO: &str = r#"
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], int(sys.argv[2])))
-while True:
-    d, a = s.recvfrom(2000)
-    s.sendto(d, a)
-"#;
+use common::{HTTP_PORT, fetch_and_compare, http_server, pattern, stop_cleanly};
+use sixgate_netns::{Netns, Proto, RunningDut, ScratchDir, check_host};
 
 #[test]
 fn ha_asymmetric_udp_and_tcp() {
     let test = "ha_asymmetric_udp_and_tcp";
-    if let Err(why) = check_host() {
-        println!("skipped: {test}: {why}");
-        return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.all());
-    let gw1 = start(&bed.gw1, 1);
-    let gw2 = start(&bed.gw2, 2);
-    let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
-    turn.run(logs, || {
-        // Each node has the other's snapshot (empty: nothing translated yet).
-        wait_for(10, logs, || {
-            gw1.log().contains("snapshot from peer 2 received")
-                && gw2.log().contains("snapshot from peer 1 received")
-        });
+    with_pair(test, SyncPath::Direct, |turn, bed, gw1, gw2| {
+        let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+        turn.run(logs, || {
+            let _echo = udp_echo(bed);
+            let out = udp_exchange(bed);
+            println!("{test}: UDP: {}", out.trim());
 
-        let port = UDP_PORT.to_string();
-        let _echo = bed
-            .server
-            .spawn("python3", ["-c", UDP_ECHO, SERVER4, &port])
-            .unwrap();
-        bed.server
-            .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
-            .unwrap();
-        let out = bed
-            .client
-            .run_timeout(
-                "python3",
-                ["-c", UDP_CLIENT, SERVER6, &port],
-                Duration::from_secs(15),
-            )
-            .unwrap_or_else(|e| panic!("UDP across gw1 and gw2: {e}"));
-        println!("{test}: UDP: {}", out.trim());
+            let dir = ScratchDir::new("hawww").unwrap();
+            let content = pattern(256 * 1024);
+            dir.write("f.bin", &content).unwrap();
+            let _http = http_server(&bed.server, SERVER4.parse().unwrap(), &dir);
+            fetch_and_compare(
+                &bed.client,
+                &format!("[{SERVER6}]"),
+                &dir,
+                "f.bin",
+                &content,
+            );
 
-        let dir = ScratchDir::new("hawww").unwrap();
-        let content = pattern(256 * 1024);
-        dir.write("f.bin", &content).unwrap();
-        let _http = http_server(&bed.server, SERVER4.parse().unwrap(), &dir);
-        fetch_and_compare(
-            &bed.client,
-            &format!("[{SERVER6}]"),
-            &dir,
-            "f.bin",
-            &content,
-        );
+            // The requests went through gw1, the replies through gw2.
+            let v6_in = |ns: &Netns| ns.link_stats("lan").unwrap().rx_packets;
+            assert!(v6_in(&bed.gw1) > 10, "gw1 got the IPv6 side");
+            let v4_in = |ns: &Netns| ns.link_stats("wan").unwrap().rx_packets;
+            assert!(v4_in(&bed.gw2) > 10, "gw2 got the IPv4 side");
+            assert!(v4_in(&bed.gw1) < 10, "no IPv4 replies through gw1");
 
-        // The requests went through gw1, the replies through gw2.
-        let v6_in = |ns: &Netns| ns.link_stats("lan").unwrap().rx_packets;
-        assert!(v6_in(&bed.gw1) > 10, "gw1 got the IPv6 side");
-        let v4_in = |ns: &Netns| ns.link_stats("wan").unwrap().rx_packets;
-        assert!(v4_in(&bed.gw2) > 10, "gw2 got the IPv4 side");
-        assert!(v4_in(&bed.gw1) < 10, "no IPv4 replies through gw1");
-
-        // Both nodes list the same sessions: the UDP one and the TCP one,
-        // on gw1's pool4 address.
-        let t0 = Instant::now();
-        let last = loop {
-            let both = (sessions(&gw1), sessions(&gw2));
-            if both.0 == both.1 && both.0.len() >= 2 {
-                break both;
+            // Both nodes list the same sessions: the UDP one and the TCP one,
+            // on gw1's pool4 address.
+            let t0 = Instant::now();
+            let last = loop {
+                let both = (sessions(&gw1), sessions(&gw2));
+                if both.0 == both.1 && both.0.len() >= 2 {
+                    break both;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(5),
+                    "the nodes list different sessions: {both:?}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            let udp = format!(":{UDP_PORT}");
+            let tcp = format!(":{HTTP_PORT}");
+            for (what, port) in [("\"udp\"", &udp), ("\"tcp\"", &tcp)] {
+                assert!(
+                    last.0.iter().any(|s| s.starts_with(what)
+                        && s.contains("198.18.0.0")
+                        && s.ends_with(port)),
+                    "{what} session on 198.18.0.0: {:?}",
+                    last.0
+                );
             }
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "the nodes list different sessions: {both:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let udp = format!(":{UDP_PORT}");
-        let tcp = format!(":{HTTP_PORT}");
-        for (what, port) in [("\"udp\"", &udp), ("\"tcp\"", &tcp)] {
-            assert!(
-                last.0
-                    .iter()
-                    .any(|s| s.starts_with(what) && s.contains("198.18.0.0") && s.ends_with(port)),
-                "{what} session on 198.18.0.0: {:?}",
-                last.0
-            );
-        }
-        println!("{test}: both nodes list {:?}", last.0);
+            println!("{test}: both nodes list {:?}", last.0);
 
-        // show sync: each node sees the other up and synced; gw2 received
-        // gw1's records, nothing was dropped or lost.
-        for (gw, peer) in [(&gw1, 2), (&gw2, 1)] {
-            let v: serde_json::Value =
-                serde_json::from_str(&cli(gw, &["show", "sync", "--json"])).unwrap();
-            let p = &v["peers"][0];
-            assert_eq!(p["node_id"], peer, "{v}");
-            assert_eq!(p["up"], true, "{v}");
-            assert_eq!(p["synced"], true, "{v}");
-            assert_eq!(p["dropped"], 0, "{v}");
-            assert_eq!(v["export_lost"], 0, "{v}");
-            assert_eq!(v["import_refused"], 0, "{v}");
-        }
-        let v: serde_json::Value =
-            serde_json::from_str(&cli(&gw2, &["show", "sync", "--json"])).unwrap();
-        assert!(v["peers"][0]["records_in"].as_u64() >= Some(2), "{v}");
-        assert!(v["imported"].as_u64() >= Some(2), "{v}");
-        let table = cli(&gw1, &["show", "sync"]);
-        assert!(
-            table.starts_with("peer") && table.contains("synced"),
-            "{table}"
-        );
-        println!("{test}: gw1 show sync:\n{table}");
-        let scrape = bed
-            .gw2
-            .run(
-                "curl",
-                ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
-            )
-            .unwrap();
-        let line = scrape
-            .lines()
-            .find(|l| {
-                l.starts_with("sixgate_sync_records_total{") && l.contains("direction=\"in\"")
-            })
-            .unwrap_or_else(|| panic!("no sync records in /metrics:\n{scrape}"));
-        assert!(!line.ends_with(" 0"), "{line}");
-        assert!(
-            scrape.contains("sixgate_sync_peer_synced{peer=\"1\"} 1"),
-            "{scrape}"
-        );
+            // show sync: each node sees the other up and synced; gw2 received
+            // gw1's records, nothing was dropped or lost.
+            for (gw, peer) in [(&gw1, 2), (&gw2, 1)] {
+                let v = sync_state(gw);
+                let p = &v["peers"][0];
+                assert_eq!(p["node_id"], peer, "{v}");
+                assert_eq!(p["up"], true, "{v}");
+                assert_eq!(p["synced"], true, "{v}");
+                assert_eq!(p["dropped"], 0, "{v}");
+                assert_eq!(v["export_lost"], 0, "{v}");
+                assert_eq!(v["import_refused"], 0, "{v}");
+            }
+            let v = sync_state(&gw2);
+            assert!(v["peers"][0]["records_in"].as_u64() >= Some(2), "{v}");
+            assert!(v["imported"].as_u64() >= Some(2), "{v}");
+            let table = cli(&gw1, &["show", "sync"]);
+            assert!(
+                table.starts_with("peer") && table.contains("synced"),
+                "{table}"
+            );
+            println!("{test}: gw1 show sync:\n{table}");
+            let scrape = bed
+                .gw2
+                .run(
+                    "curl",
+                    ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
+                )
+                .unwrap();
+            let line = scrape
+                .lines()
+                .find(|l| {
+                    l.starts_with("sixgate_sync_records_total{") && l.contains("direction=\"in\"")
+                })
+                .unwrap_or_else(|| panic!("no sync records in /metrics:\n{scrape}"));
+            assert!(!line.ends_with(" 0"), "{line}");
+            assert!(
+                scrape.contains("sixgate_sync_peer_synced{peer=\"1\"} 1"),
+                "{scrape}"
+            );
 
-        // A reload that changes what the config hash covers (a timeout) on
-        // gw1 only: gw1 says so, gw2 refuses gw1's datagrams and names both
-        // hashes.
-        let path = gw1.config_path();
-        let text = std::fs::read_to_string(path).unwrap();
-        let changed = text.replace("[nat64]\n", "[nat64]\nudp_timeout = 600\n");
-        assert_ne!(text, changed, "{text}");
-        std::fs::write(path, changed).unwrap();
-        cli(&gw1, &["reload"]);
-        wait_for(5, logs, || {
-            gw1.log().contains("config hash now")
-                && gw2.log().contains("sync: peer 1 has config hash")
+            // A reload that changes what the config hash covers (a timeout) on
+            // gw1 only: gw1 says so, gw2 refuses gw1's datagrams and names both
+            // hashes.
+            let path = gw1.config_path();
+            let text = std::fs::read_to_string(path).unwrap();
+            let changed = text.replace("[nat64]\n", "[nat64]\nudp_timeout = 600\n");
+            assert_ne!(text, changed, "{text}");
+            std::fs::write(path, changed).unwrap();
+            cli(&gw1, &["reload"]);
+            wait_for(5, logs, || {
+                gw1.log().contains("config hash now")
+                    && gw2.log().contains("sync: peer 1 has config hash")
+            });
+            println!(
+                "{test}: {}",
+                common::line_with(&gw2.log(), "sync: peer 1 has config hash")
+            );
         });
-        println!(
-            "{test}: {}",
-            common::line_with(&gw2.log(), "sync: peer 1 has config hash")
-        );
+        let s1 = stop_cleanly(test, "gw1", gw1);
+        let s2 = stop_cleanly(test, "gw2", gw2);
+        print!("{test}: gw1:\n{}{test}: gw2:\n{}", s1.stdout, s2.stdout);
     });
-    let s1 = stop_cleanly(test, "gw1", gw1);
-    let s2 = stop_cleanly(test, "gw2", gw2);
-    print!("{test}: gw1:\n{}{test}: gw2:\n{}", s1.stdout, s2.stdout);
-    drop(bed);
-    turn.finish();
 }
 
 /// A TCP echo server (one connection at a time).
@@ -411,169 +187,123 @@ print("second", flush=True)
 #[test]
 fn ha_tcp_survives_kill_9_of_gw1() {
     let test = "ha_tcp_survives_kill_9_of_gw1";
-    if let Err(why) = check_host() {
-        println!("skipped: {test}: {why}");
-        return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.all());
-    let gw1 = start(&bed.gw1, 1);
-    let gw2 = start(&bed.gw2, 2);
-    let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
-    let port = "9001";
-    let dir = ScratchDir::new("hago").unwrap();
-    let go = dir.path().join("go");
-    let mut client = turn.run(logs, || {
-        wait_for(10, logs, || {
-            gw1.log().contains("snapshot from peer 2 received")
-                && gw2.log().contains("snapshot from peer 1 received")
-        });
-        let echo = bed
-            .server
-            .spawn("python3", ["-c", TCP_ECHO, SERVER4, port])
-            .unwrap();
-        bed.server
-            .wait_listening(Proto::Tcp, 9001, Duration::from_secs(10))
-            .unwrap();
-        let client = bed
-            .client
-            .spawn(
-                "python3",
-                ["-c", TCP_CLIENT, SERVER6, port, &go.to_string_lossy()],
-            )
-            .unwrap();
-        wait_for(
-            10,
-            || format!("the first echo: {} {}", client.stdout(), client.stderr()),
-            || client.stdout().contains("first"),
-        );
-        // gw2 has the session from gw1.
-        wait_for(5, logs, || {
-            sessions(&gw2)
-                .iter()
-                .any(|s| s.starts_with("\"tcp\"") && s.ends_with(":9001"))
-        });
-        (client, echo)
-    });
-    // gw1 dies without a word; its TUN device and routes go with it.
-    let pids = bed.gw1.pids();
-    assert!(!pids.is_empty());
-    for pid in &pids {
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    }
-    let killed = gw1.stop().unwrap_or_else(|e| panic!("{test}: gw1: {e}"));
-    assert!(
-        !killed.status.success(),
-        "gw1 was killed: {:?}",
-        killed.status
-    );
-    turn.run(
-        || gw2.log(),
-        || {
-            // The routing daemon's part: the IPv6 side moves to gw2.
-            bed.client
-                .ip([
-                    "-6",
-                    "route",
-                    "replace",
-                    "2001:db8:64::/96",
-                    "via",
-                    "fd00:2::1",
-                ])
+    with_pair(test, SyncPath::Direct, |turn, bed, gw1, gw2| {
+        let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+        let port = "9001";
+        let dir = ScratchDir::new("hago").unwrap();
+        let go = dir.path().join("go");
+        let mut client = turn.run(logs, || {
+            let echo = bed
+                .server
+                .spawn("python3", ["-c", TCP_ECHO, SERVER4, port])
                 .unwrap();
-            std::fs::write(&go, b"go").unwrap();
+            bed.server
+                .wait_listening(Proto::Tcp, 9001, Duration::from_secs(10))
+                .unwrap();
+            let client = bed
+                .client
+                .spawn(
+                    "python3",
+                    ["-c", TCP_CLIENT, SERVER6, port, &go.to_string_lossy()],
+                )
+                .unwrap();
             wait_for(
                 10,
-                || {
-                    format!(
-                        "the echo after the failover: {} {}",
-                        client.0.stdout(),
-                        client.0.stderr()
-                    )
-                },
-                || client.0.stdout().contains("second"),
+                || format!("the first echo: {} {}", client.stdout(), client.stderr()),
+                || client.stdout().contains("first"),
             );
-            println!("{test}: the connection carried data through gw2 alone");
-        },
-    );
-    let _ = client.0.exited();
-    drop(client);
-    let s2 = stop_cleanly(test, "gw2", gw2);
-    print!("{test}: gw2:\n{}", s2.stdout);
-    drop(bed);
-    turn.finish();
+            // gw2 has the session from gw1.
+            wait_for(5, logs, || {
+                sessions(&gw2)
+                    .iter()
+                    .any(|s| s.starts_with("\"tcp\"") && s.ends_with(":9001"))
+            });
+            (client, echo)
+        });
+        // gw1 dies without a word; its TUN device and routes go with it.
+        kill_9(&bed.gw1);
+        let killed = gw1.stop().unwrap_or_else(|e| panic!("{test}: gw1: {e}"));
+        assert!(
+            !killed.status.success(),
+            "gw1 was killed: {:?}",
+            killed.status
+        );
+        turn.run(
+            || gw2.log(),
+            || {
+                // The routing daemon's part: the IPv6 side moves to gw2.
+                client_via_gw2(bed);
+                std::fs::write(&go, b"go").unwrap();
+                wait_for(
+                    10,
+                    || {
+                        format!(
+                            "the echo after the failover: {} {}",
+                            client.0.stdout(),
+                            client.0.stderr()
+                        )
+                    },
+                    || client.0.stdout().contains("second"),
+                );
+                println!("{test}: the connection carried data through gw2 alone");
+            },
+        );
+        let _ = client.0.exited();
+        drop(client);
+        let s2 = stop_cleanly(test, "gw2", gw2);
+        print!("{test}: gw2:\n{}", s2.stdout);
+    });
 }
 
 #[test]
 fn ha_restarted_node_gets_the_sessions_by_snapshot() {
     let test = "ha_restarted_node_gets_the_sessions_by_snapshot";
-    if let Err(why) = check_host() {
-        println!("skipped: {test}: {why}");
-        return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.all());
-    let gw1 = start(&bed.gw1, 1);
-    let first = start(&bed.gw2, 2);
-    let port = UDP_PORT.to_string();
-    let _echo = bed
-        .server
-        .spawn("python3", ["-c", UDP_ECHO, SERVER4, &port])
-        .unwrap();
-    let before = turn.run(
-        || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), first.log()),
-        || {
-            wait_for(
-                10,
-                || gw1.log(),
-                || gw1.log().contains("snapshot from peer 2 received"),
-            );
-            bed.server
-                .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
-                .unwrap();
-            // Three UDP sessions (three client sockets).
-            for _ in 0..3 {
-                bed.client
-                    .run_timeout(
-                        "python3",
-                        ["-c", UDP_CLIENT, SERVER6, &port],
-                        Duration::from_secs(15),
-                    )
-                    .unwrap_or_else(|e| panic!("UDP: {e}"));
-            }
-            sessions(&gw1)
-        },
-    );
-    assert_eq!(before.len(), 3, "{before:?}");
-    // gw2 stops and starts again, empty: gw1 sees a new epoch and sends a
-    // snapshot, a walk of its workers' tables.
-    stop_cleanly(test, "gw2", first);
-    let gw2 = start(&bed.gw2, 2);
-    turn.run(
-        || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log()),
-        || {
-            let mut after = BTreeSet::new();
-            let t0 = Instant::now();
-            while after != before {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(10),
-                    "gw2 after its restart lists {after:?}, gw1 {before:?}"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-                after = sessions(&gw2);
-            }
-            let log = gw2.log();
-            let line = common::line_with(&log, "snapshot from peer 1 received");
-            assert!(line.contains("(3 records, 3 announced)"), "{line}");
-            println!("{test}: {line}");
-        },
-    );
-    stop_cleanly(test, "gw1", gw1);
-    stop_cleanly(test, "gw2", gw2);
-    drop(bed);
-    turn.finish();
+    with_pair(test, SyncPath::Direct, |turn, bed, gw1, first| {
+        let port = UDP_PORT.to_string();
+        let _echo = udp_echo(bed);
+        let before = turn.run(
+            || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), first.log()),
+            || {
+                // Three UDP sessions (three client sockets).
+                for _ in 0..3 {
+                    bed.client
+                        .run_timeout(
+                            "python3",
+                            ["-c", UDP_CLIENT, SERVER6, &port],
+                            Duration::from_secs(15),
+                        )
+                        .unwrap_or_else(|e| panic!("UDP: {e}"));
+                }
+                sessions(&gw1)
+            },
+        );
+        assert_eq!(before.len(), 3, "{before:?}");
+        // gw2 stops and starts again, empty: gw1 sees a new epoch and sends a
+        // snapshot, a walk of its workers' tables.
+        stop_cleanly(test, "gw2", first);
+        let gw2 = bed.start(2);
+        turn.run(
+            || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log()),
+            || {
+                let mut after = BTreeSet::new();
+                let t0 = Instant::now();
+                while after != before {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(10),
+                        "gw2 after its restart lists {after:?}, gw1 {before:?}"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                    after = sessions(&gw2);
+                }
+                let log = gw2.log();
+                let line = common::line_with(&log, "snapshot from peer 1 received");
+                assert!(line.contains("(3 records, 3 announced)"), "{line}");
+                println!("{test}: {line}");
+            },
+        );
+        stop_cleanly(test, "gw1", gw1);
+        stop_cleanly(test, "gw2", gw2);
+    });
 }
 
 /// The routing daemon's hook and the planned drain (docs/ha.md, "Failover
@@ -598,18 +328,10 @@ mod route {
 
     pub const TABLE: &str = "100";
 
-    pub fn toml(node: u16) -> String {
-        format!("{}announce_table = {TABLE}\n", gateway_toml(node))
-    }
-
-    pub fn start<'a>(gw: &'a Netns, node: u16) -> RunningDut<'a> {
-        start_sixgate_with_config(
-            gw,
-            Path::new(BIN),
-            &toml(node),
-            &["2001:db8:64::/96", "198.18.0.0/31"],
-        )
-        .unwrap_or_else(|e| panic!("gw{node}: {e}"))
+    /// Node `node` of the bed with `announce_table = 100`.
+    pub fn start(gw: &Netns, node: u16) -> RunningDut<'_> {
+        let toml = gateway_toml(node, SyncPath::Direct);
+        start_toml(gw, node, &format!("{toml}announce_table = {TABLE}\n"))
     }
 
     /// What a node has in table 100, IPv4 and IPv6: one route a line.
@@ -632,10 +354,6 @@ mod route {
             .any(|l| l.starts_with("blackhole 2001:db8:64::/96"))
             && t.iter().any(|l| l.starts_with(&shard))
             && t.len() == 2
-    }
-
-    pub fn sync_json(dut: &RunningDut) -> serde_json::Value {
-        serde_json::from_str(&cli(dut, &["show", "sync", "--json"])).unwrap()
     }
 
     /// A threaded TCP echo server.
@@ -732,7 +450,7 @@ fn ha_routes_announced_only_when_ready() {
                 "{test}: gw1 alone announced after {after:?}: {:?}",
                 route::table(&bed.gw1)
             );
-            let v = route::sync_json(&gw1);
+            let v = sync_state(&gw1);
             assert_eq!(
                 (&v["state"], &v["announcing"], &v["announce_table"]),
                 (
@@ -897,10 +615,10 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
             .ip(["-6", "route", "replace", "2001:db8:64::/96", "via", "fd00:2::1"])
             .unwrap();
         wait_for(10, logs, || {
-            let v = route::sync_json(&gw1);
+            let v = sync_state(&gw1);
             v["state"] == "drained" && v["peers"][0]["drain_acked"] == true
         });
-        let v = route::sync_json(&gw1);
+        let v = sync_state(&gw1);
         assert_eq!(v["announcing"], false, "{v}");
         let line = cli(&gw1, &["show", "sync"]);
         assert!(line.contains("node 1: drained, 1 of 1 live peers acknowledged the drain, not announcing (table 100)"), "{line}");
@@ -920,7 +638,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
             assert!(scrape.contains(want), "{want}:\n{scrape}");
         }
         // gw2's report follows within its 100 ms.
-        wait_for(2, logs, || route::sync_json(&gw2)["peers"][0]["drained"] == true);
+        wait_for(2, logs, || sync_state(&gw2)["peers"][0]["drained"] == true);
         assert!(gw2.log().contains("sync: peer 1 drains"), "{}", gw2.log());
         assert!(route::announced(&bed.gw2, 2), "gw2 still announces");
         // Traffic goes on through gw2 alone for a while.

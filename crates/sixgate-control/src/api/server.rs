@@ -761,6 +761,10 @@ pub fn sync_state(r: &sixgate_dataplane::sync_thread::SyncReport) -> SyncState {
                     snapshots_received: c.snapshots_received,
                     queue_full: c.queue_full,
                     dropped: c.dropped(),
+                    drops: sixgate_sync::Drop::ALL
+                        .iter()
+                        .map(|&d| (d.name().to_owned(), c.dropped_by(d)))
+                        .collect(),
                 }
             })
             .collect(),

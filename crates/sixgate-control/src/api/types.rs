@@ -290,6 +290,10 @@ pub struct SyncPeerRow {
     /// Its datagrams dropped, every reason together (docs/ha.md, "Drop
     /// counters").
     pub dropped: u64,
+    /// The same by reason: every reason's name (`auth_failed`, `replayed`,
+    /// …) and its count.
+    #[serde(default)]
+    pub drops: std::collections::BTreeMap<String, u64>,
 }
 
 /// `GET /v1/sync`: NAT64 state sync, as the sync thread last published it

@@ -449,8 +449,12 @@ fn sync(r: &mut Registry, y: &sixgate_dataplane::sync_thread::SyncReport) {
     );
     r.register(
         "sync_dropped_datagrams",
-        "Datagrams from the peer dropped, every reason of docs/ha.md's drop counters together",
-        per_peer(Samples::counter(), &|st| st.counters.dropped()),
+        "Datagrams from the peer dropped, by reason (docs/ha.md's drop counters)",
+        y.peers.iter().fold(Samples::counter(), |m, (id, _, st)| {
+            sixgate_sync::Drop::ALL.iter().fold(m, |m, &d| {
+                m.with(both(*id, "reason", d.name()), st.counters.dropped_by(d))
+            })
+        }),
     );
     let [exported, export_lost, imported, import_refused, swept] = y.workers;
     let what = |w: &str| vec![("what", w.to_string())];

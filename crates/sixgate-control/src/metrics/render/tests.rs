@@ -95,6 +95,7 @@ pub(crate) fn full_scrape() -> Scrape {
                     counters: sixgate_sync::Counters {
                         records_in: 7,
                         records_out: 9,
+                        auth_failed: 2,
                         ..Default::default()
                     },
                 },
@@ -522,6 +523,20 @@ fn sync_series_per_peer_and_absent_without_sync() {
         );
     }
     assert_eq!(value(&samples, "sixgate_sync_announcing", &[]), 1.0);
+    // docs/ha.md, "Drop counters": one series per reason, each reason there.
+    let d = "sixgate_sync_dropped_datagrams_total";
+    for why in sixgate_sync::Drop::ALL {
+        let expected = if why == sixgate_sync::Drop::AuthFailed {
+            2.0
+        } else {
+            0.0
+        };
+        assert_eq!(
+            value(&samples, d, &[("peer", "2"), ("reason", why.name())]),
+            expected,
+            "{why:?}"
+        );
+    }
     let without = Scrape {
         sync: None,
         ..full_scrape()
