@@ -86,8 +86,24 @@ impl Announcer {
     /// Removes the routes added; returns what could not be removed (a route
     /// someone else removed first is gone, as wanted).
     pub fn withdraw(&mut self) -> Vec<String> {
+        let added: Vec<Route> = self.added.drain(..).rev().collect();
+        self.remove(&added)
+    }
+
+    /// Removes every route this node would announce, added by this process
+    /// or not: one left in the table by a node killed with SIGKILL (which
+    /// the routing daemon would go on announcing) is gone before the node
+    /// starts again, and `sixgate sync withdraw` (a unit's `ExecStopPost`)
+    /// clears them after a crash.
+    pub fn withdraw_all(&mut self) -> Vec<String> {
+        self.added.clear();
+        let all = self.routes.clone();
+        self.remove(&all)
+    }
+
+    fn remove(&self, routes: &[Route]) -> Vec<String> {
         let mut problems = Vec::new();
-        for r in self.added.drain(..).rev() {
+        for r in routes {
             let args = ["route", "del", "blackhole", &r.prefix, "table", &self.table];
             if let Err(e) = ip(r.v6, &args)
                 && !e.contains("No such process")

@@ -107,9 +107,15 @@ impl SyncThread {
             port_block_size,
         };
         let counters: Vec<_> = ends.iter().map(|e| e.counters.clone()).collect();
-        let announcer = s
-            .announce_table
-            .map(|t| Announcer::new(t, (pool6.addr(), pool6.len()), &s.own_shards()));
+        let announcer = s.announce_table.map(|t| {
+            let mut a = Announcer::new(t, (pool6.addr(), pool6.len()), &s.own_shards());
+            // A node restarted after SIGKILL announces nothing before it is
+            // ready again (docs/ha.md): its old routes go first.
+            for p in a.withdraw_all() {
+                tracing::warn!("{p}");
+            }
+            a
+        });
         let node = Node::new(s.join_timeout, announcer);
         let table = s.announce_table;
         let link = SyncLink::new(socket, cfg, ends).map_err(|e| format!("[sync]: {e}"))?;

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::Turn;
 use common::ha::{
-    SERVER4, SERVER6, SyncPath, UDP_CLIENT, UDP_ECHO, UDP_PORT, build, cli, client_via_gw2,
+    BIN, SERVER4, SERVER6, SyncPath, UDP_CLIENT, UDP_ECHO, UDP_PORT, build, cli, client_via_gw2,
     gateway_toml, kill_9, sessions, start_toml, sync_state, udp_echo, udp_exchange, wait_for,
     with_pair,
 };
@@ -730,6 +730,87 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
     stop_cleanly(test, "gw1", gw1);
     stop_cleanly(test, "gw2", gw2);
     assert!(route::table(&bed.gw2).is_empty());
+    drop(bed);
+    turn.finish();
+}
+
+/// A node killed with SIGKILL leaves its routes in table 100, where the
+/// routing daemon would go on announcing a dead node: `sixgate sync withdraw
+/// --config` (the unit's `ExecStopPost`, dist/sixgate.service) takes them
+/// away, and a node that starts again removes stale ones at once, long
+/// before it is ready (docs/ha.md: a rejoining node announces nothing
+/// until its snapshot has arrived or `join_timeout` has passed).
+#[test]
+fn ha_routes_of_a_killed_node_are_withdrawn() {
+    let test = "ha_routes_of_a_killed_node_are_withdrawn";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let mut turn = Turn::take(test);
+    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.all());
+    let dir = ScratchDir::new("hawithdraw").unwrap();
+    let gw1 = route::start(&bed.gw1, 1);
+    let conf = dir.path().join("gw1.toml");
+    std::fs::write(&conf, gw1.config()).unwrap();
+    turn.run(
+        || gw1.log(),
+        || wait_for(10, || gw1.log(), || route::announced(&bed.gw1, 1)),
+    );
+    kill_9(&bed.gw1);
+    let killed = gw1.stop().unwrap_or_else(|e| panic!("{test}: gw1: {e}"));
+    assert!(!killed.status.success(), "{:?}", killed.status);
+    assert!(
+        route::announced(&bed.gw1, 1),
+        "SIGKILL leaves the routes: {:?}",
+        route::table(&bed.gw1)
+    );
+    let conf = conf.to_string_lossy();
+    let out = bed
+        .gw1
+        .run(BIN, ["sync", "withdraw", "--config", &conf])
+        .unwrap_or_else(|e| panic!("{test}: sync withdraw: {e}"));
+    assert!(
+        out.contains("2 route(s) of node 1 gone from table 100"),
+        "{out}"
+    );
+    assert!(
+        route::table(&bed.gw1).is_empty(),
+        "{:?}",
+        route::table(&bed.gw1)
+    );
+    // Once more: nothing left to remove is no error.
+    bed.gw1
+        .run(BIN, ["sync", "withdraw", "--config", &conf])
+        .unwrap_or_else(|e| panic!("{test}: second sync withdraw: {e}"));
+    // A stale route (as SIGKILL leaves it) is gone as soon as a new gw1
+    // runs, while it waits for its silent peer (join_timeout, 3 s).
+    bed.gw1
+        .ip([
+            "route",
+            "replace",
+            "blackhole",
+            "198.18.0.0/32",
+            "table",
+            "100",
+        ])
+        .unwrap();
+    let t0 = Instant::now();
+    let gw1 = route::start(&bed.gw1, 1);
+    turn.run(
+        || gw1.log(),
+        || {
+            wait_for(5, || gw1.log(), || route::table(&bed.gw1).is_empty());
+            assert!(
+                t0.elapsed() < Duration::from_millis(2500),
+                "the stale route stayed {:?}",
+                t0.elapsed()
+            );
+            wait_for(10, || gw1.log(), || route::announced(&bed.gw1, 1));
+        },
+    );
+    stop_cleanly(test, "gw1", gw1);
     drop(bed);
     turn.finish();
 }

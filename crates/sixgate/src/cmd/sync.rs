@@ -27,10 +27,22 @@ pub enum Sync {
         #[command(flatten)]
         socket: SocketArg,
     },
+    /// Remove this node's routes from `[sync] announce_table` without a
+    /// running daemon: for a unit's `ExecStopPost`, so that a node that
+    /// crashed (or was killed with SIGKILL) is not announced by the routing
+    /// daemon any longer. Does nothing without `announce_table`.
+    Withdraw {
+        /// The configuration file the node ran with.
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+    },
 }
 
 pub fn run(cmd: &Sync) -> CmdResult {
-    let Sync::Drain { wait, socket } = cmd;
+    let (wait, socket) = match cmd {
+        Sync::Drain { wait, socket } => (wait, socket),
+        Sync::Withdraw { config } => return withdraw(config),
+    };
     let c = socket.client()?;
     let _: SyncState = c.post("/v1/sync/drain", &serde_json::json!({}))?;
     let t0 = Instant::now();
@@ -56,5 +68,40 @@ pub fn run(cmd: &Sync) -> CmdResult {
             };
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `sixgate sync withdraw --config FILE`.
+fn withdraw(path: &std::path::Path) -> CmdResult {
+    let loaded = sixgate_config::load(path).map_err(|e| e.to_string())?;
+    let (Some(s), Some(pool6)) = (&loaded.sync, loaded.config.map.pool6) else {
+        println!(
+            "sixgate sync withdraw: no [sync] in {}: nothing to do",
+            path.display()
+        );
+        return Ok(());
+    };
+    let Some(table) = s.announce_table else {
+        println!(
+            "sixgate sync withdraw: no [sync] announce_table in {}: nothing to do",
+            path.display()
+        );
+        return Ok(());
+    };
+    let mut a = sixgate_dataplane::announce::Announcer::new(
+        table,
+        (pool6.addr(), pool6.len()),
+        &s.own_shards(),
+    );
+    let problems = a.withdraw_all();
+    if problems.is_empty() {
+        println!(
+            "sixgate sync withdraw: {} route(s) of node {} gone from table {table}",
+            a.routes().len(),
+            s.node_id
+        );
+        Ok(())
+    } else {
+        Err(format!("sixgate sync withdraw: {}", problems.join("; ")))
     }
 }
