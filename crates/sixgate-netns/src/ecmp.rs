@@ -407,4 +407,22 @@ mod tests {
         assert_eq!(parse_next_hops(multi), ["gw1", "gw2"]);
         assert!(parse_next_hops("").is_empty());
     }
+
+    #[test]
+    fn bird_configs_parse() {
+        if let Err(why) = crate::bird::check_bird() {
+            println!("skipped: bird_configs_parse: {why}");
+            return;
+        }
+        let dir = crate::ScratchDir::new("birdconf").unwrap();
+        for (name, conf) in [
+            ("router6", router_bird_config(6)),
+            ("router4", router_bird_config(4)),
+            ("gw1", gateway_bird_config(1)),
+            ("gw2", gateway_bird_config(2)),
+        ] {
+            let path = dir.write(&format!("{name}.conf"), &conf).unwrap();
+            crate::bird::parse_check(&path).unwrap_or_else(|e| panic!("{e}\n{conf}"));
+        }
+    }
 }
