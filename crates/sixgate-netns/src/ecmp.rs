@@ -19,7 +19,8 @@
 //!   when it is ready. Nothing else reaches the routers: a gateway without
 //!   them gets no traffic.
 //! - The gateways reach the client's and the server's networks by static
-//!   routes; BIRD does not touch their main table.
+//!   routes; BIRD does not touch their main table. A `sync` link joins them
+//!   (10.5.0.1 and .2) for NAT64 state sync.
 //!
 //! The translator is the test's to start (SIIT maps pool6 [`addr::POOL6`] and
 //! the EAM [`addr::EAM_V4`] ↔ [`addr::EAM_V6`], so the client is
@@ -87,6 +88,10 @@ pub mod addr {
     pub fn router4_to(i: u8) -> String {
         format!("10.4{i}.0.1")
     }
+    /// Gateway `i`'s address on the sync link between the gateways.
+    pub fn gw_sync(i: u8) -> String {
+        format!("10.5.0.{i}")
+    }
 }
 
 /// Interface names: a gateway's are `r6` and `r4` (towards the routers), a
@@ -99,6 +104,8 @@ pub mod ifname {
     pub const GW_TO_ROUTER4: &str = "r4";
     /// The client's, the server's, and the routers' interfaces to them.
     pub const LAN: &str = "lan";
+    /// The gateways' link to each other (NAT64 state sync).
+    pub const SYNC: &str = "sync";
     /// A router's interface to gateway `i`.
     pub fn router_to_gw(i: u8) -> String {
         format!("gw{i}")
@@ -141,7 +148,7 @@ impl EcmpBed {
                 ("net.ipv4.conf.default.rp_filter", "0"),
             ])?;
         }
-        use ifname::{GW_TO_ROUTER4, GW_TO_ROUTER6, LAN, router_to_gw};
+        use ifname::{GW_TO_ROUTER4, GW_TO_ROUTER6, LAN, SYNC, router_to_gw};
         veth(&bed.client, LAN, &bed.router6, LAN)?;
         veth(&bed.server, LAN, &bed.router4, LAN)?;
         bed.client
@@ -162,7 +169,10 @@ impl EcmpBed {
             .add_address(LAN, &format!("{}/64", addr::ROUTER6_LAN))?;
         bed.router4
             .add_address(LAN, &format!("{}/24", addr::ROUTER4_LAN))?;
+        // NAT64 state sync's dedicated link (docs/ha.md); SIIT leaves it idle.
+        veth(&bed.gw[0], SYNC, &bed.gw[1], SYNC)?;
         for (i, gw) in [(1u8, &bed.gw[0]), (2, &bed.gw[1])] {
+            gw.add_address(SYNC, &format!("{}/24", addr::gw_sync(i)))?;
             let to_gw = router_to_gw(i);
             veth(&bed.router6, &to_gw, gw, GW_TO_ROUTER6)?;
             veth(&bed.router4, &to_gw, gw, GW_TO_ROUTER4)?;

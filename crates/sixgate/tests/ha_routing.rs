@@ -553,3 +553,252 @@ fn nat64_pair_dist_configs_announce_shards_and_aggregate() {
     drop(bed);
     turn.finish();
 }
+
+/// Node `i` of a NAT64 pair in the bed: the same `[nat64]` on both, `[sync]`
+/// over the `sync` link, gw1 owning [`NAT64_SHARDS`]`[0]`, gw2 the other.
+fn nat64_toml(i: u8) -> String {
+    let peer = 3 - i;
+    format!(
+        r#"[translator]
+mode = "nat64"
+pool6 = "{pool6}"
+
+[nat64]
+pool4 = ["{NAT64_POOL4}"]
+
+[daemon]
+workers = 1
+
+[tun]
+name = "sixgate0"
+
+[sync]
+node_id = {i}
+bind = "{me}:7464"
+peers = [ {{ node_id = {peer}, address = "{other}:7464" }} ]
+shards = [
+    {{ node_id = 1, pool4 = ["{s1}"] }},
+    {{ node_id = 2, pool4 = ["{s2}"] }},
+]
+"#,
+        pool6 = addr::POOL6,
+        me = sixgate_netns::ecmp::addr::gw_sync(i),
+        other = sixgate_netns::ecmp::addr::gw_sync(peer),
+        s1 = NAT64_SHARDS[0],
+        s2 = NAT64_SHARDS[1],
+    )
+}
+
+/// TCP sessions `dut` lists on pool4 addresses of `shard` (`A.B.C.D/25`).
+fn tcp_sessions_on(dut: &RunningDut, shard: &str) -> usize {
+    let out = Command::new(BIN)
+        .args(["show", "sessions", "--json", "--socket"])
+        .arg(dut.api_socket().expect("an API socket"))
+        .output()
+        .expect("run sixgate");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "show sessions: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let (net, len) = shard.split_once('/').unwrap();
+    let net: u32 = net.parse::<std::net::Ipv4Addr>().unwrap().into();
+    let mask = u32::MAX << (32 - len.parse::<u32>().unwrap());
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["proto"] == "tcp")
+        .filter_map(|r| r["ipv4"].as_str()?.parse::<std::net::Ipv4Addr>().ok())
+        .filter(|a| u32::from(*a) & mask == net)
+        .count()
+}
+
+/// The whole design at once (docs/ha.md, "Failover and scale-out"): a NAT64
+/// pair with `[sync]`, each node's BIRD running the dist/ config, the hook's
+/// routes put in by hand once both nodes have the other's snapshot. Flows
+/// spread over both nodes, each node's mappings on its own shard, replies
+/// back to the owner by the shard's specific route. Then the node that
+/// carries a ping goes silent during an iperf3: BFD withdraws its routes,
+/// router6 sends everything to the survivor, which translates the dead
+/// node's sessions from its replica, and router4 sends the dead node's
+/// shard to the survivor by the aggregate. The iperf3 completes and the
+/// ping's gap is printed.
+#[test]
+fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
+    let test = "nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate";
+    if let Err(why) = check_host().and_then(|()| check_bird()) {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let mut turn = Turn::take(test);
+    let bed = EcmpBed::build().unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.namespaces());
+    let routers = bed
+        .start_routers()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let birds = [1u8, 2].map(|i| {
+        Bird::start(bed.gw(i), &format!("gw{i}"), &dist_config_in_bed(i))
+            .unwrap_or_else(|e| panic!("{test}: {e}"))
+    });
+    let start = |i: u8| {
+        start_sixgate_with_config(
+            bed.gw(i),
+            Path::new(BIN),
+            &nat64_toml(i),
+            &[addr::POOL6, NAT64_POOL4],
+        )
+        .unwrap_or_else(|e| panic!("gw{i}: {e}"))
+    };
+    let (dut1, dut2) = (start(1), start(2));
+    let logs = || {
+        let mut s = String::new();
+        for (i, d) in [&dut1, &dut2].into_iter().enumerate() {
+            s += &format!("sixgate gw{}:\n{}\n", i + 1, d.log());
+        }
+        for b in routers.iter().chain(&birds) {
+            s += &format!("bird {}:\n{}\n", b.label(), b.log());
+        }
+        s
+    };
+    let dir = ScratchDir::new("ecmpnat").unwrap();
+    let content = pattern(1 << 20);
+    dir.write("f.bin", &content).unwrap();
+    let url_host = format!("[{}]", addr::SERVER_AS_V6);
+    let hook = |i: u8| [addr::POOL6, NAT64_SHARDS[usize::from(i - 1)]];
+    let (r6, r4) = (&bed.router6, &bed.router4);
+    let both: &[&str] = &["gw1", "gw2"];
+
+    let (victim, ping, iperf, t_off, servers) = turn.run(logs, || {
+        // Ready: each node has the other's snapshot. Then the hook's part.
+        let t0 = Instant::now();
+        while !(dut1.log().contains("snapshot from peer 2 received")
+            && dut2.log().contains("snapshot from peer 1 received"))
+        {
+            assert!(t0.elapsed() < Duration::from_secs(10), "no snapshots");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for i in [1, 2] {
+            bed.announce(i, &hook(i)).unwrap();
+        }
+        wait_routes(
+            &[
+                (r6, addr::POOL6, both),
+                (r4, NAT64_SHARDS[0], &["gw1"]),
+                (r4, NAT64_SHARDS[1], &["gw2"]),
+                (r4, NAT64_POOL4, both),
+            ],
+            Duration::from_secs(20),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+
+        let http = http_server(&bed.server, addr::SERVER.parse().unwrap(), &dir);
+        fetch_and_compare(&bed.client, &url_host, &dir, "f.bin", &content);
+        let iperf_server = bed
+            .server
+            .spawn("iperf3", ["-s", "-B", addr::SERVER, "-p", IPERF_PORT])
+            .unwrap();
+        bed.server
+            .wait_listening(Proto::Tcp, 5201, Duration::from_secs(10))
+            .unwrap();
+
+        let ping = bed
+            .client
+            .spawn(
+                "ping",
+                ["-n", "-D", "-i", "0.01", "-W", "1", "-w", "9", addr::SERVER_AS_V6],
+            )
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let rx = |i: u8| {
+            bed.gw(i)
+                .link_stats(sixgate_netns::ecmp::ifname::GW_TO_ROUTER6)
+                .unwrap()
+                .rx_packets
+        };
+        let r0 = [rx(1), rx(2)];
+        std::thread::sleep(Duration::from_millis(500));
+        let grew = [rx(1) - r0[0], rx(2) - r0[1]];
+        let victim: u8 = if grew[0] >= grew[1] { 1 } else { 2 };
+        println!("{test}: the ping enters gw{victim} ({grew:?} packets in 0.5 s)");
+        let iperf = iperf3_client(&bed, 8, 6);
+        std::thread::sleep(Duration::from_millis(2000));
+        // The victim created sessions on its own shard and the survivor
+        // holds them in its replica; the survivor has its own too.
+        let (victim_dut, survivor_dut) = if victim == 1 {
+            (&dut1, &dut2)
+        } else {
+            (&dut2, &dut1)
+        };
+        let own = NAT64_SHARDS[usize::from(victim - 1)];
+        let other = NAT64_SHARDS[usize::from(2 - victim)];
+        let (mine, replicated) = (
+            tcp_sessions_on(victim_dut, own),
+            tcp_sessions_on(survivor_dut, own),
+        );
+        println!(
+            "{test}: gw{victim} has {mine} TCP sessions on its shard {own}, the other node {replicated} of them in its replica and {} on its own shard {other}",
+            tcp_sessions_on(survivor_dut, other)
+        );
+        assert!(mine >= 1 && replicated >= 1, "{mine} {replicated}");
+        let t_off = Instant::now();
+        power_off(&bed, victim);
+        (victim, ping, iperf, t_off, (http, iperf_server))
+    });
+    let survivor = 3 - victim;
+    let (killed, alive) = if victim == 1 {
+        (dut1, dut2)
+    } else {
+        (dut2, dut1)
+    };
+    let killed = killed
+        .stop()
+        .unwrap_or_else(|e| panic!("{test}: gw{victim}: {e}"));
+    assert!(!killed.status.success(), "gw{victim} was killed");
+    let logs = || {
+        let mut s = format!("sixgate gw{survivor}:\n{}\n", alive.log());
+        for b in routers.iter().chain(&birds) {
+            s += &format!("bird {}:\n{}\n", b.label(), b.log());
+        }
+        s
+    };
+    turn.run(logs, || {
+        let gw = format!("gw{survivor}");
+        let only: &[&str] = &[&gw];
+        wait_routes(
+            &[
+                (r6, addr::POOL6, only),
+                (r4, NAT64_SHARDS[usize::from(victim - 1)], &[]),
+                (r4, NAT64_POOL4, only),
+            ],
+            Duration::from_secs(5),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let gone = t_off.elapsed();
+        println!(
+            "{test}: {} ms after gw{victim} went silent: pool6 and the aggregate only to gw{survivor}, no route for gw{victim}'s shard",
+            gone.as_millis()
+        );
+        assert!(gone < Duration::from_millis(1500), "{} ms", gone.as_millis());
+        let across = iperf3_result(iperf, "iperf3 across the failure");
+        println!("{test}: iperf3 -P 8 across the failure completed: {across}");
+        let out = ping
+            .wait(Duration::from_secs(15))
+            .unwrap_or_else(|e| panic!("ping: {e}"));
+        let (sent, received, gap) = ping_gap(&out.stdout);
+        println!(
+            "{test}: forwarding gap at failover: {} ms ({} of {sent} echoes at 100 pps lost)",
+            gap.as_millis(),
+            sent - received
+        );
+        assert!(gap < Duration::from_secs(2), "gap {} ms", gap.as_millis());
+        fetch_and_compare(&bed.client, &url_host, &dir, "f.bin", &content);
+    });
+    drop(servers);
+    stop_cleanly(test, &format!("gw{survivor}"), alive);
+    for b in routers.into_iter().chain(birds) {
+        b.stop();
+    }
+    drop(bed);
+    turn.finish();
+}
