@@ -160,6 +160,34 @@ impl Bird {
         }
     }
 
+    /// Wait until `show bfd sessions` lists `count` sessions, all Up (so a
+    /// failure is detected by BFD, not by the BGP hold timer).
+    pub fn wait_bfd_up(&self, count: usize, timeout: Duration) -> Result<()> {
+        let t0 = Instant::now();
+        loop {
+            let out = self.birdc(&["show", "bfd", "sessions"])?;
+            // IP address  Interface  State  Since  Interval  Timeout
+            let states: Vec<&str> = out
+                .lines()
+                .filter_map(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    (w.len() >= 3 && w[0].parse::<std::net::IpAddr>().is_ok()).then(|| w[2])
+                })
+                .collect();
+            if states.len() == count && states.iter().all(|s| *s == "Up") {
+                return Ok(());
+            }
+            if t0.elapsed() > timeout {
+                return Err(Error::new(format!(
+                    "{}: not {count} BFD sessions Up within {} s:\n{out}",
+                    self.label,
+                    timeout.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Stop it with SIGTERM; its log.
     pub fn stop(self) -> String {
         let f = self.process.stop(Duration::from_secs(3));

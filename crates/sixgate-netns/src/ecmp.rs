@@ -305,10 +305,11 @@ fn parse_next_hops(out: &str) -> Vec<String> {
     devs
 }
 
-/// Timers every session shares: BGP's for a quick start (BFD, not the hold
-/// timer, detects a dead peer), BFD's on.
+/// Timers every session shares: BFD on (it, not the hold timer, detects a
+/// dead peer; the hold time is the dist/ configs', keepalives at a third of
+/// it), and a quick start.
 const SESSION_TIMERS: &str = "bfd on;
-    hold time 3; keepalive time 1;
+    hold time 9;
     connect delay time 1; connect retry time 1; error wait time 1, 5;";
 
 /// BIRD for router6 (`family` 6) or router4 (4): an eBGP session with BFD to
@@ -330,6 +331,8 @@ pub fn router_bird_config(family: u8) -> String {
         "# router{family} of the sixgate scale-out bed (crates/sixgate-netns/src/ecmp.rs)
 router id {id};
 log stderr all;
+# Session ups and downs in the log, which a failing test prints.
+debug protocols {{ states }};
 protocol device {{ scan time 10; }}
 # Equal routes from both gateways become one multipath kernel route (ECMP).
 protocol kernel {{
