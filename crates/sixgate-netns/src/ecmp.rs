@@ -314,11 +314,13 @@ const SESSION_TIMERS: &str = "bfd on;
 
 /// BIRD for router6 (`family` 6) or router4 (4): an eBGP session with BFD to
 /// each gateway, the gateways' routes merged into one multipath kernel route.
+/// router6 accepts pool6, router4 [`addr::EAM_V4`] and anything inside it
+/// (a NAT64 pair's pool4 there, and its shards).
 pub fn router_bird_config(family: u8) -> String {
     let (af, id, prefix) = if family == 6 {
-        ("ipv6", "10.255.0.6", "2001:db8:64::/96")
+        ("ipv6", "10.255.0.6", addr::POOL6.to_owned())
     } else {
-        ("ipv4", "10.255.0.4", "198.18.0.0/24+")
+        ("ipv4", "10.255.0.4", format!("{}+", addr::EAM_V4))
     };
     let neighbor = |i: u8| {
         if family == 6 {
