@@ -1,15 +1,16 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
 //! "tc"`, docs/fastpath.md): a TC ingress program on the interfaces named
-//! for it translates stateless SIIT's common packets, which the kernel then
-//! forwards by its routes; every other packet goes up unchanged and reaches
-//! the device by the routes as before. Started before the privilege drop and
-//! stopped before the device goes. A program that cannot be loaded or
-//! attached, or an interface with strict reverse-path filtering (which would
-//! drop what the program translates), is a warning: the TUN plane alone
-//! still translates everything.
+//! for it translates the common packets of stateless SIIT, a CLAT or a MAP-T
+//! BR, which the kernel then forwards by its routes; every other packet goes
+//! up unchanged and reaches the device by the routes as before. Started
+//! before the privilege drop and stopped before the device goes. A program
+//! that cannot be loaded or attached, or an interface with strict
+//! reverse-path filtering (which would drop what the program translates), is
+//! a warning: the TUN plane alone still translates everything.
 
 use sixgate_config::{FastPathMode, Loaded};
 use sixgate_core::Config;
+use sixgate_dataplane::FastPathCounters;
 use sixgate_fastpath::FastPath;
 use tracing::{info, warn};
 
@@ -53,31 +54,33 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
     }
     let on: Vec<&str> = fp.interfaces().collect();
     info!(
-        "fast path: TC program attached to the ingress of {} (stateless SIIT's TCP, UDP and \
-         ICMP Echo translated in the kernel; the rest goes up to the TUN device)",
+        "fast path: TC program attached to the ingress of {} (stateless TCP, UDP and ICMP \
+         Echo translated in the kernel; the rest goes up to the TUN device)",
         on.join(", ")
     );
     Some(fp)
 }
 
-/// Detach, and say what it carried.
-pub fn stop(fp: &mut Option<FastPath>) {
-    let Some(mut f) = fp.take() else {
-        return;
-    };
-    if let Ok(c) = f.counters() {
-        info!("{}", summary(&c));
-    }
+/// Detach, say what it carried, and return its final counters (read after
+/// the detach: nothing changes them any more).
+pub fn stop(fp: &mut Option<FastPath>) -> Option<FastPathCounters> {
+    let mut f = fp.take()?;
     f.detach_all();
+    let c = counters(&f)?;
+    info!("{}", c.summary());
+    Some(c)
 }
 
-/// One line for humans: the program's counters.
-pub fn summary(c: &sixgate_fastpath::Counters) -> String {
-    format!(
-        "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
-         aborted {}",
-        c.received, c.translated_6to4, c.translated_4to6, c.passed, c.aborted
-    )
+/// The program's counters, as the data plane reports them.
+pub fn counters(fp: &FastPath) -> Option<FastPathCounters> {
+    let c = fp.counters().ok()?;
+    Some(FastPathCounters {
+        received: c.received,
+        translated_6to4: c.translated_6to4,
+        translated_4to6: c.translated_4to6,
+        passed: c.passed,
+        aborted: c.aborted,
+    })
 }
 
 fn ifindex(name: &str) -> Option<u32> {
