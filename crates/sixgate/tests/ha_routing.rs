@@ -21,10 +21,19 @@
 //!   failure completes, and the ping's gap is printed.
 //! - `nat64_pair_dist_configs_announce_shards_and_aggregate`: the
 //!   gateways' BIRD runs dist/bird/sixgate-gw{1,2}.conf (only the site
-//!   values changed) with a NAT64 pair's hook routes: pool6 goes over both,
+//!   values changed) with a NAT64 pair's hook routes put in by hand: pool6 goes over both,
 //!   each pool4 shard to its owner, the pool4 aggregate over both; a drained
 //!   node announces nothing; a silent one loses everything by BFD and its
 //!   shard falls to the survivor by the aggregate.
+//! - `nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate`: two NAT64
+//!   nodes with `[sync]` and `announce_table`, their BIRD on the dist/
+//!   configs: flows on both, then the node carrying a ping goes silent
+//!   during an iperf3; the survivor carries its sessions on from its
+//!   replica, its shard's return traffic arriving by the aggregate.
+//! - `nat64_pair_planned_drain_moves_traffic_by_bgp`: the same pair;
+//!   `sixgate sync drain` on the node carrying a ping during an iperf3: BIRD
+//!   withdraws its routes by a BGP update, its flows move to the other node
+//!   without a lost echo, the iperf3 completes.
 //! - `dist_bird_configs_parse`: `bird -p` accepts every dist/bird/*.conf.
 //!
 //! Root, `ip netns`, BIRD 2 (`bird2`), nftables, python3, curl and iperf3
@@ -196,11 +205,11 @@ fn ping_gap(out: &str) -> PingGap {
     }
 }
 
-/// Print what the ping saw; the gap must be under 2 s.
-fn report_gap(test: &str, out: &str) {
+/// Print what the ping saw `at` ("at failover"); the gap must be under 2 s.
+fn report_gap(test: &str, at: &str, out: &str) {
     let p = ping_gap(out);
     println!(
-        "{test}: forwarding gap at failover: {} ms between two replies, {} echoes lost in a row ({} of {} lost; 100 pps)",
+        "{test}: forwarding gap {at}: {} ms between two replies, {} echoes lost in a row ({} of {} lost; 100 pps)",
         p.gap.as_millis(),
         p.lost_in_a_row,
         p.sent - p.received,
@@ -211,6 +220,44 @@ fn report_gap(test: &str, out: &str) {
         "gap {} ms:\n{out}",
         p.gap.as_millis()
     );
+}
+
+/// A 100 pps ping from the client to the server for `secs`, whose replies
+/// measure the gap ([`report_gap`]).
+fn start_ping(bed: &EcmpBed, secs: u32) -> sixgate_netns::Background {
+    bed.client
+        .spawn(
+            "ping",
+            [
+                "-n",
+                "-D",
+                "-i",
+                "0.01",
+                "-W",
+                "1",
+                "-w",
+                &secs.to_string(),
+                addr::SERVER_AS_V6,
+            ],
+        )
+        .unwrap()
+}
+
+/// The gateway router6 sends the ping to: the one whose link from router6
+/// takes more packets in 0.5 s (the ping's 50 against a few of BFD's).
+fn gateway_carrying_ping(bed: &EcmpBed) -> u8 {
+    let rx = |i: u8| {
+        bed.gw(i)
+            .link_stats(sixgate_netns::ecmp::ifname::GW_TO_ROUTER6)
+            .unwrap()
+            .rx_packets
+    };
+    let r0 = [rx(1), rx(2)];
+    std::thread::sleep(Duration::from_millis(500));
+    let grew = [rx(1) - r0[0], rx(2) - r0[1]];
+    let gw = if grew[0] >= grew[1] { 1 } else { 2 };
+    println!("the ping enters gw{gw} ({grew:?} packets in 0.5 s)");
+    gw
 }
 
 /// Gateway `i` goes silent at once, as a powered-off box would (nothing in,
@@ -314,25 +361,9 @@ fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
 
         // The gateway that carries a 100 pps ping goes silent; the ping
         // measures the gap and an iperf3 runs across it.
-        let ping = bed
-            .client
-            .spawn(
-                "ping",
-                ["-n", "-D", "-i", "0.01", "-W", "1", "-w", "8", addr::SERVER_AS_V6],
-            )
-            .unwrap();
+        let ping = start_ping(&bed, 8);
         std::thread::sleep(Duration::from_millis(300));
-        let rx = |i: u8| {
-            bed.gw(i)
-                .link_stats(sixgate_netns::ecmp::ifname::GW_TO_ROUTER6)
-                .unwrap()
-                .rx_packets
-        };
-        let r0 = [rx(1), rx(2)];
-        std::thread::sleep(Duration::from_millis(500));
-        let grew = [rx(1) - r0[0], rx(2) - r0[1]];
-        let victim: u8 = if grew[0] >= grew[1] { 1 } else { 2 };
-        println!("{test}: the ping enters gw{victim} ({grew:?} packets in 0.5 s)");
+        let victim = gateway_carrying_ping(&bed);
         let dut = |i: u8| if i == 1 { &dut1 } else { &dut2 };
         // Both ways: router6 and router4 hash each flow on their own, so
         // 9 connections all missing the victim both ways is 1 in 2^18.
@@ -397,7 +428,7 @@ fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
         let out = ping
             .wait(Duration::from_secs(15))
             .unwrap_or_else(|e| panic!("ping: {e}"));
-        report_gap(test, &out.stdout);
+        report_gap(test, "at failover", &out.stdout);
     });
     drop(servers);
     stop_cleanly(test, &format!("gw{survivor}"), alive);
@@ -619,6 +650,7 @@ name = "sixgate0"
 [sync]
 node_id = {i}
 bind = "{me}:7464"
+announce_table = {table}
 peers = [ {{ node_id = {peer}, address = "{other}:7464" }} ]
 shards = [
     {{ node_id = 1, pool4 = ["{s1}"] }},
@@ -630,6 +662,7 @@ shards = [
         other = sixgate_netns::ecmp::addr::gw_sync(peer),
         s1 = NAT64_SHARDS[0],
         s2 = NAT64_SHARDS[1],
+        table = sixgate_netns::ecmp::ANNOUNCE_TABLE,
     )
 }
 
@@ -658,9 +691,79 @@ fn tcp_sessions_on(dut: &RunningDut, shard: &str) -> usize {
         .count()
 }
 
+/// What runs in the bed for a NAT64 pair: the routers' BIRD, the gateways'
+/// BIRD on the dist/ configs, and sixgate on both gateways ([`nat64_toml`]).
+type Nat64Pair<'a> = ([Bird; 2], [Bird; 2], RunningDut<'a>, RunningDut<'a>);
+
+fn start_nat64_pair<'a>(test: &str, bed: &'a EcmpBed) -> Nat64Pair<'a> {
+    let routers = bed
+        .start_routers()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let birds = [1u8, 2].map(|i| {
+        Bird::start(bed.gw(i), &format!("gw{i}"), &dist_config_in_bed(i))
+            .unwrap_or_else(|e| panic!("{test}: {e}"))
+    });
+    let start = |i: u8| {
+        start_sixgate_with_config(
+            bed.gw(i),
+            Path::new(BIN),
+            &nat64_toml(i),
+            &[addr::POOL6, NAT64_POOL4],
+        )
+        .unwrap_or_else(|e| panic!("{test}: gw{i}: {e}"))
+    };
+    (routers, birds, start(1), start(2))
+}
+
+/// The logs of the sixgates in `duts` (named) and of the BIRDs in `birds`.
+fn logs_of<'b>(duts: &[(&str, &RunningDut)], birds: impl Iterator<Item = &'b Bird>) -> String {
+    let mut s = String::new();
+    for (name, d) in duts {
+        s += &format!("sixgate {name}:\n{}\n", d.log());
+    }
+    for b in birds {
+        s += &format!("bird {}:\n{}\n", b.label(), b.log());
+    }
+    s
+}
+
+/// Both nodes announce (each puts pool6 and its shard into its
+/// `announce_table` once it has the other's snapshot): pool6 over both,
+/// each shard to its owner, the aggregate over both.
+fn wait_pair_announced(bed: &EcmpBed) {
+    let both: &[&str] = &["gw1", "gw2"];
+    let took = wait_routes(
+        &[
+            (&bed.router6, addr::POOL6, both),
+            (&bed.router4, NAT64_SHARDS[0], &["gw1"]),
+            (&bed.router4, NAT64_SHARDS[1], &["gw2"]),
+            (&bed.router4, NAT64_POOL4, both),
+        ],
+        Duration::from_secs(20),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    println!("both nodes announced after {} ms", took.as_millis());
+}
+
+/// During a 16-flow iperf3 (returned, running): node `i` holds TCP sessions
+/// on its own shard and the other node the same ones in its replica.
+fn iperf3_over_the_pair(bed: &EcmpBed, duts: [&RunningDut; 2], i: u8) -> sixgate_netns::Background {
+    // 16 flows: all of them missing node i is 1 in 2^16.
+    let iperf = iperf3_client(bed, 16, 6);
+    std::thread::sleep(Duration::from_millis(2000));
+    let (node, other) = (duts[usize::from(i - 1)], duts[usize::from(2 - i)]);
+    let own = NAT64_SHARDS[usize::from(i - 1)];
+    let (mine, replicated) = (tcp_sessions_on(node, own), tcp_sessions_on(other, own));
+    println!(
+        "gw{i} has {mine} TCP sessions on its shard {own}, the other node {replicated} of them in its replica"
+    );
+    assert!(mine >= 1 && replicated >= 1, "{mine} {replicated}");
+    iperf
+}
+
 /// The whole design at once (docs/ha.md, "Failover and scale-out"): a NAT64
-/// pair with `[sync]`, each node's BIRD running the dist/ config, the hook's
-/// routes put in by hand once both nodes have the other's snapshot. Flows
+/// pair with `[sync]`, each node's BIRD running the dist/ config and
+/// announcing what the node puts into its `announce_table` once ready. Flows
 /// spread over both nodes, each node's mappings on its own shard, replies
 /// back to the owner by the shard's specific route. Then the node that
 /// carries a ping goes silent during an iperf3: BFD withdraws its routes,
@@ -678,63 +781,21 @@ fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
     let mut turn = Turn::take(test);
     let bed = EcmpBed::build().unwrap_or_else(|e| panic!("{test}: {e}"));
     turn.expect_gone(bed.namespaces());
-    let routers = bed
-        .start_routers()
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
-    let birds = [1u8, 2].map(|i| {
-        Bird::start(bed.gw(i), &format!("gw{i}"), &dist_config_in_bed(i))
-            .unwrap_or_else(|e| panic!("{test}: {e}"))
-    });
-    let start = |i: u8| {
-        start_sixgate_with_config(
-            bed.gw(i),
-            Path::new(BIN),
-            &nat64_toml(i),
-            &[addr::POOL6, NAT64_POOL4],
-        )
-        .unwrap_or_else(|e| panic!("gw{i}: {e}"))
-    };
-    let (dut1, dut2) = (start(1), start(2));
+    let (routers, birds, dut1, dut2) = start_nat64_pair(test, &bed);
     let logs = || {
-        let mut s = String::new();
-        for (i, d) in [&dut1, &dut2].into_iter().enumerate() {
-            s += &format!("sixgate gw{}:\n{}\n", i + 1, d.log());
-        }
-        for b in routers.iter().chain(&birds) {
-            s += &format!("bird {}:\n{}\n", b.label(), b.log());
-        }
-        s
+        logs_of(
+            &[("gw1", &dut1), ("gw2", &dut2)],
+            routers.iter().chain(&birds),
+        )
     };
     let dir = ScratchDir::new("ecmpnat").unwrap();
     let content = pattern(1 << 20);
     dir.write("f.bin", &content).unwrap();
     let url_host = format!("[{}]", addr::SERVER_AS_V6);
-    let hook = |i: u8| [addr::POOL6, NAT64_SHARDS[usize::from(i - 1)]];
     let (r6, r4) = (&bed.router6, &bed.router4);
-    let both: &[&str] = &["gw1", "gw2"];
 
     let (victim, ping, iperf, t_off, servers) = turn.run(logs, || {
-        // Ready: each node has the other's snapshot. Then the hook's part.
-        let t0 = Instant::now();
-        while !(dut1.log().contains("snapshot from peer 2 received")
-            && dut2.log().contains("snapshot from peer 1 received"))
-        {
-            assert!(t0.elapsed() < Duration::from_secs(10), "no snapshots");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        for i in [1, 2] {
-            bed.announce(i, &hook(i)).unwrap();
-        }
-        wait_routes(
-            &[
-                (r6, addr::POOL6, both),
-                (r4, NAT64_SHARDS[0], &["gw1"]),
-                (r4, NAT64_SHARDS[1], &["gw2"]),
-                (r4, NAT64_POOL4, both),
-            ],
-            Duration::from_secs(20),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        wait_pair_announced(&bed);
 
         let http = http_server(&bed.server, addr::SERVER.parse().unwrap(), &dir);
         fetch_and_compare(&bed.client, &url_host, &dir, "f.bin", &content);
@@ -746,46 +807,10 @@ fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
             .wait_listening(Proto::Tcp, 5201, Duration::from_secs(10))
             .unwrap();
 
-        let ping = bed
-            .client
-            .spawn(
-                "ping",
-                ["-n", "-D", "-i", "0.01", "-W", "1", "-w", "9", addr::SERVER_AS_V6],
-            )
-            .unwrap();
+        let ping = start_ping(&bed, 9);
         std::thread::sleep(Duration::from_millis(300));
-        let rx = |i: u8| {
-            bed.gw(i)
-                .link_stats(sixgate_netns::ecmp::ifname::GW_TO_ROUTER6)
-                .unwrap()
-                .rx_packets
-        };
-        let r0 = [rx(1), rx(2)];
-        std::thread::sleep(Duration::from_millis(500));
-        let grew = [rx(1) - r0[0], rx(2) - r0[1]];
-        let victim: u8 = if grew[0] >= grew[1] { 1 } else { 2 };
-        println!("{test}: the ping enters gw{victim} ({grew:?} packets in 0.5 s)");
-        // 16 flows: all of them missing the victim is 1 in 2^16.
-        let iperf = iperf3_client(&bed, 16, 6);
-        std::thread::sleep(Duration::from_millis(2000));
-        // The victim created sessions on its own shard and the survivor
-        // holds them in its replica; the survivor has its own too.
-        let (victim_dut, survivor_dut) = if victim == 1 {
-            (&dut1, &dut2)
-        } else {
-            (&dut2, &dut1)
-        };
-        let own = NAT64_SHARDS[usize::from(victim - 1)];
-        let other = NAT64_SHARDS[usize::from(2 - victim)];
-        let (mine, replicated) = (
-            tcp_sessions_on(victim_dut, own),
-            tcp_sessions_on(survivor_dut, own),
-        );
-        println!(
-            "{test}: gw{victim} has {mine} TCP sessions on its shard {own}, the other node {replicated} of them in its replica and {} on its own shard {other}",
-            tcp_sessions_on(survivor_dut, other)
-        );
-        assert!(mine >= 1 && replicated >= 1, "{mine} {replicated}");
+        let victim = gateway_carrying_ping(&bed);
+        let iperf = iperf3_over_the_pair(&bed, [&dut1, &dut2], victim);
         for r in &routers {
             r.wait_bfd_up(2, Duration::from_secs(5))
                 .unwrap_or_else(|e| panic!("{e}"));
@@ -834,11 +859,99 @@ fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
         let out = ping
             .wait(Duration::from_secs(15))
             .unwrap_or_else(|e| panic!("ping: {e}"));
-        report_gap(test, &out.stdout);
+        report_gap(test, "at failover", &out.stdout);
         fetch_and_compare(&bed.client, &url_host, &dir, "f.bin", &content);
     });
     drop(servers);
     stop_cleanly(test, &format!("gw{survivor}"), alive);
+    for b in routers.into_iter().chain(birds) {
+        b.stop();
+    }
+    drop(bed);
+    turn.finish();
+}
+
+/// A planned drain behind the routing daemon (docs/ha.md, "Planned drain"):
+/// `sixgate sync drain` on the node carrying a ping, during a 16-flow
+/// iperf3. The node removes its routes from its announce table, its BIRD
+/// withdraws them at once (a BGP update; the sessions and BFD stay up), and
+/// its flows move to the other node, which has every session: the iperf3
+/// completes and the ping's gap is printed.
+#[test]
+fn nat64_pair_planned_drain_moves_traffic_by_bgp() {
+    let test = "nat64_pair_planned_drain_moves_traffic_by_bgp";
+    if let Err(why) = check_host().and_then(|()| check_bird()) {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let mut turn = Turn::take(test);
+    let bed = EcmpBed::build().unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.namespaces());
+    let (routers, birds, dut1, dut2) = start_nat64_pair(test, &bed);
+    let logs = || {
+        logs_of(
+            &[("gw1", &dut1), ("gw2", &dut2)],
+            routers.iter().chain(&birds),
+        )
+    };
+    turn.run(logs, || {
+        wait_pair_announced(&bed);
+        let _iperf_server = bed
+            .server
+            .spawn("iperf3", ["-s", "-B", addr::SERVER, "-p", IPERF_PORT])
+            .unwrap();
+        bed.server
+            .wait_listening(Proto::Tcp, 5201, Duration::from_secs(10))
+            .unwrap();
+        let ping = start_ping(&bed, 8);
+        std::thread::sleep(Duration::from_millis(300));
+        let node = gateway_carrying_ping(&bed);
+        let other = 3 - node;
+        let iperf = iperf3_over_the_pair(&bed, [&dut1, &dut2], node);
+
+        let t0 = Instant::now();
+        let draining = if node == 1 { &dut1 } else { &dut2 };
+        let out = Command::new(BIN)
+            .args(["sync", "drain", "--wait", "10", "--socket"])
+            .arg(draining.api_socket().expect("an API socket"))
+            .output()
+            .expect("run sixgate");
+        assert!(
+            out.status.success(),
+            "sync drain: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let drained = t0.elapsed();
+        let gw = format!("gw{other}");
+        let only: &[&str] = &[&gw];
+        wait_routes(
+            &[
+                (&bed.router6, addr::POOL6, only),
+                (&bed.router4, NAT64_SHARDS[usize::from(node - 1)], &[]),
+                (&bed.router4, NAT64_POOL4, only),
+            ],
+            Duration::from_secs(5),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        println!(
+            "{test}: gw{node} drained in {} ms (its peer acknowledged); the routers send only to gw{other} {} ms after the command",
+            drained.as_millis(),
+            t0.elapsed().as_millis()
+        );
+        for r in &routers {
+            let state = r.protocol(&format!("gw{node}")).unwrap();
+            assert!(state.starts_with("up Established"), "{state}");
+        }
+        let across = iperf3_result(iperf, "iperf3 across the drain");
+        println!("{test}: iperf3 -P 16 across the drain completed: {across}");
+        let out = ping
+            .wait(Duration::from_secs(15))
+            .unwrap_or_else(|e| panic!("ping: {e}"));
+        report_gap(test, "at the drain", &out.stdout);
+    });
+    stop_cleanly(test, "gw1", dut1);
+    stop_cleanly(test, "gw2", dut2);
     for b in routers.into_iter().chain(birds) {
         b.stop();
     }
