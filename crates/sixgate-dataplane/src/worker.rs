@@ -43,7 +43,8 @@ pub trait PacketIo: Follows {
 
     /// Run the translator's timers until they are done and send the packets
     /// they leave (an ICMPv4 Port Unreachable for a held SYN, RFC 6146
-    /// §3.5.2.2).
+    /// §3.5.2.2; with sync, packets held for a peer's record that came,
+    /// docs/ha.md: the loop also calls it then, between batches).
     fn tick(&mut self, now_ns: u64);
 
     /// The I/O counters to publish.
@@ -198,6 +199,11 @@ impl<P: PacketIo> Worker<P> {
             Some(s) => {
                 s.ends
                     .exchange(self.io.translator_mut(), now_ns, IMPORT_BUDGET);
+                // Packets that overtook their session's record, released by
+                // it (docs/ha.md): out now, not at the next timer round.
+                if self.io.translator().held_ready() {
+                    self.io.tick(now_ns);
+                }
                 s.ends.more_to_do()
             }
             None => false,
