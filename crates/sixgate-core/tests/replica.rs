@@ -425,3 +425,36 @@ fn a_full_hold_store_drops_silently() {
     );
     assert_eq!(b.t.counters().drops(DropReason::SyncPending), 1);
 }
+
+/// A reply the kernel handed over with its checksum left to offload (Linux
+/// CHECKSUM_PARTIAL: the field holds the pseudo-header sum) is held, and
+/// leaves later from the timers with no offload metadata: its checksum is
+/// finished when it is held.
+#[test]
+fn a_held_packet_with_a_partial_checksum_leaves_with_a_full_one() {
+    use sixgate_core::{HEADROOM, PacketBuf, checksum};
+    let (mut a, mut b) = pair();
+    let out = a.one(&Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10));
+    let port4 = u16::from_be_bytes([l4(&out)[0], l4(&out)[1]]);
+    let mut p = Ip4::new(SERVER4, Ipv4Addr::new(192, 0, 2, 0)).udp(53, port4, 10);
+    let pseudo = checksum::v4_pseudo(
+        &p[12..16].try_into().unwrap(),
+        &p[16..20].try_into().unwrap(),
+        (p.len() - 20) as u16,
+        17,
+    );
+    p[26..28].copy_from_slice(&pseudo.to_be_bytes());
+    let mut buf = vec![0u8; HEADROOM + p.len()];
+    buf[HEADROOM..].copy_from_slice(&p);
+    let mut pkt = PacketBuf::new(&mut buf, HEADROOM, p.len());
+    assert_eq!(
+        b.t.translate_with(&mut pkt, &mut b.scratch, b.now_ns, true),
+        Verdict::Held
+    );
+    for (op, r) in changes(&mut a) {
+        b.t.import_replica(op, &r, b.now_ns).unwrap();
+    }
+    let sent = tick_out(&mut b);
+    assert_eq!(sent.len(), 1);
+    assert!(view(&sent[0]).l4_verified, "a complete UDP checksum");
+}

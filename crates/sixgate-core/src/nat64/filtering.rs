@@ -115,7 +115,9 @@ impl Nat64 {
     /// §3.5.1.2 / §3.5.2 / §3.5.3, IPv4 → IPv6: the IPv6 transport address a packet
     /// from (`src4`, `sport`) to pool4 (`dst4`, `dport`) goes to. Needs a BIB entry
     /// (static or dynamic) and must pass filtering. `pkt` is the packet as it
-    /// arrived, for holding an unsolicited SYN (§3.5.2.2).
+    /// arrived, for holding an unsolicited SYN (§3.5.2.2) or a packet that
+    /// waits for a peer's record, and whether its transport checksum is
+    /// partial (`Translator::translate_with`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn inbound(
         &mut self,
@@ -125,7 +127,7 @@ impl Nat64 {
         dst4: u32,
         dport: u16,
         flags: Flags,
-        pkt: &[u8],
+        (pkt, partial): (&[u8], bool),
         now_ns: u64,
     ) -> Result<(u128, u16), DropReason> {
         let now = self.now_ms(now_ns);
@@ -141,7 +143,7 @@ impl Nat64 {
                 return Err(DropReason::WrongWorker);
             }
             if !opens && self.peer_shard(dst4) {
-                return self.hold_for_peer(proto, (dst4, dport, src4, sport), pkt, now);
+                return self.hold_for_peer(proto, (dst4, dport, src4, sport), (pkt, partial), now);
             }
             if syn {
                 return self.hold_syn((dst4, dport, src4, sport), pkt, now);
@@ -168,7 +170,7 @@ impl Nat64 {
         if !allowed && !opens && self.peer_shard(dst4) {
             // Address-dependent filtering: the peer may have the session
             // that allows it.
-            return self.hold_for_peer(proto, (dst4, dport, src4, sport), pkt, now);
+            return self.hold_for_peer(proto, (dst4, dport, src4, sport), (pkt, partial), now);
         }
         if proto == Proto::Tcp && !syn {
             return if allowed {
@@ -237,11 +239,16 @@ impl Nat64 {
         &mut self,
         proto: Proto,
         key: (u32, u16, u32, u16),
-        pkt: &[u8],
+        (pkt, partial): (&[u8], bool),
         now: u32,
     ) -> Result<(u128, u16), DropReason> {
         let deadline = now.wrapping_add(super::syn_store::SYNC_HOLD_MS);
         self.held_now = self.held.hold_whole(proto as u8, key, pkt, deadline);
+        if self.held_now && partial {
+            // It leaves later, from the timers, with no offload metadata:
+            // the copy carries a finished checksum.
+            self.held.finish_last_checksum();
+        }
         Err(DropReason::SyncPending)
     }
 

@@ -79,6 +79,8 @@ pub(crate) struct SynStore {
     free: Vec<u16>,
     /// Whole packets whose record did not come in time, not yet counted.
     pub(crate) sync_expired: u64,
+    /// The buffer of the last whole packet held.
+    last: u16,
 }
 
 /// A ready packet taken out to translate: its buffer (the packet at
@@ -112,6 +114,7 @@ impl SynStore {
             whole: Vec::new(),
             free: Vec::new(),
             sync_expired: 0,
+            last: NO_BUF,
         }
     }
 
@@ -213,7 +216,34 @@ impl SynStore {
         h.deadline = deadline;
         h.len = pkt.len() as u16;
         h.buf = b;
+        self.last = b;
         true
+    }
+
+    /// The packet [`SynStore::hold_whole`] just took has a partial TCP or
+    /// UDP checksum (the field holds the pseudo-header sum, Linux
+    /// `CHECKSUM_PARTIAL`; an unfragmented IPv4 packet): finish it, as the
+    /// offload would have.
+    pub fn finish_last_checksum(&mut self) {
+        let Some(buf) = self.whole.get_mut(usize::from(self.last)) else {
+            return;
+        };
+        let p = &mut buf[HEADROOM..];
+        let ihl = usize::from(p[0] & 0x0f) * 4;
+        let total = usize::from(u16::from_be_bytes([p[2], p[3]])).min(SYNC_HELD_BYTES);
+        let at = match p[9] {
+            6 => ihl + 16,
+            17 => ihl + 6,
+            _ => return,
+        };
+        if at + 2 > total {
+            return;
+        }
+        let mut c = !crate::checksum::sum(&p[ihl..total]);
+        if p[9] == 17 && c == 0 {
+            c = 0xffff; // RFC 768: zero means "no checksum"
+        }
+        p[at..at + 2].copy_from_slice(&c.to_be_bytes());
     }
 
     /// The session of `key` (`Proto as u8`) exists now: a held SYN is
