@@ -714,7 +714,7 @@ fn ha_first_packets_cross_before_their_record() {
         bed.server
             .wait_listening(Proto::Tcp, 9001, Duration::from_secs(10))
             .unwrap();
-        let cap1 = tshark(&bed.gw1, &["lan"]);
+        let cap1 = tshark(&bed.gw1, &["lan", "wan"]);
         let cap2 = tshark(&bed.gw2, &["sync", "wan", "lan"]);
         let out = bed
             .client
@@ -806,10 +806,14 @@ fn ha_first_packets_cross_before_their_record() {
                 f.get(5).map_or(String::new(), |s| s.to_string()),
             ))
         };
-        for (t, _, v6, _sp, dp, _) in l1.lines().filter_map(fields) {
-            // gw1's lan: the client's requests (every first one per port).
+        let mut request_out = std::collections::BTreeMap::new();
+        for (t, v4, v6, sp, dp, _) in l1.lines().filter_map(fields) {
             if !v6.is_empty() && dp == UDP_PORT {
-                request.entry(_sp).or_insert(t);
+                // gw1's lan: the client's requests (the first per port).
+                request.entry(sp).or_insert(t);
+            } else if v4.starts_with("198.18.0.") && dp == UDP_PORT {
+                // gw1's wan: the same, translated (by pool4 port).
+                request_out.entry(sp).or_insert(t);
             }
         }
         for (t, v4, v6, sp, dp, payload) in l2.lines().filter_map(fields) {
@@ -838,6 +842,7 @@ fn ha_first_packets_cross_before_their_record() {
             }
         }
         let (mut export, mut import, mut overtook) = (Vec::new(), Vec::new(), 0);
+        let mut after_batch = Vec::new();
         for p in &ports {
             let (Some(&rq), Some(&(rec, port4)), Some(&out)) =
                 (request.get(p), record.get(p), reply_out.get(p))
@@ -848,6 +853,9 @@ fn ha_first_packets_cross_before_their_record() {
                 continue;
             };
             export.push(rec - rq);
+            if let Some(&sent) = request_out.get(&port4) {
+                after_batch.push(rec - sent);
+            }
             if rin < rec {
                 overtook += 1;
             }
@@ -862,6 +870,10 @@ fn ha_first_packets_cross_before_their_record() {
         println!(
             "{test}: request at gw1 to its record at gw2 (export): {}",
             ms(export.clone())
+        );
+        println!(
+            "{test}: translated request out of gw1 to its record at gw2 (after its batch): {}",
+            ms(after_batch)
         );
         println!(
             "{test}: record or reply at gw2, whichever came last, to the reply out (import): {}",
