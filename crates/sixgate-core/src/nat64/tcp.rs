@@ -193,7 +193,7 @@ mod tests {
         syn: false,
         fin: false,
         rst: false,
-        ack: false,
+        ack: true,
     };
 
     #[test]
