@@ -225,7 +225,8 @@ fn run(
         if let Some(w) = walk {
             walk = snapshot_step(&mut link, &live, &pool6, workers, w, now);
         }
-        let wait = link.next_timeout(now).saturating_sub(now) / 1_000_000;
+        // Up to the next timer or report (`show sync` is at most 100 ms old).
+        let wait = link.next_timeout(now).min(next_report).saturating_sub(now) / 1_000_000;
         // A snapshot with room goes on at once; one waiting for the peers'
         // acks sleeps until they arrive on the socket.
         let timeout = if walk.is_some() && link.snapshot_room() > 0 {
