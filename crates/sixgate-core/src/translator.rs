@@ -158,6 +158,13 @@ impl Translator {
             let mut pkt = PacketBuf::new(&mut r.buf, crate::HEADROOM, r.len);
             let v = rfc7915::v4_to_v6::translate(self, &mut pkt, scratch, now_ns);
             self.account(v, Some(4), r.len as u64);
+            // A first fragment: its later fragments waited for it (RFC 6146
+            // §3.4) and go after it.
+            let v = if self.release_pending {
+                self.release_early(v, &mut pkt, scratch, now_ns)
+            } else {
+                v
+            };
             let out = match v {
                 Verdict::Translated if scratch.push_copy(pkt.data()) => {
                     Some(Verdict::Fragmented(1))

@@ -458,3 +458,28 @@ fn a_held_packet_with_a_partial_checksum_leaves_with_a_full_one() {
     assert_eq!(sent.len(), 1);
     assert!(view(&sent[0]).l4_verified, "a complete UDP checksum");
 }
+
+/// A fragmented reply (RFC 6146 §3.4) that overtakes its record: its first
+/// fragment waits for the record, its later fragments for the first; the
+/// record releases all of them, the first first.
+#[test]
+fn a_fragmented_reply_that_overtakes_its_record_goes_whole() {
+    let (mut a, mut b) = pair();
+    let out = a.one(&Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10));
+    let port4 = u16::from_be_bytes([l4(&out)[0], l4(&out)[1]]);
+    let reply = Ip4::new(SERVER4, Ipv4Addr::new(192, 0, 2, 0)).udp(53, port4, 1200);
+    let frags = sixgate_testkit::split_v4(&reply, 600);
+    assert!(frags.len() >= 2);
+    for f in &frags {
+        assert_eq!(b.run(f).0, Verdict::Held, "no ICMP error");
+    }
+    for (op, r) in changes(&mut a) {
+        b.t.import_replica(op, &r, b.now_ns).unwrap();
+    }
+    let sent = tick_out(&mut b);
+    assert_eq!(sent.len(), frags.len(), "every fragment");
+    let (whole, s) = reassemble(&sent);
+    assert_eq!(s.dst, IpAddr::V6(CLIENT6));
+    assert!(whole.len() > 1200);
+    assert_eq!(b.t.counters().drops(DropReason::FragmentExpired), 0);
+}
