@@ -396,10 +396,11 @@ impl Nat64 {
         // class FIFO then expires it late at worst, never early.
         let full = self.lifetime_ms(self.sessions.get(s).class);
         self.sessions.get_mut(s).deadline = now.wrapping_add(r.remaining_ms.min(full));
-        if r.proto == Proto::Tcp {
-            // A SYN from the IPv4 side held for this session may go now.
-            self.held.release((v4, r.port4, remote4, r.rport));
-        }
+        // The session exists here now: an IPv4 SYN held for it is forgotten
+        // (the peer's IPv6 SYN opened it, §3.5.2.2), and packets held for
+        // this record (its first replies, which overtook it) are translated
+        // at the next tick.
+        self.held.session_made(p, (v4, r.port4, remote4, r.rport));
         Ok(())
     }
 }
