@@ -386,7 +386,10 @@ async fn stats(State(s): State<Shared>) -> Response {
     if let Some(f) = s.d.live.fast_path() {
         counters.extend(fast_path_rows(&f, &snap));
     }
-    json(&Stats { counters })
+    json(&Stats {
+        counters,
+        fastpath_off: s.d.live.fast_path_off(),
+    })
 }
 
 /// The in-kernel fast path's rows (docs/fastpath.md, "Counters"): per CPU,
