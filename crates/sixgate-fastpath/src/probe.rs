@@ -76,8 +76,7 @@ impl fmt::Display for Unsupported {
         match self {
             Unsupported::Missing(m) => write!(
                 f,
-                "this kernel lacks what the TC fast path needs: {} (Linux 5.10 or later has \
-                 everything)",
+                "this kernel lacks what the TC fast path needs: {}",
                 m.join(", ")
             ),
             Unsupported::Unknown(what, e) => write!(
