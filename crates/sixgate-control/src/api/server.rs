@@ -987,6 +987,30 @@ mod tests {
         assert_eq!(row("translated_fast_and_slow_4to6"), Some(8));
     }
 
+    /// docs/control.md, `GET /v1/stats`: `fastpath_off` only when the fast
+    /// path asked for does not run, so older clients and JSON readers see
+    /// the same object as before otherwise.
+    #[test]
+    fn stats_fastpath_off_only_when_off() {
+        let on = Stats {
+            counters: Vec::new(),
+            fastpath_off: None,
+        };
+        assert_eq!(serde_json::to_string(&on).unwrap(), r#"{"counters":[]}"#);
+        let off = Stats {
+            fastpath_off: Some("fastpath = \"tc\": this kernel lacks …".into()),
+            ..on
+        };
+        let text = serde_json::to_string(&off).unwrap();
+        assert!(
+            text.contains(r#""fastpath_off":"fastpath = \"tc\""#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Stats>(&text).unwrap(), off);
+        let old: Stats = serde_json::from_str(r#"{"counters":[]}"#).unwrap();
+        assert_eq!(old.fastpath_off, None);
+    }
+
     #[test]
     fn table_filters_parse_and_name_the_bad_field() {
         let f: TableFilter = query(&uri(
