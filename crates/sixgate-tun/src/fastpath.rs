@@ -1,7 +1,8 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
-//! "tc"` or `"auto"`, docs/fastpath.md): a TC ingress program on the interfaces named
-//! for it translates the common packets of stateless SIIT, a CLAT or a MAP-T
-//! BR, which the kernel then forwards by its routes; every other packet goes
+//! "tc"` or `"auto"`, docs/fastpath.md): a TC ingress program on the
+//! interfaces named for it translates the common packets of stateless SIIT, a
+//! CLAT or a MAP-T BR, which the kernel then forwards by its routes; every
+//! other packet goes
 //! up unchanged and reaches the device by the routes as before. Started
 //! before the privilege drop and stopped before the device goes. A program
 //! that cannot be loaded or attached, or an interface with strict
@@ -41,6 +42,8 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
     started.map(Some)
 }
 
+/// The decision (scope, interfaces, the kernel probe), then the host's
+/// checks, the load and the attach; the first refusal is the answer.
 fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<FastPath, Off> {
     let interfaces = &loaded.daemon.fastpath_interfaces;
     choice::choose(want, interfaces, cfg, probe::kernel)?;
