@@ -2,8 +2,8 @@
 //! "tc"` or `"auto"`, docs/fastpath.md): a TC ingress program on the
 //! interfaces named for it translates the common packets of stateless SIIT, a
 //! CLAT or a MAP-T BR, which the kernel then forwards by its routes; every
-//! other packet goes
-//! up unchanged and reaches the device by the routes as before. Started
+//! other packet goes up unchanged and reaches the device by the routes as
+//! before. Started
 //! before the privilege drop and stopped before the device goes. A program
 //! that cannot be loaded or attached, or an interface with strict
 //! reverse-path filtering (which would drop what the program translates), or
