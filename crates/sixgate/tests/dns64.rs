@@ -65,6 +65,12 @@ const REVERSE_ZONE: &str = "$TTL 300
 7  IN PTR a-only.example.
 ";
 
+/// `named -g -c CONF` in `ns`, stopped when dropped.
+fn named(ns: &Netns, conf: &Path) -> Background {
+    ns.spawn(NAMED, ["-g", "-c", &conf.display().to_string()])
+        .unwrap()
+}
+
 fn skip(test: &str) -> bool {
     let why = check_host().err().or_else(|| {
         (!Path::new(NAMED).exists())
@@ -174,12 +180,8 @@ impl Bed {
             .unwrap()
         };
         let bind64 = reference("ref", BIND64, "");
-        let auth = ns
-            .spawn(NAMED, ["-g", "-c", &auth.display().to_string()])
-            .unwrap();
-        let bind64 = ns
-            .spawn(NAMED, ["-g", "-c", &bind64.display().to_string()])
-            .unwrap();
+        let auth = named(&ns, &auth);
+        let bind64 = named(&ns, &bind64);
         let mut more = Vec::new();
         if dnssec.is_some() {
             let validator = dir
@@ -201,10 +203,7 @@ impl Bed {
             // and the A records are signed.
             let breaking = reference("ref2", BIND64_BREAK_DNSSEC, "break-dnssec yes;");
             for conf in [validator, breaking] {
-                more.push(
-                    ns.spawn(NAMED, ["-g", "-c", &conf.display().to_string()])
-                        .unwrap(),
-                );
+                more.push(named(&ns, &conf));
             }
         }
         let mut bed = Bed {
@@ -878,10 +877,7 @@ fn full_path(test: &str, translator_toml: &str) {
             ),
         )
         .unwrap();
-    let _auth = bed
-        .v4host
-        .spawn(NAMED, ["-g", "-c", &conf.display().to_string()])
-        .unwrap();
+    let _auth = named(&bed.v4host, &conf);
     bed.v4host
         .wait_listening(Proto::Udp, 53, Duration::from_secs(10))
         .unwrap();
