@@ -233,24 +233,26 @@ impl Bed {
     }
 
     fn start_sixgate(&mut self, extra: &str) {
-        let conf = self
-            .dir
-            .write(
-                "sixgate.toml",
-                format!(
-                    "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{}\"]\n\
-                     prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n{extra}",
-                    self.upstream
-                ),
-            )
-            .unwrap();
+        let toml = format!(
+            "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{}\"]\n\
+             prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n{extra}",
+            self.upstream
+        );
+        self.run_sixgate("sixgate.toml", toml, &[]);
+    }
+
+    /// `sixgate dns64` on the file `name` holding `toml`, once it answers
+    /// `ipv4only.arpa A` (asked with the dig options `probe` too).
+    fn run_sixgate(&mut self, name: &str, toml: String, probe: &[&str]) {
+        let conf = self.dir.write(name, toml).unwrap();
         let bg = self
             .ns
             .spawn(BIN, ["dns64", "--config", &conf.display().to_string()])
             .unwrap();
         self.sixgate = Some(bg);
+        let probe = [&["ipv4only.arpa", "A"][..], probe].concat();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.dig(SIX64, &["ipv4only.arpa", "A"]).status != "NOERROR" {
+        while self.dig(SIX64, &probe).status != "NOERROR" {
             assert!(Instant::now() < deadline, "sixgate dns64 did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -732,30 +734,11 @@ fn bad_input_acl_and_counters() {
 impl Bed {
     fn start_sixgate_acl(&mut self) {
         // acl replaces the default one; the start-up probe comes from 127.0.0.1.
-        let conf = self
-            .dir
-            .write(
-                "sixgate-acl.toml",
-                format!(
-                    "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{AUTH}\"]\n\
-                     prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.1\", \"::1\"]\n"
-                ),
-            )
-            .unwrap();
-        let bg = self
-            .ns
-            .spawn(BIN, ["dns64", "--config", &conf.display().to_string()])
-            .unwrap();
-        self.sixgate = Some(bg);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self
-            .dig(SIX64, &["ipv4only.arpa", "A", "-b", "127.0.0.1"])
-            .status
-            != "NOERROR"
-        {
-            assert!(Instant::now() < deadline, "sixgate dns64 did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let toml = format!(
+            "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{AUTH}\"]\n\
+             prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.1\", \"::1\"]\n"
+        );
+        self.run_sixgate("sixgate-acl.toml", toml, &["-b", "127.0.0.1"]);
     }
 }
 
@@ -792,27 +775,12 @@ fn rfc6147_s5_1_3_silent_upstream_gives_servfail_in_bounded_time() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let conf = bed
-        .dir
-        .write(
-            "silent.toml",
-            format!(
-                "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"127.0.0.9\"]\n\
-                 prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n\
-                 upstream_timeout_ms = 200\nupstream_attempts = 2\n"
-            ),
-        )
-        .unwrap();
-    bed.sixgate = Some(
-        bed.ns
-            .spawn(BIN, ["dns64", "--config", &conf.display().to_string()])
-            .unwrap(),
+    let toml = format!(
+        "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"127.0.0.9\"]\n\
+         prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n\
+         upstream_timeout_ms = 200\nupstream_attempts = 2\n"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while bed.dig(SIX64, &["ipv4only.arpa", "A"]).status != "NOERROR" {
-        assert!(Instant::now() < deadline, "sixgate dns64 did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    bed.run_sixgate("silent.toml", toml, &[]);
     for q in [["a-only.example", "A"], ["a-only.example", "AAAA"]] {
         let d = bed.dig(SIX64, &q);
         // dig waits 3 s: an answer at all means sixgate gave up first (the AAAA
