@@ -2,6 +2,8 @@
 //! object is empty and the daemon runs without the fast path, saying why.
 
 fn main() {
+    // siit_tc.c includes headers from bpf/ (forward.h).
+    println!("cargo:rerun-if-changed=bpf");
     sixgate_bpf_build::compile(
         "bpf/siit_tc.c",
         "siit_tc.o",

@@ -60,6 +60,17 @@ pub struct Counters {
     pub passed: u64,
     /// Dropped half-translated after a helper failed (never expected).
     pub aborted: u64,
+    /// How the translated packets left (bpf/forward.h):
+    /// `translated_6to4 + translated_4to6 == redirected + redirected_neigh
+    /// + to_kernel`. Sent out of the egress interface by the program, the
+    /// next hop's MAC address from the kernel's neighbour table.
+    pub redirected: u64,
+    /// Sent out by the program through `bpf_redirect_neigh`: the next hop's
+    /// neighbour was unresolved, and the kernel resolves it.
+    pub redirected_neigh: u64,
+    /// Handed to the kernel's routing (`TC_ACT_OK`): the FIB had no
+    /// forwarding answer (a local destination, no route, forwarding off, …).
+    pub to_kernel: u64,
 }
 
 /// The loaded fast path: one program, attached to any number of interfaces.
@@ -287,16 +298,22 @@ impl FastPath {
         let m: PerCpuArray<_, u64> =
             PerCpuArray::try_from(self.ebpf.map("counters").ok_or("no map counters")?)
                 .map_err(|e| format!("counters map: {e}"))?;
-        let sum = |i: u32| -> Result<u64, String> {
+        let f: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.ebpf.map("fwd_counters").ok_or("no map fwd_counters")?)
+                .map_err(|e| format!("fwd_counters map: {e}"))?;
+        let sum = |m: &PerCpuArray<_, u64>, i: u32| -> Result<u64, String> {
             let v = m.get(&i, 0).map_err(|e| format!("counters map: {e}"))?;
             Ok(v.iter().sum())
         };
         Ok(Counters {
-            received: sum(0)?,
-            translated_6to4: sum(1)?,
-            translated_4to6: sum(2)?,
-            passed: sum(3)?,
-            aborted: sum(4)?,
+            received: sum(&m, 0)?,
+            translated_6to4: sum(&m, 1)?,
+            translated_4to6: sum(&m, 2)?,
+            passed: sum(&m, 3)?,
+            aborted: sum(&m, 4)?,
+            redirected: sum(&f, 0)?,
+            redirected_neigh: sum(&f, 1)?,
+            to_kernel: sum(&f, 2)?,
         })
     }
 
