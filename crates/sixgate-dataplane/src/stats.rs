@@ -323,4 +323,13 @@ pub struct FastPathCounters {
     pub passed: u64,
     /// Dropped half-translated after a helper failed (never expected).
     pub aborted: u64,
+    /// How the translated packets left: `translated_6to4 + translated_4to6
+    /// = redirected + redirected_neigh + to_kernel`. Sent out of the egress
+    /// interface by the program (the next hop's MAC address known).
+    pub redirected: u64,
+    /// Sent out by the program with the kernel resolving the next hop's
+    /// neighbour (`bpf_redirect_neigh`).
+    pub redirected_neigh: u64,
+    /// Handed to the kernel's routing: the FIB had no forwarding answer.
+    pub to_kernel: u64,
 }

@@ -75,8 +75,16 @@ pub fn stop(fp: &mut Option<FastPath>) {
 pub fn summary(c: &sixgate_fastpath::Counters) -> String {
     format!(
         "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
-         aborted {}",
-        c.received, c.translated_6to4, c.translated_4to6, c.passed, c.aborted
+         aborted {}; translated packets redirected {}, redirected to an unresolved neighbour \
+         {}, routed by the kernel {}",
+        c.received,
+        c.translated_6to4,
+        c.translated_4to6,
+        c.passed,
+        c.aborted,
+        c.redirected,
+        c.redirected_neigh,
+        c.to_kernel
     )
 }
 

@@ -61,6 +61,9 @@ impl Plane for TunPlane {
             translated_4to6: c.translated_4to6,
             passed: c.passed,
             aborted: c.aborted,
+            redirected: c.redirected,
+            redirected_neigh: c.redirected_neigh,
+            to_kernel: c.to_kernel,
         })
     }
 

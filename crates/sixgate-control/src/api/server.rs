@@ -391,6 +391,9 @@ async fn stats(State(s): State<Shared>) -> Response {
                 ("fastpath_translated_4to6", f.translated_4to6),
                 ("fastpath_passed", f.passed),
                 ("fastpath_aborted", f.aborted),
+                ("fastpath_redirected", f.redirected),
+                ("fastpath_redirected_neigh", f.redirected_neigh),
+                ("fastpath_to_kernel", f.to_kernel),
             ]
             .map(|(name, total)| StatRow {
                 name: name.into(),

@@ -344,6 +344,18 @@ fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters) {
             .with(v("passed"), f.passed)
             .with(v("aborted"), f.aborted),
     );
+    let via = |name: &str| vec![("via", name.to_string())];
+    r.register(
+        "fastpath_forwarded_packets",
+        "The fast path's translated packets by how they left (bpf/forward.h): redirected \
+         (the program sent them out), redirect_neigh (sent out, the kernel resolving the \
+         next hop), kernel (handed to the kernel's routing); the sum is translated_6to4 + \
+         translated_4to6",
+        Samples::counter()
+            .with(via("redirect"), f.redirected)
+            .with(via("redirect_neigh"), f.redirected_neigh)
+            .with(via("kernel"), f.to_kernel),
+    );
 }
 
 /// docs/ha.md: each peer's protocol state and counters, the workers' rings
