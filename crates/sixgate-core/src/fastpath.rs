@@ -11,6 +11,14 @@
 //! the core translates with no decision of its own (no error, no drop, no
 //! state but the IPv4 Identification counters, which the program keeps the
 //! same way per CPU: [`crate::ipv4_id::Ipv4IdGenerator::start_values`]).
+//!
+//! Two facts of the host's network, not of the configuration, narrow the
+//! scope further, and the core cannot know them: the program translates only
+//! what the kernel would route into the slow path's device, and only a packet
+//! whose translation (each segment of a GSO packet) fits the egress MTU the
+//! kernel's FIB reports for it (docs/fastpath.md, "Forwarding"); a larger one
+//! goes up unchanged, so the core's own answer (fragments, Packet Too Big)
+//! stands. The differential tests set both up identically on each side.
 
 use crate::config::Config;
 use crate::packet::ipv4;

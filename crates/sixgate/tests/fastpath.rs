@@ -10,26 +10,61 @@ use sixgate_netns::{
 };
 
 mod common;
-use common::{Turn, fetch_and_compare, http_server, pattern, ping, run_bed, stop_cleanly};
+use common::{Turn, fetch_and_compare, http_server, iperf3, pattern, ping, run_bed, stop_cleanly};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
-/// The fast path's counters from the daemon's summary line at exit:
-/// (received, translated 6to4, translated 4to6, passed, aborted).
-fn counters(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
+/// The fast path's counters from the daemon's summary line at exit.
+#[derive(Debug)]
+struct Summary {
+    received: u64,
+    v6to4: u64,
+    v4to6: u64,
+    passed: u64,
+    aborted: u64,
+    redirected: u64,
+    redirected_neigh: u64,
+    to_kernel: u64,
+}
+
+fn counters(stopped: &Stopped) -> Summary {
     let line = stopped
         .stderr
         .lines()
         .find(|l| l.contains("fast path: received"))
         .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
-    let mut n = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<u64>().unwrap());
-    // "… 6to4 N 4to6 M …": skip the 6 and 4 of the labels.
-    let words: Vec<u64> = n.by_ref().collect();
-    let tail = &words[words.len() - 9..];
-    (tail[0], tail[3], tail[6], tail[7], tail[8])
+    // The number after `label` (sixgate-tun's fastpath::summary).
+    let after = |label: &str| -> u64 {
+        let rest = &line[line
+            .find(label)
+            .unwrap_or_else(|| panic!("no {label:?} in {line}"))
+            + label.len()..];
+        let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        n.parse()
+            .unwrap_or_else(|_| panic!("no number after {label:?} in {line}"))
+    };
+    let s = Summary {
+        received: after("received "),
+        v6to4: after("6to4 "),
+        v4to6: after("4to6 "),
+        passed: after("slow path "),
+        aborted: after("aborted "),
+        redirected: after("packets redirected "),
+        redirected_neigh: after("unresolved neighbour "),
+        to_kernel: after("by the kernel "),
+    };
+    assert_eq!(
+        s.received,
+        s.v6to4 + s.v4to6 + s.passed + s.aborted,
+        "received = translated + passed + aborted: {s:?}"
+    );
+    assert_eq!(
+        s.v6to4 + s.v4to6,
+        s.redirected + s.redirected_neigh + s.to_kernel,
+        "translated = redirected + redirected_neigh + to_kernel: {s:?}"
+    );
+    assert_eq!(s.aborted, 0, "{s:?}");
+    s
 }
 
 /// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
@@ -146,26 +181,85 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         assert!(stat(socket, "fastpath_translated_6to4") > 0);
         assert!(stat(socket, "fastpath_translated_4to6") > 0);
     });
-    let (received, v6to4, v4to6, passed, aborted) = counters(&stopped);
+    let c = counters(&stopped);
     let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
-    println!(
-        "{test}: fast path received {received}, translated 6to4 {v6to4} 4to6 {v4to6}, \
-         passed {passed}; {into_tun} packets into the TUN device"
-    );
-    assert_eq!(
-        received,
-        v6to4 + v4to6 + passed + aborted,
-        "received = translated + passed"
-    );
-    assert_eq!(aborted, 0);
+    println!("{test}: fast path {c:?}; {into_tun} packets into the TUN device");
     // Both directions of pings and transfers took it…
-    assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
+    assert!(c.v6to4 >= 3 && c.v4to6 >= 3, "{c:?}");
     // … and it carried the bulk: the TUN device saw only the rest.
-    let fast = v6to4 + v4to6;
+    let fast = c.v6to4 + c.v4to6;
     assert!(
         fast >= 10 * into_tun.max(1),
         "fast path {fast} packets, TUN device {into_tun}"
     );
+    // The program forwarded them itself (docs/fastpath.md, "Forwarding"):
+    // every destination here has a route and a neighbour.
+    assert_eq!(c.to_kernel, 0, "{c:?}");
+    assert!(c.redirected >= fast - c.redirected_neigh, "{c:?}");
+}
+
+/// Forwarding in the program (docs/fastpath.md, "Forwarding") with the
+/// gateway's neighbour caches flushed first: the first packets of each
+/// find the next hop unresolved and leave by `bpf_redirect_neigh` (the
+/// kernel resolves it, no packet lost), the rest
+/// by `bpf_redirect` with the resolved MAC addresses; then iperf3 TCP both
+/// ways and UDP through the fast path, the TUN device carrying none of it.
+#[test]
+fn unresolved_neighbours_then_iperf3_redirected_by_the_program() {
+    let test = "unresolved_neighbours_then_iperf3_redirected_by_the_program";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        let socket = running.api_socket().expect("an API socket");
+        for (v, dev) in [("-4", ifname::GATEWAY_V4), ("-6", ifname::GATEWAY_V6)] {
+            bed.gateway
+                .run("ip", [v, "neigh", "flush", "dev", dev])
+                .unwrap_or_else(|e| panic!("{test}: {e}"));
+        }
+        let before = stat(socket, "fastpath_redirected_neigh");
+        // Every echo answered, the first included.
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3).len(),
+            3
+        );
+        // At least the first packet found its next hop unresolved (the
+        // other direction's may have been learnt meanwhile from a peer's own
+        // ARP or Neighbour Solicitation; tests/forward.rs in
+        // sixgate-fastpath checks both directions one by one).
+        let neigh = stat(socket, "fastpath_redirected_neigh") - before;
+        assert!(neigh >= 1, "redirected to an unresolved neighbour: {neigh}");
+        let redirected = stat(socket, "fastpath_redirected");
+        assert!(redirected >= 2, "redirected: {redirected}");
+        for args in [
+            &[][..],
+            &["-R"][..],
+            &["-u", "-b", "100M", "-l", "1200"][..],
+        ] {
+            let r = iperf3(
+                &bed.v6host,
+                &bed.v4host,
+                addr::V4_HOST.into(),
+                addr::V4_HOST_AS_V6.into(),
+                args,
+            );
+            println!(
+                "{test}: iperf3 {args:?}: {:.0} Mbit/s, {}",
+                r.mbit_s, r.detail
+            );
+            assert!(r.mbit_s > 1.0, "iperf3 {args:?}: {:.1} Mbit/s", r.mbit_s);
+        }
+        assert!(stat(socket, "fastpath_redirected") > redirected + 1000);
+        assert_eq!(stat(socket, "fastpath_to_kernel"), 0);
+    });
+    let c = counters(&stopped);
+    let out_of_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.rx_packets);
+    println!("{test}: fast path {c:?}; {out_of_tun} packets out of the TUN device");
+    assert!(c.redirected_neigh >= 1, "{c:?}");
+    // iperf3's control connection and data both ways, translated and
+    // redirected by the program: the TUN plane translated nothing.
+    assert!(c.v6to4 > 1000 && c.v4to6 > 1000, "{c:?}");
+    assert_eq!(out_of_tun, 0, "the TUN plane translated packets");
 }
 
 /// Strict reverse-path filtering on the gateway would drop every IPv4
