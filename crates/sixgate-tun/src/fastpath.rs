@@ -1,8 +1,8 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
 //! "tc"`, docs/fastpath.md): a TC ingress program on the interfaces named
-//! for it translates stateless SIIT's common packets, which the kernel then
-//! forwards by its routes; every other packet goes up unchanged and reaches
-//! the device by the routes as before. Started before the privilege drop and
+//! for it translates stateless SIIT's common packets and forwards them itself
+//! by the kernel's FIB (redirect); every other packet goes up unchanged and
+//! reaches the device by the routes as before. Started before the privilege drop and
 //! stopped before the device goes. A program that cannot be loaded or
 //! attached, or an interface with strict reverse-path filtering (which would
 //! drop what the program translates), is a warning: the TUN plane alone
@@ -97,8 +97,9 @@ fn ifindex(name: &str) -> Option<u32> {
 
 /// A warning if `iface` has strict reverse-path filtering: the effective
 /// value is the larger of `all` and the interface's, and with 1 the kernel
-/// drops the IPv4 packets the program translated from IPv6 on `iface`, whose
-/// IPv4 source is routed into the TUN device, not out of `iface`.
+/// drops the IPv4 packets the program translated from IPv6 on `iface` and
+/// handed to it (those it does not redirect: a local destination, no route),
+/// whose IPv4 source is routed into the TUN device, not out of `iface`.
 fn strict_rp_filter(iface: &str) -> Option<String> {
     let read = |dev: &str| {
         std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{dev}/rp_filter"))
