@@ -60,10 +60,10 @@ pub struct Counters {
     pub passed: u64,
     /// Dropped half-translated after a helper failed (never expected).
     pub aborted: u64,
-    /// How the translated packets left (bpf/forward.h):
-    /// `translated_6to4 + translated_4to6 == redirected + redirected_neigh
-    /// + to_kernel`. Sent out of the egress interface by the program, the
-    /// next hop's MAC address from the kernel's neighbour table.
+    /// Sent out of the egress interface by the program, the next hop's MAC
+    /// address from the kernel's neighbour table. How the translated packets
+    /// left (bpf/forward.h): `translated_6to4 + translated_4to6 ==
+    /// redirected + redirected_neigh + to_kernel`.
     pub redirected: u64,
     /// Sent out by the program through `bpf_redirect_neigh`: the next hop's
     /// neighbour was unresolved, and the kernel resolves it.
