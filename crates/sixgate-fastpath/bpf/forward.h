@@ -86,6 +86,10 @@ static __always_inline int fwd_lookup(struct __sk_buff *skb, struct fwd *f, __u3
 		if (seg < len)
 			len = seg;
 	}
+	// tot_len is 16 bits: a larger translation (4 -> 6 near 64 KiB) is
+	// the core's.
+	if (len > 0xffff)
+		return 0;
 	p->tot_len = len;
 	// The ports, for policy rules and multipath hashing by L4 (ICMP: none).
 	if (proto != FWD_ICMP && proto != FWD_ICMPV6) {
