@@ -307,3 +307,53 @@ fn strict_rp_filter_leaves_the_fast_path_off() {
     drop(bed);
     turn.finish();
 }
+
+/// The egress MTU pass-up (docs/fastpath.md, "Forwarding"): the gateway's
+/// link to the v6 host has MTU 1280, the v4 host sends 1500-byte packets
+/// (DF). Their translation would not fit, so the program passes them up
+/// untranslated; the core translates them, the kernel answers Packet Too Big,
+/// the core turns that into Fragmentation Needed (1280 - 20) for the v4 host,
+/// exactly as without the fast path, and the download completes. The
+/// packets that fit take the fast path throughout.
+#[test]
+fn pmtu_download_v4_to_v6_over_1280_link_through_the_fast_path() {
+    let test = "pmtu_download_v4_to_v6_over_1280_link_through_the_fast_path";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    let options = TopologyOptions {
+        v6_link_mtu: Some(1280),
+        ..TopologyOptions::default()
+    };
+    let stopped = run_bed(test, options, &dut, |bed, _| {
+        let dir = ScratchDir::new("www").unwrap();
+        let content = pattern(1 << 20);
+        dir.write("big.bin", &content).unwrap();
+        let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+        let v6_as_v4 = addr::V6_HOST_AS_V4.to_string();
+        assert_eq!(
+            bed.v4host.cached_pmtu(&v6_as_v4).unwrap(),
+            None,
+            "fresh bed"
+        );
+        fetch_and_compare(
+            &bed.v6host,
+            &format!("[{}]", addr::V4_HOST_AS_V6),
+            &dir,
+            "big.bin",
+            &content,
+        );
+        let pmtu = bed.v4host.cached_pmtu(&v6_as_v4).unwrap();
+        assert_eq!(pmtu, Some(1260), "Fragmentation Needed with MTU 1280 - 20");
+    });
+    let c = counters(&stopped);
+    let out_of_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.rx_packets);
+    println!("{test}: fast path {c:?}; {out_of_tun} packets out of the TUN device");
+    // The oversized packets went up and the core translated them (and the
+    // kernel's Packet Too Big); the rest took the fast path.
+    assert!(
+        c.passed >= 1 && out_of_tun >= 2,
+        "{c:?}, {out_of_tun} out of TUN"
+    );
+    assert!(c.v4to6 > 10 && c.v6to4 > 10, "{c:?}");
+}
