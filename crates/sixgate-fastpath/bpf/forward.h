@@ -50,6 +50,22 @@ struct {
 	__type(value, __u64);
 } fwd_counters SEC(".maps");
 
+// Written by the loader (FastPath::set_redirect_only). redirect_only: translate
+// only what the program forwards itself, and pass up untranslated what the
+// FIB has no forwarding answer for: with strict rp_filter on the ingress
+// interface the kernel would drop such a translated packet, whose source is
+// routed into the slow path's device.
+struct fwd_config {
+	__u32 redirect_only;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fwd_config);
+} fwd_config SEC(".maps");
+
 // One translated packet's way out, from fwd_lookup to fwd_finish.
 struct fwd {
 	struct bpf_fib_lookup p;
@@ -63,7 +79,8 @@ struct fwd {
 // enter the kernel, so policy routing and the per-device forwarding switch
 // answer as for them; 0: the ingress interface.
 // Returns 0 when the translated packet (a GSO packet: each segment) would
-// not fit the egress MTU: the caller passes it up untranslated.
+// not fit the egress MTU, or with redirect_only when the program could not
+// forward it: the caller passes it up untranslated.
 static __always_inline int fwd_lookup(struct __sk_buff *skb, struct fwd *f, __u32 iif,
 				      int family, const __u8 *src, const __u8 *dst, __u32 len,
 				      __u8 proto, const __u8 *l4, const void *end)
@@ -106,7 +123,15 @@ static __always_inline int fwd_lookup(struct __sk_buff *skb, struct fwd *f, __u3
 		__builtin_memcpy(&p->ipv4_dst, dst, 4);
 	}
 	f->ret = bpf_fib_lookup(skb, p, sizeof(*p), 0);
-	return f->ret != BPF_FIB_LKUP_RET_FRAG_NEEDED;
+	if (f->ret == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return 0;
+	if (f->ret != BPF_FIB_LKUP_RET_SUCCESS && f->ret != BPF_FIB_LKUP_RET_NO_NEIGH) {
+		__u32 zero = 0;
+		const struct fwd_config *c = bpf_map_lookup_elem(&fwd_config, &zero);
+		if (c && c->redirect_only)
+			return 0;
+	}
+	return 1;
 }
 
 static __always_inline void fwd_count(__u32 which)

@@ -193,6 +193,20 @@ impl FastPath {
         a.set(0, *c, 0).map_err(|e| format!("config map: {e}"))
     }
 
+    /// `true`: translate only the packets the program forwards itself
+    /// (bpf/forward.h, `fwd_config`), and pass up untranslated those the
+    /// kernel's FIB has no forwarding answer for (a local destination, no
+    /// route). For interfaces with strict reverse-path filtering, which
+    /// would drop such a packet translated 6→4 (its source is routed into
+    /// the TUN device). Off after [`FastPath::load`].
+    pub fn set_redirect_only(&mut self, on: bool) -> Result<(), String> {
+        let mut a: Array<_, u32> =
+            Array::try_from(self.ebpf.map_mut("fwd_config").ok_or("no map fwd_config")?)
+                .map_err(|e| format!("fwd_config map: {e}"))?;
+        a.set(0, u32::from(on), 0)
+            .map_err(|e| format!("fwd_config map: {e}"))
+    }
+
     /// Every CPU's Identification counters back to the core's start values
     /// for `key` (RFC 6864; `Ipv4IdGenerator::start_values`).
     fn seed_ids(&mut self, key: u64) -> Result<(), String> {

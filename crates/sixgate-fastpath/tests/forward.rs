@@ -16,7 +16,8 @@
 //!   known), `TC_ACT_REDIRECT` with the MAC addresses untouched
 //!   (`bpf_redirect_neigh`: neighbour unresolved, the kernel resolves it),
 //!   or `TC_ACT_OK` when the FIB has no forwarding answer (no route, a
-//!   blackhole): the kernel decides;
+//!   blackhole): the kernel decides; with `redirect_only` (strict
+//!   rp_filter) those go up untranslated instead;
 //! - the counters stay exact: received = translated + passed + aborted, and
 //!   translated = redirected + redirected_neigh + to_kernel.
 //!
@@ -426,6 +427,51 @@ fn run() {
         &p6().tcp(40000, 80, 1321 - 60),
         0,
         Want::Passed,
+    );
+
+    // redirect_only (strict rp_filter): what the FIB has no forwarding
+    // answer for goes up untranslated; the rest as before.
+    bed.fp.set_redirect_only(true).unwrap();
+    bed.check(
+        "redirect_only: 6to4 blackhole route, up for the core",
+        "v6",
+        &Ip6::new(h6(), as_v6([198, 18, 0, 9])).udp(1, 2, 8),
+        0,
+        Want::Passed,
+    );
+    bed.check(
+        "redirect_only: 6to4 no route, up for the core",
+        "v6",
+        &Ip6::new(h6(), as_v6([8, 8, 8, 8])).udp(1, 2, 8),
+        0,
+        Want::Passed,
+    );
+    bed.check(
+        "redirect_only: 4to6 neighbour unresolved, still redirected",
+        "v4",
+        &p4().udp(53, 1000, 40),
+        0,
+        Want::RedirectNeigh,
+    );
+    sh(&format!(
+        "ip neigh replace {} lladdr {} dev v4 nud permanent",
+        Ipv4Addr::from(H4),
+        mac(H4_MAC)
+    ));
+    bed.check(
+        "redirect_only: 6to4 neighbour known, still redirected",
+        "v6",
+        &p6().udp(1000, 53, 40),
+        0,
+        to_h4,
+    );
+    bed.fp.set_redirect_only(false).unwrap();
+    bed.check(
+        "redirect_only off again: 6to4 no route, the kernel decides",
+        "v6",
+        &Ip6::new(h6(), as_v6([8, 8, 8, 8])).udp(1, 2, 8),
+        0,
+        Want::Kernel,
     );
 }
 

@@ -4,9 +4,10 @@
 //! by the kernel's FIB (redirect); every other packet goes up unchanged and
 //! reaches the device by the routes as before. Started before the privilege drop and
 //! stopped before the device goes. A program that cannot be loaded or
-//! attached, or an interface with strict reverse-path filtering (which would
-//! drop what the program translates), is a warning: the TUN plane alone
-//! still translates everything.
+//! attached is a warning: the TUN plane alone still translates everything.
+//! With strict reverse-path filtering on an interface the program translates
+//! only what it forwards itself (the kernel would drop a translated packet
+//! it routes).
 
 use sixgate_config::{FastPathMode, Loaded};
 use sixgate_core::Config;
@@ -20,17 +21,13 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
     if loaded.daemon.fastpath != FastPathMode::Tc {
         return None;
     }
-    // Strict reverse-path filtering would drop what the program translates:
-    // better the TUN plane alone than a black hole.
-    if let Some(w) = loaded
+    // Strict reverse-path filtering would drop a translated packet the
+    // program hands to the kernel: then it translates only what it forwards.
+    let strict = loaded
         .daemon
         .fastpath_interfaces
         .iter()
-        .find_map(|i| strict_rp_filter(i))
-    {
-        warn!("fastpath = \"tc\": {w}; every packet takes the TUN device");
-        return None;
-    }
+        .find_map(|i| strict_rp_filter(i));
     let Some(ifindex) = ifindex(device) else {
         warn!(
             "fastpath = \"tc\": no interface index for {device}; every packet takes the TUN device"
@@ -44,6 +41,16 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
             return None;
         }
     };
+    if let Some(why) = &strict {
+        if let Err(e) = fp.set_redirect_only(true) {
+            warn!("fastpath = \"tc\": {why}, and {e}; every packet takes the TUN device");
+            return None;
+        }
+        info!(
+            "fast path: {why}: it translates only the packets it forwards itself; the rest \
+             goes up untranslated to the TUN device"
+        );
+    }
     for iface in &loaded.daemon.fastpath_interfaces {
         if let Err(why) = fp.attach(iface) {
             warn!("fastpath = \"tc\": {why}; every packet takes the TUN device");
@@ -95,11 +102,12 @@ fn ifindex(name: &str) -> Option<u32> {
     (i != 0).then_some(i)
 }
 
-/// A warning if `iface` has strict reverse-path filtering: the effective
-/// value is the larger of `all` and the interface's, and with 1 the kernel
-/// drops the IPv4 packets the program translated from IPv6 on `iface` and
-/// handed to it (those it does not redirect: a local destination, no route),
-/// whose IPv4 source is routed into the TUN device, not out of `iface`.
+/// Why the program must not hand translated packets to the kernel, if
+/// `iface` has strict reverse-path filtering: the effective value is the
+/// larger of `all` and the interface's, and with 1 the kernel drops the IPv4
+/// packets the program translated from IPv6 on `iface` and handed to it
+/// (those it does not redirect: a local destination, no route), whose IPv4
+/// source is routed into the TUN device, not out of `iface`.
 fn strict_rp_filter(iface: &str) -> Option<String> {
     let read = |dev: &str| {
         std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{dev}/rp_filter"))
@@ -110,8 +118,7 @@ fn strict_rp_filter(iface: &str) -> Option<String> {
     (read("all").max(read(iface)) == 1).then(|| {
         format!(
             "{iface} has strict reverse-path filtering (net.ipv4.conf.{{all,{iface}}}.rp_filter \
-             = 1): the kernel drops the IPv4 packets translated on it, whose sources are routed \
-             into the TUN device; set it to 2 (loose) or 0"
+             = 1), which would drop the IPv4 packets translated on it and routed by the kernel"
         )
     })
 }
