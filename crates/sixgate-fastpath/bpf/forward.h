@@ -54,7 +54,9 @@ struct {
 // only what the program forwards itself, and pass up untranslated what the
 // FIB has no forwarding answer for: with strict rp_filter on the ingress
 // interface the kernel would drop such a translated packet, whose source is
-// routed into the slow path's device.
+// routed into the slow path's device. Set once at start, from the host's
+// sysctl: outside the configuration trie (config_maps.h), so a reload's swap
+// neither needs nor changes it.
 struct fwd_config {
 	__u32 redirect_only;
 };

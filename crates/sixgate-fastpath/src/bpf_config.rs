@@ -1,6 +1,6 @@
-//! The program's configuration map: the parts of the core's [`Config`] that
-//! the fast-path packets depend on, in the layout of `struct config` in
-//! bpf/siit_tc.c.
+//! The program's configuration element: the parts of the core's [`Config`]
+//! that the fast-path packets depend on, in the layout of `struct config` in
+//! bpf/siit_tc.c (held in the configuration trie, `crate::xlat`).
 
 use sixgate_core::Config;
 use sixgate_core::fastpath;
@@ -22,14 +22,15 @@ pub struct BpfConfig {
     pub reset_tos: u8,
     pub new_tos: u8,
     pub reset_traffic_class: u8,
-    pub _pad: [u8; 2],
+    /// 1 on a MAP-T BR (RFC 7599 §7): the rules map the domain's side.
+    pub mapt_br: u8,
+    pub _pad: u8,
     /// 0: unset.
     pub ipv4_mtu: u16,
     /// 0: unset.
     pub ipv6_mtu: u16,
     pub v6_fragment_limit: u16,
-    /// Non-zero: the program passes every packet up (while the maps change).
-    pub disabled: u16,
+    pub _pad1: u16,
     /// The slow path's device: the program translates only what the kernel
     /// routes there (0: no such check, for `BPF_PROG_TEST_RUN`).
     pub slow_ifindex: u32,
@@ -60,6 +61,8 @@ impl BpfConfig {
             reset_tos: u8::from(cfg.reset_tos),
             new_tos: cfg.new_tos,
             reset_traffic_class: u8::from(cfg.reset_traffic_class),
+            // `unsupported` let only a BR through.
+            mapt_br: u8::from(cfg.mapt.is_some()),
             ipv4_mtu: cfg.ipv4_mtu.unwrap_or(0),
             ipv6_mtu: cfg.ipv6_mtu.unwrap_or(0),
             // At most 1280 ≤ u16::MAX: lowest_ipv6_mtu and ipv6_mtu are u16.
@@ -79,6 +82,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<BpfConfig>(), 40);
         assert_eq!(core::mem::offset_of!(BpfConfig, pool6), 8);
         assert_eq!(core::mem::offset_of!(BpfConfig, wkp_nonglobal), 21);
+        assert_eq!(core::mem::offset_of!(BpfConfig, mapt_br), 26);
         assert_eq!(core::mem::offset_of!(BpfConfig, ipv4_mtu), 28);
         assert_eq!(core::mem::offset_of!(BpfConfig, v6_fragment_limit), 32);
     }

@@ -1,7 +1,7 @@
 //! sixgate's in-kernel fast path (docs/fastpath.md): a TC ingress program
 //! (tcx where the kernel has it, else clsact) that translates the common
-//! stateless SIIT packets in place and passes every other packet up,
-//! unchanged, to the data plane that runs the Rust core.
+//! packets of stateless SIIT, a CLAT or a MAP-T BR in place and passes every
+//! other packet up, unchanged, to the data plane that runs the Rust core.
 //!
 //! An add-on to a data plane, not a data plane: it owns no packet I/O and no
 //! worker, and depends on the core only (for the scope,
@@ -9,7 +9,11 @@
 //! plane (or any other) can attach it without importing another data plane.
 
 mod bpf_config;
+pub mod choice;
+mod mapt_rules;
+pub mod probe;
 mod program;
+mod xlat;
 
 pub use bpf_config::BpfConfig;
 pub use program::{Counters, FastPath};

@@ -1,98 +1,98 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
-//! "tc"`, docs/fastpath.md): a TC ingress program on the interfaces named
-//! for it translates stateless SIIT's common packets and forwards them itself
-//! by the kernel's FIB (redirect); every other packet goes up unchanged and
-//! reaches the device by the routes as before. Started before the privilege drop and
-//! stopped before the device goes. A program that cannot be loaded or
-//! attached is a warning: the TUN plane alone still translates everything.
-//! With strict reverse-path filtering on an interface the program translates
-//! only what it forwards itself (the kernel would drop a translated packet
-//! it routes).
+//! "tc"` or `"auto"`, docs/fastpath.md): a TC ingress program on the
+//! interfaces named for it translates the common packets of stateless SIIT, a
+//! CLAT or a MAP-T BR and forwards them itself by the kernel's FIB
+//! (redirect); every other packet goes up unchanged and reaches the device by
+//! the routes as before. Started before the privilege drop and stopped before
+//! the device goes. A program that cannot be loaded or attached, or a kernel
+//! that lacks what it needs (probed first), is a warning (an info line under
+//! "auto"): the TUN plane alone still translates everything. With strict
+//! reverse-path filtering on an interface the program translates only what
+//! it forwards itself (the kernel would drop a translated packet it routes).
 
 use sixgate_config::{FastPathMode, Loaded};
 use sixgate_core::Config;
+use sixgate_dataplane::FastPathCounters;
 use sixgate_fastpath::FastPath;
+use sixgate_fastpath::choice::{self, Forwarding, Off, Want};
+use sixgate_fastpath::probe;
 use tracing::{info, warn};
 
 /// Load and attach, or say why not (`cfg`: the plan's configuration, with
 /// the IPv4 Identification key the workers use; `device`: the TUN device,
-/// where the kernel routes what the program may translate).
-pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
-    if loaded.daemon.fastpath != FastPathMode::Tc {
-        return None;
+/// where the kernel routes what the program may translate). `Err`: the fast
+/// path asked for does not run, and why (logged here: a warning for "tc",
+/// an info line for "auto"; `show stats` repeats it).
+pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastPath>, Off> {
+    let want = match loaded.daemon.fastpath {
+        FastPathMode::Off => return Ok(None),
+        FastPathMode::Tc => Want::Tc,
+        FastPathMode::Auto => Want::Auto,
+    };
+    let started = attach(want, loaded, cfg, device);
+    match &started {
+        Err(off) if off.is_warning() => warn!("{off}"),
+        Err(off) => info!("{off}"),
+        Ok(fp) => info!(
+            "fast path: TC program attached to the ingress of {} (stateless TCP, UDP and ICMP \
+             Echo translated and forwarded in the kernel; the rest goes up to the TUN device)",
+            fp.interfaces().collect::<Vec<_>>().join(", ")
+        ),
     }
-    // Strict reverse-path filtering would drop a translated packet the
-    // program hands to the kernel: then it translates only what it forwards.
-    let strict = loaded
-        .daemon
-        .fastpath_interfaces
-        .iter()
-        .find_map(|i| strict_rp_filter(i));
-    let Some(ifindex) = ifindex(device) else {
-        warn!(
-            "fastpath = \"tc\": no interface index for {device}; every packet takes the TUN device"
-        );
-        return None;
-    };
-    let mut fp = match FastPath::load(cfg, ifindex) {
-        Ok(fp) => fp,
-        Err(why) => {
-            warn!("fastpath = \"tc\": {why}; every packet takes the TUN device");
-            return None;
-        }
-    };
-    if let Some(why) = &strict {
-        if let Err(e) = fp.set_redirect_only(true) {
-            warn!("fastpath = \"tc\": {why}, and {e}; every packet takes the TUN device");
-            return None;
-        }
+    started.map(Some)
+}
+
+/// The decision (scope, interfaces, the kernel probe, how to forward), then
+/// the load and the attach; the first refusal is the answer.
+fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<FastPath, Off> {
+    let interfaces = &loaded.daemon.fastpath_interfaces;
+    let strict = interfaces.iter().find_map(|i| strict_rp_filter(i));
+    let forwarding = choice::choose(want, interfaces, cfg, strict, probe::kernel)?;
+    let ifindex =
+        ifindex(device).ok_or_else(|| want.off(format!("no interface index for {device}")))?;
+    // The probe passed; a kernel that still refuses the program says why.
+    let mut fp = FastPath::load(cfg, ifindex).map_err(|why| want.off(why))?;
+    if let Forwarding::RedirectOnly(why) = &forwarding {
+        fp.set_redirect_only(true)
+            .map_err(|e| want.off(format!("{why}, and {e}")))?;
         info!(
             "fast path: {why}: it translates only the packets it forwards itself; the rest \
              goes up untranslated to the TUN device"
         );
     }
-    for iface in &loaded.daemon.fastpath_interfaces {
+    for iface in interfaces {
         if let Err(why) = fp.attach(iface) {
-            warn!("fastpath = \"tc\": {why}; every packet takes the TUN device");
             fp.detach_all();
-            return None;
+            return Err(want.off(why));
         }
     }
-    let on: Vec<&str> = fp.interfaces().collect();
-    info!(
-        "fast path: TC program attached to the ingress of {} (stateless SIIT's TCP, UDP and \
-         ICMP Echo translated in the kernel; the rest goes up to the TUN device)",
-        on.join(", ")
-    );
-    Some(fp)
+    Ok(fp)
 }
 
-/// Detach, and say what it carried.
-pub fn stop(fp: &mut Option<FastPath>) {
-    let Some(mut f) = fp.take() else {
-        return;
-    };
-    if let Ok(c) = f.counters() {
-        info!("{}", summary(&c));
-    }
+/// Detach, say what it carried, and return its final counters (read after
+/// the detach: nothing changes them any more).
+pub fn stop(fp: &mut Option<FastPath>) -> Option<FastPathCounters> {
+    let mut f = fp.take()?;
     f.detach_all();
+    let c = counters(&f)?;
+    info!("{}", c.summary());
+    info!("{}", c.forwarding_summary());
+    Some(c)
 }
 
-/// One line for humans: the program's counters.
-pub fn summary(c: &sixgate_fastpath::Counters) -> String {
-    format!(
-        "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
-         aborted {}; translated packets redirected {}, redirected to an unresolved neighbour \
-         {}, routed by the kernel {}",
-        c.received,
-        c.translated_6to4,
-        c.translated_4to6,
-        c.passed,
-        c.aborted,
-        c.redirected,
-        c.redirected_neigh,
-        c.to_kernel
-    )
+/// The program's counters, as the data plane reports them.
+pub fn counters(fp: &FastPath) -> Option<FastPathCounters> {
+    let c = fp.counters().ok()?;
+    Some(FastPathCounters {
+        received: c.received,
+        translated_6to4: c.translated_6to4,
+        translated_4to6: c.translated_4to6,
+        passed: c.passed,
+        aborted: c.aborted,
+        redirected: c.redirected,
+        redirected_neigh: c.redirected_neigh,
+        to_kernel: c.to_kernel,
+    })
 }
 
 fn ifindex(name: &str) -> Option<u32> {

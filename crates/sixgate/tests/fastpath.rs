@@ -10,11 +10,13 @@ use sixgate_netns::{
 };
 
 mod common;
-use common::{Turn, fetch_and_compare, http_server, iperf3, pattern, ping, run_bed, stop_cleanly};
+use common::{
+    Turn, fetch_and_compare, http_server, iperf3, pattern, ping, ping_with, run_bed, stop_cleanly,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
-/// The fast path's counters from the daemon's summary line at exit.
+/// The fast path's counters from the daemon's two summary lines at exit.
 #[derive(Debug)]
 struct Summary {
     received: u64,
@@ -28,13 +30,16 @@ struct Summary {
 }
 
 fn counters(stopped: &Stopped) -> Summary {
-    let line = stopped
-        .stderr
-        .lines()
-        .find(|l| l.contains("fast path: received"))
-        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
-    // The number after `label` (sixgate-tun's fastpath::summary).
-    let after = |label: &str| -> u64 {
+    // The line that holds `marker` (FastPathCounters::summary and
+    // forwarding_summary), and the number after `label` in it.
+    let line = |marker: &str| {
+        stopped
+            .stderr
+            .lines()
+            .find(|l| l.contains(marker))
+            .unwrap_or_else(|| panic!("no {marker:?} in the log:\n{}", stopped.stderr))
+    };
+    let after = |line: &str, label: &str| -> u64 {
         let rest = &line[line
             .find(label)
             .unwrap_or_else(|| panic!("no {label:?} in {line}"))
@@ -43,15 +48,16 @@ fn counters(stopped: &Stopped) -> Summary {
         n.parse()
             .unwrap_or_else(|_| panic!("no number after {label:?} in {line}"))
     };
+    let (v, f) = (line("fast path: received"), line("fast path forwarding:"));
     let s = Summary {
-        received: after("received "),
-        v6to4: after("6to4 "),
-        v4to6: after("4to6 "),
-        passed: after("slow path "),
-        aborted: after("aborted "),
-        redirected: after("packets redirected "),
-        redirected_neigh: after("unresolved neighbour "),
-        to_kernel: after("by the kernel "),
+        received: after(v, "received "),
+        v6to4: after(v, "6to4 "),
+        v4to6: after(v, "4to6 "),
+        passed: after(v, "slow path "),
+        aborted: after(v, "aborted "),
+        redirected: after(f, "packets redirected "),
+        redirected_neigh: after(f, "unresolved neighbour "),
+        to_kernel: after(f, "by the kernel "),
     };
     assert_eq!(
         s.received,
@@ -70,15 +76,21 @@ fn counters(stopped: &Stopped) -> Summary {
 /// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
 /// (after saying why) where the test must skip.
 fn fast_dut(test: &str) -> Option<Dut> {
+    dut_with(test, "tc", BIN.into())
+}
+
+/// sixgate (`binary`) with `fastpath = MODE` on the gateway's two
+/// interfaces, or `None` (after saying why) where the test must skip.
+fn dut_with(test: &str, mode: &str, binary: std::path::PathBuf) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
     }
     let dut = Dut::Sixgate {
-        binary: BIN.into(),
+        binary,
         dataplane: Dataplane::Tun,
         extra_toml: format!(
-            "[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            "[daemon]\nfastpath = \"{mode}\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
             ifname::GATEWAY_V6,
             ifname::GATEWAY_V4
         ),
@@ -114,6 +126,85 @@ fn stat(socket: &std::path::Path, name: &str) -> u64 {
         .find(|l| l.split_whitespace().next() == Some(name))
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         .unwrap_or_else(|| panic!("no {name} in show stats:\n{text}"))
+}
+
+/// Every row's total from one `show stats`.
+fn stats(socket: &std::path::Path) -> std::collections::HashMap<String, u64> {
+    let text = cli(socket, &["show", "stats"]);
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.to_owned(), w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// docs/fastpath.md, "Counters", as `show stats` reads them: the program's
+/// verdicts and its translations' ways out add up (once no packet is between its first count and its
+/// verdict: the bed is quiet but for Neighbour Discovery, so a few tries),
+/// and the "fast and slow together" rows are the program's translations
+/// plus the workers'.
+fn check_stats_add_up(socket: &std::path::Path) {
+    let mut tries = 0;
+    let s = loop {
+        let s = stats(socket);
+        let translated = s["fastpath_translated_6to4"] + s["fastpath_translated_4to6"];
+        let verdicts = translated + s["fastpath_passed"] + s["fastpath_aborted"];
+        let ways_out =
+            s["fastpath_redirected"] + s["fastpath_redirected_neigh"] + s["fastpath_to_kernel"];
+        if s["fastpath_received"] == verdicts && translated == ways_out {
+            break s;
+        }
+        tries += 1;
+        assert!(
+            tries < 50,
+            "received != translated + passed + aborted, or translated != redirected + \
+             redirected_neigh + to_kernel: {s:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    for dir in ["6to4", "4to6"] {
+        assert_eq!(
+            s[&format!("translated_fast_and_slow_{dir}")],
+            s[&format!("fastpath_translated_{dir}")] + s[&format!("translated_{dir}")],
+            "{dir}: {s:?}"
+        );
+    }
+}
+
+/// The exit summary's "fast and slow path together" line (standard
+/// output): (6to4, 4to6, fast path, workers).
+fn together(stopped: &Stopped) -> (u64, u64, u64, u64) {
+    let line = stopped
+        .stdout
+        .lines()
+        .find(|l| l.contains("fast and slow path together"))
+        .unwrap_or_else(|| panic!("no together line in:\n{}", stopped.stdout));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // "6to4 A 4to6 B (fast path F, workers W)", the 6 and 4 of the labels
+    // included.
+    let t = &n[n.len() - 8..];
+    (t[2], t[5], t[6], t[7])
+}
+
+/// The workers' translations from the exit summary ("translated 6to4 X
+/// 4to6 Y").
+fn workers_translated(stopped: &Stopped) -> (u64, u64) {
+    let line = stopped
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("sixgate: rx "))
+        .unwrap_or_else(|| panic!("no summary in:\n{}", stopped.stdout));
+    let after = &line[line.find("translated 6to4 ").expect(line)..];
+    let n: Vec<u64> = after
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // "6to4 X 4to6 Y": the labels' digits too.
+    (n[2], n[5])
 }
 
 /// A runtime EAM change reaches the program (docs/fastpath.md,
@@ -166,6 +257,13 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
             ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 3).len(),
             3
         );
+        // Fragmented pings are the slow path's (RFC 7915 §5.1.1): the
+        // workers translate something too, for the totals below.
+        let big = ["-s", "2000"];
+        assert_eq!(
+            ping_with(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2, &big).len(),
+            2
+        );
         let dir = ScratchDir::new("www").unwrap();
         dir.write("file.bin", &content).unwrap();
         {
@@ -180,10 +278,21 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         let socket = running.api_socket().expect("an API socket");
         assert!(stat(socket, "fastpath_translated_6to4") > 0);
         assert!(stat(socket, "fastpath_translated_4to6") > 0);
+        check_stats_add_up(socket);
     });
     let c = counters(&stopped);
     let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
     println!("{test}: fast path {c:?}; {into_tun} packets into the TUN device");
+    // The exit summary: translated, fast and slow together.
+    let (all_6to4, all_4to6, fast, slow) = together(&stopped);
+    let (slow_6to4, slow_4to6) = workers_translated(&stopped);
+    println!("{test}: together 6to4 {all_6to4} 4to6 {all_4to6} (fast {fast}, workers {slow})");
+    assert_eq!(
+        (all_6to4, all_4to6),
+        (c.v6to4 + slow_6to4, c.v4to6 + slow_4to6)
+    );
+    assert_eq!((fast, slow), (c.v6to4 + c.v4to6, slow_6to4 + slow_4to6));
+    assert!(slow > 0, "the fragmented pings took the workers");
     // Both directions of pings and transfers took it…
     assert!(c.v6to4 >= 3 && c.v4to6 >= 3, "{c:?}");
     // … and it carried the bulk: the TUN device saw only the rest.
@@ -368,4 +477,97 @@ fn pmtu_download_v4_to_v6_over_1280_link_through_the_fast_path() {
         "{c:?}, {out_of_tun} out of TUN"
     );
     assert!(c.v4to6 > 10 && c.v6to4 > 10, "{c:?}");
+}
+
+/// docs/fastpath.md, "Kernel requirements": a kernel without
+/// `bpf_skb_change_proto` (pretended with the probe's test hook, through a
+/// wrapper that sets it for the daemon only) gets one warning naming it,
+/// `show stats` says the fast path is off and why, and the TUN plane alone
+/// translates both ways: no failed start.
+#[test]
+fn kernel_without_a_helper_runs_on_tun_alone() {
+    let test = "kernel_without_a_helper_runs_on_tun_alone";
+    let dir = ScratchDir::new("pretend").unwrap();
+    let wrapper = dir
+        .write(
+            "sixgate",
+            format!(
+                "#!/bin/sh\nSIXGATE_FASTPATH_PRETEND_MISSING=bpf_skb_change_proto exec {BIN} \"$@\"\n"
+            ),
+        )
+        .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let Some(dut) = dut_with(test, "tc", wrapper) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+        let socket = running.api_socket().expect("an API socket");
+        let text = cli(socket, &["show", "stats"]);
+        assert!(
+            text.contains("fast path off: fastpath = \"tc\": this kernel lacks")
+                && text.contains("bpf_skb_change_proto"),
+            "{text}"
+        );
+        assert!(!text.contains("fastpath_received"), "{text}");
+        assert!(stat(socket, "translated_6to4") >= 2);
+        assert!(stat(socket, "translated_4to6") >= 2);
+    });
+    let said: Vec<&str> = stopped
+        .stderr
+        .lines()
+        .filter(|l| l.contains("lacks what the TC fast path needs"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", stopped.stderr);
+    assert!(
+        said[0].contains("WARN") && said[0].contains("bpf_skb_change_proto"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        !stopped.stderr.contains("fast path: received"),
+        "{}",
+        stopped.stderr
+    );
+}
+
+/// docs/config.md: `fastpath = "auto"` on a kernel that has what the program
+/// needs, for SIIT (in scope), is the TC fast path: it translates pings both
+/// ways, and says nothing is off.
+#[test]
+fn auto_takes_the_fast_path_where_it_can() {
+    let test = "auto_takes_the_fast_path_where_it_can";
+    let Some(dut) = dut_with(test, "auto", BIN.into()) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+        let socket = running.api_socket().expect("an API socket");
+        assert!(!cli(socket, &["show", "stats"]).contains("fast path off"));
+    });
+    let c = counters(&stopped);
+    assert!(c.v6to4 >= 2 && c.v4to6 >= 2, "{c:?}");
+    assert!(
+        !stopped.stderr.contains("fastpath = \"auto\""),
+        "{}",
+        stopped.stderr
+    );
 }

@@ -56,7 +56,7 @@ fn key_user() {
 fn key_fastpath() {
     use crate::FastPathMode;
     let l = ok(SAMPLE_PLAIN);
-    assert_eq!(l.daemon.fastpath, FastPathMode::Off);
+    assert_eq!(l.daemon.fastpath, crate::FASTPATH_DEFAULT);
     assert!(l.daemon.fastpath_interfaces.is_empty());
     let l = ok(&in_section(
         "daemon",
@@ -71,7 +71,7 @@ fn key_fastpath() {
         &[
             "fastpath = \"xdp\"",
             "unknown fast path",
-            "\"off\" or \"tc\"",
+            "\"off\", \"tc\" or \"auto\"",
         ],
     );
     err_at(
@@ -98,6 +98,27 @@ fn key_fastpath() {
     );
 }
 
+/// docs/config.md: `fastpath = "auto"` is refused for nothing: without
+/// interfaces, on the XDP plane or for a mode out of scope (RFC 6146 NAT64)
+/// `sixgate run` leaves it off and says why, so it can become the default.
+#[test]
+fn key_fastpath_auto_is_never_refused() {
+    use crate::FastPathMode;
+    let nat64 = "[translator]\nmode = \"nat64\"\npool6 = \"64:ff9b::/96\"\n\
+                 [nat64]\npool4 = [\"192.0.2.0/28\"]\n";
+    for text in [
+        in_section("daemon", "fastpath = \"auto\""),
+        in_section(
+            "daemon",
+            "fastpath = \"auto\"\nfastpath_interfaces = [\"e0\"]\ndataplane = \"xdp\"\n\
+             [xdp]\nipv6_interface = \"e6\"\nipv4_interface = \"e4\"",
+        ),
+        format!("{nat64}[daemon]\nfastpath = \"auto\"\nfastpath_interfaces = [\"e0\"]\n"),
+    ] {
+        assert_eq!(ok(&text).daemon.fastpath, FastPathMode::Auto, "{text}");
+    }
+}
+
 #[test]
 fn key_fastpath_refuses_what_it_does_not_cover() {
     let nat64 = "[translator]\nmode = \"nat64\"\npool6 = \"64:ff9b::/96\"\n\
@@ -107,7 +128,7 @@ fn key_fastpath_refuses_what_it_does_not_cover() {
         nat64,
         7,
         12,
-        &["cannot serve this configuration", "\"siit\""],
+        &["cannot serve this configuration", "stateful NAT64"],
     );
     let pool6_64 = "[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/64\"\n\
                     [daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"e0\"]\n";
@@ -117,6 +138,48 @@ fn key_fastpath_refuses_what_it_does_not_cover() {
         12,
         &["cannot serve this configuration", "/96 pool6"],
     );
+}
+
+/// RFC 6877: a CLAT is SIIT with the PLAT prefix as pool6 and its EAM entry,
+/// on the fast path too, static or discovered (RFC 7050) PLAT prefix alike.
+#[test]
+fn key_fastpath_serves_a_clat() {
+    for plat in [
+        "pool6 = \"64:ff9b::/96\"",
+        "[clat]\nplat_prefix = \"discover\"",
+    ] {
+        let (translator, clat) = match plat.strip_prefix("[clat]\n") {
+            Some(p) => (String::new(), format!("{p}\n")),
+            None => (format!("{plat}\n"), String::new()),
+        };
+        let text = format!(
+            "[translator]\nmode = \"clat\"\n{translator}[clat]\nipv6 = \"2001:db8:c1a7::/125\"\n\
+             {clat}[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"e0\", \"e1\"]\n"
+        );
+        let l = crate::tests::ok(&text);
+        assert_eq!(l.daemon.fastpath, crate::FastPathMode::Tc, "{text}");
+    }
+}
+
+/// RFC 7599 §7: a MAP-T BR with a /96 DMR is on the fast path; a CE (its
+/// NAPT44 keeps state) is refused, naming why.
+#[test]
+fn key_fastpath_serves_a_mapt_br_not_a_ce() {
+    let rule = "bmr = [ { ipv6_prefix = \"2001:db8:ce::/51\", ipv4_prefix = \"192.0.2.0/24\", \
+                ea_bits = 13, psid_offset = 0 } ]\n";
+    let daemon = "[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"e0\"]\n";
+    let br = format!(
+        "[translator]\nmode = \"mapt-br\"\n[mapt]\ndmr = \"2001:db8:ffff::/96\"\n{rule}{daemon}"
+    );
+    assert_eq!(
+        crate::tests::ok(&br).daemon.fastpath,
+        crate::FastPathMode::Tc
+    );
+    let ce = format!(
+        "[translator]\nmode = \"mapt-ce\"\n[mapt]\ndmr = \"2001:db8:ffff::/96\"\n\
+         end_user_prefix = \"2001:db8:ce:11b::/64\"\nlan = \"10.0.0.0/24\"\n{rule}{daemon}"
+    );
+    err_at(&ce, 9, 12, &["cannot serve this configuration", "MAP-T CE"]);
 }
 
 const SAMPLE_PLAIN: &str = crate::tests::SAMPLE;
