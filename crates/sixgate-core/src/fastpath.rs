@@ -18,6 +18,14 @@
 //! `bpf/mapt_br.h`); a MAP-T BR packet the core would drop for its port set
 //! or MAP address (RFC 7597 §5.2, §8.1) is no candidate, so it still goes up
 //! to be dropped and counted.
+//!
+//! Two facts of the host's network, not of the configuration, narrow the
+//! scope further, and the core cannot know them: the program translates only
+//! what the kernel would route into the slow path's device, and only a packet
+//! whose translation (each segment of a GSO packet) fits the egress MTU the
+//! kernel's FIB reports for it (docs/fastpath.md, "Forwarding"); a larger one
+//! goes up unchanged, so the core's own answer (fragments, Packet Too Big)
+//! stands. The differential tests set both up identically on each side.
 
 use crate::config::Config;
 use crate::mapt::MaptConfig;
