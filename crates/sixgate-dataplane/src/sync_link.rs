@@ -149,7 +149,9 @@ impl SyncLink {
                     Some((op, rep)) => inbound.push(Inbound::Change(op, rep)),
                     None => not_imported += 1,
                 },
-                Event::SnapshotBegin { .. } => inbound.push(Inbound::SnapshotBegin),
+                Event::SnapshotBegin { .. } => {
+                    inbound.push(Inbound::SnapshotBegin { peer: peer_id })
+                }
                 Event::SnapshotEnd { .. } => {
                     inbound.push(Inbound::SnapshotEnd { peer: peer_id });
                     log(peer_id, &e);

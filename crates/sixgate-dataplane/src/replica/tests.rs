@@ -122,7 +122,7 @@ fn snapshot_markers_sweep_what_was_not_restated() {
     wb.exchange(&mut b, 1, IMPORT_BUDGET);
     assert_eq!(b.nat64_stats().sessions.udp, 3);
     // A snapshot that restates only the first session.
-    assert!(sb.import.push(Inbound::SnapshotBegin));
+    assert!(sb.import.push(Inbound::SnapshotBegin { peer: 1 }));
     assert!(sb.import.push(Inbound::Change(all[0].0, all[0].1)));
     assert!(sb.import.push(Inbound::SnapshotEnd { peer: 1 }));
     for _ in 0..4 {
@@ -139,11 +139,72 @@ fn a_full_budget_leaves_more_to_do() {
     let mut t = translator();
     let (mut w, mut s) = replica_rings(16, vec![]);
     for _ in 0..3 {
-        assert!(s.import.push(Inbound::SnapshotBegin));
+        assert!(s.import.push(Inbound::SnapshotBegin { peer: 1 }));
     }
     assert!(!w.more_to_do());
     w.exchange(&mut t, 1, 2);
     assert!(w.more_to_do(), "two of three taken");
     w.exchange(&mut t, 2, 2);
     assert!(!w.more_to_do(), "the last one taken");
+}
+
+/// docs/ha.md, "Snapshots in a group of three or more": two peers'
+/// snapshots interleaved in one import ring; each peer's sweep removes only
+/// what that peer did not restate on its own shard, while the other's
+/// snapshot is still open.
+#[test]
+fn two_peers_snapshots_at_once_sweep_only_their_own_shards() {
+    use sixgate_core::nat64::{Proto, Replica};
+    let (p2, p3) = (Ipv4Addr::new(192, 0, 2, 2), Ipv4Addr::new(192, 0, 2, 3));
+    let peers = vec![(2, vec![(p2, 32)]), (3, vec![(p3, 32)])];
+    let (mut w, mut s) = replica_rings(64, peers);
+    let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
+    let mut cfg = Config::with_pool6(Some(pool6));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry {
+            prefix_len: 30,
+            ..Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 0))
+        }],
+        max_sessions: 64,
+        ..Nat64Config::default()
+    });
+    let mut t = Translator::new(Arc::new(cfg));
+    let rec = |v4, i: u16| {
+        let r = Replica {
+            proto: Proto::Udp,
+            tcp_state: None,
+            remaining_ms: 300_000,
+            v6: Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, u16::from(v4 == p3), i),
+            port6: 5000,
+            v4,
+            port4: 40_000 + 2 * i,
+            remote4: SERVER4,
+            rport: 53,
+        };
+        Inbound::Change(ReplicaOp::Upsert, r)
+    };
+    // Three sessions of each peer; each snapshot restates only two.
+    for i in 0..3 {
+        assert!(s.import.push(rec(p2, i)));
+        assert!(s.import.push(rec(p3, i)));
+    }
+    for item in [
+        Inbound::SnapshotBegin { peer: 2 },
+        rec(p2, 0),
+        Inbound::SnapshotBegin { peer: 3 },
+        rec(p3, 0),
+        rec(p2, 1),
+        Inbound::SnapshotEnd { peer: 2 },
+        rec(p3, 1),
+        Inbound::SnapshotEnd { peer: 3 },
+    ] {
+        assert!(s.import.push(item));
+    }
+    // Three items a round: the sweeps run between rounds, as on a worker.
+    for round in 0..6 {
+        w.exchange(&mut t, 1 + round, 3);
+    }
+    assert!(!w.more_to_do());
+    assert_eq!(w.counters.swept.load(Relaxed), 2, "one of each peer");
+    assert_eq!(t.nat64_stats().sessions.udp, 4);
 }
