@@ -36,16 +36,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::ha::{BIN, KEY, UDP_CLIENT, UDP_ECHO, cli, sessions, wait_for};
 use common::{HTTP_PORT, Turn, fetch_and_compare, http_server, pattern, stop_cleanly};
 use sixgate_netns::{
     Netns, Proto, RunningDut, ScratchDir, check_host, start_sixgate_with_config, veth,
 };
 
-const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 const SERVER4: &str = "198.51.100.10";
 const SERVER6: &str = "2001:db8:64::c633:640a";
 const UDP_PORT: u16 = 9000;
-const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 fn gateway_toml(node: u16) -> String {
     let peer = 3 - node;
@@ -151,79 +150,6 @@ fn start<'a>(gw: &'a Netns, node: u16) -> RunningDut<'a> {
     )
     .unwrap_or_else(|e| panic!("gw{node}: {e}"))
 }
-
-/// Wait up to `secs` for `cond`; `what` names it in the failure.
-fn wait_for(secs: u64, what: impl Fn() -> String, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "timed out after {secs} s waiting for {}",
-            what()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn cli(dut: &RunningDut, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .arg("--socket")
-        .arg(dut.api_socket().expect("an API socket"))
-        .output()
-        .expect("run sixgate");
-    assert!(
-        out.status.success(),
-        "sixgate {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The sessions a node lists, without what may differ between nodes (the
-/// worker, the lifetime, a TCP state caught mid-change).
-fn sessions(dut: &RunningDut) -> BTreeSet<String> {
-    let rows: serde_json::Value =
-        serde_json::from_str(&cli(dut, &["show", "sessions", "--json"])).unwrap();
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "{} [{}]:{} {}:{} -> {}:{}",
-                r["proto"], r["ipv6"], r["port6"], r["ipv4"], r["port4"], r["remote4"], r["rport"]
-            )
-        })
-        .collect()
-}
-
-/// A UDP exchange from the client: one datagram, one echo back; resent every
-/// 300 ms up to 20 times from the same socket (the first reply may reach gw2
-/// before the session's record, docs/ha.md). Prints how many tries it took.
-const UDP_CLIENT: &str = r#"
-import socket, sys
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s.settimeout(0.3)
-for i in range(20):
-    s.sendto(b"sixgate ha", (sys.argv[1], int(sys.argv[2])))
-    try:
-        d, a = s.recvfrom(2000)
-        if d == b"sixgate ha":
-            print("echo after", i + 1, "tries")
-            sys.exit(0)
-    except socket.timeout:
-        pass
-sys.exit(1)
-"#;
-
-const UDP_ECHO: &str = r#"
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], int(sys.argv[2])))
-while True:
-    d, a = s.recvfrom(2000)
-    s.sendto(d, a)
-"#;
 
 #[test]
 fn ha_asymmetric_udp_and_tcp() {

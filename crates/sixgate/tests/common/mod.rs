@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod ha;
+
 use std::net::IpAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::process::Output;
