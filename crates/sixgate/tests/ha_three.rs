@@ -18,11 +18,18 @@
 //!   exchange through each node works; `show sessions` lists the same three
 //!   sessions (one on each node's shard) on all three nodes; `show sync`
 //!   shows each node both peers up and synced, nothing refused.
+//! - `ha_three_ipv6_side_conflict_converges_on_one_mapping`: one client port
+//!   sends through gw1 and gw2 at once; both flows work, the nodes agree on
+//!   the sessions (two mappings, counted as a conflict on every node, or one
+//!   if the record won the race), and the port's next flow, through gw3,
+//!   takes the lower mapping.
 //!
 //! Root and `ip netns` needed (else `skipped:`), and python3.
 
 mod common;
 
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -186,9 +193,9 @@ fn start(gw: &Netns, node: u16) -> RunningDut<'_> {
     .unwrap_or_else(|e| panic!("gw{node}: {e}"))
 }
 
-#[test]
-fn ha_three_nodes_converge() {
-    let test = "ha_three_nodes_converge";
+/// Check the host, build the bed, start the three nodes, wait until each
+/// has both peers' snapshots, run `body`, stop every node cleanly.
+fn run_group(test: &str, body: impl FnOnce(&Bed, &[RunningDut])) {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return;
@@ -204,7 +211,6 @@ fn ha_three_nodes_converge() {
             .collect::<String>()
     };
     turn.run(logs, || {
-        // Each node has both peers' snapshots.
         wait_for(10, logs, || {
             (1u16..).zip(&gws).all(|(i, g)| {
                 NODES.iter().filter(|&&p| p != i).all(|p| {
@@ -213,7 +219,6 @@ fn ha_three_nodes_converge() {
                 })
             })
         });
-
         let port = UDP_PORT.to_string();
         let _echo = bed
             .server
@@ -222,6 +227,48 @@ fn ha_three_nodes_converge() {
         bed.server
             .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
             .unwrap();
+        body(&bed, &gws);
+    });
+    for (i, gw) in (1u16..).zip(gws) {
+        let s = stop_cleanly(test, &format!("gw{i}"), gw);
+        print!("{test}: gw{i}:\n{}", s.stdout);
+    }
+    drop(bed);
+    turn.finish();
+}
+
+/// Wait until every node lists the same sessions and `done` holds for them.
+fn converged(gws: &[RunningDut], done: impl Fn(&BTreeSet<String>) -> bool) -> BTreeSet<String> {
+    let t0 = Instant::now();
+    loop {
+        let lists: Vec<_> = gws.iter().map(sessions).collect();
+        if lists.iter().all(|l| *l == lists[0]) && done(&lists[0]) {
+            return lists[0].clone();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the nodes list different sessions: {lists:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A row's pool4 transport address (rows as `sessions` writes them:
+/// `"udp" ["V6"]:P6 "V4":P4 -> "R4":RP`).
+fn pool4_of(row: &str) -> (Ipv4Addr, u16) {
+    let f = row.split_whitespace().nth(2).expect(row);
+    let (a, p) = f.rsplit_once(':').expect(row);
+    (
+        a.trim_matches('"').parse().expect(row),
+        p.parse().expect(row),
+    )
+}
+
+#[test]
+fn ha_three_nodes_converge() {
+    let test = "ha_three_nodes_converge";
+    run_group(test, |bed, gws| {
+        let port = UDP_PORT.to_string();
         for i in NODES {
             let src = format!("fd00:{i}::2");
             let out = bed
@@ -236,18 +283,7 @@ fn ha_three_nodes_converge() {
         }
 
         // Every node lists the same three sessions, one on each shard.
-        let t0 = Instant::now();
-        let all = loop {
-            let lists: Vec<_> = gws.iter().map(sessions).collect();
-            if lists.iter().all(|l| *l == lists[0]) && lists[0].len() >= 3 {
-                break lists[0].clone();
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "the nodes list different sessions: {lists:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let all = converged(gws, |l| l.len() >= 3);
         for i in NODES {
             // Rows as `sessions` writes them: JSON strings, quoted.
             let pool = shard(i).trim_end_matches("/31");
@@ -261,7 +297,7 @@ fn ha_three_nodes_converge() {
 
         // show sync: each node sees both peers up and synced, nothing
         // refused or lost.
-        for (i, gw) in (1u16..).zip(&gws) {
+        for (i, gw) in (1u16..).zip(gws) {
             let v: serde_json::Value =
                 serde_json::from_str(&cli(gw, &["show", "sync", "--json"])).unwrap();
             let peers = v["peers"].as_array().unwrap();
@@ -275,10 +311,120 @@ fn ha_three_nodes_converge() {
             assert_eq!(v["import_refused"], 0, "gw{i}: {v}");
         }
     });
-    for (i, gw) in (1u16..).zip(gws) {
-        let s = stop_cleanly(test, &format!("gw{i}"), gw);
-        print!("{test}: gw{i}:\n{}", s.stdout);
-    }
-    drop(bed);
-    turn.finish();
+}
+
+/// From one socket (argv: server, source address, source port, ports), a
+/// datagram to each port at once, resent every 300 ms up to 20 times until
+/// each has echoed.
+const UDP_FANOUT: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind((sys.argv[2], int(sys.argv[3])))
+s.settimeout(0.3)
+ports = [int(p) for p in sys.argv[4].split(",")]
+got = set()
+for i in range(20):
+    for p in ports:
+        if p not in got:
+            s.sendto(b"sixgate ha", (sys.argv[1], p))
+    try:
+        while len(got) < len(ports):
+            d, a = s.recvfrom(2000)
+            got.add(a[1])
+        print("echoes after", i + 1, "tries")
+        sys.exit(0)
+    except socket.timeout:
+        pass
+sys.exit(1)
+"#;
+
+/// docs/ha.md, "Two mappings of one IPv6 transport address" (RFC 6146
+/// §3.5.1.1 across nodes): one client port sends through gw1 and gw2 at once
+/// (source and destination-port routing stand in for an ECMP that splits a
+/// subscriber's flows), so each node may map it on its own shard before it
+/// hears of the other's mapping. Both flows get their echoes, every node
+/// lists the same sessions, each node counts the conflict if there was one,
+/// and a new flow of that port through gw3 takes the lower mapping.
+#[test]
+fn ha_three_ipv6_side_conflict_converges_on_one_mapping() {
+    let test = "ha_three_ipv6_side_conflict_converges_on_one_mapping";
+    run_group(test, |bed, gws| {
+        for (dport, table) in [("9001", "12"), ("9002", "13")] {
+            bed.client
+                .ip([
+                    "-6",
+                    "rule",
+                    "add",
+                    "from",
+                    "fd00:1::2",
+                    "dport",
+                    dport,
+                    "table",
+                    table,
+                ])
+                .unwrap();
+        }
+        let mut echoes = Vec::new();
+        for p in [9001u16, 9002] {
+            let port = p.to_string();
+            echoes.push(
+                bed.server
+                    .spawn("python3", ["-c", UDP_ECHO, SERVER4, &port])
+                    .unwrap(),
+            );
+            bed.server
+                .wait_listening(Proto::Udp, p, Duration::from_secs(10))
+                .unwrap();
+        }
+        let fanout = |ports: &str| {
+            bed.client
+                .run_timeout(
+                    "python3",
+                    ["-c", UDP_FANOUT, SERVER6, "fd00:1::2", "40000", ports],
+                    Duration::from_secs(15),
+                )
+                .unwrap_or_else(|e| panic!("UDP to {ports}: {e}"))
+        };
+        println!(
+            "{test}: through gw1 and gw2: {}",
+            fanout("9000,9001").trim()
+        );
+        let ours = |l: &BTreeSet<String>, rport: &str| {
+            l.iter()
+                .filter(|r| r.contains("[\"fd00:1::2\"]:40000 ") && r.ends_with(rport))
+                .map(|r| pool4_of(r))
+                .collect::<Vec<_>>()
+        };
+        let all = converged(gws, |l| {
+            !ours(l, ":9000").is_empty() && !ours(l, ":9001").is_empty()
+        });
+        let (a, b) = (ours(&all, ":9000")[0], ours(&all, ":9001")[0]);
+        let conflicts = |gw: &RunningDut| -> u64 {
+            let v: serde_json::Value =
+                serde_json::from_str(&cli(gw, &["show", "stats", "--json"])).unwrap();
+            v["counters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == "bib_conflicts")
+                .unwrap_or_else(|| panic!("no bib_conflicts in {v}"))["total"]
+                .as_u64()
+                .unwrap()
+        };
+        if a == b {
+            // gw2 had gw1's record before its first packet: one mapping.
+            println!("{test}: no conflict this time: both flows on {a:?}");
+        } else {
+            println!("{test}: two mappings, {a:?} (gw1) and {b:?} (gw2)");
+            for (i, gw) in (1u16..).zip(gws) {
+                assert!(conflicts(gw) >= 1, "gw{i} counted the conflict");
+            }
+        }
+        // A new flow of the port, through gw3: the lower mapping, the same
+        // on every node.
+        println!("{test}: through gw3: {}", fanout("9002").trim());
+        let all = converged(gws, |l| !ours(l, ":9002").is_empty());
+        assert_eq!(ours(&all, ":9002"), vec![a.min(b)], "{all:#?}");
+        println!("{test}: all three nodes list {all:?}");
+    });
 }
