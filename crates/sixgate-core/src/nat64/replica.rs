@@ -10,7 +10,10 @@
 //!   change as lost, so the caller can schedule a snapshot; it never allocates.
 //! - Import ([`crate::Translator::import_replica`]): an upsert creates or
 //!   updates the session and its BIB entry on the peer's pool4 address; a
-//!   delete removes the session. Imports are not exported again.
+//!   delete removes the session. Imports are not exported again. A peer's
+//!   mapping of an IPv6 transport address mapped otherwise here is kept
+//!   beside it (`replica_conflict`); the mark and sweep after a peer's
+//!   snapshot are `replica_snapshot`'s.
 
 use super::Nat64;
 use super::bib::{Bib, COOLING, STATIC, proto_of};
