@@ -205,3 +205,26 @@ fn a_conflict_that_cannot_be_kept_is_refused_and_counted() {
     }
     assert_eq!(a.t.nat64_stats().bib.udp, 2, "tables untouched");
 }
+
+#[test]
+fn rfc6146_s3_5_2_tcp_segments_of_the_alternate_s_connection_keep_its_mapping() {
+    use sixgate_testkit::tcp_flag::{ACK, SYN};
+    let (mut a, mut b) = (node(A4, (2, B4)), node(B4, (1, A4)));
+    let syn = |remote6| Ip6::new(CLIENT6, remote6).tcp_flags(40000, 443, SYN, 0);
+    let on_a = source4(&a.one(&syn(SERVER6)));
+    let on_b = source4(&b.one(&syn(SERVER6_B)));
+    deliver(&mut a, 1, &mut b);
+    deliver(&mut b, 2, &mut a);
+    let IpAddr::V4(v4b) = on_b.0 else {
+        unreachable!()
+    };
+    for h in [&mut a, &mut b] {
+        // The SYN-ACK of B's connection, and the client's next segment
+        // (§3.5.2.2: not a SYN, so it could not make a new mapping).
+        let synack = Ip4::new(SERVER4_B, v4b).tcp_flags(443, on_b.1, SYN | ACK, 0);
+        assert_eq!(view(&h.one(&synack)).dst, IpAddr::V6(CLIENT6));
+        let ack = Ip6::new(CLIENT6, SERVER6_B).tcp_flags(40000, 443, ACK, 10);
+        assert_eq!(source4(&h.one(&ack)), on_b);
+        assert_eq!(source4(&h.one(&syn(SERVER6))), on_a);
+    }
+}
