@@ -2,7 +2,8 @@
 //! object is empty and the daemon runs without the fast path, saying why.
 
 fn main() {
-    println!("cargo:rerun-if-changed=bpf/mapt_br.h");
+    // The headers siit_tc.c includes (config_maps.h, mapt_br.h).
+    println!("cargo:rerun-if-changed=bpf");
     sixgate_bpf_build::compile(
         "bpf/siit_tc.c",
         "siit_tc.o",

@@ -362,7 +362,8 @@ pub(crate) fn build_all(
         .and_then(|(s, (c, ..))| {
             let span = s.span();
             let pool4 = c.nat64.as_ref().map(|n| n.pool4.as_slice());
-            cx.keep(crate::sync::section(&cx, s.into_inner(), span, pool4))
+            let user = daemon.user.as_deref();
+            cx.keep(crate::sync::section(&cx, s.into_inner(), span, pool4, user))
         });
     if let (Some((config, ..)), Some(d), Some(span)) = (&mode_sections, &dns64, dns64_prefixes_span)
     {

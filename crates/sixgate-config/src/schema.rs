@@ -299,7 +299,8 @@ pub struct DaemonSection {
     pub socket: Option<Spanned<String>>,
     /// "tun" (default) or "xdp".
     pub dataplane: Option<Spanned<String>>,
-    /// "off" (default) or "tc": the in-kernel fast path (docs/fastpath.md).
+    /// "off" (default), "tc" or "auto": the in-kernel fast path
+    /// (docs/fastpath.md; "auto" is "tc" where it can run, else off).
     pub fastpath: Option<Spanned<String>>,
     /// Interfaces whose ingress the fast path is attached to.
     pub fastpath_interfaces: Option<Spanned<Vec<Spanned<String>>>>,
@@ -549,7 +550,15 @@ pub struct LogSection {
 /// Keys of `[sync]`, documented qualified (`sync.KEY`): `key` and `address`
 /// would read ambiguously bare.
 pub const SYNC_KEYS: &[&str] = &[
-    "node_id", "bind", "peers", "key", "key_file", "mtu", "shards",
+    "node_id",
+    "bind",
+    "peers",
+    "key",
+    "key_file",
+    "mtu",
+    "shards",
+    "announce_table",
+    "join_timeout",
 ];
 /// Keys of a `peers` entry.
 pub const SYNC_PEER_KEYS: &[&str] = &["node_id", "address"];
@@ -574,6 +583,10 @@ pub struct SyncSection {
     pub mtu: Option<Spanned<i64>>,
     /// Which node owns which pool4 addresses.
     pub shards: Option<Spanned<Vec<Spanned<ShardEntry>>>>,
+    /// Kernel routing table the node's routes are announced in when ready.
+    pub announce_table: Option<Spanned<i64>>,
+    /// Seconds to wait for a peer's snapshot before announcing without.
+    pub join_timeout: Option<Spanned<i64>>,
 }
 
 /// One `peers` entry as written.

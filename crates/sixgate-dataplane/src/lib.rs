@@ -16,13 +16,15 @@
 //!   [`pool4_default`]: the default pool4's address.
 //! - [`events`]: the NAT64 event log; [`system`]: CPUs, users, sysctls, `ip`.
 //! - [`replica`]: a worker's side of NAT64 state sync (docs/ha.md), over
-//!   [`spsc`] rings, and [`sync_link`], the sync thread's UDP link to the
-//!   peers; not yet started by the daemon.
+//!   [`spsc`] rings, [`sync_link`], the sync thread's UDP link to the
+//!   peers, [`sync_thread`], and the [`doorbell`] workers wake it with.
 
 use std::fmt;
 
+pub mod announce;
 pub mod crew;
 pub mod destinations;
+pub mod doorbell;
 pub mod events;
 mod io_counters;
 pub mod live;
@@ -33,6 +35,7 @@ pub mod signals;
 pub mod spsc;
 pub mod stats;
 pub mod sync_link;
+pub mod sync_node;
 pub mod sync_thread;
 pub mod system;
 pub mod worker;
@@ -89,4 +92,7 @@ pub struct Report {
     pub workers: Vec<Snapshot>,
     /// Worker failures, and problems taking routes down; empty on a clean stop.
     pub errors: Vec<String>,
+    /// The in-kernel fast path's final counters, if one was attached
+    /// (docs/fastpath.md); its translations are not in `totals`.
+    pub fast_path: Option<FastPathCounters>,
 }

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use sixgate_core::Translator;
 use sixgate_core::nat64::{ImportError, Replica, ReplicaOp};
 
+use crate::doorbell::Doorbell;
 use crate::spsc::{Consumer, Producer, ring};
 
 /// One change or record.
@@ -33,6 +34,9 @@ pub enum Inbound {
         /// The peer's node id.
         peer: u16,
     },
+    /// This node drains (docs/ha.md, "Planned drain"): no new mappings from
+    /// now on; existing ones are still translated.
+    StopAllocating,
 }
 
 /// BIB slab positions a worker sweeps per round after a snapshot.
@@ -72,6 +76,9 @@ pub struct WorkerEnds {
     sweeps: Vec<Option<u32>>,
     /// The last exchange used its whole budget (more may wait).
     backlog: bool,
+    /// Rung after an exchange that exported something (the sync thread's,
+    /// shared by every worker); `None`: the thread polls.
+    pub bell: Option<Arc<Doorbell>>,
 }
 
 /// The sync thread's ends.
@@ -82,6 +89,9 @@ pub struct SyncEnds {
     pub import: Producer<Inbound>,
     /// Shared with the worker.
     pub counters: Arc<ReplicaCounters>,
+    /// What the worker rings ([`WorkerEnds::bell`]), for the thread to
+    /// sleep on.
+    pub bell: Option<Arc<Doorbell>>,
 }
 
 /// Default records a worker applies per round: bounded work between batches,
@@ -107,11 +117,13 @@ pub fn replica_rings(
             peer_shards,
             peers_told: false,
             backlog: false,
+            bell: None,
         },
         SyncEnds {
             export: ec,
             import: ip,
             counters,
+            bell: None,
         },
     )
 }
@@ -141,6 +153,12 @@ impl WorkerEnds {
         let c = &self.counters;
         c.exported.fetch_add(exported, Relaxed);
         c.export_lost.fetch_add(lost, Relaxed);
+        // One write per batch at most, and none while the thread is awake.
+        if exported + lost > 0
+            && let Some(b) = &self.bell
+        {
+            b.ring();
+        }
         let mut applied = 0;
         let mut refused = 0;
         self.backlog = false;
@@ -168,6 +186,7 @@ impl WorkerEnds {
                         self.sweeps[p] = Some(0);
                     }
                 }
+                Inbound::StopAllocating => t.set_own_pool4_shards(Some(&[])),
             }
         }
         c.imported.fetch_add(applied as u64, Relaxed);

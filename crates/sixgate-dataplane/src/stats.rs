@@ -306,6 +306,34 @@ mod tests {
         }
         assert_eq!(Snapshot::default().napt44_summary(), None);
     }
+
+    /// docs/fastpath.md, "Counters": the program's verdicts add up, and the
+    /// totals are the fast path's translations plus the workers'.
+    #[test]
+    fn fast_path_counters_add_up_and_join_the_workers() {
+        let f = FastPathCounters {
+            received: 10,
+            translated_6to4: 4,
+            translated_4to6: 3,
+            passed: 2,
+            aborted: 1,
+        };
+        assert!(f.adds_up());
+        assert!(!FastPathCounters { received: 11, ..f }.adds_up());
+        let mut slow = Snapshot::default();
+        slow.core.translated_6to4 = 20;
+        slow.core.translated_4to6 = 30;
+        assert_eq!(f.with_slow(&slow), [24, 33]);
+        let line = f.together_summary(&slow);
+        assert!(
+            line.contains("6to4 24 4to6 33 (fast path 7, workers 50)"),
+            "{line}"
+        );
+        assert!(
+            f.summary()
+                .starts_with("fast path: received 10, translated 6to4 4 4to6 3")
+        );
+    }
 }
 
 /// An in-kernel fast path's counters (docs/fastpath.md), summed over CPUs:
@@ -323,4 +351,48 @@ pub struct FastPathCounters {
     pub passed: u64,
     /// Dropped half-translated after a helper failed (never expected).
     pub aborted: u64,
+}
+
+impl FastPathCounters {
+    /// Translated in the kernel, both directions.
+    pub fn translated(&self) -> u64 {
+        self.translated_6to4 + self.translated_4to6
+    }
+
+    /// `received = translated + passed + aborted`: true whenever no packet
+    /// is between the program's first count and its verdict (the counters
+    /// are read one by one while packets flow).
+    pub fn adds_up(&self) -> bool {
+        self.received == self.translated() + self.passed + self.aborted
+    }
+
+    /// Translated by the fast path and the workers (`slow`) together:
+    /// `[6to4, 4to6]`. A packet is translated by one of them only, since
+    /// the program passes up unchanged what it does not translate.
+    pub fn with_slow(&self, slow: &Snapshot) -> [u64; 2] {
+        [
+            self.translated_6to4 + slow.core.translated_6to4,
+            self.translated_4to6 + slow.core.translated_4to6,
+        ]
+    }
+
+    /// One line for humans: the program's verdicts.
+    pub fn summary(&self) -> String {
+        format!(
+            "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
+             aborted {}",
+            self.received, self.translated_6to4, self.translated_4to6, self.passed, self.aborted
+        )
+    }
+
+    /// One line for humans: translated, fast and slow path together.
+    pub fn together_summary(&self, slow: &Snapshot) -> String {
+        let [v6to4, v4to6] = self.with_slow(slow);
+        format!(
+            "translated, fast and slow path together: 6to4 {v6to4} 4to6 {v4to6} (fast path \
+             {}, workers {})",
+            self.translated(),
+            slow.core.translated_6to4 + slow.core.translated_4to6
+        )
+    }
 }

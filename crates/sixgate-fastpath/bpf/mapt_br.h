@@ -16,48 +16,18 @@
 // Included by siit_tc.c after its address helpers (be64, put64, map_v6,
 // map_v4) and struct config.
 
-// sixgate_core::fastpath::MAPT_RULES_MAX: more rules and the loader refuses.
-#define MAPT_RULES_MAX 1024
+// The rules live in the configuration trie (config_maps.h, kinds XLAT_MAPT4
+// and XLAT_MAPT6), swapped with the rest of the configuration.
 
-// One rule (sixgate_core::mapt::MapRule), as the loader writes it
-// (sixgate_fastpath::program, MaptRuleVal).
-struct mapt_rule {
-	__u64 v6;	// the rule IPv6 prefix's upper 64 bits (r + o <= 64), host order
-	__u32 v4;	// the rule IPv4 prefix, host order
-	__u8 v4_len;
-	__u8 ea;	// EA-bits length o (<= 48)
-	__u8 k;		// PSID length (§5.1)
-	__u8 a;		// PSID offset (0 when k = 0)
-	__u8 m;		// 16 - a - k
-	__u8 ea_shift;	// where the EA bits end in the upper 64 bits: 64 - (r + o)
-	__u8 _pad[6];
-};
-
-struct mapt6_key {
-	__u32 prefixlen;
-	__u8 addr[8];	// r <= 64: the rule prefix is in the first 8 bytes
-};
-
-struct mapt4_key {
-	__u32 prefixlen;
-	__u8 addr[4];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, MAPT_RULES_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mapt6_key);
-	__type(value, struct mapt_rule);
-} mapt6 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, MAPT_RULES_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mapt4_key);
-	__type(value, struct mapt_rule);
-} mapt4 SEC(".maps");
+// The rule whose IPv6 prefix is the longest match for the first 64 bits of
+// `a` (r <= 64).
+static __always_inline const struct mapt_rule *mapt_rule6(void *xlat, const __u8 *a)
+{
+	struct xlat_key k = {.prefixlen = 8 + 64, .kind = XLAT_MAPT6};
+	__builtin_memcpy(k.addr, a, 8);
+	union xlat_val *v = bpf_map_lookup_elem(xlat, &k);
+	return v ? &v->mapt : 0;
+}
 
 // What a MAP address claims (RFC 7597 §5.2), for the port check after the
 // upper-layer header has been read.
@@ -94,14 +64,12 @@ static __always_inline int mapt_psid_of_port(__u8 k, __u8 a, __u8 m, __u16 port,
 // under the longest rule IPv6 prefix, its interface identifier equal to 16
 // zero bits, the IPv4 address and the PSID its EA bits give. Without MAP-T:
 // EAM and pool6 (map_v6).
-static __always_inline int map_v6_source(const struct config *cfg, const __u8 *a, __u32 *v4,
-					 struct mapt_claim *claim)
+static __always_inline int map_v6_source(const struct config *cfg, void *xlat, const __u8 *a,
+					 __u32 *v4, struct mapt_claim *claim)
 {
 	if (!cfg->mapt_br)
-		return map_v6(cfg, a, v4);
-	struct mapt6_key key = {.prefixlen = 64};
-	__builtin_memcpy(key.addr, a, 8);
-	const struct mapt_rule *r = bpf_map_lookup_elem(&mapt6, &key);
+		return map_v6(cfg, xlat, a, v4);
+	const struct mapt_rule *r = mapt_rule6(xlat, a);
 	if (!r)
 		return 0;
 	__u64 hi = be64(a), lo = be64(a + 8);
@@ -135,19 +103,20 @@ static __always_inline int mapt_source_port_ok(const struct config *cfg,
 }
 
 // The rule whose IPv4 prefix holds v4 (host order), if any.
-static __always_inline const struct mapt_rule *mapt_rule4(__u32 v4)
+static __always_inline const struct mapt_rule *mapt_rule4(void *xlat, __u32 v4)
 {
-	struct mapt4_key key = {.prefixlen = 32};
+	struct xlat_key k = {.prefixlen = 8 + 32, .kind = XLAT_MAPT4};
 	__u32 be = bpf_htonl(v4);
-	__builtin_memcpy(key.addr, &be, 4);
-	return bpf_map_lookup_elem(&mapt4, &key);
+	__builtin_memcpy(k.addr, &be, 4);
+	union xlat_val *v = bpf_map_lookup_elem(xlat, &k);
+	return v ? &v->mapt : 0;
 }
 
 // RFC 7599 §7: a BR's packet from one CE to another goes back into IPv6 in
 // the core.
-static __always_inline int mapt_hairpin(const struct config *cfg, __u32 dst4)
+static __always_inline int mapt_hairpin(const struct config *cfg, void *xlat, __u32 dst4)
 {
-	return cfg->mapt_br && mapt_rule4(dst4);
+	return cfg->mapt_br && mapt_rule4(xlat, dst4);
 }
 
 // RFC 7599 §7, 4 -> 6: the destination's MAP address (RFC 7597 §5.2,
@@ -155,13 +124,13 @@ static __always_inline int mapt_hairpin(const struct config *cfg, __u32 dst4)
 // IPv4 suffix and the PSID of the destination port), then 16 zero bits, the
 // IPv4 address and the PSID. Only the rules: a BR serves nothing else.
 // Without MAP-T: EAM and pool6 (map_v4). l4 has 8 readable bytes.
-static __always_inline int map_v4_destination(const struct config *cfg, const __u8 *a,
-					      __u8 proto, const __u8 *l4, __u8 *v6)
+static __always_inline int map_v4_destination(const struct config *cfg, void *xlat,
+					      const __u8 *a, __u8 proto, const __u8 *l4, __u8 *v6)
 {
 	if (!cfg->mapt_br)
-		return map_v4(cfg, a, v6);
+		return map_v4(cfg, xlat, a, v6);
 	__u32 v4 = ((__u32)a[0] << 24) | ((__u32)a[1] << 16) | ((__u32)a[2] << 8) | a[3];
-	const struct mapt_rule *r = mapt_rule4(v4);
+	const struct mapt_rule *r = mapt_rule4(xlat, v4);
 	if (!r)
 		return 0;
 	__u16 psid;

@@ -1,6 +1,6 @@
-//! The program's configuration map: the parts of the core's [`Config`] that
-//! the fast-path packets depend on, in the layout of `struct config` in
-//! bpf/siit_tc.c.
+//! The program's configuration element: the parts of the core's [`Config`]
+//! that the fast-path packets depend on, in the layout of `struct config` in
+//! bpf/siit_tc.c (held in the configuration trie, `crate::xlat`).
 
 use sixgate_core::Config;
 use sixgate_core::fastpath;
@@ -30,8 +30,7 @@ pub struct BpfConfig {
     /// 0: unset.
     pub ipv6_mtu: u16,
     pub v6_fragment_limit: u16,
-    /// Non-zero: the program passes every packet up (while the maps change).
-    pub disabled: u16,
+    pub _pad1: u16,
     /// The slow path's device: the program translates only what the kernel
     /// routes there (0: no such check, for `BPF_PROG_TEST_RUN`).
     pub slow_ifindex: u32,

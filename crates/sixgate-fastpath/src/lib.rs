@@ -9,8 +9,11 @@
 //! plane (or any other) can attach it without importing another data plane.
 
 mod bpf_config;
+pub mod choice;
 mod mapt_rules;
+pub mod probe;
 mod program;
+mod xlat;
 
 pub use bpf_config::BpfConfig;
 pub use program::{Counters, FastPath};

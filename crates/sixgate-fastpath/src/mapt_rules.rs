@@ -1,13 +1,14 @@
-//! The MAP-T BR's Mapping Rules (RFC 7597 §5) in the program's two LPM tries
-//! (bpf/mapt_br.h): `mapt6` keyed by the rule IPv6 prefix, `mapt4` by the
-//! rule IPv4 prefix, each holding the whole rule.
+//! The MAP-T BR's Mapping Rules (RFC 7597 §5) in the program's configuration
+//! trie (bpf/config_maps.h, read by bpf/mapt_br.h): each rule whole, once by
+//! its IPv6 prefix and once by its IPv4 prefix.
 
-use aya::Ebpf;
-use aya::maps::lpm_trie::{Key, LpmTrie};
 use sixgate_core::Config;
+use sixgate_core::fastpath::MAPT_RULES_MAX;
 use sixgate_core::mapt::MapRule;
 
-/// `struct mapt_rule` of bpf/mapt_br.h.
+use crate::xlat::{KIND_MAPT4, KIND_MAPT6, Trie, XlatVal, key};
+
+/// `struct mapt_rule` of bpf/config_maps.h.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct MaptRuleVal {
@@ -47,58 +48,28 @@ impl MaptRuleVal {
     }
 }
 
-fn trie6(
-    ebpf: &mut Ebpf,
-) -> Result<LpmTrie<&mut aya::maps::MapData, [u8; 8], MaptRuleVal>, String> {
-    LpmTrie::try_from(ebpf.map_mut("mapt6").ok_or("no map mapt6")?)
-        .map_err(|e| format!("mapt6 map: {e}"))
-}
-
-fn trie4(
-    ebpf: &mut Ebpf,
-) -> Result<LpmTrie<&mut aya::maps::MapData, [u8; 4], MaptRuleVal>, String> {
-    LpmTrie::try_from(ebpf.map_mut("mapt4").ok_or("no map mapt4")?)
-        .map_err(|e| format!("mapt4 map: {e}"))
-}
-
-/// Put `cfg`'s rules (a BR's FMRs; none without MAP-T) into the empty tries.
-pub(crate) fn fill(ebpf: &mut Ebpf, cfg: &Config) -> Result<(), String> {
+/// Put `cfg`'s rules (a BR's FMRs; none without MAP-T) into a new
+/// configuration trie, each by both its prefixes (kinds `XLAT_MAPT6`,
+/// `XLAT_MAPT4`), so that they change with the rest of the configuration.
+pub(crate) fn insert(t: &mut Trie, cfg: &Config) -> Result<(), String> {
     let Some(m) = &cfg.mapt else {
         return Ok(());
     };
+    if m.fmrs.len() > MAPT_RULES_MAX {
+        return Err(format!(
+            "{} MAP-T rules, the fast path holds at most {MAPT_RULES_MAX}",
+            m.fmrs.len()
+        ));
+    }
+    let err = |e: aya::maps::MapError| format!("configuration map (MAP-T rules): {e}");
     for r in &m.fmrs {
-        let val = MaptRuleVal::of(r);
+        let val = XlatVal::of(&MaptRuleVal::of(r));
         let (v6, r6) = r.ipv6_prefix();
-        let mut k6 = [0u8; 8];
-        k6.copy_from_slice(&v6.octets()[..8]);
-        trie6(ebpf)?
-            .insert(&Key::new(u32::from(r6), k6), val, 0)
-            .map_err(|e| format!("mapt6 map: {e}"))?;
+        t.insert(&key(KIND_MAPT6, &v6.octets()[..8], r6), val, 0)
+            .map_err(err)?;
         let (v4, l4) = r.ipv4_prefix();
-        trie4(ebpf)?
-            .insert(&Key::new(u32::from(l4), v4.octets()), val, 0)
-            .map_err(|e| format!("mapt4 map: {e}"))?;
-    }
-    Ok(())
-}
-
-/// Empty both tries.
-pub(crate) fn clear(ebpf: &mut Ebpf) -> Result<(), String> {
-    let mut t = trie6(ebpf)?;
-    let keys: Vec<_> = t
-        .keys()
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("mapt6 map: {e}"))?;
-    for k in keys {
-        t.remove(&k).map_err(|e| format!("mapt6 map: {e}"))?;
-    }
-    let mut t = trie4(ebpf)?;
-    let keys: Vec<_> = t
-        .keys()
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("mapt4 map: {e}"))?;
-    for k in keys {
-        t.remove(&k).map_err(|e| format!("mapt4 map: {e}"))?;
+        t.insert(&key(KIND_MAPT4, &v4.octets(), l4), val, 0)
+            .map_err(err)?;
     }
     Ok(())
 }
@@ -107,7 +78,7 @@ pub(crate) fn clear(ebpf: &mut Ebpf) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    /// The layout of `struct mapt_rule` in bpf/mapt_br.h.
+    /// The layout of `struct mapt_rule` in bpf/config_maps.h.
     #[test]
     fn layout_matches_the_c_struct() {
         assert_eq!(core::mem::size_of::<MaptRuleVal>(), 24);

@@ -129,7 +129,11 @@ impl Gateway {
             // The fast path before the routes: from the first packet the
             // kernel routes into the device, the program is there. (Loading
             // and attaching need the privileges dropped below.)
-            let mut fastpath = fastpath::start(loaded, &plan.config, &dev.name);
+            let (mut fastpath, fastpath_off) =
+                match fastpath::start(loaded, &plan.config, &dev.name) {
+                    Ok(fp) => (fp, None),
+                    Err(off) => (None, Some(off.to_string())),
+                };
             let wanted = if tun.manage_routes {
                 destinations::wanted_for(loaded)
             } else {
@@ -179,9 +183,18 @@ impl Gateway {
                 }
             };
             let steering = steering.filter(|_| steered);
-            Ok((dev, routes, divert, n, privileged, steering, fastpath))
+            Ok((
+                dev,
+                routes,
+                divert,
+                n,
+                privileged,
+                steering,
+                fastpath,
+                fastpath_off,
+            ))
         })();
-        let (mut dev, routes, divert, n, privileged, steering, fastpath) = result?;
+        let (mut dev, routes, divert, n, privileged, steering, fastpath, fastpath_off) = result?;
         plan.workers = n;
 
         let steered = steering.is_some();
@@ -253,6 +266,8 @@ impl Gateway {
             workers: n as u16,
             draining: Vec::new(),
             fastpath,
+            fastpath_final: None,
+            fastpath_off,
         };
         let (live, followers) = Live::new(
             cfg.clone(),
@@ -372,6 +387,9 @@ impl Gateway {
         if !self.keep {
             info!(device = %self.name, "device removed");
         }
-        self.crew.report(errors)
+        let mut report = self.crew.report(errors);
+        // Its final counters, kept by the plane after the detach.
+        report.fast_path = self.live.fast_path();
+        report
     }
 }

@@ -30,6 +30,10 @@ pub struct TunPlane {
     pub draining: Vec<Route>,
     /// The TC fast path in front of the device (`[daemon] fastpath = "tc"`).
     pub fastpath: Option<sixgate_fastpath::FastPath>,
+    /// Its counters once detached (`finish`), for the exit summary.
+    pub fastpath_final: Option<sixgate_dataplane::FastPathCounters>,
+    /// Why the fast path asked for did not start (`show stats`).
+    pub fastpath_off: Option<String>,
 }
 
 impl Plane for TunPlane {
@@ -42,26 +46,29 @@ impl Plane for TunPlane {
             let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
             s.update_static_bib(&po.static_bib, &pn.static_bib)?;
         }
-        // Before the workers see it; meanwhile the program passes all up.
-        if let Some(fp) = self.fastpath.as_mut()
-            && let Err(why) = fp.reconfigure(new)
-        {
-            warn.push(format!(
-                "fast path: {why}; it passes every packet to the TUN device from now on"
-            ));
+        // Before the workers see it: one atomic swap, after which no packet
+        // runs under the old configuration (docs/fastpath.md).
+        if let Some(fp) = self.fastpath.as_mut() {
+            self.fastpath_off = fp.reconfigure(new).err().map(|why| {
+                let off = format!(
+                    "fast path: {why}; it passes every packet to the TUN device from now on"
+                );
+                warn.push(off.clone());
+                off
+            });
         }
         Ok(())
     }
 
     fn fast_path(&self) -> Option<sixgate_dataplane::FastPathCounters> {
-        let c = self.fastpath.as_ref()?.counters().ok()?;
-        Some(sixgate_dataplane::FastPathCounters {
-            received: c.received,
-            translated_6to4: c.translated_6to4,
-            translated_4to6: c.translated_4to6,
-            passed: c.passed,
-            aborted: c.aborted,
-        })
+        match &self.fastpath {
+            Some(fp) => crate::fastpath::counters(fp),
+            None => self.fastpath_final,
+        }
+    }
+
+    fn fast_path_off(&self) -> Option<String> {
+        self.fastpath_off.clone()
     }
 
     fn pool4_drained(&mut self, cfg: &Config, draining: &[Pool4Entry]) -> Vec<String> {
@@ -82,7 +89,7 @@ impl Plane for TunPlane {
     /// removes the routes with the device. Otherwise each route added goes.
     fn finish(&mut self, keep: bool, privileged: bool) -> Vec<String> {
         // First: from here every packet takes the kernel's routes.
-        crate::fastpath::stop(&mut self.fastpath);
+        self.fastpath_final = crate::fastpath::stop(&mut self.fastpath);
         let dev = self.routes.dev().to_owned();
         if keep {
             let left = self.routes.forget();

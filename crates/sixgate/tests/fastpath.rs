@@ -10,7 +10,9 @@ use sixgate_netns::{
 };
 
 mod common;
-use common::{Turn, fetch_and_compare, http_server, pattern, ping, run_bed, stop_cleanly};
+use common::{
+    Turn, fetch_and_compare, http_server, pattern, ping, ping_with, run_bed, stop_cleanly,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -35,15 +37,21 @@ fn counters(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
 /// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
 /// (after saying why) where the test must skip.
 fn fast_dut(test: &str) -> Option<Dut> {
+    dut_with(test, "tc", BIN.into())
+}
+
+/// sixgate (`binary`) with `fastpath = MODE` on the gateway's two
+/// interfaces, or `None` (after saying why) where the test must skip.
+fn dut_with(test: &str, mode: &str, binary: std::path::PathBuf) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
     }
     let dut = Dut::Sixgate {
-        binary: BIN.into(),
+        binary,
         dataplane: Dataplane::Tun,
         extra_toml: format!(
-            "[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            "[daemon]\nfastpath = \"{mode}\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
             ifname::GATEWAY_V6,
             ifname::GATEWAY_V4
         ),
@@ -79,6 +87,84 @@ fn stat(socket: &std::path::Path, name: &str) -> u64 {
         .find(|l| l.split_whitespace().next() == Some(name))
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         .unwrap_or_else(|| panic!("no {name} in show stats:\n{text}"))
+}
+
+/// Every row's total from one `show stats`.
+fn stats(socket: &std::path::Path) -> std::collections::HashMap<String, u64> {
+    let text = cli(socket, &["show", "stats"]);
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.to_owned(), w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// docs/fastpath.md, "Counters", as `show stats` reads them: the program's
+/// verdicts add up (once no packet is between its first count and its
+/// verdict: the bed is quiet but for Neighbour Discovery, so a few tries),
+/// and the "fast and slow together" rows are the program's translations
+/// plus the workers'.
+fn check_stats_add_up(socket: &std::path::Path) {
+    let mut tries = 0;
+    let s = loop {
+        let s = stats(socket);
+        let verdicts = s["fastpath_translated_6to4"]
+            + s["fastpath_translated_4to6"]
+            + s["fastpath_passed"]
+            + s["fastpath_aborted"];
+        if s["fastpath_received"] == verdicts {
+            break s;
+        }
+        tries += 1;
+        assert!(
+            tries < 50,
+            "received != translated + passed + aborted: {s:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    for dir in ["6to4", "4to6"] {
+        assert_eq!(
+            s[&format!("translated_fast_and_slow_{dir}")],
+            s[&format!("fastpath_translated_{dir}")] + s[&format!("translated_{dir}")],
+            "{dir}: {s:?}"
+        );
+    }
+}
+
+/// The exit summary's "fast and slow path together" line (standard
+/// output): (6to4, 4to6, fast path, workers).
+fn together(stopped: &Stopped) -> (u64, u64, u64, u64) {
+    let line = stopped
+        .stdout
+        .lines()
+        .find(|l| l.contains("fast and slow path together"))
+        .unwrap_or_else(|| panic!("no together line in:\n{}", stopped.stdout));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // "6to4 A 4to6 B (fast path F, workers W)", the 6 and 4 of the labels
+    // included.
+    let t = &n[n.len() - 8..];
+    (t[2], t[5], t[6], t[7])
+}
+
+/// The workers' translations from the exit summary ("translated 6to4 X
+/// 4to6 Y").
+fn workers_translated(stopped: &Stopped) -> (u64, u64) {
+    let line = stopped
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("sixgate: rx "))
+        .unwrap_or_else(|| panic!("no summary in:\n{}", stopped.stdout));
+    let after = &line[line.find("translated 6to4 ").expect(line)..];
+    let n: Vec<u64> = after
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // "6to4 X 4to6 Y": the labels' digits too.
+    (n[2], n[5])
 }
 
 /// A runtime EAM change reaches the program (docs/fastpath.md,
@@ -131,6 +217,13 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
             ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 3).len(),
             3
         );
+        // Fragmented pings are the slow path's (RFC 7915 §5.1.1): the
+        // workers translate something too, for the totals below.
+        let big = ["-s", "2000"];
+        assert_eq!(
+            ping_with(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2, &big).len(),
+            2
+        );
         let dir = ScratchDir::new("www").unwrap();
         dir.write("file.bin", &content).unwrap();
         {
@@ -145,6 +238,7 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         let socket = running.api_socket().expect("an API socket");
         assert!(stat(socket, "fastpath_translated_6to4") > 0);
         assert!(stat(socket, "fastpath_translated_4to6") > 0);
+        check_stats_add_up(socket);
     });
     let (received, v6to4, v4to6, passed, aborted) = counters(&stopped);
     let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
@@ -158,6 +252,13 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         "received = translated + passed"
     );
     assert_eq!(aborted, 0);
+    // The exit summary: translated, fast and slow together.
+    let (all_6to4, all_4to6, fast, slow) = together(&stopped);
+    let (slow_6to4, slow_4to6) = workers_translated(&stopped);
+    println!("{test}: together 6to4 {all_6to4} 4to6 {all_4to6} (fast {fast}, workers {slow})");
+    assert_eq!((all_6to4, all_4to6), (v6to4 + slow_6to4, v4to6 + slow_4to6));
+    assert_eq!((fast, slow), (v6to4 + v4to6, slow_6to4 + slow_4to6));
+    assert!(slow > 0, "the fragmented pings took the workers");
     // Both directions of pings and transfers took it…
     assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
     // … and it carried the bulk: the TUN device saw only the rest.
@@ -212,4 +313,97 @@ fn strict_rp_filter_leaves_the_fast_path_off() {
     );
     drop(bed);
     turn.finish();
+}
+
+/// docs/fastpath.md, "Kernel requirements": a kernel without
+/// `bpf_skb_change_proto` (pretended with the probe's test hook, through a
+/// wrapper that sets it for the daemon only) gets one warning naming it,
+/// `show stats` says the fast path is off and why, and the TUN plane alone
+/// translates both ways: no failed start.
+#[test]
+fn kernel_without_a_helper_runs_on_tun_alone() {
+    let test = "kernel_without_a_helper_runs_on_tun_alone";
+    let dir = ScratchDir::new("pretend").unwrap();
+    let wrapper = dir
+        .write(
+            "sixgate",
+            format!(
+                "#!/bin/sh\nSIXGATE_FASTPATH_PRETEND_MISSING=bpf_skb_change_proto exec {BIN} \"$@\"\n"
+            ),
+        )
+        .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let Some(dut) = dut_with(test, "tc", wrapper) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+        let socket = running.api_socket().expect("an API socket");
+        let text = cli(socket, &["show", "stats"]);
+        assert!(
+            text.contains("fast path off: fastpath = \"tc\": this kernel lacks")
+                && text.contains("bpf_skb_change_proto"),
+            "{text}"
+        );
+        assert!(!text.contains("fastpath_received"), "{text}");
+        assert!(stat(socket, "translated_6to4") >= 2);
+        assert!(stat(socket, "translated_4to6") >= 2);
+    });
+    let said: Vec<&str> = stopped
+        .stderr
+        .lines()
+        .filter(|l| l.contains("lacks what the TC fast path needs"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", stopped.stderr);
+    assert!(
+        said[0].contains("WARN") && said[0].contains("bpf_skb_change_proto"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        !stopped.stderr.contains("fast path: received"),
+        "{}",
+        stopped.stderr
+    );
+}
+
+/// docs/config.md: `fastpath = "auto"` on a kernel that has what the program
+/// needs, for SIIT (in scope), is the TC fast path: it translates pings both
+/// ways, and says nothing is off.
+#[test]
+fn auto_takes_the_fast_path_where_it_can() {
+    let test = "auto_takes_the_fast_path_where_it_can";
+    let Some(dut) = dut_with(test, "auto", BIN.into()) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+        let socket = running.api_socket().expect("an API socket");
+        assert!(!cli(socket, &["show", "stats"]).contains("fast path off"));
+    });
+    let (_, v6to4, v4to6, _, _) = counters(&stopped);
+    assert!(v6to4 >= 2 && v4to6 >= 2, "6to4 {v6to4}, 4to6 {v4to6}");
+    assert!(
+        !stopped.stderr.contains("fastpath = \"auto\""),
+        "{}",
+        stopped.stderr
+    );
 }

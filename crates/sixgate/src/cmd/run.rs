@@ -248,6 +248,11 @@ pub fn run(args: &Args) -> CmdResult {
     }
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
+    // The workers' line counts what the fast path passed up; this one adds
+    // what it translated in the kernel (docs/fastpath.md, "Counters").
+    if let Some(f) = &report.fast_path {
+        println!("sixgate: {}", f.together_summary(&report.totals));
+    }
     // A MAP-T CE's NAPT44 keeps NAT64's tables: said in a CE's words.
     let tables = match loaded.mode {
         sixgate_config::Mode::MaptCe => report.totals.napt44_summary(),
@@ -295,7 +300,17 @@ impl Gateway {
             sixgate_config::Dataplane::Tun => {
                 Gateway::Tun(sixgate_tun::Gateway::start(loaded, keep)?)
             }
-            sixgate_config::Dataplane::Xdp => Gateway::Xdp(sixgate_xdp::Gateway::start(loaded)?),
+            sixgate_config::Dataplane::Xdp => {
+                // `config check` refuses "tc" here; "auto" (a default some
+                // day) just says so.
+                if loaded.daemon.fastpath == sixgate_config::FastPathMode::Auto {
+                    tracing::info!(
+                        "fastpath = \"auto\": off: the TC fast path sits in front of the TUN \
+                         data plane; AF_XDP workers translate every packet"
+                    );
+                }
+                Gateway::Xdp(sixgate_xdp::Gateway::start(loaded)?)
+            }
         })
     }
 
