@@ -232,7 +232,8 @@ impl Translator {
     /// batches, as their sole writer (docs/ha.md). On error nothing changed.
     /// The sender is not said: an upsert counts as restated by the owner of
     /// its pool4 address for the sweep after the owner's snapshot; exact in a
-    /// pair, where [`Translator::import_replica_from`] is the same.
+    /// pair, where [`Translator::import_replica_from`] (what the workers
+    /// call) is the same.
     pub fn import_replica(
         &mut self,
         op: nat64::ReplicaOp,

@@ -21,8 +21,17 @@ pub type Change = (ReplicaOp, Replica);
 /// What the sync thread hands a worker, in the peer's stream order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inbound {
-    /// A record to apply.
-    Change(ReplicaOp, Replica),
+    /// A record to apply, from node `peer`.
+    Change {
+        /// The sender's node id: a record restates an entry for its
+        /// owner's snapshot only when the owner sent it (docs/ha.md,
+        /// "Snapshots in a group of three or more").
+        peer: u16,
+        /// What it does.
+        op: ReplicaOp,
+        /// The session.
+        record: Replica,
+    },
     /// Peer `peer`'s snapshot starts: what it restates of its shards is
     /// marked with its own mark (another peer's snapshot may run meanwhile).
     SnapshotBegin {
@@ -168,11 +177,13 @@ impl WorkerEnds {
             };
             self.backlog = n + 1 == budget;
             match item {
-                Inbound::Change(op, r) => match t.import_replica(op, &r, now_ns) {
-                    Ok(()) => applied += 1,
-                    Err(ImportError::NotNat64) => return applied,
-                    Err(_) => refused += 1,
-                },
+                Inbound::Change { peer, op, record } => {
+                    match t.import_replica_from(peer, op, &record, now_ns) {
+                        Ok(()) => applied += 1,
+                        Err(ImportError::NotNat64) => return applied,
+                        Err(_) => refused += 1,
+                    }
+                }
                 Inbound::SnapshotBegin { peer } => {
                     // The peer's new mark: its sweep against the previous
                     // one must stop (other peers' sweeps go on).
