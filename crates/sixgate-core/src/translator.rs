@@ -230,6 +230,10 @@ impl Translator {
 
     /// Apply another node's session record to this worker's tables, between
     /// batches, as their sole writer (docs/ha.md). On error nothing changed.
+    /// The sender is not said: an upsert counts as restated by the owner of
+    /// its pool4 address for the sweep after the owner's snapshot; exact in a
+    /// pair, where [`Translator::import_replica_from`] (what the workers
+    /// call) is the same.
     pub fn import_replica(
         &mut self,
         op: nat64::ReplicaOp,
@@ -237,34 +241,67 @@ impl Translator {
         now_ns: u64,
     ) -> Result<(), nat64::ImportError> {
         match self.nat64.as_mut() {
-            Some(n) => n.import(op, r, now_ns),
+            Some(n) => n.import(None, op, r, now_ns),
             None => Err(nat64::ImportError::NotNat64),
         }
     }
 
-    /// A peer's snapshot starts (`sixgate_sync::Event::SnapshotBegin`): the
-    /// records it restates are marked, so that [`Translator::replica_sweep`]
-    /// can remove the rest afterwards.
-    pub fn replica_snapshot_begin(&mut self) {
-        if let Some(n) = self.nat64.as_mut() {
-            n.snapshot_begin();
+    /// [`Translator::import_replica`] of a record from node `peer`: an upsert
+    /// marks its entry as restated only when `peer` owns its pool4 address,
+    /// so that in a group of three or more a third node's stale replica
+    /// cannot keep an entry its owner's snapshot left out.
+    pub fn import_replica_from(
+        &mut self,
+        peer: u16,
+        op: nat64::ReplicaOp,
+        r: &nat64::Replica,
+        now_ns: u64,
+    ) -> Result<(), nat64::ImportError> {
+        match self.nat64.as_mut() {
+            Some(n) => n.import(Some(peer), op, r, now_ns),
+            None => Err(nat64::ImportError::NotNat64),
         }
     }
 
-    /// After a peer's snapshot (`SnapshotEnd`): remove the dynamic BIB entries
-    /// and sessions on `shard` (one of the peer's pool4 shards) that it did
-    /// not restate, a chunk at a time like a flush: slab positions `from..`,
-    /// at most `budget` looked at. Returns the cursor to go on from (`None`:
-    /// done) and how many entries went.
+    /// The peers whose sessions this worker imports, each with its pool4
+    /// shards (`[sync] peers` and `shards`), for the mark and sweep after a
+    /// peer's snapshot. Allocates: call outside the packet path. Kept across
+    /// [`Translator::reconfigure`].
+    pub fn set_replica_peers(&mut self, peers: &[(u16, Vec<(std::net::Ipv4Addr, u8)>)]) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.set_peers(
+                peers
+                    .iter()
+                    .map(|(id, s)| (*id, s.iter().map(|&(a, l)| (u32::from(a), l)).collect()))
+                    .collect(),
+            );
+        }
+    }
+
+    /// Peer `peer`'s snapshot starts (`sixgate_sync::Event::SnapshotBegin`):
+    /// the entries on its shards it restates are marked, so that
+    /// [`Translator::replica_sweep`] can remove the rest afterwards. Each
+    /// peer has its own mark: snapshots of two peers at once do not disturb
+    /// each other. False for a peer not given to
+    /// [`Translator::set_replica_peers`] (or without NAT64).
+    pub fn replica_snapshot_begin(&mut self, peer: u16) -> bool {
+        self.nat64.as_mut().is_some_and(|n| n.snapshot_begin(peer))
+    }
+
+    /// After peer `peer`'s snapshot (`SnapshotEnd`): remove the dynamic BIB
+    /// entries and sessions on its shards that it did not restate, a chunk at
+    /// a time like a flush: slab positions `from..`, at most `budget` looked
+    /// at. Returns the cursor to go on from (`None`: done) and how many
+    /// entries went. Other peers' shards and this node's own are untouched.
     pub fn replica_sweep(
         &mut self,
-        shard: (std::net::Ipv4Addr, u8),
+        peer: u16,
         from: u32,
         budget: u32,
         now_ns: u64,
     ) -> (nat64::walk::Cursor, u64) {
         match self.nat64.as_mut() {
-            Some(n) => n.snapshot_sweep((u32::from(shard.0), shard.1), from, budget, now_ns),
+            Some(n) => n.snapshot_sweep(peer, from, budget, now_ns),
             None => (None, 0),
         }
     }

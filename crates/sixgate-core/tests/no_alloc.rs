@@ -310,6 +310,82 @@ fn mapt_ce_allocates_nothing_per_packet() {
     assert_no_alloc(&mut h, &inputs);
 }
 
+/// docs/ha.md, "Two mappings of one IPv6 transport address": a peer's
+/// mappings imported beside this node's own (alternates), packets of their
+/// flows both ways, and their expiry (an alternate promoted, or removed)
+/// allocate nothing: the second IPv6-side index is allocated with the tables.
+#[test]
+fn nat64_alternate_mappings_allocate_nothing() {
+    use sixgate_core::Config;
+    use sixgate_core::nat64::{Nat64Config, Pool4Entry, Proto, Replica, ReplicaOp};
+    use std::net::Ipv4Addr;
+
+    let (own, peer) = (Ipv4Addr::new(192, 0, 2, 0), Ipv4Addr::new(192, 0, 2, 1));
+    let remote = Ipv4Addr::new(198, 51, 100, 8);
+    let remote6 = std::net::Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6408);
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry {
+            prefix_len: 31,
+            ..Pool4Entry::single(own)
+        }],
+        max_sessions: 4096,
+        max_sessions_per_subscriber: 1000,
+        ..Nat64Config::default()
+    });
+    let mut h = Harness::new(cfg);
+    h.t.enable_replica_export(64);
+    h.t.set_own_pool4_shards(Some(&[(own, 32)]));
+    h.t.set_replica_peers(&[(2, vec![(peer, 32)])]);
+    let ports = 10_000..10_100u16;
+    let records: Vec<Replica> = ports
+        .clone()
+        .map(|p| Replica {
+            proto: Proto::Udp,
+            tcp_state: None,
+            remaining_ms: 300_000,
+            v6: CLIENT6,
+            port6: p,
+            v4: peer,
+            port4: 2 * p,
+            remote4: remote,
+            rport: 53,
+        })
+        .collect();
+    let mine: Vec<Vec<u8>> = ports
+        .clone()
+        .map(|p| Ip6::new(CLIENT6, SERVER6).udp(p, 53, 20))
+        .collect();
+    let theirs: Vec<Vec<u8>> = ports
+        .clone()
+        .flat_map(|p| {
+            [
+                Ip6::new(CLIENT6, remote6).udp(p, 53, 20),
+                Ip4::new(remote, peer).udp(53, 2 * p, 20),
+            ]
+        })
+        .collect();
+    assert_no_alloc(&mut h, &mine);
+    let before = allocs();
+    for r in &records {
+        h.t.import_replica_from(2, ReplicaOp::Upsert, r, 0).unwrap();
+    }
+    assert_eq!(allocs() - before, 0, "allocations importing alternates");
+    assert_eq!(h.t.nat64_stats().bib_conflicts, 100);
+    assert_no_alloc(&mut h, &theirs);
+    let mut scratch = std::mem::take(&mut h.scratch);
+    let before = allocs();
+    // Sessions expire, then their mappings after the port-reuse wait.
+    for now in [1_000, 1_200] {
+        while h.t.tick(now * 1_000_000_000, &mut scratch).is_some() {}
+    }
+    h.t.drain_replica_changes(|_, r| {
+        std::hint::black_box(r);
+    });
+    assert_eq!(allocs() - before, 0, "allocations expiring alternates");
+    assert_eq!(h.t.nat64_stats().bib.total(), 0);
+}
+
 /// docs/ha.md: with state sync, packets for a peer's shard wait in the hold
 /// store for the peer's record, are translated from it when the record is
 /// imported (between batches), or expire: none of it allocates.

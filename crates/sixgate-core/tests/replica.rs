@@ -142,15 +142,14 @@ fn refused_imports_leave_the_tables_alone() {
     let (mut a, mut b) = (node(), node());
     a.one(&Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10));
     let (_, r) = changes(&mut a)[0];
-    // B mapped the same IPv6 endpoint itself meanwhile, on another port.
+    // B mapped the same IPv6 endpoint itself meanwhile, on another port:
+    // both are kept (tests/replica_conflict.rs).
     let mut mine = r;
     mine.port4 = r.port4.wrapping_add(2);
     b.t.import_replica(ReplicaOp::Upsert, &mine, b.now_ns)
         .unwrap();
-    assert_eq!(
-        b.t.import_replica(ReplicaOp::Upsert, &r, b.now_ns),
-        Err(ImportError::Conflict)
-    );
+    b.t.import_replica(ReplicaOp::Upsert, &r, b.now_ns).unwrap();
+    assert_eq!(b.t.nat64_stats().bib_conflicts, 1);
     // The IPv4 side taken by another IPv6 endpoint.
     let mut other = r;
     other.port6 = 6000;
@@ -165,7 +164,7 @@ fn refused_imports_leave_the_tables_alone() {
         b.t.import_replica(ReplicaOp::Upsert, &outside, b.now_ns),
         Err(ImportError::NotInPool4)
     );
-    assert_eq!(b.t.nat64_stats().sessions.udp, 1);
+    assert_eq!(b.t.nat64_stats().sessions.udp, 2);
     let mut blocks = Harness::new(config(|n| n.port_block_size = 64));
     assert_eq!(
         blocks.t.import_replica(ReplicaOp::Upsert, &r, 0),
@@ -245,6 +244,7 @@ fn a_snapshot_sweeps_what_it_did_not_restate() {
     a.t.enable_replica_export(16);
     a.t.set_own_pool4_shards(Some(&[a_shard]));
     b.t.set_own_pool4_shards(Some(&[b_shard]));
+    b.t.set_replica_peers(&[(1, vec![a_shard])]);
     a.now_ns = S;
     b.now_ns = S;
     for port in [5000, 5001, 5002] {
@@ -264,7 +264,8 @@ fn a_snapshot_sweeps_what_it_did_not_restate() {
     while a.t.tick(a.now_ns, &mut a.scratch).is_some() {}
     let _ = changes(&mut a);
     // A's snapshot: BEGIN, what A has, END, then the sweep of A's shard.
-    b.t.replica_snapshot_begin();
+    assert!(b.t.replica_snapshot_begin(1));
+    assert!(!b.t.replica_snapshot_begin(9), "not a peer");
     let mut restated = Vec::new();
     let _ = a.t.walk_sessions(0, 64, a.now_ns, |s| restated.push(s));
     assert_eq!(restated.len(), 1);
@@ -285,7 +286,7 @@ fn a_snapshot_sweeps_what_it_did_not_restate() {
     let mut cursor = Some(0);
     let mut removed = 0;
     while let Some(from) = cursor {
-        let (next, n) = b.t.replica_sweep(a_shard, from, 2, b.now_ns);
+        let (next, n) = b.t.replica_sweep(1, from, 2, b.now_ns);
         cursor = next;
         removed += n;
     }

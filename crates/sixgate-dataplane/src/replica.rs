@@ -21,10 +21,23 @@ pub type Change = (ReplicaOp, Replica);
 /// What the sync thread hands a worker, in the peer's stream order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inbound {
-    /// A record to apply.
-    Change(ReplicaOp, Replica),
-    /// A peer's snapshot starts: what follows is marked.
-    SnapshotBegin,
+    /// A record to apply, from node `peer`.
+    Change {
+        /// The sender's node id: a record restates an entry for its
+        /// owner's snapshot only when the owner sent it (docs/ha.md,
+        /// "Snapshots in a group of three or more").
+        peer: u16,
+        /// What it does.
+        op: ReplicaOp,
+        /// The session.
+        record: Replica,
+    },
+    /// Peer `peer`'s snapshot starts: what it restates of its shards is
+    /// marked with its own mark (another peer's snapshot may run meanwhile).
+    SnapshotBegin {
+        /// The peer's node id.
+        peer: u16,
+    },
     /// Peer `peer`'s snapshot ended: sweep its shards of what was not restated.
     SnapshotEnd {
         /// The peer's node id.
@@ -63,10 +76,13 @@ pub struct WorkerEnds {
     /// Shared with the sync thread.
     pub counters: Arc<ReplicaCounters>,
     lost_seen: u64,
-    /// Each peer's node id and pool4 shards, for the sweep after its snapshot.
+    /// Each peer's node id and pool4 shards, for the mark and sweep after
+    /// its snapshot (given to the translator at the first exchange).
     peer_shards: Vec<(u16, Vec<(Ipv4Addr, u8)>)>,
-    /// A sweep under way: the peer's index, the shard's, the slab position.
-    sweep: Option<(usize, usize, u32)>,
+    peers_told: bool,
+    /// Per peer (as `peer_shards`): the slab position of the sweep under
+    /// way after its snapshot, if one is.
+    sweeps: Vec<Option<u32>>,
     /// The last exchange used its whole budget (more may wait).
     backlog: bool,
     /// Rung after an exchange that exported something (the sync thread's,
@@ -106,8 +122,9 @@ pub fn replica_rings(
             import: ic,
             counters: counters.clone(),
             lost_seen: 0,
+            sweeps: vec![None; peer_shards.len()],
             peer_shards,
-            sweep: None,
+            peers_told: false,
             backlog: false,
             bell: None,
         },
@@ -125,6 +142,11 @@ impl WorkerEnds {
     /// most `budget` entries from the import ring into its tables, then a
     /// chunk of a sweep after a peer's snapshot. Returns the records applied.
     pub fn exchange(&mut self, t: &mut Translator, now_ns: u64, budget: usize) -> usize {
+        if !self.peers_told {
+            // Once, before any record: allocates, never on the packet path.
+            t.set_replica_peers(&self.peer_shards);
+            self.peers_told = true;
+        }
         let (mut exported, mut lost) = (0, 0);
         let export = &mut self.export;
         t.drain_replica_changes(|op, r| {
@@ -155,22 +177,25 @@ impl WorkerEnds {
             };
             self.backlog = n + 1 == budget;
             match item {
-                Inbound::Change(op, r) => match t.import_replica(op, &r, now_ns) {
-                    Ok(()) => applied += 1,
-                    Err(ImportError::NotNat64) => return applied,
-                    Err(_) => refused += 1,
-                },
-                Inbound::SnapshotBegin => {
-                    // A new mark: a sweep against the previous one must stop.
-                    self.sweep = None;
-                    t.replica_snapshot_begin();
+                Inbound::Change { peer, op, record } => {
+                    match t.import_replica_from(peer, op, &record, now_ns) {
+                        Ok(()) => applied += 1,
+                        Err(ImportError::NotNat64) => return applied,
+                        Err(_) => refused += 1,
+                    }
+                }
+                Inbound::SnapshotBegin { peer } => {
+                    // The peer's new mark: its sweep against the previous
+                    // one must stop (other peers' sweeps go on).
+                    if let Some(p) = self.peer_index(peer) {
+                        self.sweeps[p] = None;
+                    }
+                    t.replica_snapshot_begin(peer);
                 }
                 Inbound::SnapshotEnd { peer } => {
-                    self.sweep = self
-                        .peer_shards
-                        .iter()
-                        .position(|(id, _)| *id == peer)
-                        .map(|p| (p, 0, 0));
+                    if let Some(p) = self.peer_index(peer) {
+                        self.sweeps[p] = Some(0);
+                    }
                 }
                 Inbound::StopAllocating => t.set_own_pool4_shards(Some(&[])),
             }
@@ -184,24 +209,25 @@ impl WorkerEnds {
     /// Whether the last [`WorkerEnds::exchange`] left work for the next
     /// round: its whole budget was used, or a sweep is under way.
     pub fn more_to_do(&self) -> bool {
-        self.backlog || self.sweep.is_some()
+        self.backlog || self.sweeps.iter().any(Option::is_some)
     }
 
-    /// One chunk of the sweep after a snapshot, if one is under way.
+    fn peer_index(&self, peer: u16) -> Option<usize> {
+        self.peer_shards.iter().position(|(id, _)| *id == peer)
+    }
+
+    /// One chunk of each sweep under way after a peer's snapshot (all of the
+    /// peer's shards in one pass over the slab).
     fn sweep_some(&mut self, t: &mut Translator, now_ns: u64) {
-        let Some((p, s, from)) = self.sweep else {
-            return;
-        };
-        let Some(&shard) = self.peer_shards.get(p).and_then(|(_, sh)| sh.get(s)) else {
-            self.sweep = None;
-            return;
-        };
-        let (next, removed) = t.replica_sweep(shard, from, SWEEP_BUDGET, now_ns);
-        self.counters.swept.fetch_add(removed, Relaxed);
-        self.sweep = match next {
-            Some(at) => Some((p, s, at)),
-            None => Some((p, s + 1, 0)),
-        };
+        for (p, sweep) in self.sweeps.iter_mut().enumerate() {
+            let Some(from) = *sweep else {
+                continue;
+            };
+            let peer = self.peer_shards[p].0;
+            let (next, removed) = t.replica_sweep(peer, from, SWEEP_BUDGET, now_ns);
+            self.counters.swept.fetch_add(removed, Relaxed);
+            *sweep = next;
+        }
     }
 }
 

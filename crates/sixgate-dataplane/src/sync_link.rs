@@ -154,10 +154,16 @@ impl SyncLink {
             let (peer_id, mut not_imported) = (slot.id, 0);
             let _ = slot.peer.receive(now, &self.buf[..n], &mut |e| match e {
                 Event::Record(r) => match tables::to_replica(&r) {
-                    Some((op, rep)) => inbound.push(Inbound::Change(op, rep)),
+                    Some((op, record)) => inbound.push(Inbound::Change {
+                        peer: peer_id,
+                        op,
+                        record,
+                    }),
                     None => not_imported += 1,
                 },
-                Event::SnapshotBegin { .. } => inbound.push(Inbound::SnapshotBegin),
+                Event::SnapshotBegin { .. } => {
+                    inbound.push(Inbound::SnapshotBegin { peer: peer_id })
+                }
                 Event::SnapshotEnd { sweep, .. } => {
                     // A drained peer's first snapshot after its restart:
                     // what it handed over stays (docs/ha.md, "Planned drain").
@@ -174,7 +180,7 @@ impl SyncLink {
             for item in self.inbound.iter() {
                 // A record to the worker owning its port; a marker to all.
                 let targets = match item {
-                    Inbound::Change(_, r) => {
+                    Inbound::Change { record: r, .. } => {
                         let w =
                             usize::from(port_owner(r.port4, self.port_block_size, workers as u16));
                         w..(w + 1).min(workers)

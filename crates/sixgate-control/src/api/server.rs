@@ -360,6 +360,8 @@ pub fn stat_values(s: &sixgate_dataplane::Snapshot) -> Vec<(&'static str, u64)> 
             ("held_syns", n.held_syns),
             ("events_lost", n.events_lost),
             ("sessions_flushed", n.sessions_flushed),
+            ("bib_conflicts", n.bib_conflicts),
+            ("bib_conflicts_refused", n.bib_conflicts_refused),
         ]);
     }
     v

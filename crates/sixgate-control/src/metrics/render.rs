@@ -306,6 +306,16 @@ fn nat64(r: &mut Registry, s: &Scrape) {
         "Sessions removed by sixgate session flush",
         Samples::counter().value(n.sessions_flushed),
     );
+    r.register(
+        "nat64_bib_conflicts",
+        "A peer node's mapping of an IPv6 transport address mapped otherwise here, by outcome (docs/ha.md)",
+        Samples::counter()
+            .with(vec![("outcome", "kept".into())], n.bib_conflicts)
+            .with(
+                vec![("outcome", "refused".into())],
+                n.bib_conflicts_refused,
+            ),
+    );
 }
 
 fn reloads(r: &mut Registry, s: &Scrape) {

@@ -12,6 +12,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub(crate) const STATIC: u8 = 1;
 pub(crate) const COOLING: u8 = 2;
+/// Not in the IPv6-side index: a peer's mapping of the same IPv6 transport
+/// address won it (`replica_conflict`).
+pub(crate) const ALT: u8 = 4;
 
 /// One BIB entry (44 bytes).
 #[derive(Clone, Copy, Debug)]
@@ -28,8 +31,9 @@ pub(crate) struct Bib {
     pub cool: Link,
     /// When cooling ends.
     pub cool_until: u32,
-    /// The generation of the peer snapshot that last restated it (`replica`;
-    /// 0: never). In what was padding: the record stays 44 bytes.
+    /// The generation of its owner's snapshot that last restated it
+    /// (`replica_snapshot`; 0: never). In what was padding: the record stays
+    /// 44 bytes.
     pub mark: u8,
 }
 
@@ -55,7 +59,7 @@ pub(crate) fn proto_of(b: u8) -> Proto {
 /// The IPv6 transport address folded into one word to hash (one multiply in
 /// foldhash instead of one per field; equality is checked on the record).
 #[inline]
-fn key6(proto: u8, v6: u128, port: u16) -> u128 {
+pub(crate) fn key6(proto: u8, v6: u128, port: u16) -> u128 {
     v6 ^ (u128::from(port) << 8 | u128::from(proto)) << 64
 }
 
@@ -142,11 +146,8 @@ impl Nat64 {
     /// event log says ([`EventKind::BibExpired`] or [`EventKind::BibFlushed`]).
     pub(crate) fn bib_remove(&mut self, i: u32, why: EventKind, now_ns: u64) {
         let b = *self.bibs.get(i);
-        let h6 = self.hash6(b.proto, b.v6_int(), b.port6);
         let h4 = self.hash4(b.proto, b.v4, b.port4);
-        if let Ok(e) = self.bib6.find_entry(h6, |&j| j == i) {
-            e.remove();
-        }
+        self.unindex6(i, &b);
         if let Ok(e) = self.bib4.find_entry(h4, |&j| j == i) {
             e.remove();
         }

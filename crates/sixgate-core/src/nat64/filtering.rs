@@ -32,9 +32,12 @@ impl Nat64 {
         }
         let p = proto as u8;
         let bib = self.bib_by6(p, src6, sport);
-        if let Some(b) = bib
-            && let Some(s) = self.session_find(b, dst4, dport)
-        {
+        // The §3.5.1.1 entry's session, else one of an alternate mapping a
+        // peer made (`replica_conflict`): an existing flow keeps its port.
+        let found = bib
+            .and_then(|b| Some((b, self.session_find(b, dst4, dport)?)))
+            .or_else(|| self.alt_session6(p, src6, sport, dst4, dport));
+        if let Some((b, s)) = found {
             match proto {
                 Proto::Tcp => self.session_tcp(s, Side::V6, flags, now),
                 Proto::Udp => self.session_refresh(s, UDP, now),
@@ -286,8 +289,11 @@ impl Nat64 {
         remote4: u32,
         rport: u16,
     ) -> Option<(u32, u16)> {
-        let b = self.bib_by6(proto as u8, v6, port6)?;
-        self.session_find(b, remote4, rport)?;
+        let p = proto as u8;
+        let b = self
+            .bib_by6(p, v6, port6)
+            .filter(|&b| self.session_find(b, remote4, rport).is_some())
+            .or_else(|| Some(self.alt_session6(p, v6, port6, remote4, rport)?.0))?;
         let e = self.bibs.get(b);
         Some((e.v4, e.port4))
     }

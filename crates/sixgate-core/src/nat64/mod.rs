@@ -15,8 +15,10 @@
 //! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes;
 //! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time;
 //! - [`replica`]: export of changes to, and import of records from, other
-//!   gateway nodes (docs/ha.md); `shard`: the pool4 addresses this node
-//!   creates mappings on when it shares state with others.
+//!   gateway nodes (docs/ha.md); `replica_snapshot`: the mark and sweep
+//!   after a peer's snapshot, per shard owner; `replica_conflict`: two
+//!   nodes' mappings of one IPv6 transport address; `shard`: the pool4
+//!   addresses this node creates mappings on when it shares state with others.
 //!
 //! Layout and expiry are described in docs/architecture.md ("Tables and expiry").
 
@@ -30,6 +32,8 @@ pub(crate) mod fragments;
 pub(crate) mod packet;
 mod port_alloc;
 pub mod replica;
+mod replica_conflict;
+mod replica_snapshot;
 mod runtime;
 mod session;
 mod shard;
@@ -93,6 +97,9 @@ pub(crate) struct Nat64 {
     bib6: HashTable<u32>,
     /// BIB by IPv4 transport address (proto, address, port).
     bib4: HashTable<u32>,
+    /// Alternate mappings of an IPv6 transport address another entry holds
+    /// in `bib6` (`replica_conflict`), at most `ALT_CAPACITY`.
+    bib6_alt: HashTable<u32>,
     /// Dynamic BIB entries with no session, waiting out `port_reuse` (FIFO).
     cooling: List,
 
@@ -130,8 +137,13 @@ pub(crate) struct Nat64 {
     pub(crate) changes: Option<replica::ChangeRing>,
     /// An import is being applied: its changes are not exported again.
     pub(crate) importing: bool,
-    /// The mark of the peer snapshot being received (`replica`).
-    pub(crate) import_mark: u8,
+    /// The peers whose entries are replicated here, with their snapshot
+    /// generations (`replica_snapshot`).
+    owners: Vec<replica_snapshot::Owner>,
+    /// A peer's mapping of an IPv6 transport address mapped otherwise here:
+    /// kept as an alternate, or refused (`replica_conflict`).
+    bib_conflicts: u64,
+    bib_conflicts_refused: u64,
     /// With sync, this node's pool4 shards (`shard`), and the pool4 entries
     /// they leave for new mappings.
     own_shards: Option<Vec<(u32, u8)>>,
@@ -168,6 +180,7 @@ impl Nat64 {
             bibs: Slab::with_capacity(bib_cap),
             bib6: HashTable::with_capacity(bib_cap as usize),
             bib4: HashTable::with_capacity(bib_cap as usize),
+            bib6_alt: HashTable::with_capacity(replica_conflict::ALT_CAPACITY),
             cooling: List::default(),
             sessions: Slab::with_capacity(sess_cap),
             session_idx: HashTable::with_capacity(sess_cap as usize),
@@ -187,7 +200,9 @@ impl Nat64 {
             sessions_flushed: 0,
             changes: None,
             importing: false,
-            import_mark: 1,
+            owners: Vec::new(),
+            bib_conflicts: 0,
+            bib_conflicts_refused: 0,
             own_shards: None,
             own_pool4: None,
         };
@@ -258,6 +273,8 @@ impl Nat64 {
             session_capacity: u64::from(self.sessions.capacity()),
             events_lost: self.events.lost,
             sessions_flushed: self.sessions_flushed,
+            bib_conflicts: self.bib_conflicts,
+            bib_conflicts_refused: self.bib_conflicts_refused,
         }
     }
 }

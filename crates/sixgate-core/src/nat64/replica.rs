@@ -10,11 +10,14 @@
 //!   change as lost, so the caller can schedule a snapshot; it never allocates.
 //! - Import ([`crate::Translator::import_replica`]): an upsert creates or
 //!   updates the session and its BIB entry on the peer's pool4 address; a
-//!   delete removes the session. Imports are not exported again.
+//!   delete removes the session. Imports are not exported again. A peer's
+//!   mapping of an IPv6 transport address mapped otherwise here is kept
+//!   beside it (`replica_conflict`); the mark and sweep after a peer's
+//!   snapshot are `replica_snapshot`'s.
 
 use super::Nat64;
 use super::bib::{Bib, COOLING, STATIC, proto_of};
-use super::config::{Pool4Entry, Proto};
+use super::config::Proto;
 use super::event::EventKind;
 use super::session::{CLASSES, ICMP, TCP_EST, TCP_SYN, TCP_TRANS, UDP};
 use super::slab::{Link, NIL};
@@ -66,8 +69,10 @@ pub enum ImportError {
     NotInPool4,
     /// RFC 7422 port blocks: not imported yet.
     PortBlocks,
-    /// The IPv4 or IPv6 transport address is mapped otherwise here (a static
-    /// entry, or a mapping this node made in the same instant).
+    /// The IPv4 transport address is mapped to another IPv6 one here (a
+    /// static entry, a misconfiguration), or the IPv6 one to another IPv4 one
+    /// that cannot be kept beside it (static, already two, no room:
+    /// `replica_conflict`).
     Conflict,
     /// No room in the BIB or session table.
     TableFull,
@@ -148,66 +153,6 @@ fn merge(local: TcpState, remote: TcpState) -> TcpState {
 }
 
 impl Nat64 {
-    /// A peer's snapshot starts: what it restates from now on gets a new mark.
-    pub(crate) fn snapshot_begin(&mut self) {
-        self.import_mark = match self.import_mark.wrapping_add(1) {
-            0 => 1,
-            m => m,
-        };
-    }
-
-    /// After a peer's snapshot: remove the dynamic BIB entries (with their
-    /// sessions) on `shard` that the snapshot did not restate, from slab
-    /// position `from`, at most `budget` entries looked at; returns where to
-    /// go on. Entries this node restated itself are not on a peer's shard:
-    /// only the owner allocates.
-    pub(crate) fn snapshot_sweep(
-        &mut self,
-        shard: (u32, u8),
-        from: u32,
-        budget: u32,
-        now_ns: u64,
-    ) -> (super::walk::Cursor, u64) {
-        let now_ms = self.peek_ms(now_ns);
-        let len = self.bibs.items.len() as u32;
-        let end = from.saturating_add(budget.max(1)).min(len);
-        let net = Pool4Entry {
-            addr: shard.0.into(),
-            prefix_len: shard.1,
-            ..Pool4Entry::single(shard.0.into())
-        };
-        let mut removed = 0;
-        for i in from..end {
-            let b = *self.bibs.get(i);
-            let live = self.bib_by4(b.proto, b.v4, b.port4) == Some(i);
-            if !live || b.flags & STATIC != 0 || b.mark == self.import_mark || !net.contains(b.v4) {
-                continue;
-            }
-            // Never this node's own shard, whatever the caller says.
-            if self
-                .own_pool4
-                .as_ref()
-                .is_some_and(|o| o.iter().any(|e| e.contains(b.v4)))
-            {
-                continue;
-            }
-            self.importing = true;
-            while self.bibs.get(i).sessions != NIL {
-                let s = self.bibs.get(i).sessions;
-                self.session_remove(s, EventKind::SessionExpired, now_ms, now_ns);
-                if self.bib_by4(b.proto, b.v4, b.port4) != Some(i) {
-                    break;
-                }
-            }
-            if self.bib_by4(b.proto, b.v4, b.port4) == Some(i) {
-                self.bib_remove(i, EventKind::BibExpired, now_ns);
-            }
-            self.importing = false;
-            removed += 1;
-        }
-        ((end < len).then_some(end), removed)
-    }
-
     /// Turns on the export of changes into a ring of `cap` (allocated now).
     pub(crate) fn enable_export(&mut self, cap: usize) {
         self.changes = Some(ChangeRing::new(cap));
@@ -274,9 +219,11 @@ impl Nat64 {
         }
     }
 
-    /// Applies a peer's record, as the sole writer of these tables.
+    /// Applies a record from peer `from` (`None`: not said), as the sole
+    /// writer of these tables.
     pub(crate) fn import(
         &mut self,
+        from: Option<u16>,
         op: ReplicaOp,
         r: &Replica,
         now_ns: u64,
@@ -304,7 +251,9 @@ impl Nat64 {
                 }
                 Ok(())
             }
-            ReplicaOp::Upsert => self.import_upsert(p, r, now, now_ns),
+            ReplicaOp::Upsert => self.import_upsert(p, r, now, now_ns).map(|b| {
+                self.mark_restated(b, from);
+            }),
         };
         self.importing = false;
         out
@@ -316,7 +265,7 @@ impl Nat64 {
         r: &Replica,
         now: u32,
         now_ns: u64,
-    ) -> Result<(), ImportError> {
+    ) -> Result<u32, ImportError> {
         let (v6, v4, remote4) = (u128::from(r.v6), u32::from(r.v4), u32::from(r.remote4));
         let class = match (r.proto, r.tcp_state) {
             (Proto::Tcp, Some(s)) => tcp_class(s),
@@ -334,7 +283,16 @@ impl Nat64 {
                 b
             }
             None => {
-                if self.bib_by6(p, v6, r.port6).is_some() || self.port_taken(p, v4, r.port4) {
+                if self.port_taken(p, v4, r.port4) {
+                    return Err(ImportError::Conflict);
+                }
+                // This IPv6 transport address mapped otherwise here: both
+                // stay if they can (`replica_conflict`).
+                let holder = self.bib_by6(p, v6, r.port6);
+                if let Some(h) = holder
+                    && !self.may_keep_both(h)
+                {
+                    self.bib_conflicts_refused += 1;
                     return Err(ImportError::Conflict);
                 }
                 if self.bibs.is_full() || !self.session_room() || !self.subs.has_room_for(v6) {
@@ -356,6 +314,9 @@ impl Nat64 {
                     .bib_insert(entry, now_ns)
                     .ok_or(ImportError::TableFull)?;
                 self.subs.port_taken(v6);
+                if let Some(h) = holder {
+                    self.keep_both(h, b);
+                }
                 b
             }
         };
@@ -391,7 +352,6 @@ impl Nat64 {
                 }
             }
         };
-        self.bibs.get_mut(b).mark = self.import_mark;
         // The peer's remaining time, never more than the class lifetime: the
         // class FIFO then expires it late at worst, never early.
         let full = self.lifetime_ms(self.sessions.get(s).class);
@@ -401,6 +361,6 @@ impl Nat64 {
         // this record (its first replies, which overtook it) are translated
         // at the next tick.
         self.held.session_made(p, (v4, r.port4, remote4, r.rport));
-        Ok(())
+        Ok(b)
     }
 }

@@ -67,6 +67,12 @@ pub struct Stats {
     pub events_lost: u64,
     /// Sessions removed by an operator's flush (`sixgate session flush`).
     pub sessions_flushed: u64,
+    /// A peer node's mapping of an IPv6 transport address this worker maps
+    /// to another IPv4 one, kept beside it (docs/ha.md, "Two mappings of one
+    /// IPv6 transport address"; RFC 6146 §3.5.1.1 across nodes).
+    pub bib_conflicts: u64,
+    /// The same, refused (a static entry, a third mapping, no room).
+    pub bib_conflicts_refused: u64,
 }
 
 impl Stats {
@@ -82,5 +88,7 @@ impl Stats {
         self.session_capacity += o.session_capacity;
         self.events_lost += o.events_lost;
         self.sessions_flushed += o.sessions_flushed;
+        self.bib_conflicts += o.bib_conflicts;
+        self.bib_conflicts_refused += o.bib_conflicts_refused;
     }
 }

@@ -52,7 +52,13 @@ fn changes_cross_from_one_worker_to_another_through_the_rings() {
                 pending = sa.export.pop();
             }
             match pending {
-                Some((op, r)) if sb.import.push(Inbound::Change(op, r)) => {
+                Some((op, record))
+                    if sb.import.push(Inbound::Change {
+                        peer: 1,
+                        op,
+                        record,
+                    }) =>
+                {
                     moved += 1;
                     pending = None;
                 }
@@ -117,13 +123,21 @@ fn snapshot_markers_sweep_what_was_not_restated() {
     let mut all = Vec::new();
     a.drain_replica_changes(|op, r| all.push((op, *r)));
     for (op, r) in &all {
-        assert!(sb.import.push(Inbound::Change(*op, *r)));
+        assert!(sb.import.push(Inbound::Change {
+            peer: 1,
+            op: *op,
+            record: *r,
+        }));
     }
     wb.exchange(&mut b, 1, IMPORT_BUDGET);
     assert_eq!(b.nat64_stats().sessions.udp, 3);
     // A snapshot that restates only the first session.
-    assert!(sb.import.push(Inbound::SnapshotBegin));
-    assert!(sb.import.push(Inbound::Change(all[0].0, all[0].1)));
+    assert!(sb.import.push(Inbound::SnapshotBegin { peer: 1 }));
+    assert!(sb.import.push(Inbound::Change {
+        peer: 1,
+        op: all[0].0,
+        record: all[0].1,
+    }));
     assert!(sb.import.push(Inbound::SnapshotEnd { peer: 1 }));
     for _ in 0..4 {
         wb.exchange(&mut b, 2, IMPORT_BUDGET);
@@ -139,13 +153,92 @@ fn a_full_budget_leaves_more_to_do() {
     let mut t = translator();
     let (mut w, mut s) = replica_rings(16, vec![]);
     for _ in 0..3 {
-        assert!(s.import.push(Inbound::SnapshotBegin));
+        assert!(s.import.push(Inbound::SnapshotBegin { peer: 1 }));
     }
     assert!(!w.more_to_do());
     w.exchange(&mut t, 1, 2);
     assert!(w.more_to_do(), "two of three taken");
     w.exchange(&mut t, 2, 2);
     assert!(!w.more_to_do(), "the last one taken");
+}
+
+/// Peers 2 and 3 of a group, each owning one address of this translator's
+/// pool4 (`192.0.2.0/30`).
+const P2: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
+const P3: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 3);
+
+/// A worker's rings knowing peers 2 and 3, and its translator.
+fn group_member() -> (WorkerEnds, SyncEnds, Translator) {
+    let peers = vec![(2, vec![(P2, 32)]), (3, vec![(P3, 32)])];
+    let (w, s) = replica_rings(64, peers);
+    let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
+    let mut cfg = Config::with_pool6(Some(pool6));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry {
+            prefix_len: 30,
+            ..Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 0))
+        }],
+        max_sessions: 64,
+        ..Nat64Config::default()
+    });
+    (w, s, Translator::new(Arc::new(cfg)))
+}
+
+/// Node `from`'s record of session `i` on pool4 address `v4` (P2 or P3).
+fn group_record(from: u16, v4: Ipv4Addr, i: u16) -> Inbound {
+    use sixgate_core::nat64::{Proto, Replica};
+    let record = Replica {
+        proto: Proto::Udp,
+        tcp_state: None,
+        remaining_ms: 300_000,
+        v6: Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, u16::from(v4 == P3), i),
+        port6: 5000,
+        v4,
+        port4: 40_000 + 2 * i,
+        remote4: SERVER4,
+        rport: 53,
+    };
+    Inbound::Change {
+        peer: from,
+        op: ReplicaOp::Upsert,
+        record,
+    }
+}
+
+/// docs/ha.md, "Snapshots in a group of three or more": two peers'
+/// snapshots interleaved in one import ring; each peer's sweep removes only
+/// what that peer did not restate on its own shard, while the other's
+/// snapshot is still open.
+#[test]
+fn two_peers_snapshots_at_once_sweep_only_their_own_shards() {
+    let (mut w, mut s, mut t) = group_member();
+    // Each owner's record of a session on its own shard.
+    let rec = |v4, i| group_record(if v4 == P3 { 3 } else { 2 }, v4, i);
+    let (p2, p3) = (P2, P3);
+    // Three sessions of each peer; each snapshot restates only two.
+    for i in 0..3 {
+        assert!(s.import.push(rec(p2, i)));
+        assert!(s.import.push(rec(p3, i)));
+    }
+    for item in [
+        Inbound::SnapshotBegin { peer: 2 },
+        rec(p2, 0),
+        Inbound::SnapshotBegin { peer: 3 },
+        rec(p3, 0),
+        rec(p2, 1),
+        Inbound::SnapshotEnd { peer: 2 },
+        rec(p3, 1),
+        Inbound::SnapshotEnd { peer: 3 },
+    ] {
+        assert!(s.import.push(item));
+    }
+    // Three items a round: the sweeps run between rounds, as on a worker.
+    for round in 0..6 {
+        w.exchange(&mut t, 1 + round, 3);
+    }
+    assert!(!w.more_to_do());
+    assert_eq!(w.counters.swept.load(Relaxed), 2, "one of each peer");
+    assert_eq!(t.nat64_stats().sessions.udp, 4);
 }
 
 /// docs/ha.md: a worker that exported wakes a sleeping sync thread (one
@@ -192,4 +285,32 @@ fn an_exchange_that_exported_rings_the_doorbell() {
     assert!(readable());
     bell.disarm();
     assert!(!readable());
+}
+
+/// docs/ha.md, "Snapshots in a group of three or more": the worker imports
+/// each record as its sender's, so peer 3's stale replica of peer 2's
+/// session, restated in peer 3's snapshot while peer 2's runs, does not
+/// keep it through peer 2's sweep (imported as the owner's, it would).
+#[test]
+fn a_third_nodes_restatement_does_not_keep_the_owners_entry() {
+    let (mut w, mut s, mut t) = group_member();
+    for item in [
+        group_record(2, P2, 0),
+        group_record(2, P2, 1),
+        Inbound::SnapshotBegin { peer: 2 },
+        group_record(2, P2, 0),
+        Inbound::SnapshotBegin { peer: 3 },
+        // Peer 3 missed peer 2's delete of session 1.
+        group_record(3, P2, 1),
+        Inbound::SnapshotEnd { peer: 3 },
+        Inbound::SnapshotEnd { peer: 2 },
+    ] {
+        assert!(s.import.push(item));
+    }
+    for round in 0..4 {
+        w.exchange(&mut t, 1 + round, IMPORT_BUDGET);
+    }
+    assert!(!w.more_to_do());
+    assert_eq!(w.counters.swept.load(Relaxed), 1, "peer 2's session 1");
+    assert_eq!(t.nat64_stats().sessions.udp, 1);
 }

@@ -19,6 +19,10 @@
 //! a UDP relay in gw2's namespace that delays some datagrams (reordering,
 //! which this kernel cannot do without netem), and [`Bed::sync_loss`] drops
 //! a share of the sync datagrams in gw1's namespace with nftables.
+//!
+//! The constants, the start of a node with a configuration, the waits, the
+//! CLI and the UDP echo pair serve the three-node bed too
+//! ([`super::ha_group`], `ha_three.rs`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -251,13 +255,14 @@ fn start_via(gw: &Netns, node: u16, path: SyncPath) -> RunningDut<'_> {
 
 /// Starts node `node` in `gw` with `toml` (a [`gateway_toml`], changed).
 pub fn start_toml<'a>(gw: &'a Netns, node: u16, toml: &str) -> RunningDut<'a> {
-    start_sixgate_with_config(
-        gw,
-        Path::new(BIN),
-        toml,
-        &["2001:db8:64::/96", "198.18.0.0/31"],
-    )
-    .unwrap_or_else(|e| panic!("gw{node}: {e}"))
+    start_routed(gw, node, toml, &["2001:db8:64::/96", "198.18.0.0/31"])
+}
+
+/// Starts node `node` in `gw` with `toml`, `routes` (pool6, pool4) onto its
+/// TUN device.
+pub fn start_routed<'a>(gw: &'a Netns, node: u16, toml: &str, routes: &[&str]) -> RunningDut<'a> {
+    start_sixgate_with_config(gw, Path::new(BIN), toml, routes)
+        .unwrap_or_else(|e| panic!("gw{node}: {e}"))
 }
 
 /// Every HA test's start: the bed (`path` between the nodes), both nodes
@@ -325,6 +330,7 @@ pub fn wait_for(secs: u64, what: impl Fn() -> String, mut cond: impl FnMut() -> 
     }
 }
 
+/// `sixgate ARGS --socket` of a running node; its standard output.
 pub fn cli(dut: &RunningDut, args: &[&str]) -> String {
     let out = Command::new(BIN)
         .args(args)
@@ -362,12 +368,15 @@ pub fn sessions(dut: &RunningDut) -> BTreeSet<String> {
         .collect()
 }
 
-/// A UDP exchange from the client: one datagram, one echo back; resent every
-/// 300 ms up to 20 times from the same socket (the first reply may reach gw2
+/// A UDP exchange from the client (arguments: server, port, and optionally
+/// the source address): one datagram, one echo back; resent every 300 ms up
+/// to 20 times from the same socket (the first reply may reach another node
 /// before the session's record, docs/ha.md). Prints how many tries it took.
 pub const UDP_CLIENT: &str = r#"
 import socket, sys
 s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+if len(sys.argv) > 3:
+    s.bind((sys.argv[3], 0))
 s.settimeout(0.3)
 for i in range(20):
     s.sendto(b"sixgate ha", (sys.argv[1], int(sys.argv[2])))
@@ -381,6 +390,7 @@ for i in range(20):
 sys.exit(1)
 "#;
 
+/// The server's side of [`UDP_CLIENT`] (arguments: address, port).
 pub const UDP_ECHO: &str = r#"
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -392,13 +402,16 @@ while True:
 
 /// The UDP echo server on the server, listening.
 pub fn udp_echo(bed: &Bed) -> Background {
-    let port = UDP_PORT.to_string();
-    let echo = bed
-        .server
-        .spawn("python3", ["-c", UDP_ECHO, SERVER4, &port])
+    udp_echo_on(&bed.server, UDP_PORT)
+}
+
+/// A UDP echo server in `server` on [`SERVER4`] port `port`, listening.
+pub fn udp_echo_on(server: &Netns, port: u16) -> Background {
+    let echo = server
+        .spawn("python3", ["-c", UDP_ECHO, SERVER4, &port.to_string()])
         .unwrap();
-    bed.server
-        .wait_listening(sixgate_netns::Proto::Udp, UDP_PORT, Duration::from_secs(10))
+    server
+        .wait_listening(sixgate_netns::Proto::Udp, port, Duration::from_secs(10))
         .unwrap();
     echo
 }

@@ -6,6 +6,7 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 pub mod ha;
+pub mod ha_group;
 
 use std::net::IpAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
