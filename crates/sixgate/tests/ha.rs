@@ -1038,10 +1038,20 @@ fn first_packets_cross(test: &str, xdp: bool) {
         };
         let (first, again, tcp) = (secs("udp_first"), secs("udp_again"), secs("tcp"));
         assert_eq!((first.len(), tcp.len()), (N, N), "{v}");
+        // A SYN-ACK retransmission takes 1 s: any connect under 0.9 s had
+        // none (a loaded CI machine can stall one for a few hundred ms), and
+        // the typical one is far quicker.
         let slowest = tcp.iter().copied().fold(0.0, f64::max);
         assert!(
-            slowest < 0.5,
+            slowest < 0.9,
             "a TCP connect took {slowest:.3} s: a SYN-ACK retransmission? {v}"
+        );
+        let mut sorted = tcp.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert!(
+            sorted[N / 2] < 0.2,
+            "median TCP connect {:.3} s: {v}",
+            sorted[N / 2]
         );
         println!("{test}: UDP first exchange {}", ms(first));
         println!("{test}: UDP second exchange {}", ms(again));
