@@ -17,15 +17,18 @@ use crate::packet::ipv4;
 use crate::packet::ipv6::nh;
 use crate::rfc7915::icmp_map::{v4 as icmp4, v6 as icmp6};
 
+pub mod nat64;
+
 /// The pool6 prefix length the fast path embeds (RFC 6052 §2.2, /96: the IPv4
 /// address is the last 32 bits, no u octet).
 pub const POOL6_LEN: u8 = 96;
 
 /// Why `cfg` cannot have a fast path in this version, or `None` when it can:
-/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6).
+/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6), or
+/// stateful NAT64 with a /96 pool6 (its installed sessions only: [`nat64`]).
 pub fn unsupported(cfg: &Config) -> Option<&'static str> {
-    if cfg.nat64.is_some() {
-        return Some("stateful NAT64 is not on the fast path yet");
+    if cfg.nat64.is_some() && cfg.map.pool6.is_none() {
+        return Some("the NAT64 fast path needs pool6");
     }
     if cfg.mapt.is_some() {
         return Some("MAP-T is not on the fast path yet");
@@ -40,7 +43,7 @@ pub fn unsupported(cfg: &Config) -> Option<&'static str> {
 /// Does the upper-layer header qualify: TCP (a whole header), UDP (a header
 /// and a non-zero checksum, RFC 7915 §4.5/§5.5), or ICMP Echo / Echo Reply
 /// with code 0 (§4.2, §5.2)? `icmp` is the protocol number of ICMP here.
-fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
+pub(crate) fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
     match proto {
         nh::TCP => l4.len() >= 20,
         nh::UDP => l4.len() >= 8 && l4[6..8] != [0, 0],
@@ -56,7 +59,8 @@ fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
 /// addresses the core accepts and not into a hairpin, carries TCP, UDP with a checksum, or ICMP Echo / Echo Reply,
 /// and fits the configured MTUs without fragmentation or Packet Too Big.
 pub fn is_fast_path_candidate(cfg: &Config, ip: &[u8]) -> bool {
-    if unsupported(cfg).is_some() {
+    // NAT64: only installed sessions ([`nat64::is_candidate`]).
+    if unsupported(cfg).is_some() || cfg.nat64.is_some() {
         return false;
     }
     match ip.first().map(|b| b >> 4) {
