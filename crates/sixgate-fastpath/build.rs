@@ -1,7 +1,9 @@
-//! Builds the TC fast path (bpf/siit_tc.c) with clang. Without clang the
-//! object is empty and the daemon runs without the fast path, saying why.
+//! Builds the TC fast path (bpf/siit_tc.c, which includes bpf/nat64.h) with
+//! clang. Without clang the object is empty and the daemon runs without the
+//! fast path, saying why.
 
 fn main() {
+    println!("cargo:rerun-if-changed=bpf/nat64.h");
     sixgate_bpf_build::compile(
         "bpf/siit_tc.c",
         "siit_tc.o",

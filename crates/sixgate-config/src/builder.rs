@@ -311,8 +311,8 @@ pub(crate) fn build_all(
             ));
         }
         let why = match &mode_sections {
-            Some((_, mode, _)) if *mode != Mode::Siit => {
-                Some("only mode \"siit\" has a fast path in this version")
+            Some((_, mode, _)) if !matches!(mode, Mode::Siit | Mode::Nat64) => {
+                Some("only modes \"siit\" and \"nat64\" have a fast path in this version")
             }
             Some((config, ..)) => sixgate_core::fastpath::unsupported(config),
             None => None,

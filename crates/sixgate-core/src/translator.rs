@@ -153,6 +153,12 @@ impl Translator {
             .is_some_and(|n| n.fast_path_seen(r, now_ns))
     }
 
+    /// Is session `r` still one an in-kernel fast path may carry (it exists;
+    /// TCP: ESTABLISHED)? No change to it.
+    pub fn nat64_fast_path_alive(&self, r: &nat64::Replica) -> bool {
+        self.nat64.as_ref().is_some_and(|n| n.fast_path_alive(r))
+    }
+
     /// With state shared between nodes (docs/ha.md), create new mappings only
     /// on the pool4 addresses of `shards` (prefixes; this node's own), though
     /// all of pool4 stays translated; `None` lifts the restriction. Kept across

@@ -49,7 +49,8 @@ struct config {
 	__u8 reset_tos;         // 6 -> 4: TOS = new_tos
 	__u8 new_tos;
 	__u8 reset_traffic_class; // 4 -> 6: Traffic Class = 0
-	__u8 _pad[2];
+	__u8 nat64;             // mode nat64: installed sessions only (nat64.h)
+	__u8 _pad[1];
 	__u16 ipv4_mtu;         // 0: unset
 	__u16 ipv6_mtu;         // 0: unset
 	__u16 v6_fragment_limit;
@@ -625,6 +626,8 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	return 1;
 }
 
+#include "nat64.h"
+
 SEC("classifier")
 int sixgate_fastpath(struct __sk_buff *skb)
 {
@@ -635,7 +638,9 @@ int sixgate_fastpath(struct __sk_buff *skb)
 	__u32 which = C_PASSED;
 	if (cfg && cfg->disabled)
 		cfg = 0;
-	if (cfg && skb->protocol == bpf_htons(ETH_P_IPV6_)) {
+	if (cfg && cfg->nat64) {
+		r = nat64_translate(skb, cfg, &which);
+	} else if (cfg && skb->protocol == bpf_htons(ETH_P_IPV6_)) {
 		r = v6_to_v4(skb, cfg);
 		which = C_TRANSLATED_6TO4;
 	} else if (cfg && skb->protocol == bpf_htons(ETH_P_IP_)) {

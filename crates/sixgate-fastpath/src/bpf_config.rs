@@ -22,7 +22,9 @@ pub struct BpfConfig {
     pub reset_tos: u8,
     pub new_tos: u8,
     pub reset_traffic_class: u8,
-    pub _pad: [u8; 2],
+    /// 1 in mode nat64: only installed sessions are translated (bpf/nat64.h).
+    pub nat64: u8,
+    pub _pad: [u8; 1],
     /// 0: unset.
     pub ipv4_mtu: u16,
     /// 0: unset.
@@ -60,6 +62,7 @@ impl BpfConfig {
             reset_tos: u8::from(cfg.reset_tos),
             new_tos: cfg.new_tos,
             reset_traffic_class: u8::from(cfg.reset_traffic_class),
+            nat64: u8::from(cfg.nat64.is_some()),
             ipv4_mtu: cfg.ipv4_mtu.unwrap_or(0),
             ipv6_mtu: cfg.ipv6_mtu.unwrap_or(0),
             // At most 1280 ≤ u16::MAX: lowest_ipv6_mtu and ipv6_mtu are u16.
@@ -79,6 +82,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<BpfConfig>(), 40);
         assert_eq!(core::mem::offset_of!(BpfConfig, pool6), 8);
         assert_eq!(core::mem::offset_of!(BpfConfig, wkp_nonglobal), 21);
+        assert_eq!(core::mem::offset_of!(BpfConfig, nat64), 26);
         assert_eq!(core::mem::offset_of!(BpfConfig, ipv4_mtu), 28);
         assert_eq!(core::mem::offset_of!(BpfConfig, v6_fragment_limit), 32);
     }

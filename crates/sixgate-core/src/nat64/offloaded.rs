@@ -11,35 +11,44 @@ use super::session::{ICMP, TCP_EST, UDP};
 use super::tcp::TcpState;
 
 impl Nat64 {
-    /// The fast path saw session `r` (matched by its pool4 transport address
-    /// and remote): restart its lifetime. False when the session is gone or
-    /// is no longer one the fast path may carry (TCP left ESTABLISHED):
-    /// the caller removes its entries.
-    pub(crate) fn fast_path_seen(&mut self, r: &Replica, now_ns: u64) -> bool {
-        let now = self.now_ms(now_ns);
-        let p = r.proto as u8;
-        let Some(b) = self.bib_by4(p, u32::from(r.v4), r.port4) else {
-            return false;
-        };
+    /// Session `r` (matched by its pool4 transport address, IPv6 side and
+    /// remote) and the class a packet of it refreshes, if it is still one the
+    /// fast path may carry (TCP: ESTABLISHED).
+    fn offloadable(&self, r: &Replica) -> Option<(u32, u8)> {
+        let b = self.bib_by4(r.proto as u8, u32::from(r.v4), r.port4)?;
         let e = self.bibs.get(b);
         if e.v6 != u128::from(r.v6).to_be_bytes() || e.port6 != r.port6 {
-            return false;
+            return None;
         }
-        let Some(s) = self.session_find(b, u32::from(r.remote4), r.rport) else {
-            return false;
-        };
+        let s = self.session_find(b, u32::from(r.remote4), r.rport)?;
         let class = match r.proto {
             super::Proto::Udp => UDP,
             super::Proto::Icmp => ICMP,
             super::Proto::Tcp => {
                 if TcpState::from_u8(self.sessions.get(s).state) != TcpState::Established {
-                    return false;
+                    return None;
                 }
                 TCP_EST
             }
         };
+        Some((s, class))
+    }
+
+    /// The fast path saw session `r`: restart its lifetime. False when the
+    /// session is gone or is no longer one the fast path may carry (TCP left
+    /// ESTABLISHED): the caller removes its entries.
+    pub(crate) fn fast_path_seen(&mut self, r: &Replica, now_ns: u64) -> bool {
+        let now = self.now_ms(now_ns);
+        let Some((s, class)) = self.offloadable(r) else {
+            return false;
+        };
         self.session_refresh(s, class, now);
         true
+    }
+
+    /// Is session `r` still one the fast path may carry?
+    pub(crate) fn fast_path_alive(&self, r: &Replica) -> bool {
+        self.offloadable(r).is_some()
     }
 }
 
@@ -99,6 +108,7 @@ mod tests {
     fn rfc6146_s3_5_1_1_fast_path_packets_refresh_the_session() {
         let mut t = translator();
         let r = udp_session(&mut t, S);
+        assert!(t.nat64_fast_path_alive(&r));
         assert!(t.nat64_fast_path_seen(&r, 8 * S));
         tick_all(&mut t, 15 * S);
         assert_eq!(
