@@ -323,4 +323,24 @@ pub struct FastPathCounters {
     pub passed: u64,
     /// Dropped half-translated after a helper failed (never expected).
     pub aborted: u64,
+    /// NAT64 sessions, by what the workers did with them in the program's
+    /// maps: installed, removed, refreshed in the core (the program saw
+    /// them), left on the slow path for a full map, or for another failed
+    /// map call.
+    pub nat64_sessions: FastPathSessions,
+}
+
+/// What the workers did with NAT64 sessions on the fast path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastPathSessions {
+    /// Installed in the program's maps (both directions).
+    pub installed: u64,
+    /// Removed again (deleted by the core, or no longer ESTABLISHED).
+    pub removed: u64,
+    /// Refreshed in the core because the program saw them.
+    pub refreshed: u64,
+    /// Left on the slow path: a map was full.
+    pub map_full: u64,
+    /// Left on the slow path: another map call failed.
+    pub map_errors: u64,
 }

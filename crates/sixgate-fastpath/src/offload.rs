@@ -95,11 +95,11 @@ impl Offload {
 
     /// A new configuration (pool6, pool4 or the MTUs may have changed): the
     /// entries made under the old one go; sessions come back as they change.
-    pub fn reconfigure(&mut self, cfg: Arc<Config>) {
+    pub fn reconfigure(&mut self, cfg: &Config) {
         if cfg.map.pool6 != self.cfg.map.pool6 || cfg.nat64 != self.cfg.nat64 {
             self.clear();
         }
-        self.cfg = cfg;
+        self.cfg = Arc::new(cfg.clone());
     }
 
     /// Remove every entry (at exit, or after a configuration change).

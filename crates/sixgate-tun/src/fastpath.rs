@@ -8,9 +8,13 @@
 //! drop what the program translates), is a warning: the TUN plane alone
 //! still translates everything.
 
+use std::sync::Arc;
+
 use sixgate_config::{FastPathMode, Loaded};
-use sixgate_core::Config;
-use sixgate_fastpath::FastPath;
+use sixgate_core::nat64::{Replica, ReplicaOp};
+use sixgate_core::{Config, Translator};
+use sixgate_dataplane::offload::SessionOffload;
+use sixgate_fastpath::{FastPath, MAX_SESSIONS, Offload};
 use tracing::{info, warn};
 
 /// Load and attach, or say why not (`cfg`: the plan's configuration, with
@@ -52,9 +56,14 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
         }
     }
     let on: Vec<&str> = fp.interfaces().collect();
+    let what = if cfg.nat64.is_some() {
+        "NAT64's established TCP, UDP and ICMP Echo sessions, installed by the workers"
+    } else {
+        "stateless SIIT's TCP, UDP and ICMP Echo"
+    };
     info!(
-        "fast path: TC program attached to the ingress of {} (stateless SIIT's TCP, UDP and \
-         ICMP Echo translated in the kernel; the rest goes up to the TUN device)",
+        "fast path: TC program attached to the ingress of {} ({what} translated in the kernel; \
+         the rest goes up to the TUN device)",
         on.join(", ")
     );
     Some(fp)
@@ -73,11 +82,70 @@ pub fn stop(fp: &mut Option<FastPath>) {
 
 /// One line for humans: the program's counters.
 pub fn summary(c: &sixgate_fastpath::Counters) -> String {
-    format!(
+    let mut s = format!(
         "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
          aborted {}",
         c.received, c.translated_6to4, c.translated_4to6, c.passed, c.aborted
-    )
+    );
+    if c.sessions_installed > 0 || c.map_full + c.map_errors > 0 {
+        s.push_str(&format!(
+            "; NAT64 sessions installed {}, removed {}, refreshed {}, map full {}, map errors {}",
+            c.sessions_installed,
+            c.sessions_removed,
+            c.sessions_refreshed,
+            c.map_full,
+            c.map_errors
+        ));
+    }
+    s
+}
+
+/// A worker's NAT64 sessions on the fast path, as the worker loop drives
+/// them (docs/fastpath.md, "NAT64 established sessions").
+struct TunOffload(Offload);
+
+impl SessionOffload for TunOffload {
+    fn change(&mut self, op: ReplicaOp, r: &Replica) {
+        self.0.change(op, r);
+    }
+    fn tick(&mut self, t: &mut Translator, now_ns: u64) {
+        self.0.tick(t, now_ns);
+    }
+    fn reconfigure(&mut self, cfg: &Config) {
+        self.0.reconfigure(cfg);
+    }
+}
+
+/// In mode nat64 with a fast path: one offload per worker, each with its own
+/// handle on the session maps and its share of them (taken before the
+/// privilege drop). Otherwise, or if a handle cannot be had (said once),
+/// none: every NAT64 packet takes the TUN device.
+pub fn offloads(
+    fp: Option<&FastPath>,
+    cfg: &Arc<Config>,
+    workers: usize,
+) -> Vec<Option<Box<dyn SessionOffload>>> {
+    let none = || (0..workers).map(|_| None).collect();
+    let (Some(fp), Some(n)) = (fp, cfg.nat64.as_ref()) else {
+        return none();
+    };
+    let share = n.max_sessions.clamp(1, MAX_SESSIONS) as usize;
+    let share = share.div_ceil(workers.max(1));
+    let mut out: Vec<Option<Box<dyn SessionOffload>>> = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        match fp.nat64_maps() {
+            Ok(m) => out.push(Some(Box::new(TunOffload(Offload::new(
+                m,
+                cfg.clone(),
+                share,
+            ))))),
+            Err(why) => {
+                warn!("fast path: {why}; NAT64 sessions stay on the TUN device");
+                return none();
+            }
+        }
+    }
+    out
 }
 
 fn ifindex(name: &str) -> Option<u32> {

@@ -61,6 +61,13 @@ impl Plane for TunPlane {
             translated_4to6: c.translated_4to6,
             passed: c.passed,
             aborted: c.aborted,
+            nat64_sessions: sixgate_dataplane::FastPathSessions {
+                installed: c.sessions_installed,
+                removed: c.sessions_removed,
+                refreshed: c.sessions_refreshed,
+                map_full: c.map_full,
+                map_errors: c.map_errors,
+            },
         })
     }
 

@@ -391,6 +391,11 @@ async fn stats(State(s): State<Shared>) -> Response {
                 ("fastpath_translated_4to6", f.translated_4to6),
                 ("fastpath_passed", f.passed),
                 ("fastpath_aborted", f.aborted),
+                ("fastpath_nat64_installed", f.nat64_sessions.installed),
+                ("fastpath_nat64_removed", f.nat64_sessions.removed),
+                ("fastpath_nat64_refreshed", f.nat64_sessions.refreshed),
+                ("fastpath_nat64_map_full", f.nat64_sessions.map_full),
+                ("fastpath_nat64_map_errors", f.nat64_sessions.map_errors),
             ]
             .map(|(name, total)| StatRow {
                 name: name.into(),

@@ -76,6 +76,13 @@ pub(crate) fn full_scrape() -> Scrape {
             translated_4to6: 3,
             passed: 3,
             aborted: 0,
+            nat64_sessions: sixgate_dataplane::FastPathSessions {
+                installed: 5,
+                removed: 2,
+                refreshed: 7,
+                map_full: 1,
+                map_errors: 0,
+            },
         }),
         sync: Some(sixgate_dataplane::sync_thread::SyncReport {
             node_id: 1,
@@ -456,6 +463,16 @@ fn fastpath_packets_by_verdict() {
         ("aborted", 0.0),
     ] {
         assert_eq!(value(&samples, t, &[("verdict", verdict)]), n, "{verdict}");
+    }
+    let t = "sixgate_fastpath_nat64_sessions_total";
+    for (event, n) in [
+        ("installed", 5.0),
+        ("removed", 2.0),
+        ("refreshed", 7.0),
+        ("map_full", 1.0),
+        ("map_error", 0.0),
+    ] {
+        assert_eq!(value(&samples, t, &[("event", event)]), n, "{event}");
     }
     let without = Scrape {
         fastpath: None,
