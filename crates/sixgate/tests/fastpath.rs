@@ -6,11 +6,12 @@
 //! like e2e.rs (not root, no namespaces, no `run` command).
 
 use sixgate_netns::{
-    Dataplane, Dut, ScratchDir, Stopped, Topology, TopologyOptions, addr, check_host, ifname,
+    Dataplane, Dut, NAT64_TOML, ScratchDir, Stopped, Topology, TopologyOptions, addr, check_host,
+    ifname,
 };
 
 mod common;
-use common::{Turn, fetch_and_compare, http_server, pattern, ping, run_bed, stop_cleanly};
+use common::{Turn, fetch_and_compare, http_server, iperf3, pattern, ping, run_bed, stop_cleanly};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -35,6 +36,12 @@ fn counters(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
 /// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
 /// (after saying why) where the test must skip.
 fn fast_dut(test: &str) -> Option<Dut> {
+    fast_dut_with(test, "")
+}
+
+/// [`fast_dut`] with `config` (a whole mode's sections, e.g. NAT64) before
+/// the `[daemon]` section.
+fn fast_dut_with(test: &str, config: &str) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
@@ -43,7 +50,7 @@ fn fast_dut(test: &str) -> Option<Dut> {
         binary: BIN.into(),
         dataplane: Dataplane::Tun,
         extra_toml: format!(
-            "[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            "{config}\n[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
             ifname::GATEWAY_V6,
             ifname::GATEWAY_V4
         ),
@@ -212,4 +219,106 @@ fn strict_rp_filter_leaves_the_fast_path_off() {
     );
     drop(bed);
     turn.finish();
+}
+
+/// A UDP session's lifetime in the NAT64 test: shorter than the flow, so it
+/// lives only if the program's last-seen refreshes it.
+const SHORT_UDP_TIMEOUT: u32 = 2;
+
+/// docs/fastpath.md, "NAT64 established sessions": in mode nat64 the
+/// workers install the sessions they settled (TCP ESTABLISHED, UDP, ICMP
+/// Echo) and the program carries their packets; SYN, FIN and the first
+/// packets go through the TUN device. A 6-second UDP flow with a 2-second
+/// UDP timeout keeps its one session (RFC 6146 §3.5.1.1: each packet
+/// refreshes it; here the program's last-seen, read by the worker).
+#[test]
+fn nat64_sessions_mostly_on_the_fast_path() {
+    let test = "nat64_sessions_mostly_on_the_fast_path";
+    let config = format!("{NAT64_TOML}udp_timeout = {SHORT_UDP_TIMEOUT}\n");
+    let Some(dut) = fast_dut_with(test, &config) else {
+        return;
+    };
+    let content = pattern(4 << 20);
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        let socket = running.api_socket().expect("an API socket");
+        let dest = addr::V4_HOST_AS_V6.to_string();
+        assert_eq!(ping(&bed.v6host, &dest, 4).len(), 4);
+        let dir = ScratchDir::new("www").unwrap();
+        dir.write("file.bin", &content).unwrap();
+        {
+            let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+            let url = format!("[{dest}]");
+            fetch_and_compare(&bed.v6host, &url, &dir, "file.bin", &content);
+        }
+        for args in [&[][..], &["-R"][..]] {
+            let r = iperf3(
+                &bed.v6host,
+                &bed.v4host,
+                addr::V4_HOST.into(),
+                addr::V4_HOST_AS_V6.into(),
+                args,
+            );
+            assert!(r.mbit_s > 0.0, "iperf3 {args:?}: {}", r.detail);
+            println!("{test}: iperf3 TCP {args:?}: {:.0} Mbit/s", r.mbit_s);
+        }
+        // The UDP flow outlives its timeout three times over.
+        let installed = stat(socket, "fastpath_nat64_installed");
+        let refreshed = stat(socket, "fastpath_nat64_refreshed");
+        let r = iperf3(
+            &bed.v6host,
+            &bed.v4host,
+            addr::V4_HOST.into(),
+            addr::V4_HOST_AS_V6.into(),
+            &["-u", "-b", "20M", "-l", "1200", "-t", "6"],
+        );
+        assert!(r.mbit_s > 0.0, "iperf3 UDP: {}", r.detail);
+        let installed = stat(socket, "fastpath_nat64_installed") - installed;
+        let refreshed = stat(socket, "fastpath_nat64_refreshed") - refreshed;
+        println!(
+            "{test}: iperf3 UDP 6 s (udp_timeout {SHORT_UDP_TIMEOUT} s): {:.0} Mbit/s; \
+             sessions installed {installed}, refreshed {refreshed}",
+            r.mbit_s
+        );
+        // Its control connection and its UDP flow, once each: the flow's
+        // session never expired under it.
+        assert!(installed <= 2, "installed {installed}: the session expired");
+        assert!(refreshed >= 4, "refreshed {refreshed}");
+        assert_eq!(stat(socket, "fastpath_nat64_map_full"), 0);
+        assert_eq!(stat(socket, "fastpath_nat64_map_errors"), 0);
+    });
+    let (received, v6to4, v4to6, passed, aborted) = counters_nat64(&stopped);
+    let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
+    println!(
+        "{test}: fast path received {received}, translated 6to4 {v6to4} 4to6 {v4to6}, \
+         passed {passed}; {into_tun} packets into the TUN device"
+    );
+    assert_eq!(received, v6to4 + v4to6 + passed + aborted);
+    assert_eq!(aborted, 0);
+    assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
+    // The handshakes, FINs and first packets took the TUN device; the bulk
+    // did not.
+    let fast = v6to4 + v4to6;
+    assert!(
+        fast >= 5 * into_tun.max(1),
+        "fast path {fast} packets, TUN device {into_tun}"
+    );
+}
+
+/// The packet counters of the summary line (the NAT64 session figures follow
+/// them after a `;`).
+fn counters_nat64(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
+    let line = stopped
+        .stderr
+        .lines()
+        .find(|l| l.contains("fast path: received"))
+        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
+    let packets = line.split(';').next().unwrap_or_default();
+    let n: Vec<u64> = packets
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u64>().unwrap())
+        .collect();
+    // "received R, translated 6to4 A 4to6 B, passed … P, aborted X".
+    let t = &n[n.len() - 9..];
+    (t[0], t[3], t[6], t[7], t[8])
 }
