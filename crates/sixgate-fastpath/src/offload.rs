@@ -93,13 +93,19 @@ impl Offload {
         self.by_id.is_empty()
     }
 
-    /// A new configuration (pool6, pool4 or the MTUs may have changed): the
-    /// entries made under the old one go; sessions come back as they change.
+    /// A new configuration (pool6, EAM or pool4 may have changed): each
+    /// installed session is made again under it, and whatever no longer
+    /// comes out the same (or not at all, e.g. a remote now in pool4) goes.
     pub fn reconfigure(&mut self, cfg: &Config) {
-        if cfg.map.pool6 != self.cfg.map.pool6 || cfg.nat64 != self.cfg.nat64 {
-            self.clear();
-        }
         self.cfg = Arc::new(cfg.clone());
+        for i in 0..self.slots.len() {
+            let stale = self.slots[i]
+                .as_ref()
+                .is_some_and(|rec| entries(&self.cfg, &rec.r).is_none_or(|e| e != rec.e));
+            if stale {
+                self.drop_slot(i);
+            }
+        }
     }
 
     /// Remove every entry (at exit, or after a configuration change).

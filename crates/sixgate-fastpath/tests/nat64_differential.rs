@@ -529,3 +529,28 @@ fn full_map_is_counted_and_the_session_stays_slow() {
     b.expect("installed", &p6().udp(42000, 53, 8), true);
     b.expect("map full: slow path", &p6().udp(42005, 53, 8), false);
 }
+
+/// A configuration change reaches the installed sessions: one whose entries
+/// come out otherwise (here its remote joined pool4, RFC 6146 §3.8: now a
+/// hairpin) is removed; the others stay.
+#[test]
+fn reconfiguration_removes_what_no_longer_holds() {
+    let Some(mut b) = Bed::new() else {
+        return;
+    };
+    pin_to_one_cpu();
+    let p6 = || Ip6::new(h6(), r6());
+    b.slow(&p6().udp(43000, 53, 8));
+    b.expect("installed", &p6().udp(43000, 53, 8), true);
+    b.offload.reconfigure(&b.cfg.clone());
+    assert_eq!(b.offload.len(), 1, "the same configuration keeps it");
+    let mut next = (*b.cfg).clone();
+    if let Some(n) = next.nat64.as_mut() {
+        n.pool4.push(Pool4Entry::single(R4));
+    }
+    b.offload.reconfigure(&next);
+    assert_eq!(b.offload.len(), 0);
+    let frame = ether_frame(&p6().udp(43000, 53, 8));
+    let (ret, out) = b.run_frame("after", &frame);
+    assert_eq!((ret, out), (TC_ACT_OK, frame), "passed up unchanged");
+}
