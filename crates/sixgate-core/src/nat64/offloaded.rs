@@ -102,14 +102,18 @@ mod tests {
     }
 
     /// RFC 6146 §3.5.1.1: a packet "resets the lifetime"; a fast-path packet,
-    /// reported before expiry, does the same, and a session not reported
-    /// expires as before.
+    /// reported before expiry, does the same (exported to other nodes like
+    /// any refresh), and a session not reported expires as before.
     #[test]
     fn rfc6146_s3_5_1_1_fast_path_packets_refresh_the_session() {
         let mut t = translator();
         let r = udp_session(&mut t, S);
         assert!(t.nat64_fast_path_alive(&r));
         assert!(t.nat64_fast_path_seen(&r, 8 * S));
+        // docs/ha.md: the refresh reaches other nodes like any other.
+        let mut exported = Vec::new();
+        t.drain_replica_changes(|op, r| exported.push((op, r.remaining_ms)));
+        assert_eq!(exported, [(ReplicaOp::Upsert, 10_000)]);
         tick_all(&mut t, 15 * S);
         assert_eq!(
             t.nat64_stats().sessions.udp,
