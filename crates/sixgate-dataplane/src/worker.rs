@@ -160,9 +160,14 @@ impl<P: PacketIo> Worker<P> {
                 next_tick = now_ns + TICK_NS;
             }
             if self.follower.changed() {
+                let before: *const _ = self.io.translator().config();
                 self.follower.follow(&mut self.io, now_ns);
-                if let Some(o) = self.offload.as_mut() {
-                    o.reconfigure(self.io.translator().config());
+                // A new configuration, not a question from the control plane.
+                let cfg = self.io.translator().config();
+                if let Some(o) = self.offload.as_mut()
+                    && !std::ptr::eq(before, cfg)
+                {
+                    o.reconfigure(cfg);
                 }
             }
             let busy = self.io.batch(now_ns)?;
