@@ -11,6 +11,8 @@
 //! the core translates with no decision of its own (no error, no drop, no
 //! state but the IPv4 Identification counters, which the program keeps the
 //! same way per CPU: [`crate::ipv4_id::Ipv4IdGenerator::start_values`]).
+//! In mode nat64 the stateless scope is empty and [`nat64`] states the
+//! scope instead: the packets of the sessions a worker installed.
 
 use crate::config::Config;
 use crate::packet::ipv4;
