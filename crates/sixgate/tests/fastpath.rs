@@ -36,12 +36,12 @@ fn counters(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
 /// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
 /// (after saying why) where the test must skip.
 fn fast_dut(test: &str) -> Option<Dut> {
-    fast_dut_with(test, "")
+    fast_dut_with(test, "", "")
 }
 
 /// [`fast_dut`] with `config` (a whole mode's sections, e.g. NAT64) before
-/// the `[daemon]` section.
-fn fast_dut_with(test: &str, config: &str) -> Option<Dut> {
+/// the `[daemon]` section and `daemon` (keys) in it.
+fn fast_dut_with(test: &str, config: &str, daemon: &str) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
@@ -50,7 +50,7 @@ fn fast_dut_with(test: &str, config: &str) -> Option<Dut> {
         binary: BIN.into(),
         dataplane: Dataplane::Tun,
         extra_toml: format!(
-            "{config}\n[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            "{config}\n[daemon]\n{daemon}fastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
             ifname::GATEWAY_V6,
             ifname::GATEWAY_V4
         ),
@@ -230,12 +230,14 @@ const SHORT_UDP_TIMEOUT: u32 = 2;
 /// Echo) and the program carries their packets; SYN, FIN and the first
 /// packets go through the TUN device. A 6-second UDP flow with a 2-second
 /// UDP timeout keeps its one session (RFC 6146 §3.5.1.1: each packet
-/// refreshes it; here the program's last-seen, read by the worker).
+/// refreshes it; here the program's last-seen, read by the worker). Two
+/// workers.
 #[test]
 fn nat64_sessions_mostly_on_the_fast_path() {
     let test = "nat64_sessions_mostly_on_the_fast_path";
     let config = format!("{NAT64_TOML}udp_timeout = {SHORT_UDP_TIMEOUT}\n");
-    let Some(dut) = fast_dut_with(test, &config) else {
+    // Two workers: each installs its own sessions through its own handle.
+    let Some(dut) = fast_dut_with(test, &config, "workers = 2\n") else {
         return;
     };
     let content = pattern(4 << 20);
