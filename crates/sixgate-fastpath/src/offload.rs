@@ -122,7 +122,18 @@ impl Offload {
             ReplicaOp::Upsert => entries(&self.cfg, r),
             ReplicaOp::Delete => None,
         };
-        match (self.by_id.get(&k).copied(), want) {
+        let mut had = self.by_id.get(&k).copied();
+        if let (Some(i), Some(e)) = (had, want.as_ref())
+            && self.slots[i as usize]
+                .as_ref()
+                .is_some_and(|rec| rec.e != *e)
+        {
+            // Another session on the same pool4 transport address and
+            // remote (the delete of the old one was lost): not its entries.
+            self.drop_slot(i as usize);
+            had = None;
+        }
+        match (had, want) {
             (Some(_), Some(_)) => {} // a refresh or the same state
             (Some(i), None) => self.drop_slot(i as usize),
             (None, Some(e)) => {

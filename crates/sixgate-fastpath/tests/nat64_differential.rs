@@ -554,3 +554,25 @@ fn reconfiguration_removes_what_no_longer_holds() {
     let (ret, out) = b.run_frame("after", &frame);
     assert_eq!((ret, out), (TC_ACT_OK, frame), "passed up unchanged");
 }
+
+/// A record for another session on the same pool4 transport address and
+/// remote (the old one's delete was lost to a full ring) replaces the old
+/// entries: 4→6 packets go to the new IPv6 host, never the old one.
+#[test]
+fn a_new_session_on_the_same_ids_replaces_the_old_entries() {
+    let Some(mut b) = Bed::new() else {
+        return;
+    };
+    pin_to_one_cpu();
+    let r = *b
+        .slow(&Ip6::new(h6(), r6()).udp(44000, 53, 8))
+        .last()
+        .unwrap();
+    let mut other = r;
+    other.v6 = "2001:db8:1::6".parse().unwrap();
+    b.offload.change(ReplicaOp::Upsert, &other);
+    assert_eq!(b.offload.len(), 1);
+    let frame = ether_frame(&Ip4::new(R4, POOL4).udp(53, r.port4, 8));
+    let (_, out) = b.run_frame("4to6", &frame);
+    assert_eq!(out[14 + 24..14 + 40], other.v6.octets(), "the new host");
+}
