@@ -54,7 +54,11 @@ impl BpfConfig {
         }
         let wkp = cfg.map.pool6.is_some_and(|p| p.is_well_known());
         Ok(BpfConfig {
-            ipv4_id_key: cfg.ipv4_id_key,
+            // NAT64: the program's own sequence (fastpath::nat64::program_id_key).
+            ipv4_id_key: match cfg.nat64 {
+                Some(_) => fastpath::nat64::program_id_key(cfg.ipv4_id_key),
+                None => cfg.ipv4_id_key,
+            },
             pool6: p,
             has_pool6: u8::from(cfg.map.pool6.is_some()),
             wkp_nonglobal: u8::from(cfg.map.wkp_strict && wkp),

@@ -155,7 +155,7 @@ impl FastPath {
             current: bpf_cfg,
             sessions: Arc::default(),
         };
-        fp.seed_ids(cfg.ipv4_id_key)?;
+        fp.seed_ids(bpf_cfg.ipv4_id_key)?;
         fp.fill_eam(cfg)?;
         fp.set_config(&bpf_cfg)?;
         Ok(fp)

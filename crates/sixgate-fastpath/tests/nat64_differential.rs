@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use aya::programs::{TestRun, TestRunOptions};
 use sixgate_core::addr::Rfc6052Prefix;
-use sixgate_core::fastpath::nat64::{Key4, Key6, entries, is_candidate};
+use sixgate_core::fastpath::nat64::{Key4, Key6, entries, is_candidate, program_id_key};
 use sixgate_core::nat64::{Nat64Config, Pool4Entry, Proto, Replica, ReplicaOp};
 use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_fastpath::{FastPath, Offload};
@@ -110,13 +110,16 @@ impl Bed {
             }
             Err(e) => panic!("{e}"),
         };
+        // The twin counts IPv4 IDs as the program does: with its key.
+        let mut twin_cfg = cfg.clone();
+        twin_cfg.ipv4_id_key = program_id_key(cfg.ipv4_id_key);
         let cfg = Arc::new(cfg);
         let maps = fp.nat64_maps().expect("nat64 maps");
         let mut authority = Translator::new(cfg.clone());
         authority.enable_replica_export(1024);
         Some(Bed {
             offload: Offload::new(maps, cfg.clone(), 1024),
-            twin: Translator::new(cfg.clone()),
+            twin: Translator::new(Arc::new(twin_cfg)),
             authority,
             cfg,
             fp,

@@ -179,6 +179,17 @@ pub fn entries(cfg: &Config, r: &Replica) -> Option<Entries> {
     })
 }
 
+/// The key of the program's IPv4 Identification counters in mode nat64
+/// (RFC 6864, [`crate::ipv4_id`]): every NAT64 flow's first packets take
+/// the worker, the rest the program, so with the workers' own key both would
+/// count the same sequence from the same start values and repeat each
+/// other's IDs for the same addresses at once. A derived key makes the two
+/// sequences unrelated.
+pub fn program_id_key(ipv4_id_key: u64) -> u64 {
+    // "nat64 fp" in ASCII.
+    ipv4_id_key ^ 0x6e61_7436_3420_6670
+}
+
 /// TCP flags that change a session's state (§3.5.2.2): FIN, SYN, RST.
 const STATE_FLAGS: u8 = 0x07;
 
@@ -363,6 +374,19 @@ mod tests {
         assert_eq!(e.to4.sport, 5000u16.to_be_bytes());
         assert_eq!(e.key4.dport, 5000u16.to_be_bytes());
         assert_eq!(e.to6.dport, 4000u16.to_be_bytes());
+    }
+
+    /// RFC 6864 §4: the program's Identification sequence is not the
+    /// workers'.
+    #[test]
+    fn rfc6864_s4_program_ids_are_not_the_workers() {
+        use crate::ipv4_id::Ipv4IdGenerator;
+        let k = cfg().ipv4_id_key;
+        assert_ne!(program_id_key(k), k);
+        assert_ne!(
+            Ipv4IdGenerator::start_values(program_id_key(k)),
+            Ipv4IdGenerator::start_values(k)
+        );
     }
 
     /// RFC 6146 §3.8: a session whose remote is in pool4 is hairpinned by
