@@ -310,10 +310,11 @@ pub(crate) fn build_all(
                  [\"eth0\", \"eth1\"]",
             ));
         }
+        // The core states the scope for every mode: a CLAT's configuration is
+        // SIIT's (RFC 6877: pool6 the PLAT prefix, an EAM entry), a MAP-T
+        // BR's has its rules, NAT64's its installed sessions (a /96 pool6);
+        // a MAP-T CE is refused there.
         let why = match &mode_sections {
-            Some((_, mode, _)) if !matches!(mode, Mode::Siit | Mode::Nat64) => {
-                Some("only modes \"siit\" and \"nat64\" have a fast path in this version")
-            }
             Some((config, ..)) => sixgate_core::fastpath::unsupported(config),
             None => None,
         };
@@ -362,7 +363,8 @@ pub(crate) fn build_all(
         .and_then(|(s, (c, ..))| {
             let span = s.span();
             let pool4 = c.nat64.as_ref().map(|n| n.pool4.as_slice());
-            cx.keep(crate::sync::section(&cx, s.into_inner(), span, pool4))
+            let user = daemon.user.as_deref();
+            cx.keep(crate::sync::section(&cx, s.into_inner(), span, pool4, user))
         });
     if let (Some((config, ..)), Some(d), Some(span)) = (&mode_sections, &dns64, dns64_prefixes_span)
     {

@@ -549,7 +549,15 @@ pub struct LogSection {
 /// Keys of `[sync]`, documented qualified (`sync.KEY`): `key` and `address`
 /// would read ambiguously bare.
 pub const SYNC_KEYS: &[&str] = &[
-    "node_id", "bind", "peers", "key", "key_file", "mtu", "shards",
+    "node_id",
+    "bind",
+    "peers",
+    "key",
+    "key_file",
+    "mtu",
+    "shards",
+    "announce_table",
+    "join_timeout",
 ];
 /// Keys of a `peers` entry.
 pub const SYNC_PEER_KEYS: &[&str] = &["node_id", "address"];
@@ -574,6 +582,10 @@ pub struct SyncSection {
     pub mtu: Option<Spanned<i64>>,
     /// Which node owns which pool4 addresses.
     pub shards: Option<Spanned<Vec<Spanned<ShardEntry>>>>,
+    /// Kernel routing table the node's routes are announced in when ready.
+    pub announce_table: Option<Spanned<i64>>,
+    /// Seconds to wait for a peer's snapshot before announcing without.
+    pub join_timeout: Option<Spanned<i64>>,
 }
 
 /// One `peers` entry as written.

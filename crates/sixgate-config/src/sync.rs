@@ -18,6 +18,10 @@ use crate::value::{int_in, mask_v4, parse_v4_prefix};
 pub const DEFAULT_SYNC_MTU: u16 = 1500;
 /// Shortest shared key, bytes.
 pub const MIN_KEY_BYTES: usize = 16;
+/// Default `join_timeout`, seconds.
+pub const DEFAULT_JOIN_TIMEOUT_S: u32 = 3;
+/// Longest `join_timeout`, seconds.
+pub const MAX_JOIN_TIMEOUT_S: i64 = 3600;
 
 /// A peer, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +90,24 @@ pub struct SyncSettings {
     pub mtu: u16,
     /// Every pool4 address, each owned by exactly one node.
     pub shards: Vec<Shard>,
+    /// Kernel routing table for the routing daemon (docs/ha.md, "Failover
+    /// and scale-out"): blackhole routes for pool6 and this node's shards
+    /// while it is ready; `None`: nothing announced.
+    pub announce_table: Option<u32>,
+    /// How long a starting node waits for its peers' snapshots before it is
+    /// ready without them (none answered), seconds.
+    pub join_timeout: u32,
+}
+
+impl SyncSettings {
+    /// This node's own shards' prefixes.
+    pub fn own_shards(&self) -> Vec<(Ipv4Addr, u8)> {
+        self.shards
+            .iter()
+            .filter(|s| s.node_id == self.node_id)
+            .flat_map(|s| s.pool4.iter().copied())
+            .collect()
+    }
 }
 
 impl SyncSettings {
@@ -194,13 +216,45 @@ fn socket(cx: &Cx<'_>, key: &str, v: &Spanned<String>) -> Result<SocketAddr, Con
     }
 }
 
+/// `announce_table`: a table of its own, not one the kernel routes by
+/// (`ip route` names 253 default, 254 main, 255 local; 0 is unspecified),
+/// and not with `[daemon] user` (an unprivileged process cannot change
+/// routes).
+fn announce_table(cx: &Cx<'_>, v: &Spanned<i64>, user: Option<&str>) -> Result<u32, ConfigError> {
+    let n = int_in(cx, "announce_table", v, 1, i64::from(u32::MAX))?;
+    let named = match n {
+        253 => Some("default"),
+        254 => Some("main"),
+        255 => Some("local"),
+        _ => None,
+    };
+    if let Some(name) = named {
+        return Err(cx.bad(
+            "announce_table",
+            v,
+            format!("the kernel's {name} table"),
+            "a table of its own that only the routing daemon reads, 1-252 or 256-4294967295",
+        ));
+    }
+    if let Some(u) = user {
+        return Err(cx.err(
+            v.span(),
+            format!(
+                "announce_table with [daemon] user = {u:?}: the unprivileged process could not                  add or withdraw its routes; expected one of them"
+            ),
+        ));
+    }
+    Ok(n as u32)
+}
+
 /// Checks `[sync]` against the mode and pool4 (`None`: not mode nat64, or
-/// pool4 left to the gateway's own address).
+/// pool4 left to the gateway's own address) and `[daemon] user`.
 pub(crate) fn section(
     cx: &Cx<'_>,
     s: SyncSection,
     span: std::ops::Range<usize>,
     nat64: Option<&[Pool4Entry]>,
+    user: Option<&str>,
 ) -> Result<SyncSettings, ConfigError> {
     let Some(pool4) = nat64 else {
         return Err(cx.err(
@@ -308,6 +362,14 @@ pub(crate) fn section(
         None => DEFAULT_SYNC_MTU,
     };
     let shards = shards(cx, &s, &span, me, &peers, pool4)?;
+    let announce_table = match &s.announce_table {
+        Some(v) => Some(announce_table(cx, v, user)?),
+        None => None,
+    };
+    let join_timeout = match &s.join_timeout {
+        Some(v) => int_in(cx, "join_timeout", v, 1, MAX_JOIN_TIMEOUT_S)? as u32,
+        None => DEFAULT_JOIN_TIMEOUT_S,
+    };
     Ok(SyncSettings {
         node_id: me,
         bind,
@@ -315,6 +377,8 @@ pub(crate) fn section(
         key,
         mtu,
         shards,
+        announce_table,
+        join_timeout,
     })
 }
 

@@ -11,10 +11,18 @@
 //! the core translates with no decision of its own (no error, no drop, no
 //! state but the IPv4 Identification counters, which the program keeps the
 //! same way per CPU: [`crate::ipv4_id::Ipv4IdGenerator::start_values`]).
-//! In mode nat64 the stateless scope is empty and [`nat64`] states the
-//! scope instead: the packets of the sessions a worker installed.
+//!
+//! The modes in scope are SIIT, a CLAT (RFC 6877: SIIT with the PLAT prefix
+//! as pool6 and the customer range as an EAM entry) and a MAP-T BR (RFC 7599
+//! §7: the domain side from the Mapping Rules and the ports,
+//! `bpf/mapt_br.h`); a MAP-T BR packet the core would drop for its port set
+//! or MAP address (RFC 7597 §5.2, §8.1) is no candidate, so it still goes up
+//! to be dropped and counted. In mode nat64 the stateless scope is empty and
+//! [`nat64`] states the scope instead: the packets of the sessions a worker
+//! installed.
 
 use crate::config::Config;
+use crate::mapt::MaptConfig;
 use crate::packet::ipv4;
 use crate::packet::ipv6::nh;
 use crate::rfc7915::icmp_map::{v4 as icmp4, v6 as icmp6};
@@ -26,20 +34,78 @@ pub mod nat64;
 pub const POOL6_LEN: u8 = 96;
 
 /// Why `cfg` cannot have a fast path in this version, or `None` when it can:
-/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6), or
-/// stateful NAT64 with a /96 pool6 (its installed sessions only: [`nat64`]).
+/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6), a MAP-T
+/// BR, or stateful NAT64 with a /96 pool6 (its installed sessions only:
+/// [`nat64`]). A CLAT (RFC 6877) is such a SIIT configuration: its PLAT
+/// prefix is pool6 and its customer range an EAM entry, so it needs nothing
+/// more here.
 pub fn unsupported(cfg: &Config) -> Option<&'static str> {
     if cfg.nat64.is_some() && cfg.map.pool6.is_none() {
         return Some("the NAT64 fast path needs pool6");
     }
-    if cfg.mapt.is_some() {
-        return Some("MAP-T is not on the fast path yet");
+    if let Some(m) = &cfg.mapt {
+        return mapt_unsupported(cfg, m);
     }
     match cfg.map.pool6 {
         None if cfg.map.eam.is_empty() => Some("the fast path needs pool6 or EAM entries"),
         Some(p) if p.len() != POOL6_LEN => Some("the fast path needs a /96 pool6"),
         _ => None,
     }
+}
+
+/// The most Mapping Rules the program's tries hold (each side).
+pub const MAPT_RULES_MAX: usize = 1024;
+
+/// A MAP-T BR (RFC 7599 §7) with a /96 DMR, no EAM entries and at most
+/// [`MAPT_RULES_MAX`] rules is in scope; a CE (its NAPT44 keeps state) is not.
+fn mapt_unsupported(cfg: &Config, m: &MaptConfig) -> Option<&'static str> {
+    if m.ce().is_some() {
+        return Some("a MAP-T CE (its NAPT44 keeps state) is not on the fast path");
+    }
+    if !cfg.map.eam.is_empty() {
+        return Some("MAP-T with EAM entries is not on the fast path");
+    }
+    if m.fmrs.len() > MAPT_RULES_MAX {
+        return Some("the fast path holds at most 1024 MAP-T rules");
+    }
+    match cfg.map.pool6 {
+        Some(p) if p.len() == POOL6_LEN => None,
+        _ => Some("the fast path needs a /96 DMR"),
+    }
+}
+
+/// The port a MAP-T rule reads from a TCP or UDP header (`source` or
+/// destination), or an ICMP Echo's identifier (RFC 7599 §6); `l4` is a
+/// header [`l4_ok`] accepted.
+fn l4_port(proto: u8, l4: &[u8], source: bool) -> u16 {
+    let at = match proto {
+        nh::TCP | nh::UDP if source => 0,
+        nh::TCP | nh::UDP => 2,
+        _ => 4,
+    };
+    u16::from_be_bytes([l4[at], l4[at + 1]])
+}
+
+/// RFC 7599 §7, 6→4 at a BR: the IPv4 source of a MAP address (RFC 7597 §5.2:
+/// under a rule, its interface identifier agreeing with its EA bits) sending
+/// from its own port set (RFC 7597 §8.1), or `None`: the core drops it and
+/// counts why. `l4` is a header [`l4_ok`] accepted.
+fn mapt_source(m: &MaptConfig, src6: u128, proto: u8, l4: &[u8]) -> Option<u32> {
+    let r = m.rule_for_v6(src6)?;
+    let (v4, psid) = r.decode(src6)?;
+    (r.psid_len() == 0 || r.port_in_set(l4_port(proto, l4, true), psid)).then_some(v4)
+}
+
+/// RFC 7599 §7, 4→6 at a BR: the MAP address of the CE that owns the
+/// destination and its port (RFC 7597 §5.1, §5.2), or `None` outside the
+/// domain's rules or for a port no PSID owns.
+fn mapt_destination(m: &MaptConfig, dst4: u32, proto: u8, l4: &[u8]) -> Option<u128> {
+    let r = m.rule_for_v4(dst4)?;
+    let psid = match r.psid_len() {
+        0 => 0,
+        _ => r.psid_of_port(l4_port(proto, l4, false))?,
+    };
+    Some(r.map_address(dst4, psid))
 }
 
 /// Does the upper-layer header qualify: TCP (a whole header), UDP (a header
@@ -57,9 +123,11 @@ pub(crate) fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
 /// Is `ip` (an IPv4 or IPv6 packet, maybe with link-layer padding) one the fast path
 /// translates under `cfg`? Only when [`unsupported`] is `None`. A candidate has
 /// no IPv4 options or IPv6 extension headers, is no fragment, has a TTL or
-/// hop limit above 1, source and destination map (EAM, then pool6) to
-/// addresses the core accepts and not into a hairpin, carries TCP, UDP with a checksum, or ICMP Echo / Echo Reply,
-/// and fits the configured MTUs without fragmentation or Packet Too Big.
+/// hop limit above 1, source and destination map (EAM, then pool6; on a
+/// MAP-T BR the CE's side by its rule and port, RFC 7599 §7) to addresses
+/// the core accepts and not into a hairpin, carries TCP, UDP with a
+/// checksum, or ICMP Echo / Echo Reply, and fits the configured MTUs without
+/// fragmentation or Packet Too Big.
 pub fn is_fast_path_candidate(cfg: &Config, ip: &[u8]) -> bool {
     // NAT64: only installed sessions ([`nat64::is_candidate`]).
     if unsupported(cfg).is_some() || cfg.nat64.is_some() {
@@ -89,25 +157,39 @@ fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
     if ip[8] == 0xff || src6 <= 1 || ip[24] == 0xff {
         return false;
     }
-    // EAM, then pool6 (RFC 7757 §3.3), with the core's own mapper.
-    let (Ok(src4), Ok(dst4)) = (cfg.map.map_v6(src6), cfg.map.map_v6(dst6)) else {
+    let echo = [icmp6::ECHO_REQUEST, icmp6::ECHO_REPLY];
+    let (proto, l4) = (ip[6], &ip[40..40 + plen]);
+    if !l4_ok(proto, nh::ICMPV6, echo, l4) {
+        return false;
+    }
+    // EAM, then pool6 (RFC 7757 §3.3), with the core's own mapper; on a
+    // MAP-T BR the source is a CE's MAP address (RFC 7599 §7).
+    let src4 = match &cfg.mapt {
+        Some(m) => mapt_source(m, src6, proto, l4).ok_or(()),
+        None => cfg.map.map_v6(src6).map_err(drop),
+    };
+    let (Ok(src4), Ok(dst4)) = (src4, cfg.map.map_v6(dst6)) else {
         return false;
     };
     if ipv4::is_bad_source(src4.to_be_bytes()) || ipv4::is_bad_destination(dst4.to_be_bytes()) {
         return false;
     }
-    // RFC 7757 §4: a hairpin goes back into IPv6 in the core.
+    // RFC 7757 §4: a hairpin goes back into IPv6 in the core; so does a MAP-T
+    // BR's packet from one CE to another (RFC 7599 §7).
     if cfg.map.eam.lookup_v4(dst4).is_some() && cfg.map.eam.lookup_v6(dst6).is_none() {
+        return false;
+    }
+    if cfg
+        .mapt
+        .as_ref()
+        .is_some_and(|m| m.rule_for_v4(dst4).is_some())
+    {
         return false;
     }
     let len4 = 20 + plen;
     // RFC 7915 §5.1 / §5.4: over the IPv4 MTU the core fragments or answers
     // Packet Too Big; over 65535 there is no IPv4 form.
-    if len4 > usize::from(u16::MAX) || cfg.ipv4_mtu.is_some_and(|m| len4 > usize::from(m)) {
-        return false;
-    }
-    let echo = [icmp6::ECHO_REQUEST, icmp6::ECHO_REPLY];
-    l4_ok(ip[6], nh::ICMPV6, echo, &ip[40..40 + plen])
+    len4 <= usize::from(u16::MAX) && cfg.ipv4_mtu.is_none_or(|m| len4 <= usize::from(m))
 }
 
 fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
@@ -130,8 +212,18 @@ fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
     if ipv4::is_bad_source(src) || ipv4::is_bad_destination(dst) {
         return false;
     }
+    let echo = [icmp4::ECHO_REQUEST, icmp4::ECHO_REPLY];
+    let (proto, l4) = (ip[9], &ip[20..total]);
+    if !l4_ok(proto, nh::ICMP, echo, l4) {
+        return false;
+    }
     let map = |a: [u8; 4]| cfg.map.map_v4(u32::from_be_bytes(a)).is_ok();
-    if !map(src) || !map(dst) {
+    // On a MAP-T BR the destination is a CE's, by its port (RFC 7599 §7).
+    let dst_ok = match &cfg.mapt {
+        Some(m) => mapt_destination(m, u32::from_be_bytes(dst), proto, l4).is_some(),
+        None => map(dst),
+    };
+    if !map(src) || !dst_ok {
         return false;
     }
     let out = 40 + total - 20;
@@ -140,11 +232,7 @@ fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
     if df && cfg.ipv6_mtu.is_some_and(|m| out > usize::from(m)) {
         return false;
     }
-    if !df && out > cfg.v6_fragment_limit() {
-        return false;
-    }
-    let echo = [icmp4::ECHO_REQUEST, icmp4::ECHO_REPLY];
-    l4_ok(ip[9], nh::ICMP, echo, &ip[20..total])
+    df || out <= cfg.v6_fragment_limit()
 }
 
 #[cfg(test)]
@@ -258,6 +346,111 @@ mod tests {
         ));
     }
 
+    /// RFC 6877 §6.3: a CLAT's configuration (PLAT prefix as pool6, the
+    /// customer range as an EAM entry, hairpinning off) is in scope; a
+    /// customer reached through the PLAT prefix is a hairpin, the core's.
+    #[test]
+    fn rfc6877_s6_3_clat_is_siit_on_the_fast_path() {
+        let pool6 = Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap();
+        let mut c = Config::with_pool6(Some(pool6));
+        c.map
+            .eam
+            .insert(Eam::parse("192.0.0.0/29", "2001:db8:c1a7::/125").unwrap())
+            .unwrap();
+        c.hairpin = crate::config::HairpinMode::Off;
+        assert_eq!(unsupported(&c), None);
+        let customer4 = Ipv4Addr::new(192, 0, 0, 2);
+        let customer6: Ipv6Addr = "2001:db8:c1a7::2".parse().unwrap();
+        let server = Ipv4Addr::new(8, 8, 4, 4);
+        let server6 = pool6.embed(server);
+        assert!(is_fast_path_candidate(
+            &c,
+            &Ip4::new(customer4, server).tcp(1, 2, 10)
+        ));
+        assert!(is_fast_path_candidate(
+            &c,
+            &Ip6::new(server6, customer6).udp(1, 2, 10)
+        ));
+        let other = pool6.embed(Ipv4Addr::new(192, 0, 0, 3));
+        assert!(!is_fast_path_candidate(
+            &c,
+            &Ip6::new(customer6, other).udp(1, 2, 10)
+        ));
+    }
+
+    /// RFC 7599 §7 at a BR, the domain of the core's RFC 7599 tests (Lencse
+    /// & Nagy): BMR = FMR 2001:db8:ce::/51 ↔ 192.0.2.0/24, 13 EA bits, a = 0;
+    /// DMR 2001:db8:ffff::/96. The CE 192.0.2.8 PSID 27 owns 55296–57343.
+    fn br() -> Config {
+        use crate::mapt::{MapRule, MaptConfig, Role};
+        let dmr = Rfc6052Prefix::new("2001:db8:ffff::".parse().unwrap(), 96).unwrap();
+        let mut c = Config::with_pool6(Some(dmr));
+        let bmr = MapRule::new(
+            "2001:db8:ce::".parse().unwrap(),
+            51,
+            Ipv4Addr::new(192, 0, 2, 0),
+            24,
+            13,
+            0,
+        )
+        .unwrap();
+        c.mapt = Some(MaptConfig {
+            dmr,
+            fmrs: vec![bmr],
+            role: Role::Br,
+            hash_key: MaptConfig::DEFAULT_HASH_KEY,
+        });
+        c
+    }
+    const CE4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 8);
+    const CE6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xce, 0x11b, 0, 0xc000, 0x0208, 0x1b);
+    const SERVER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
+    const SERVER_D: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xffff, 0, 0, 0, 0xc633, 0x640a);
+
+    /// RFC 7599 §7: a CE's packets from its port set, and the Internet's to
+    /// a CE's port, are in scope both ways (Echo identifiers as ports, §6).
+    #[test]
+    fn rfc7599_s7_br_packets_are_candidates() {
+        let c = br();
+        assert_eq!(unsupported(&c), None);
+        for ip in [
+            Ip6::new(CE6, SERVER_D).udp(55300, 53, 20),
+            Ip6::new(CE6, SERVER_D).tcp(57343, 80, 20),
+            Ip6::new(CE6, SERVER_D).echo_request(55400, 1, 8),
+            Ip4::new(SERVER, CE4).udp(53, 55300, 20),
+            Ip4::new(SERVER, CE4).udp(53, 57344, 20),
+            Ip4::new(SERVER, CE4).echo_reply(55400, 1, 8),
+        ] {
+            assert!(is_fast_path_candidate(&c, &ip), "{ip:02x?}");
+        }
+    }
+
+    /// RFC 7597 §8.1, §5.2 and RFC 7599 §7: what the BR drops and counts
+    /// (a source port outside the CE's set, a MAP address whose interface
+    /// identifier disagrees, a source under no rule, a destination outside
+    /// every rule) and a CE-to-CE hairpin are the core's.
+    #[test]
+    fn rfc7597_s8_1_br_refusals_are_slow_path() {
+        let c = br();
+        let bad = Ipv6Addr::from(u128::from(CE6) ^ 0x100_0000);
+        let other_ce = c.mapt.as_ref().unwrap().fmrs[0].map_address(u32::from(CE4), 28);
+        let other_ce = Ipv6Addr::from(other_ce);
+        for ip in [
+            Ip6::new(CE6, SERVER_D).udp(1000, 53, 20),
+            Ip6::new(CE6, SERVER_D).echo_request(57344, 1, 8),
+            Ip6::new(bad, SERVER_D).udp(55300, 53, 20),
+            Ip6::new("2001:db8:1::5".parse().unwrap(), SERVER_D).udp(55300, 53, 20),
+            Ip6::new(CE6, "2001:db8:ffff::c000:208".parse().unwrap()).udp(55300, 57344, 8),
+            Ip4::new(SERVER, Ipv4Addr::new(203, 0, 113, 9)).udp(53, 55300, 8),
+        ] {
+            assert!(!is_fast_path_candidate(&c, &ip), "{ip:02x?}");
+        }
+        assert!(is_fast_path_candidate(
+            &c,
+            &Ip6::new(other_ce, SERVER_D).udp(57344, 53, 8)
+        ));
+    }
+
     #[test]
     fn unsupported_configurations_say_why() {
         assert_eq!(unsupported(&cfg()), None);
@@ -267,5 +460,16 @@ mod tests {
         assert!(!is_fast_path_candidate(&c, &Ip6::new(H6, S6).udp(1, 2, 8)));
         let c = Config::with_pool6(None);
         assert!(unsupported(&c).is_some());
+        let mut c = br();
+        c.map.pool6 = Some(Rfc6052Prefix::new("2001:db8:ffff::".parse().unwrap(), 64).unwrap());
+        assert_eq!(unsupported(&c), Some("the fast path needs a /96 DMR"));
+        // RFC 6146 NAT64: in scope with a /96 pool6 (its installed sessions
+        // only, [`nat64`]), no stateless candidate.
+        let mut c = Config::with_pool6(cfg().map.pool6);
+        c.nat64 = Some(crate::nat64::Nat64Config::default());
+        assert_eq!(unsupported(&c), None);
+        assert!(!is_fast_path_candidate(&c, &Ip6::new(H6, S6).udp(1, 2, 8)));
+        c.map.pool6 = None;
+        assert_eq!(unsupported(&c), Some("the NAT64 fast path needs pool6"));
     }
 }

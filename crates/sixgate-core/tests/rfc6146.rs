@@ -895,6 +895,32 @@ fn rfc6146_s3_5_3_fragmented_echo_both_ways() {
     assert_eq!(h.t.counters().total_drops(), 0);
 }
 
+/// §3.4 with RFC 7915 §4.2: a two-fragment ping from IPv6 whose last
+/// fragment waits for the first. The first, when it comes, needs the last's
+/// length for its checksum (the whole message's pseudo-header): it must not
+/// wait for a last fragment that already came; both leave at once. Also with
+/// link-layer padding after the first fragment's declared length.
+#[test]
+fn rfc6146_s3_4_fragmented_echo_last_before_first_leaves_whole() {
+    for pad in [0usize, 7] {
+        let mut h = nat(|_| {});
+        let req = out6(CLIENT6, SERVER6).echo_request(4321, 3, 1500);
+        let frags = split_v6(&req, 1232, 7);
+        assert_eq!(frags.len(), 2);
+        let mut first = frags[0].clone();
+        first.extend(std::iter::repeat_n(0u8, pad));
+        let (verdicts, outs) = run_all(&mut h, &[frags[1].clone(), first]);
+        assert_eq!(
+            verdicts,
+            [Verdict::Held, Verdict::Fragmented(2)],
+            "padding {pad}"
+        );
+        assert!(icmp_verifies(&outs), "padding {pad}");
+        assert_eq!(src4(&first_of(&outs)).0, IpAddr::V4(POOL4));
+        assert_eq!(h.t.counters().total_drops(), 0);
+    }
+}
+
 // ---- stats ---------------------------------------------------------------------------
 
 #[test]

@@ -192,6 +192,7 @@ impl Crew {
             totals: self.snapshot(),
             workers: self.worker_snapshots(),
             errors,
+            fast_path: None,
         }
     }
 }

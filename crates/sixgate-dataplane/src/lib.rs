@@ -22,6 +22,7 @@
 
 use std::fmt;
 
+pub mod announce;
 pub mod crew;
 pub mod destinations;
 pub mod events;
@@ -35,6 +36,7 @@ pub mod signals;
 pub mod spsc;
 pub mod stats;
 pub mod sync_link;
+pub mod sync_node;
 pub mod sync_thread;
 pub mod system;
 pub mod worker;
@@ -91,4 +93,7 @@ pub struct Report {
     pub workers: Vec<Snapshot>,
     /// Worker failures, and problems taking routes down; empty on a clean stop.
     pub errors: Vec<String>,
+    /// The in-kernel fast path's final counters, if one was attached
+    /// (docs/fastpath.md); its translations are not in `totals`.
+    pub fast_path: Option<FastPathCounters>,
 }

@@ -116,6 +116,8 @@ pub struct Live {
     changing: Mutex<()>,
     /// NAT64 state sync, as its thread last published it (`None`: off).
     sync: Mutex<Option<crate::sync_thread::SyncReport>>,
+    /// `sixgate sync drain` asked, not yet taken by the sync thread.
+    sync_drain: std::sync::atomic::AtomicBool,
 }
 
 /// A runtime change that did not happen.
@@ -218,6 +220,7 @@ impl Live {
             default_pool4,
             changing: Mutex::new(()),
             sync: Mutex::new(None),
+            sync_drain: std::sync::atomic::AtomicBool::new(false),
         });
         let followers = ends
             .into_iter()
@@ -341,6 +344,22 @@ impl Live {
     /// The sync thread's latest report (`None` without `[sync]`).
     pub fn sync_report(&self) -> Option<crate::sync_thread::SyncReport> {
         self.sync.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `sixgate sync drain` (docs/ha.md, "Planned drain"): asks the sync
+    /// thread to drain; progress shows in [`Live::sync_report`]. Errors: no
+    /// sync running.
+    pub fn request_sync_drain(&self) -> Result<(), String> {
+        if self.sync_report().is_none() {
+            return Err("no sync: [sync] is not configured (or not running yet)".into());
+        }
+        self.sync_drain.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The sync thread takes a drain request, once.
+    pub fn take_sync_drain(&self) -> bool {
+        self.sync_drain.swap(false, Ordering::Relaxed)
     }
 
     /// The sync thread publishes its report (every 100 ms).

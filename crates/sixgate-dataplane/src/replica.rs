@@ -29,6 +29,9 @@ pub enum Inbound {
         /// The peer's node id.
         peer: u16,
     },
+    /// This node drains (docs/ha.md, "Planned drain"): no new mappings from
+    /// now on; existing ones are still translated.
+    StopAllocating,
 }
 
 /// BIB slab positions a worker sweeps per round after a snapshot.
@@ -167,6 +170,7 @@ impl WorkerEnds {
                         .position(|(id, _)| *id == peer)
                         .map(|p| (p, 0, 0));
                 }
+                Inbound::StopAllocating => t.set_own_pool4_shards(Some(&[])),
             }
         }
         c.imported.fetch_add(applied as u64, Relaxed);

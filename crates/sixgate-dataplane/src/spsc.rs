@@ -73,6 +73,12 @@ impl<T: Copy> Producer<T> {
         true
     }
 
+    /// Whether the consumer has taken everything pushed.
+    pub fn is_empty(&self) -> bool {
+        let s = &*self.shared;
+        s.tail.0.load(Ordering::Relaxed) == s.head.0.load(Ordering::Acquire)
+    }
+
     /// Free slots now.
     pub fn room(&self) -> usize {
         let s = &*self.shared;

@@ -306,6 +306,46 @@ mod tests {
         }
         assert_eq!(Snapshot::default().napt44_summary(), None);
     }
+
+    /// docs/fastpath.md, "Counters": the program's verdicts add up, and the
+    /// totals are the fast path's translations plus the workers'.
+    #[test]
+    fn fast_path_counters_add_up_and_join_the_workers() {
+        let f = FastPathCounters {
+            received: 10,
+            translated_6to4: 4,
+            translated_4to6: 3,
+            passed: 2,
+            aborted: 1,
+            nat64_sessions: FastPathSessions::default(),
+        };
+        assert!(f.adds_up());
+        assert!(!FastPathCounters { received: 11, ..f }.adds_up());
+        let mut slow = Snapshot::default();
+        slow.core.translated_6to4 = 20;
+        slow.core.translated_4to6 = 30;
+        assert_eq!(f.with_slow(&slow), [24, 33]);
+        let line = f.together_summary(&slow);
+        assert!(
+            line.contains("6to4 24 4to6 33 (fast path 7, workers 50)"),
+            "{line}"
+        );
+        assert!(
+            f.summary()
+                .starts_with("fast path: received 10, translated 6to4 4 4to6 3")
+        );
+        assert!(!f.summary().contains("NAT64"));
+        let n = FastPathCounters {
+            nat64_sessions: FastPathSessions {
+                installed: 2,
+                ..FastPathSessions::default()
+            },
+            ..f
+        };
+        assert!(n.summary().ends_with(
+            "; NAT64 sessions installed 2, removed 0, refreshed 0, map full 0, map errors 0"
+        ));
+    }
 }
 
 /// An in-kernel fast path's counters (docs/fastpath.md), summed over CPUs:
@@ -343,4 +383,58 @@ pub struct FastPathSessions {
     pub map_full: u64,
     /// Left on the slow path: another map call failed.
     pub map_errors: u64,
+}
+
+impl FastPathCounters {
+    /// Translated in the kernel, both directions.
+    pub fn translated(&self) -> u64 {
+        self.translated_6to4 + self.translated_4to6
+    }
+
+    /// `received = translated + passed + aborted`: true whenever no packet
+    /// is between the program's first count and its verdict (the counters
+    /// are read one by one while packets flow).
+    pub fn adds_up(&self) -> bool {
+        self.received == self.translated() + self.passed + self.aborted
+    }
+
+    /// Translated by the fast path and the workers (`slow`) together:
+    /// `[6to4, 4to6]`. A packet is translated by one of them only, since
+    /// the program passes up unchanged what it does not translate.
+    pub fn with_slow(&self, slow: &Snapshot) -> [u64; 2] {
+        [
+            self.translated_6to4 + slow.core.translated_6to4,
+            self.translated_4to6 + slow.core.translated_4to6,
+        ]
+    }
+
+    /// One line for humans: the program's verdicts, then what the workers
+    /// did with NAT64 sessions, if anything.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
+             aborted {}",
+            self.received, self.translated_6to4, self.translated_4to6, self.passed, self.aborted
+        );
+        let n = &self.nat64_sessions;
+        if n.installed > 0 || n.map_full + n.map_errors > 0 {
+            s.push_str(&format!(
+                "; NAT64 sessions installed {}, removed {}, refreshed {}, map full {}, map \
+                 errors {}",
+                n.installed, n.removed, n.refreshed, n.map_full, n.map_errors
+            ));
+        }
+        s
+    }
+
+    /// One line for humans: translated, fast and slow path together.
+    pub fn together_summary(&self, slow: &Snapshot) -> String {
+        let [v6to4, v4to6] = self.with_slow(slow);
+        format!(
+            "translated, fast and slow path together: 6to4 {v6to4} 4to6 {v4to6} (fast path \
+             {}, workers {})",
+            self.translated(),
+            slow.core.translated_6to4 + slow.core.translated_4to6
+        )
+    }
 }

@@ -74,6 +74,10 @@ pub struct SyncLink {
     lost_seen: Vec<u64>,
     /// Workers given something to import since [`SyncLink::take_fed`].
     fed: Vec<bool>,
+    /// Workers told to stop allocating (a drain).
+    stop_sent: Vec<bool>,
+    /// The time of the last step.
+    last_now: u64,
 }
 
 impl SyncLink {
@@ -98,6 +102,8 @@ impl SyncLink {
         Ok(SyncLink {
             lost_seen: vec![0; n],
             fed: vec![false; n],
+            stop_sent: vec![false; n],
+            last_now: 0,
             socket,
             peers,
             workers,
@@ -113,6 +119,7 @@ impl SyncLink {
     /// restarted, config mismatch, snapshot asked). Returns whether a peer
     /// wants a snapshot of this node's tables ([`SyncLink::snapshot`]).
     pub fn step(&mut self, now: u64, log: &mut impl FnMut(u16, &Event)) -> io::Result<bool> {
+        self.last_now = now;
         self.receive(now, log)?;
         self.export(now);
         for slot in &mut self.peers {
@@ -150,8 +157,12 @@ impl SyncLink {
                     None => not_imported += 1,
                 },
                 Event::SnapshotBegin { .. } => inbound.push(Inbound::SnapshotBegin),
-                Event::SnapshotEnd { .. } => {
-                    inbound.push(Inbound::SnapshotEnd { peer: peer_id });
+                Event::SnapshotEnd { sweep, .. } => {
+                    // A drained peer's first snapshot after its restart:
+                    // what it handed over stays (docs/ha.md, "Planned drain").
+                    if sweep {
+                        inbound.push(Inbound::SnapshotEnd { peer: peer_id });
+                    }
                     log(peer_id, &e);
                 }
                 other => log(peer_id, &other),
@@ -183,6 +194,11 @@ impl SyncLink {
             }
         }
         Ok(())
+    }
+
+    fn export_now(&mut self) {
+        let now = self.last_now;
+        self.export(now);
     }
 
     /// Every worker's changes to every peer (a refused push is counted by the
@@ -312,6 +328,42 @@ impl SyncLink {
     /// Whether every peer's stream has been synced (the "ready" of docs/ha.md).
     pub fn synced(&self) -> bool {
         self.peers.iter().all(|p| p.peer.synced())
+    }
+
+    /// Each peer's (up, synced), for [`crate::sync_node::ready`].
+    pub fn peers_up_synced(&self) -> impl Iterator<Item = (bool, bool)> + '_ {
+        self.peers.iter().map(|p| (p.peer.is_up(), p.peer.synced()))
+    }
+
+    /// A drain's first step: every worker is told to stop allocating (a
+    /// marker in its import ring, so it takes it between batches). True once
+    /// every worker has taken it: its earlier changes are then in its export
+    /// ring (a worker exports before it imports), and it makes no new
+    /// mapping after them.
+    pub fn stop_allocating(&mut self) -> bool {
+        for (w, ends) in self.workers.iter_mut().enumerate() {
+            if !self.stop_sent[w] && ends.import.push(Inbound::StopAllocating) {
+                self.stop_sent[w] = true;
+                self.fed[w] = true;
+            }
+        }
+        self.stop_sent.iter().all(|s| *s) && self.workers.iter().all(|e| e.import.is_empty())
+    }
+
+    /// Queues a DRAIN to every peer after what the workers exported so far.
+    pub fn drain(&mut self) {
+        self.export_now();
+        for slot in &mut self.peers {
+            slot.peer.drain();
+        }
+    }
+
+    /// Whether every peer that is up acknowledged our DRAIN (a peer down
+    /// cannot; it gets a snapshot when it comes back).
+    pub fn drain_done(&self) -> bool {
+        self.peers
+            .iter()
+            .all(|p| p.peer.drain_acked() || !p.peer.is_up())
     }
 }
 

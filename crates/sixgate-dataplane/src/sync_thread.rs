@@ -17,9 +17,11 @@ use sixgate_core::nat64::ReplicaOp;
 use sixgate_sync::{Event, Key, tables};
 
 use crate::Live;
+use crate::announce::Announcer;
 use crate::live::{Query, Rows};
 use crate::replica::SyncEnds;
 use crate::sync_link::{LinkConfig, SyncLink};
+use crate::sync_node::Node;
 
 /// Longest sleep: a worker's change waits at most this long for the thread.
 pub const MAX_SLEEP_MS: i32 = 1;
@@ -39,6 +41,12 @@ pub struct SyncReport {
     /// The workers' ring counters, summed: exported, export_lost, imported,
     /// import_refused, swept.
     pub workers: [u64; 5],
+    /// The node's state in its group.
+    pub state: crate::sync_node::NodeState,
+    /// `[sync] announce_table` and the routes announced there when ready.
+    pub announce: Option<(u32, Vec<String>)>,
+    /// Whether those routes are in the table now.
+    pub announcing: bool,
 }
 
 /// Most slab positions one snapshot walk step asks a worker for.
@@ -99,6 +107,17 @@ impl SyncThread {
             port_block_size,
         };
         let counters: Vec<_> = ends.iter().map(|e| e.counters.clone()).collect();
+        let announcer = s.announce_table.map(|t| {
+            let mut a = Announcer::new(t, (pool6.addr(), pool6.len()), &s.own_shards());
+            // A node restarted after SIGKILL announces nothing before it is
+            // ready again (docs/ha.md): its old routes go first.
+            for p in a.withdraw_all() {
+                tracing::warn!("{p}");
+            }
+            a
+        });
+        let node = Node::new(s.join_timeout, announcer);
+        let table = s.announce_table;
         let link = SyncLink::new(socket, cfg, ends).map_err(|e| format!("[sync]: {e}"))?;
         let node_id = s.node_id;
         let settings = s.clone();
@@ -123,8 +142,11 @@ impl SyncThread {
         let handle = std::thread::Builder::new()
             .name("sixgate-sync".into())
             .spawn(move || {
-                let report = move |link: &SyncLink| SyncReport {
+                let report = move |link: &SyncLink, node: &Node| SyncReport {
                     node_id,
+                    state: node.state(),
+                    announce: table.zip(node.announcement().map(|(_, r)| r)),
+                    announcing: node.announcing(),
                     peers: link.status(),
                     link: link.counters(),
                     workers: counters.iter().fold([0; 5], |mut a, c| {
@@ -142,7 +164,7 @@ impl SyncThread {
                 };
                 let rehash =
                     move |c: &sixgate_core::Config| settings.config_hash(c, workers as u16);
-                run(link, live, pool6, &flag, report, (hash, rehash))
+                run(link, node, live, pool6, &flag, report, (hash, rehash))
             })
             .map_err(|e| format!("[sync]: cannot start its thread: {e}"))?;
         Ok(SyncThread {
@@ -166,10 +188,11 @@ type Walk = (Option<usize>, u32);
 
 fn run(
     mut link: SyncLink,
+    mut node: Node,
     live: Arc<Live>,
     pool6: sixgate_core::addr::Rfc6052Prefix,
     stop: &AtomicBool,
-    report: impl Fn(&SyncLink) -> SyncReport,
+    report: impl Fn(&SyncLink, &Node) -> SyncReport,
     (mut hash, rehash): (u64, impl Fn(&sixgate_core::Config) -> u64),
 ) {
     let start = Instant::now();
@@ -192,8 +215,15 @@ fn run(
                 false
             }
         };
+        let was = (node.state(), node.announcing());
+        if live.take_sync_drain() {
+            node.start_drain();
+        }
+        node.step(&mut link, now);
         link.take_fed(|w| live.wake_worker(w));
-        if now >= next_report {
+        // A change of the node's state is published at once: whoever saw the
+        // routes change may ask `show sync` next.
+        if now >= next_report || (node.state(), node.announcing()) != was {
             // A reload may change what the hash covers (pool4, timeouts):
             // the peers must then see the new one, and refuse it until they
             // run the same.
@@ -206,7 +236,7 @@ fn run(
                 link.set_config_hash(h);
                 hash = h;
             }
-            live.publish_sync(report(&link));
+            live.publish_sync(report(&link, &node));
             next_report = now + REPORT_NS;
         }
         if wants && walk.is_none() {
@@ -233,6 +263,9 @@ fn run(
         // SAFETY: one valid pollfd. EINTR and the like: just go round.
         unsafe { libc::poll(&mut fd, 1, timeout) };
     }
+    // Stopping (SIGTERM, SIGINT, an error): the routing daemon hears it first.
+    node.stop();
+    live.publish_sync(report(&link, &node));
 }
 
 /// One step of a snapshot: a chunk of a worker's sessions, as much as the
@@ -302,10 +335,21 @@ fn log_event(peer: u16, e: &Event) {
         Event::SnapshotEnd {
             announced,
             received,
+            sweep,
             ..
         } => tracing::info!(
             peer,
-            "sync: snapshot from peer {peer} received ({received} records, {announced} announced)"
+            "sync: snapshot from peer {peer} received ({received} records, {announced} announced){}",
+            if *sweep {
+                ""
+            } else {
+                "; it drained before it restarted: the entries it handed over stay"
+            }
+        ),
+        Event::PeerDrained { records, .. } => tracing::warn!(
+            peer,
+            "sync: peer {peer} drains ({records} records sent before): it announces nothing \
+             and makes no new mapping; this node keeps its entries"
         ),
         Event::Record(_) | Event::SnapshotBegin { .. } => {}
     }

@@ -15,6 +15,10 @@
 // header mapping, RFC 1624 incremental checksums, the core's IPv4
 // Identification rule (DF=0 up to 1260 bytes with a per-flow counter).
 //
+// A MAP-T BR (RFC 7599 §7) is the same translation with the addresses on the
+// domain side from the Mapping Rules and the ports (mapt_br.h); a CLAT
+// (RFC 6877) is SIIT with the PLAT prefix as pool6.
+//
 // Nothing here drops a packet: a packet the core would drop, answer with an
 // ICMP error, fragment or keep state for is not a candidate and goes up.
 
@@ -39,7 +43,8 @@
 #define DF_THRESHOLD_V4 1260
 #define ID_SLOTS 1024
 
-// The configuration, written by the loader (sixgate_fastpath::Config).
+// The configuration, written by the loader (sixgate_fastpath::BpfConfig),
+// read from the current configuration trie (config_maps.h).
 struct config {
 	__u64 ipv4_id_key;      // for the Identification hash (RFC 6864)
 	__u8 pool6[12];         // the /96 prefix
@@ -49,65 +54,19 @@ struct config {
 	__u8 reset_tos;         // 6 -> 4: TOS = new_tos
 	__u8 new_tos;
 	__u8 reset_traffic_class; // 4 -> 6: Traffic Class = 0
+	__u8 mapt_br;           // RFC 7599 §7: a MAP-T BR (mapt_br.h)
 	__u8 nat64;             // mode nat64: installed sessions only (nat64.h)
-	__u8 _pad[1];
 	__u16 ipv4_mtu;         // 0: unset
 	__u16 ipv6_mtu;         // 0: unset
 	__u16 v6_fragment_limit;
-	__u16 disabled;         // non-zero: pass everything up (while maps change)
+	__u16 _pad1;
 	// The slow path's device (the TUN device): only a packet the kernel
 	// would route there is the translator's. 0: no check (BPF_PROG_TEST_RUN).
 	__u32 slow_ifindex;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct config);
-} config SEC(".maps");
-
-// RFC 7757 EAM, both sides (sixgate_core::addr::eam): the longest match on
-// one side gives the other side's prefix and the shift that places the
-// suffix: IPv4 = prefix | (IPv6 suffix >> shift), IPv6 = prefix | (IPv4
-// suffix << shift).
-struct eam6_key {
-	__u32 prefixlen;
-	__u8 addr[16];
-};
-
-struct eam6_val {
-	__u32 v4;       // host order
-	__u32 v6_len;
-	__u32 shift;
-};
-
-struct eam4_key {
-	__u32 prefixlen;
-	__u8 addr[4];
-};
-
-struct eam4_val {
-	__u64 hi, lo;   // the IPv6 prefix, host order halves
-	__u32 v4_len;
-	__u32 shift;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 4096);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct eam6_key);
-	__type(value, struct eam6_val);
-} eam6 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 4096);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct eam4_key);
-	__type(value, struct eam4_val);
-} eam4 SEC(".maps");
+// The configuration and the EAM entries, one trie swapped whole (config_maps.h).
+#include "config_maps.h"
 
 // RFC 6864 per-flow IPv4 ID counters, one table per CPU as the core keeps one
 // per worker (sixgate_core::ipv4_id), seeded with the same start values.
@@ -290,11 +249,10 @@ static __always_inline void put64(__u8 *p, __u64 x)
 
 // The IPv4 address of an IPv6 one: EAM, then pool6 (sixgate_core Mapper::map_v6).
 // 0 when it has none (or pool6 embeds one RFC 6052 §3.1 refuses).
-static __always_inline int map_v6(const struct config *cfg, const __u8 *a, __u32 *v4)
+static __always_inline int map_v6(const struct config *cfg, void *xlat, const __u8 *a,
+				  __u32 *v4)
 {
-	struct eam6_key k = {.prefixlen = 128};
-	__builtin_memcpy(k.addr, a, 16);
-	struct eam6_val *e = bpf_map_lookup_elem(&eam6, &k);
+	const struct eam6_val *e = eam6_lookup(xlat, a);
 	if (e) {
 		__u64 hi = be64(a), lo = be64(a + 8);
 		__u32 host = 128 - e->v6_len, s = e->shift;
@@ -330,20 +288,17 @@ static __always_inline int map_v6(const struct config *cfg, const __u8 *a, __u32
 }
 
 // Is the IPv4 address inside an EAM entry's IPv4 prefix?
-static __always_inline int eam_has_v4(__u32 v4)
+static __always_inline int eam_has_v4(void *xlat, __u32 v4)
 {
-	struct eam4_key k = {.prefixlen = 32};
 	__u32 be = bpf_htonl(v4);
-	__builtin_memcpy(k.addr, &be, 4);
-	return bpf_map_lookup_elem(&eam4, &k) != 0;
+	return eam4_lookup(xlat, (const __u8 *)&be) != 0;
 }
 
 // The IPv6 address of an IPv4 one: EAM, then pool6 (Mapper::map_v4).
-static __always_inline int map_v4(const struct config *cfg, const __u8 *a, __u8 *v6)
+static __always_inline int map_v4(const struct config *cfg, void *xlat, const __u8 *a,
+				  __u8 *v6)
 {
-	struct eam4_key k = {.prefixlen = 32};
-	__builtin_memcpy(k.addr, a, 4);
-	struct eam4_val *e = bpf_map_lookup_elem(&eam4, &k);
+	const struct eam4_val *e = eam4_lookup(xlat, a);
 	if (e) {
 		__u32 v4 = ((__u32)a[0] << 24) | ((__u32)a[1] << 16) | ((__u32)a[2] << 8) | a[3];
 		__u32 host = 32 - e->v4_len, s = e->shift;
@@ -381,6 +336,8 @@ static __always_inline int v6_special(const __u8 *a)
 		x |= a[i];
 	return x == 0 && a[15] <= 1;
 }
+
+#include "mapt_br.h"
 
 // TCP (whole header), UDP (non-zero checksum), ICMP Echo / Echo Reply code 0.
 static __always_inline int l4_ok(__u8 proto, __u8 icmp, __u8 echo_req, __u8 echo_rep,
@@ -427,7 +384,8 @@ static __always_inline int csum_off(__u8 proto)
 }
 
 // RFC 7915 §5: IPv6 -> IPv4.
-static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *cfg)
+static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *cfg,
+				    void *xlat)
 {
 	__u32 pull = ETH_HLEN_ + sizeof(struct ip6) + L4_PEEK;
 	if (pull > skb->len)
@@ -448,7 +406,8 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	if (v6_special(h->src) || h->dst[0] == 0xff)
 		return 0;
 	__u32 src4, dst4;
-	if (!map_v6(cfg, h->src, &src4) || !map_v6(cfg, h->dst, &dst4))
+	struct mapt_claim claim = {};
+	if (!map_v6_source(cfg, xlat, h->src, &src4, &claim) || !map_v6(cfg, xlat, h->dst, &dst4))
 		return 0;
 	__u8 s4[4], d4[4];
 	__u32 s4be = bpf_htonl(src4), d4be = bpf_htonl(dst4);
@@ -458,12 +417,10 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 		return 0;
 	// RFC 7757 §4: a hairpin (an IPv4 destination that EAM maps back into
 	// our IPv6 side) is the core's.
-	if (eam_has_v4(dst4)) {
-		struct eam6_key k = {.prefixlen = 128};
-		__builtin_memcpy(k.addr, h->dst, 16);
-		if (!bpf_map_lookup_elem(&eam6, &k))
-			return 0;
-	}
+	if (eam_has_v4(xlat, dst4) && !eam6_lookup(xlat, h->dst))
+		return 0;
+	if (mapt_hairpin(cfg, xlat, dst4))
+		return 0;
 	__u32 len4 = 20 + plen;
 	if (len4 > 0xffff || (cfg->ipv4_mtu && len4 > cfg->ipv4_mtu))
 		return 0;
@@ -471,7 +428,8 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	__u8 *l4 = (__u8 *)(h + 1);
 	if ((void *)(l4 + 8) > end)
 		return 0;
-	if (!l4_ok(h->nexthdr, IPPROTO_ICMPV6_, 128, 129, l4, plen))
+	if (!l4_ok(h->nexthdr, IPPROTO_ICMPV6_, 128, 129, l4, plen) ||
+	    !mapt_source_port_ok(cfg, &claim, h->nexthdr, l4))
 		return 0;
 	// Last, being the dearest check.
 	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
@@ -538,7 +496,8 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 }
 
 // RFC 7915 §4: IPv4 -> IPv6.
-static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *cfg)
+static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *cfg,
+				    void *xlat)
 {
 	__u32 pull = ETH_HLEN_ + sizeof(struct ip4) + L4_PEEK;
 	if (pull > skb->len)
@@ -561,8 +520,13 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		return 0;
 	if (never_forwarded(h->src) || never_forwarded(h->dst))
 		return 0;
+	// Read before the addresses: a MAP-T BR's destination depends on its port.
+	__u8 *l4 = (__u8 *)(h + 1);
+	if ((void *)(l4 + 8) > end)
+		return 0;
 	__u8 src6[16], dst6[16];
-	if (!map_v4(cfg, h->src, src6) || !map_v4(cfg, h->dst, dst6))
+	if (!map_v4(cfg, xlat, h->src, src6) ||
+	    !map_v4_destination(cfg, xlat, h->dst, h->proto, l4, dst6))
 		return 0;
 	__u32 l4_len = total - 20;
 	__u32 out = 40 + l4_len;
@@ -570,9 +534,6 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	if (df && cfg->ipv6_mtu && out > cfg->ipv6_mtu)
 		return 0;
 	if (!df && out > cfg->v6_fragment_limit)
-		return 0;
-	__u8 *l4 = (__u8 *)(h + 1);
-	if ((void *)(l4 + 8) > end)
 		return 0;
 	if (!l4_ok(h->proto, IPPROTO_ICMP_, 8, 0, l4, l4_len))
 		return 0;
@@ -632,19 +593,19 @@ SEC("classifier")
 int sixgate_fastpath(struct __sk_buff *skb)
 {
 	count(C_RECEIVED);
-	__u32 zero = 0;
-	const struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	// One configuration for the whole packet: the trie looked up here
+	// (config_maps.h), whatever the loader swaps in meanwhile.
+	void *xlat = xlat_current();
+	const struct config *cfg = xlat ? xlat_config(xlat) : 0;
 	int r = 0;
 	__u32 which = C_PASSED;
-	if (cfg && cfg->disabled)
-		cfg = 0;
 	if (cfg && cfg->nat64) {
 		r = nat64_translate(skb, cfg, &which);
 	} else if (cfg && skb->protocol == bpf_htons(ETH_P_IPV6_)) {
-		r = v6_to_v4(skb, cfg);
+		r = v6_to_v4(skb, cfg, xlat);
 		which = C_TRANSLATED_6TO4;
 	} else if (cfg && skb->protocol == bpf_htons(ETH_P_IP_)) {
-		r = v4_to_v6(skb, cfg);
+		r = v4_to_v6(skb, cfg, xlat);
 		which = C_TRANSLATED_4TO6;
 	}
 	if (r == 1) {

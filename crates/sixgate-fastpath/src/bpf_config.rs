@@ -1,6 +1,6 @@
-//! The program's configuration map: the parts of the core's [`Config`] that
-//! the fast-path packets depend on, in the layout of `struct config` in
-//! bpf/siit_tc.c.
+//! The program's configuration element: the parts of the core's [`Config`]
+//! that the fast-path packets depend on, in the layout of `struct config` in
+//! bpf/siit_tc.c (held in the configuration trie, `crate::xlat`).
 
 use sixgate_core::Config;
 use sixgate_core::fastpath;
@@ -22,16 +22,16 @@ pub struct BpfConfig {
     pub reset_tos: u8,
     pub new_tos: u8,
     pub reset_traffic_class: u8,
+    /// 1 on a MAP-T BR (RFC 7599 §7): the rules map the domain's side.
+    pub mapt_br: u8,
     /// 1 in mode nat64: only installed sessions are translated (bpf/nat64.h).
     pub nat64: u8,
-    pub _pad: [u8; 1],
     /// 0: unset.
     pub ipv4_mtu: u16,
     /// 0: unset.
     pub ipv6_mtu: u16,
     pub v6_fragment_limit: u16,
-    /// Non-zero: the program passes every packet up (while the maps change).
-    pub disabled: u16,
+    pub _pad1: u16,
     /// The slow path's device: the program translates only what the kernel
     /// routes there (0: no such check, for `BPF_PROG_TEST_RUN`).
     pub slow_ifindex: u32,
@@ -66,6 +66,8 @@ impl BpfConfig {
             reset_tos: u8::from(cfg.reset_tos),
             new_tos: cfg.new_tos,
             reset_traffic_class: u8::from(cfg.reset_traffic_class),
+            // `unsupported` let only a BR through.
+            mapt_br: u8::from(cfg.mapt.is_some()),
             nat64: u8::from(cfg.nat64.is_some()),
             ipv4_mtu: cfg.ipv4_mtu.unwrap_or(0),
             ipv6_mtu: cfg.ipv6_mtu.unwrap_or(0),
@@ -86,7 +88,8 @@ mod tests {
         assert_eq!(core::mem::size_of::<BpfConfig>(), 40);
         assert_eq!(core::mem::offset_of!(BpfConfig, pool6), 8);
         assert_eq!(core::mem::offset_of!(BpfConfig, wkp_nonglobal), 21);
-        assert_eq!(core::mem::offset_of!(BpfConfig, nat64), 26);
+        assert_eq!(core::mem::offset_of!(BpfConfig, mapt_br), 26);
+        assert_eq!(core::mem::offset_of!(BpfConfig, nat64), 27);
         assert_eq!(core::mem::offset_of!(BpfConfig, ipv4_mtu), 28);
         assert_eq!(core::mem::offset_of!(BpfConfig, v6_fragment_limit), 32);
     }

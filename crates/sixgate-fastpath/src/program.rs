@@ -1,8 +1,7 @@
 //! Load the TC program, fill its maps, attach it to interfaces and read its
 //! counters.
 
-use aya::maps::lpm_trie::{Key, LpmTrie};
-use aya::maps::{Array, PerCpuArray, PerCpuValues};
+use aya::maps::{ArrayOfMaps, MapData, PerCpuArray, PerCpuValues};
 use aya::programs::SchedClassifier;
 use aya::programs::tc::{self, SchedClassifierLinkId, TcAttachType};
 use aya::util::KernelVersion;
@@ -14,6 +13,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::BpfConfig;
 use crate::nat64_maps::{self, Nat64Maps, SessionCounters};
+use crate::xlat::{self, Trie};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_tc.o"));
 const PROGRAM: &str = "sixgate_fastpath";
@@ -25,29 +25,6 @@ const PERMISSION_HINT: &str = " (loading eBPF needs CAP_BPF and CAP_NET_ADMIN, o
 struct Ids([u16; SLOTS]);
 // SAFETY: an array of integers, no padding.
 unsafe impl aya::Pod for Ids {}
-
-/// `struct eam6_val`: the IPv4 side of an EAM entry, found by its IPv6 side.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Eam6Val {
-    v4: u32,
-    v6_len: u32,
-    shift: u32,
-}
-// SAFETY: integers, no padding.
-unsafe impl aya::Pod for Eam6Val {}
-
-/// `struct eam4_val`: the IPv6 side of an EAM entry, found by its IPv4 side.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Eam4Val {
-    hi: u64,
-    lo: u64,
-    v4_len: u32,
-    shift: u32,
-}
-// SAFETY: integers, no padding.
-unsafe impl aya::Pod for Eam4Val {}
 
 /// The program's per-verdict counters, summed over CPUs.
 /// `received == translated_6to4 + translated_4to6 + passed + aborted`.
@@ -82,7 +59,11 @@ pub struct FastPath {
     links: Vec<(String, SchedClassifierLinkId)>,
     /// Interfaces that got a clsact qdisc from us (kernels without tcx).
     clsact_added: Vec<String>,
-    /// The configuration the program runs.
+    /// The `xlat` slot: the configuration trie the program reads.
+    xlat: ArrayOfMaps<MapData, Trie>,
+    /// An empty trie, installed to pass everything up.
+    off: Trie,
+    /// The configuration the program runs (or ran last, when `off`).
     current: BpfConfig,
     /// What the workers did to the NAT64 session maps.
     sessions: Arc<SessionCounters>,
@@ -148,70 +129,73 @@ impl FastPath {
                 chain(&e)
             )
         })?;
+        let xlat = ebpf
+            .take_map("xlat")
+            .ok_or("the fast path object has no map xlat")?;
+        let xlat = ArrayOfMaps::try_from(xlat).map_err(|e| format!("xlat map: {e}"))?;
         let mut fp = FastPath {
             ebpf,
             links: Vec::new(),
             clsact_added: Vec::new(),
+            xlat,
+            off: xlat::build(cfg, None)?,
             current: bpf_cfg,
             sessions: Arc::default(),
         };
+        // NAT64 seeds with the program's own key (BpfConfig::from_config).
         fp.seed_ids(bpf_cfg.ipv4_id_key)?;
-        fp.fill_eam(cfg)?;
-        fp.set_config(&bpf_cfg)?;
+        fp.install(&xlat::build(cfg, Some(&bpf_cfg))?)?;
         Ok(fp)
     }
 
     /// Follow a configuration change (a reload, `sixgate eam add|remove`):
-    /// the program passes everything up while its maps change, then runs
-    /// `cfg`. A configuration it cannot serve leaves it passing everything
-    /// up (`Err` says why); so does a failed map update.
+    /// build the new configuration trie whole, then swap it in with one map
+    /// update, so that every packet runs wholly under the old configuration
+    /// or wholly under `cfg` and none is passed up for the change. A
+    /// configuration it cannot serve, or a trie it cannot build, leaves it
+    /// passing everything up (`Err` says why).
     pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
-        let mut off = self.current;
-        off.disabled = 1;
-        self.set_config(&off)?;
-        let mut next = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
-        next.slow_ifindex = self.current.slow_ifindex;
-        self.clear_eam()?;
-        self.fill_eam(cfg)?;
+        let built = BpfConfig::from_config(cfg)
+            .map_err(str::to_owned)
+            .map(|mut next| {
+                next.slow_ifindex = self.current.slow_ifindex;
+                next
+            })
+            .and_then(|next| Ok((next, xlat::build(cfg, Some(&next))?)));
+        let (next, trie) = match built {
+            Ok(b) => b,
+            Err(why) => {
+                return Err(match self.pass_all_up() {
+                    Ok(()) => why,
+                    Err(e) => format!("{why}; and {e}"),
+                });
+            }
+        };
+        // The daemon keeps its key across changes (Live); a new key reseeds
+        // the counters just before the swap, which moves only where the next
+        // IDs start.
         if next.ipv4_id_key != self.current.ipv4_id_key {
             self.seed_ids(next.ipv4_id_key)?;
         }
-        self.set_config(&next)?;
+        self.install(&trie)?;
         self.current = next;
         Ok(())
     }
 
-    fn clear_eam(&mut self) -> Result<(), String> {
-        let mut t: LpmTrie<_, [u8; 16], Eam6Val> =
-            LpmTrie::try_from(self.ebpf.map_mut("eam6").ok_or("no map eam6")?)
-                .map_err(|e| format!("eam6 map: {e}"))?;
-        let keys: Vec<_> = t
-            .keys()
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("eam6 map: {e}"))?;
-        for k in keys {
-            t.remove(&k).map_err(|e| format!("eam6 map: {e}"))?;
-        }
-        let mut t: LpmTrie<_, [u8; 4], Eam4Val> =
-            LpmTrie::try_from(self.ebpf.map_mut("eam4").ok_or("no map eam4")?)
-                .map_err(|e| format!("eam4 map: {e}"))?;
-        let keys: Vec<_> = t
-            .keys()
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("eam4 map: {e}"))?;
-        for k in keys {
-            t.remove(&k).map_err(|e| format!("eam4 map: {e}"))?;
-        }
-        Ok(())
+    /// Install the empty trie: the program passes everything up.
+    fn pass_all_up(&mut self) -> Result<(), String> {
+        self.xlat
+            .set(0, &self.off, 0)
+            .map_err(|e| format!("xlat map: {e}"))
     }
 
-    /// Replace the configuration the program reads (one map element, written
-    /// whole).
-    fn set_config(&mut self, c: &BpfConfig) -> Result<(), String> {
-        let mut a: Array<_, BpfConfig> =
-            Array::try_from(self.ebpf.map_mut("config").ok_or("no map config")?)
-                .map_err(|e| format!("config map: {e}"))?;
-        a.set(0, *c, 0).map_err(|e| format!("config map: {e}"))
+    /// The one update that swaps configurations: the kernel keeps the old
+    /// trie alive (RCU) for the packets still reading it, and frees it once
+    /// the outer map and our handle are gone.
+    fn install(&mut self, trie: &Trie) -> Result<(), String> {
+        self.xlat
+            .set(0, trie, 0)
+            .map_err(|e| format!("xlat map: {e}"))
     }
 
     /// Every CPU's Identification counters back to the core's start values
@@ -224,41 +208,6 @@ impl FastPath {
                 .map_err(|e| format!("ids map: {e}"))?;
         let v = PerCpuValues::try_from(vec![start; cpus]).map_err(|e| format!("ids map: {e}"))?;
         m.set(0, v, 0).map_err(|e| format!("ids map: {e}"))
-    }
-
-    /// Put `cfg`'s EAM entries (RFC 7757) into the two tries, each side
-    /// keyed by its prefix. Tries start empty: for the loader, once.
-    fn fill_eam(&mut self, cfg: &Config) -> Result<(), String> {
-        for e in cfg.map.eam.entries() {
-            // Where the IPv4 suffix sits: its end's distance from the IPv6
-            // address's end (sixgate_core::addr::eam, `shift`).
-            let shift = (128 - u32::from(e.v6_len)) - (32 - u32::from(e.v4_len));
-            let v6 = u128::from_be_bytes(e.v6);
-            {
-                let mut t: LpmTrie<_, [u8; 16], Eam6Val> =
-                    LpmTrie::try_from(self.ebpf.map_mut("eam6").ok_or("no map eam6")?)
-                        .map_err(|e| format!("eam6 map: {e}"))?;
-                let val = Eam6Val {
-                    v4: u32::from_be_bytes(e.v4),
-                    v6_len: u32::from(e.v6_len),
-                    shift,
-                };
-                t.insert(&Key::new(u32::from(e.v6_len), e.v6), val, 0)
-                    .map_err(|e| format!("eam6 map: {e}"))?;
-            }
-            let mut t: LpmTrie<_, [u8; 4], Eam4Val> =
-                LpmTrie::try_from(self.ebpf.map_mut("eam4").ok_or("no map eam4")?)
-                    .map_err(|e| format!("eam4 map: {e}"))?;
-            let val = Eam4Val {
-                hi: (v6 >> 64) as u64,
-                lo: v6 as u64,
-                v4_len: u32::from(e.v4_len),
-                shift,
-            };
-            t.insert(&Key::new(u32::from(e.v4_len), e.v4), val, 0)
-                .map_err(|e| format!("eam4 map: {e}"))?;
-        }
-        Ok(())
     }
 
     /// Attach to `interface`'s ingress: tcx on kernels that have it (6.6+),

@@ -667,12 +667,161 @@ fn configuration_keys_are_followed() {
     }
 }
 
+/// A CLAT as `mode = "clat"` builds it (RFC 6877): the customer range
+/// 192.0.0.0/29 as an EAM entry towards the CLAT's 2001:db8:c1a7::/125, the
+/// PLAT prefix as pool6, hairpinning off. `pool6`: `[translator] pool6`;
+/// `clat`: more `[clat]` lines.
+fn clat_loaded(pool6: &str, clat: &str) -> sixgate_config::Loaded {
+    let text = format!(
+        "[translator]\nmode = \"clat\"\npool6 = \"{pool6}\"\n\
+         [clat]\nipv6 = \"2001:db8:c1a7::/125\"\n{clat}\n"
+    );
+    sixgate_config::parse(&text, "clat.toml").unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// The CLAT's vectors (RFC 6877 §6.3, RFC 7757 §3.3 and §4): customer hosts
+/// to the IPv4 Internet through the PLAT prefix `plat` and back.
+fn clat_vectors(plat: &str) -> Vec<(&'static str, Vec<u8>, bool)> {
+    let plat = Rfc6052Prefix::new(plat.parse().unwrap(), 96).unwrap();
+    let server = |v: [u8; 4]| plat.embed(a4(v));
+    let customer4 = a4([192, 0, 0, 2]);
+    let customer6: Ipv6Addr = "2001:db8:c1a7::2".parse().unwrap();
+    let global = [8, 8, 4, 4];
+    let c4 = || Ip4::new(customer4, a4(global));
+    let s6 = || Ip6::new(server(global), customer6);
+    vec![
+        (
+            "rfc6877_s6_3 customer UDP out",
+            c4().udp(40000, 53, 40),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 customer TCP SYN out",
+            c4().tcp_flags(40000, 443, 0x02, 0),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 customer TCP 1400 out",
+            c4().tcp(40000, 443, 1400),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 customer ping out",
+            c4().echo_request(9, 1, 56),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 customer DF=0, small",
+            c4().df(false).udp(1, 2, 100),
+            true,
+        ),
+        ("rfc6877_s6_3 reply UDP in", s6().udp(53, 40000, 40), true),
+        (
+            "rfc6877_s6_3 reply TCP in",
+            s6().tcp(443, 40000, 1400),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 Echo Reply in",
+            s6().echo_reply(9, 1, 56),
+            true,
+        ),
+        (
+            "rfc6877_s6_3 reply to the range's last host",
+            Ip6::new(server(global), "2001:db8:c1a7::7".parse().unwrap()).udp(53, 1, 8),
+            true,
+        ),
+        (
+            "rfc7757_s4 hairpin off: a customer through the PLAT prefix (slow)",
+            Ip6::new(customer6, server([192, 0, 0, 3])).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc6877_s6_3 outside the CLAT prefix (not ours)",
+            Ip6::new(server(global), "2001:db8:c1a7::8".parse().unwrap()).udp(53, 1, 8),
+            false,
+        ),
+        (
+            "rfc6877 a customer's ICMP error (slow)",
+            c4().icmp_error(3, 3, [0; 4], &Ip4::new(a4(global), customer4).udp(1, 2, 8)),
+            false,
+        ),
+        (
+            "rfc6877 a customer's fragment (slow)",
+            c4().df(false).fragment(17, 0, true, &[0; 16]),
+            false,
+        ),
+        (
+            "rfc6052_s3_1 the WKP refuses a non-global server (slow)",
+            Ip4::new(customer4, a4([10, 1, 1, 1])).udp(1, 2, 8),
+            !plat.is_well_known(),
+        ),
+    ]
+}
+
+/// RFC 6877: a CLAT's translation is SIIT under `mode = "clat"`'s own
+/// configuration (loaded by sixgate-config, mirrored as a reload mirrors
+/// it), with the Well-Known Prefix and with a network-specific one.
+#[test]
+fn rfc6877_clat_translates_as_the_core_does() {
+    pin_to_one_cpu();
+    for plat in ["64:ff9b::", "2001:db8:64::"] {
+        let loaded = clat_loaded(&format!("{plat}/96"), "");
+        let Some(mut bed) = Bed::new(loaded.config) else {
+            return;
+        };
+        bed.check_cases(clat_vectors(plat));
+    }
+}
+
+/// RFC 7050 §3: a CLAT that discovers (or re-discovers) its PLAT prefix
+/// applies it as `sixgate run` does (`ClatSettings::set_plat_prefix` on the
+/// running configuration, then the data plane's reconfigure): the program
+/// translates through the new prefix and no longer through the old one.
+#[test]
+fn rfc7050_discovered_plat_prefix_reaches_the_program() {
+    pin_to_one_cpu();
+    let mut loaded = clat_loaded("2001:db8:64::/96", "plat_prefix = \"discover\"");
+    // Discovery at start-up settles the prefix before the data plane starts.
+    loaded.set_plat_prefix(Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap());
+    let clat = loaded.clat.clone().expect("a CLAT");
+    let Some(mut bed) = Bed::new(loaded.config.clone()) else {
+        return;
+    };
+    bed.check_cases(clat_vectors("64:ff9b::"));
+    // RFC 7050 §3 refresh: the PLAT prefix changed.
+    let mut cfg = (*bed.cfg).clone();
+    clat.set_plat_prefix(
+        &mut cfg,
+        Rfc6052Prefix::new("2001:db8:46::".parse().unwrap(), 96).unwrap(),
+    );
+    bed.fp.reconfigure(&cfg).expect("reconfigure");
+    let cfg = Arc::new(cfg);
+    bed.twin.set_config(cfg.clone());
+    bed.cfg = cfg;
+    bed.check_cases(clat_vectors("2001:db8:46::"));
+    // The old prefix is no longer the CLAT's: passed up.
+    let old: Vec<_> = clat_vectors("64:ff9b::")
+        .into_iter()
+        .filter(|(_, ip, _)| ip[0] >> 4 == 6)
+        .map(|(what, ip, _)| (what, ip, false))
+        .collect();
+    bed.check_cases(old);
+}
+
+/// RFC 6877: generated packets under the CLAT's configuration.
+#[test]
+fn rfc6877_generated_packets_under_a_clat_translate_as_the_core_does_or_go_up() {
+    pin_to_one_cpu();
+    generated(clat_loaded("2001:db8:64::/96", "").config);
+}
+
 /// Addresses that exercise every branch of the address checks.
 fn v4_addr() -> impl Strategy<Value = [u8; 4]> {
     prop_oneof![
         4 => Just(H4),
         4 => Just(V6_AS_V4),
-        2 => prop::sample::select(vec![[198u8, 18, 0, 5], [198, 18, 1, 1], [203, 0, 9, 9], [100, 64, 7, 3]]),
+        2 => prop::sample::select(vec![[198u8, 18, 0, 5], [198, 18, 1, 1], [203, 0, 9, 9], [100, 64, 7, 3], [192, 0, 0, 2], [192, 0, 0, 6]]),
         1 => prop::sample::select(vec![0u8, 10, 100, 127, 169, 172, 192, 198, 203, 224, 255])
             .prop_flat_map(|a| (Just(a), any::<[u8; 3]>()))
             .prop_map(|(a, [b, c, d])| [a, b, c, d]),
@@ -704,7 +853,7 @@ fn packets() -> impl Strategy<Value = Gen> {
             any::<bool>(),
             v4_addr(),
             v4_addr(),
-            prop_oneof![8 => Just(0u8), 1 => 1u8..4],
+            prop_oneof![8 => Just(0u8), 1 => 1u8..5],
         ),
         prop_oneof![1 => 0u8..3, 4 => any::<u8>()],
         any::<u8>(),
@@ -761,6 +910,9 @@ fn build(g: &Gen) -> Vec<u8> {
         };
         let dst = if g.off_pool == 2 {
             "2001:db8:99::7".parse().unwrap()
+        } else if g.off_pool == 4 {
+            // A CLAT's customer (RFC 6877 §6.3).
+            "2001:db8:c1a7::3".parse().unwrap()
         } else {
             in_pool6(g.dst)
         };
@@ -839,6 +991,365 @@ fn generated(cfg: Config) {
         })
         .unwrap();
     // The generator reaches the fast path, not only the slow one.
+    assert!(
+        *fast.borrow() > 100,
+        "only {} on the fast path",
+        fast.borrow()
+    );
+}
+
+// ---- MAP-T BR (RFC 7599 §7) ----
+
+/// A MAP-T BR as `mode = "mapt-br"` builds it, DMR 2001:db8:ffff::/96 and
+/// four rules of different shapes: Lencse & Nagy's domain (the core's
+/// RFC 7599 tests: 2001:db8:ce::/51 ↔ 192.0.2.0/24, 13 EA bits, a = 0:
+/// 5-bit PSID), RFC 7597 Appendix A's shape (/40 ↔ /24, 16 EA bits, a = 6:
+/// ports below 1024 belong to no CE), whole addresses (k = 0) and a 16-bit
+/// PSID (k = 16, m = 0).
+fn br_loaded() -> sixgate_config::Loaded {
+    let text = "[translator]\nmode = \"mapt-br\"\n[mapt]\ndmr = \"2001:db8:ffff::/96\"\n\
+        bmr = [ { ipv6_prefix = \"2001:db8:ce::/51\", ipv4_prefix = \"192.0.2.0/24\", \
+                  ea_bits = 13, psid_offset = 0 } ]\n\
+        fmr = [ { ipv6_prefix = \"2001:db9::/40\", ipv4_prefix = \"203.0.113.0/24\", \
+                  ea_bits = 16, psid_offset = 6 },\n\
+                { ipv6_prefix = \"2001:db8:100::/40\", ipv4_prefix = \"198.18.0.0/24\", \
+                  ea_bits = 8 },\n\
+                { ipv6_prefix = \"2001:dba::/48\", ipv4_prefix = \"100.64.0.1/32\", \
+                  ea_bits = 16, psid_offset = 0 } ]\n";
+    sixgate_config::parse(text, "br.toml").unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+fn dmr(v4: [u8; 4]) -> Ipv6Addr {
+    Rfc6052Prefix::new("2001:db8:ffff::".parse().unwrap(), 96)
+        .unwrap()
+        .embed(a4(v4))
+}
+
+/// The MAP address (RFC 7597 §5.2) of (`v4`, `psid`) under rule `i`.
+fn map_addr(cfg: &Config, i: usize, v4: [u8; 4], psid: u16) -> Ipv6Addr {
+    let r = &cfg.mapt.as_ref().unwrap().fmrs[i];
+    Ipv6Addr::from(r.map_address(u32::from_be_bytes(v4), psid))
+}
+
+/// The BR's vectors: RFC 7599 §7 both ways under each rule, and what the core
+/// drops, counts or hairpins (RFC 7597 §5.1, §5.2, §8.1).
+fn br_vectors(cfg: &Config) -> Vec<(String, Vec<u8>, bool)> {
+    let server = [198, 51, 100, 10];
+    let fmrs = &cfg.mapt.as_ref().unwrap().fmrs;
+    let rule_of = |v6: &str| {
+        fmrs.iter()
+            .position(|r| r.ipv6_prefix().0 == v6.parse::<Ipv6Addr>().unwrap())
+            .unwrap()
+    };
+    // (rule, the CE's IPv4 address, its PSID, a port in its set, one outside).
+    let ces = [
+        (
+            rule_of("2001:db8:ce::"),
+            [192, 0, 2, 8],
+            27u16,
+            55300u16,
+            1000u16,
+        ),
+        (rule_of("2001:db9::"), [203, 0, 113, 18], 0x34, 1232, 1236),
+        (rule_of("2001:db8:100::"), [198, 18, 0, 7], 0, 80, 80),
+        (
+            rule_of("2001:dba::"),
+            [100, 64, 0, 1],
+            0xbeef,
+            0xbeef,
+            0xbef0,
+        ),
+    ];
+    let mut v = Vec::new();
+    for (i, ce4, psid, port, outside) in ces {
+        let ce6 = map_addr(cfg, i, ce4, psid);
+        let out = || Ip6::new(ce6, dmr(server));
+        let inb = || Ip4::new(a4(server), a4(ce4));
+        let shared = fmrs[i].psid_len() > 0;
+        let n = |s: &str| format!("rule {i} ({ce6}): {s}");
+        v.extend([
+            (n("rfc7599_s7 UDP out"), out().udp(port, 53, 40), true),
+            (
+                n("rfc7599_s7 TCP SYN out"),
+                out().tcp_flags(port, 443, 0x02, 0),
+                true,
+            ),
+            (
+                n("rfc7599_s7 TCP 1400 out"),
+                out().tcp(port, 443, 1400),
+                true,
+            ),
+            (
+                n("rfc7599_s6 Echo Request out"),
+                out().echo_request(port, 1, 56),
+                true,
+            ),
+            (
+                n("rfc7599_s6 Echo Reply out"),
+                out().echo_reply(port, 1, 56),
+                true,
+            ),
+            (n("rfc7599_s7 UDP in"), inb().udp(53, port, 40), true),
+            (
+                n("rfc7599_s7 TCP 1400 in"),
+                inb().tcp(443, port, 1400),
+                true,
+            ),
+            (
+                n("rfc7599_s6 Echo Reply in"),
+                inb().echo_reply(port, 1, 56),
+                true,
+            ),
+            (
+                n("rfc7599_s6 Echo Request in"),
+                inb().echo_request(port, 1, 56),
+                true,
+            ),
+            (
+                n("rfc7599_s7 DF=0 small in"),
+                inb().df(false).udp(53, port, 100),
+                true,
+            ),
+            (
+                n("rfc7597_s8_1 source port outside the set (slow: dropped)"),
+                out().udp(outside, 53, 40),
+                !shared,
+            ),
+            (
+                n("rfc7597_s8_1 Echo identifier outside the set (slow: dropped)"),
+                out().echo_request(outside, 1, 8),
+                !shared,
+            ),
+            (
+                n("rfc7597_s5_2 interface identifier disagrees (slow: dropped)"),
+                Ip6::new(Ipv6Addr::from(u128::from(ce6) ^ 0x100), dmr(server)).udp(port, 53, 8),
+                false,
+            ),
+            (
+                n("rfc7599_s7 CE to CE through the BR (slow: hairpin)"),
+                Ip6::new(ce6, dmr(ce4)).udp(port, 53, 8),
+                false,
+            ),
+            (
+                n("rfc7599 ICMPv6 error from a CE (slow)"),
+                out().icmp_error(
+                    1,
+                    4,
+                    [0; 4],
+                    &Ip4::new(a4(ce4), a4(server)).udp(port, 53, 8),
+                ),
+                false,
+            ),
+            (
+                n("rfc7599_s8 fragment (slow)"),
+                inb().df(false).fragment(17, 0, true, &[0; 16]),
+                false,
+            ),
+            (
+                n("rfc7599 TTL 1 (slow)"),
+                inb().ttl(1).udp(53, port, 8),
+                false,
+            ),
+        ]);
+    }
+    let r9 = rule_of("2001:db9::");
+    v.extend([
+        (
+            "rfc7597_s5_1 a = 6: port 80 belongs to no CE (slow: dropped)".to_owned(),
+            Ip4::new(a4(server), a4([203, 0, 113, 18])).udp(53, 80, 8),
+            false,
+        ),
+        (
+            "rfc7597_s5_1 a = 6: a CE's port in another A range".to_owned(),
+            Ip4::new(a4(server), a4([203, 0, 113, 18])).udp(53, 64720, 8),
+            true,
+        ),
+        (
+            "rfc7597_s5_1 a = 6: port 1024 is PSID 0's".to_owned(),
+            Ip6::new(map_addr(cfg, r9, [203, 0, 113, 1], 0), dmr(server)).udp(1024, 53, 8),
+            true,
+        ),
+        (
+            "rfc7599_s7 IPv4 destination outside every rule (slow: dropped)".to_owned(),
+            Ip4::new(a4(server), a4([198, 51, 100, 99])).udp(53, 55300, 8),
+            false,
+        ),
+        (
+            "rfc7599_s7 source under no rule (slow: dropped)".to_owned(),
+            Ip6::new(dmr([198, 51, 100, 9]), dmr(server)).udp(55300, 53, 8),
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 to 127.0.0.1 through the DMR (slow)".to_owned(),
+            Ip6::new(map_addr(cfg, 0, [192, 0, 2, 8], 27), dmr([127, 0, 0, 1])).udp(55300, 53, 8),
+            false,
+        ),
+    ]);
+    v
+}
+
+/// RFC 7599 §7: the BR's vectors through the program and the core.
+#[test]
+fn rfc7599_br_translates_as_the_core_does() {
+    pin_to_one_cpu();
+    let Some(mut bed) = Bed::new(br_loaded().config) else {
+        return;
+    };
+    let cfg = bed.cfg.clone();
+    for (what, ip, fast) in br_vectors(&cfg) {
+        let o = bed.check(&what, &ip);
+        assert_eq!(
+            matches!(o, Outcome::Translated),
+            fast,
+            "{what}: expected fast = {fast}"
+        );
+    }
+}
+
+/// A reload between SIIT and MAP-T (and a MAP-T CE it cannot serve): the
+/// rules come and go with the configuration.
+#[test]
+fn rfc7599_reconfigured_between_siit_and_mapt() {
+    pin_to_one_cpu();
+    let Some(mut bed) = Bed::new(sample_config()) else {
+        return;
+    };
+    let br = br_loaded().config;
+    let br_cases = br_vectors(&br);
+    for cfg in [br.clone(), sample_config(), br] {
+        bed.fp.reconfigure(&cfg).expect("reconfigure");
+        let cfg = Arc::new(cfg);
+        bed.twin.set_config(cfg.clone());
+        bed.cfg = cfg;
+        for (what, ip, _) in vectors() {
+            bed.check(what, &ip);
+        }
+        for (what, ip, _) in &br_cases {
+            bed.check(what, ip);
+        }
+    }
+    let ce = "[translator]\nmode = \"mapt-ce\"\n[mapt]\ndmr = \"2001:db8:ffff::/96\"\n\
+              end_user_prefix = \"2001:db8:ce:11b::/64\"\nlan = \"10.0.0.0/24\"\n\
+              bmr = [ { ipv6_prefix = \"2001:db8:ce::/51\", ipv4_prefix = \"192.0.2.0/24\", \
+              ea_bits = 13, psid_offset = 0 } ]\n";
+    let ce = sixgate_config::parse(ce, "ce.toml").expect("a CE");
+    assert!(bed.fp.reconfigure(&ce.config).is_err());
+}
+
+/// Generated packets at the BR: MAP addresses of every rule (some with a
+/// flipped interface-identifier bit), ports inside and outside the PSID's
+/// set, servers inside and outside the domain.
+#[derive(Debug, Clone)]
+struct BrGen {
+    v6: bool,
+    rule: usize,
+    host: u32,
+    psid: u16,
+    /// `None`: a port in the PSID's set (`j` picks it); else this port.
+    port: Option<u16>,
+    j: u16,
+    flip: Option<u8>,
+    server: [u8; 4],
+    proto: u8,
+    ttl: u8,
+    len: usize,
+    df: bool,
+}
+
+fn br_packets() -> impl Strategy<Value = BrGen> {
+    (
+        (any::<bool>(), 0usize..4, any::<u32>(), any::<u16>()),
+        (prop::option::weighted(0.3, any::<u16>()), any::<u16>()),
+        prop::option::weighted(0.1, 0u8..128),
+        prop_oneof![
+            4 => Just([198u8, 51, 100, 10]),
+            1 => Just([192u8, 0, 2, 9]),
+            1 => Just([203u8, 0, 113, 200]),
+            1 => any::<[u8; 4]>(),
+        ],
+        prop::sample::select(vec![6u8, 17, 1, 58, 47]),
+        prop_oneof![1 => 0u8..3, 4 => any::<u8>()],
+        prop_oneof![4 => 0usize..200, 1 => 1100usize..1400],
+        any::<bool>(),
+    )
+        .prop_map(
+            |((v6, rule, host, psid), (port, j), flip, server, proto, ttl, len, df)| BrGen {
+                v6,
+                rule,
+                host,
+                psid,
+                port,
+                j,
+                flip,
+                server,
+                proto,
+                ttl,
+                len,
+                df,
+            },
+        )
+}
+
+fn build_br(cfg: &Config, g: &BrGen) -> Vec<u8> {
+    let r = &cfg.mapt.as_ref().unwrap().fmrs[g.rule];
+    let (p4, l4) = r.ipv4_prefix();
+    let v4 = u32::from(p4) | if l4 == 32 { 0 } else { g.host >> l4 };
+    let k = r.psid_len();
+    let psid = (u32::from(g.psid) & ((1u32 << k) - 1)) as u16;
+    let port = g.port.unwrap_or_else(|| {
+        let ranges: Vec<_> = r.port_ranges(psid).collect();
+        let (lo, hi) = ranges[usize::from(g.j) % ranges.len()];
+        (u32::from(lo) + u32::from(g.j) % (u32::from(hi) - u32::from(lo) + 1)) as u16
+    });
+    let mut ce6 = r.map_address(v4, psid);
+    if let Some(b) = g.flip {
+        ce6 ^= 1u128 << b;
+    }
+    let (ce6, ce4, server) = (Ipv6Addr::from(ce6), Ipv4Addr::from(v4), a4(g.server));
+    if g.v6 {
+        let h = Ip6::new(ce6, dmr(g.server)).hop_limit(g.ttl);
+        match g.proto {
+            6 => h.tcp(port, 80, g.len),
+            17 => h.udp(port, 53, g.len),
+            58 => h.echo_request(port, 1, g.len),
+            1 => h.echo_reply(port, 1, g.len),
+            p => h.raw(p, &vec![0xa5; g.len]),
+        }
+    } else {
+        let h = Ip4::new(server, ce4).ttl(g.ttl).df(g.df);
+        match g.proto {
+            6 => h.tcp(80, port, g.len),
+            17 => h.udp(53, port, g.len),
+            58 => h.echo_request(port, 1, g.len),
+            1 => h.echo_reply(port, 1, g.len),
+            p => h.raw(p, &vec![0xa5; g.len]),
+        }
+    }
+}
+
+#[test]
+fn rfc7599_generated_packets_at_a_br_translate_as_the_core_does_or_go_up() {
+    pin_to_one_cpu();
+    let Some(bed) = Bed::new(br_loaded().config) else {
+        return;
+    };
+    let cfg = bed.cfg.clone();
+    let bed = RefCell::new(bed);
+    let mut runner = TestRunner::new(PtConfig {
+        cases: 2000,
+        failure_persistence: None,
+        ..PtConfig::default()
+    });
+    let fast = RefCell::new(0u32);
+    runner
+        .run(&br_packets(), |g| {
+            let ip = build_br(&cfg, &g);
+            if let Outcome::Translated = bed.borrow_mut().check(&format!("{g:?}"), &ip) {
+                *fast.borrow_mut() += 1;
+            }
+            Ok(())
+        })
+        .unwrap();
     assert!(
         *fast.borrow() > 100,
         "only {} on the fast path",

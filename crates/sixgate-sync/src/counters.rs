@@ -89,10 +89,49 @@ pub struct Counters {
     pub unsynced: u64,
 }
 
+impl Drop {
+    /// Every reason, in the order of docs/ha.md's "Drop counters".
+    pub const ALL: [Drop; 14] = [
+        Drop::Truncated,
+        Drop::BadMagic,
+        Drop::BadVersion,
+        Drop::BadKind,
+        Drop::BadLength,
+        Drop::Malformed,
+        Drop::AuthFailed,
+        Drop::ConfigMismatch,
+        Drop::WrongNode,
+        Drop::UnknownPeer,
+        Drop::Replayed,
+        Drop::Duplicate,
+        Drop::OutOfWindow,
+        Drop::Unsynced,
+    ];
+
+    /// Its name in `show sync --json` and the metrics' `reason` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Drop::Truncated => "truncated",
+            Drop::BadMagic => "bad_magic",
+            Drop::BadVersion => "bad_version",
+            Drop::BadKind => "bad_kind",
+            Drop::BadLength => "bad_length",
+            Drop::Malformed => "malformed",
+            Drop::AuthFailed => "auth_failed",
+            Drop::ConfigMismatch => "config_mismatch",
+            Drop::WrongNode => "wrong_node",
+            Drop::UnknownPeer => "unknown_peer",
+            Drop::Replayed => "replayed",
+            Drop::Duplicate => "duplicate",
+            Drop::OutOfWindow => "out_of_window",
+            Drop::Unsynced => "unsynced",
+        }
+    }
+}
+
 impl Counters {
-    /// Counts one drop.
-    pub fn drop(&mut self, why: Drop) {
-        let c = match why {
+    fn slot(&mut self, why: Drop) -> &mut u64 {
+        match why {
             Drop::Truncated => &mut self.truncated,
             Drop::BadMagic => &mut self.bad_magic,
             Drop::BadVersion => &mut self.bad_version,
@@ -107,25 +146,45 @@ impl Counters {
             Drop::Duplicate => &mut self.duplicate,
             Drop::OutOfWindow => &mut self.out_of_window,
             Drop::Unsynced => &mut self.unsynced,
-        };
-        *c += 1;
+        }
+    }
+
+    /// Counts one drop.
+    pub fn drop(&mut self, why: Drop) {
+        *self.slot(why) += 1;
+    }
+
+    /// The drops of one reason.
+    pub fn dropped_by(&self, why: Drop) -> u64 {
+        let mut c = *self;
+        *c.slot(why)
     }
 
     /// All drops together.
     pub fn dropped(&self) -> u64 {
-        self.truncated
-            + self.bad_magic
-            + self.bad_version
-            + self.bad_kind
-            + self.bad_length
-            + self.malformed
-            + self.auth_failed
-            + self.config_mismatch
-            + self.wrong_node
-            + self.unknown_peer
-            + self.replayed
-            + self.duplicate
-            + self.out_of_window
-            + self.unsynced
+        Drop::ALL.iter().map(|&d| self.dropped_by(d)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/ha.md, "Drop counters": every reason has its own counter and
+    /// name, and the total is their sum.
+    #[test]
+    fn every_drop_reason_has_its_counter_and_name() {
+        let mut c = Counters::default();
+        let mut names = std::collections::BTreeSet::new();
+        for (i, &d) in Drop::ALL.iter().enumerate() {
+            for _ in 0..=i {
+                c.drop(d);
+            }
+            assert!(names.insert(d.name()), "{d:?}");
+        }
+        for (i, &d) in Drop::ALL.iter().enumerate() {
+            assert_eq!(c.dropped_by(d), i as u64 + 1, "{d:?}");
+        }
+        assert_eq!(c.dropped(), (1..=14).sum::<u64>());
     }
 }

@@ -47,6 +47,20 @@ pub enum Event {
         announced: u64,
         /// Records received between BEGIN and END.
         received: u64,
+        /// Remove the peer's entries the snapshot did not restate. `false`
+        /// for the first snapshot of a peer that drained and then
+        /// restarted: it handed its entries over (docs/ha.md, "Planned
+        /// drain"), and its empty tables must not take them away.
+        sweep: bool,
+    },
+    /// The peer drains (a DRAIN message, in stream order after everything
+    /// it sent before): it no longer announces its routes nor allocates, and
+    /// this node keeps its entries, expiring them as its own.
+    PeerDrained {
+        /// The peer's drain id.
+        id: u32,
+        /// Records it says it queued to us in its epoch before the DRAIN.
+        records: u64,
     },
     /// The peer wants a snapshot of our tables ([`Peer::start_snapshot`]).
     SnapshotRequested(ResyncReason),

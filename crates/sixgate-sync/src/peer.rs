@@ -95,6 +95,12 @@ pub struct Status {
     pub unacked: usize,
     /// A snapshot to it is running.
     pub snapshot_running: bool,
+    /// We drain ([`Peer::drain`]): our DRAIN is queued or sent.
+    pub draining: bool,
+    /// It acknowledged our DRAIN and everything before it.
+    pub drain_acked: bool,
+    /// It sent us DRAIN in its current epoch.
+    pub peer_drained: bool,
     /// Counters.
     pub counters: Counters,
 }
@@ -127,7 +133,20 @@ pub struct Peer {
     ack_sent: Option<u32>,
     ack_waiting_since: Option<u64>,
     mismatch_logged: Option<u64>,
+    /// Our drain, once asked for.
+    drain: Option<OurDrain>,
+    next_drain_id: u32,
     counters: Counters,
+}
+
+/// Our DRAIN to the peer (docs/ha.md, "Planned drain").
+#[derive(Clone, Copy, Debug)]
+struct OurDrain {
+    id: u32,
+    /// Its sequence number once queued; `None`: to be queued (after a
+    /// running snapshot, which voids what was queued before it).
+    seq: Option<u32>,
+    acked: bool,
 }
 
 impl Peer {
@@ -157,6 +176,8 @@ impl Peer {
             ack_sent: None,
             ack_waiting_since: None,
             mismatch_logged: None,
+            drain: None,
+            next_drain_id: 1,
             counters: Counters::default(),
         }
     }
@@ -224,6 +245,13 @@ impl Peer {
         }
         if let Some(ack) = h.ack {
             self.tx.on_ack(ack);
+            if let Some(d) = &mut self.drain
+                && let Some(seq) = d.seq
+                && crate::replay::before(seq, ack)
+                && !crate::replay::before(self.tx.next_seq, ack)
+            {
+                d.acked = true;
+            }
         }
         let before_expected = self.rx.expected;
         let result = match d.body {
@@ -244,6 +272,13 @@ impl Peer {
                 b[4..].copy_from_slice(&n.to_be_bytes());
                 self.rx
                     .on_reliable(h.seq, Kind::SnapEnd, &b, &mut self.counters, ev)
+            }
+            Body::Drain(id, n) => {
+                let mut b = [0u8; wire::DRAIN_LEN];
+                b[..4].copy_from_slice(&id.to_be_bytes());
+                b[4..].copy_from_slice(&n.to_be_bytes());
+                self.rx
+                    .on_reliable(h.seq, Kind::Drain, &b, &mut self.counters, ev)
             }
             Body::Keepalive => {
                 self.rx.announced(h.seq);
@@ -361,6 +396,12 @@ impl Peer {
     /// call [`Peer::end_snapshot`]. Returns the snapshot id.
     pub fn start_snapshot(&mut self) -> u32 {
         self.tx.clear();
+        // SNAP_BEGIN voids an unacked DRAIN: it goes again after SNAP_END.
+        if let Some(d) = &mut self.drain
+            && !d.acked
+        {
+            d.seq = None;
+        }
         let id = self.next_snapshot_id;
         self.next_snapshot_id = self.next_snapshot_id.wrapping_add(1);
         // The queue was just emptied, so SNAP_BEGIN always fits.
@@ -384,7 +425,51 @@ impl Peer {
             return false;
         }
         self.snapshot = None;
+        self.queue_drain();
         true
+    }
+
+    /// Drains towards this peer (`sixgate sync drain`, docs/ha.md, "Planned
+    /// drain"): queues a DRAIN after every record pushed so far, so that
+    /// once the peer acknowledges it ([`Peer::drain_acked`]) it has all of
+    /// them and keeps our entries. Records pushed later still flow. A second
+    /// call while draining does nothing.
+    pub fn drain(&mut self) {
+        if self.drain.is_some() {
+            return;
+        }
+        let id = self.next_drain_id;
+        self.next_drain_id = self.next_drain_id.wrapping_add(1);
+        self.drain = Some(OurDrain {
+            id,
+            seq: None,
+            acked: false,
+        });
+        self.queue_drain();
+    }
+
+    /// Queues our DRAIN if it waits and can go now (no snapshot running,
+    /// room in the queue); else a later call does.
+    fn queue_drain(&mut self) {
+        let Some(d) = self.drain else { return };
+        if d.seq.is_some() || d.acked || self.snapshot.is_some() {
+            return;
+        }
+        let mut b = [0u8; wire::DRAIN_LEN];
+        b[..4].copy_from_slice(&d.id.to_be_bytes());
+        b[4..].copy_from_slice(&self.counters.records_out.to_be_bytes());
+        if self.tx.push_control(Kind::Drain, &b) {
+            let seq = self.tx.next_seq.wrapping_sub(1);
+            self.drain = Some(OurDrain {
+                seq: Some(seq),
+                ..d
+            });
+        }
+    }
+
+    /// Whether the peer acknowledged our DRAIN, and so every record before it.
+    pub fn drain_acked(&self) -> bool {
+        self.drain.is_some_and(|d| d.acked)
     }
 
     /// Runs the timers: peer down, NACK of a gap, resync requests.
@@ -436,6 +521,9 @@ impl Peer {
     /// The next datagram for the peer, written into `out` (at least
     /// `max_datagram` bytes); its length, or `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: u64, out: &mut [u8]) -> Option<usize> {
+        if self.drain.is_some_and(|d| d.seq.is_none()) {
+            self.queue_drain();
+        }
         if let Some(reason) = self.resync_to_send.take() {
             self.last_resync_request = Some(now);
             self.counters.resync_requested += 1;
@@ -595,6 +683,9 @@ impl Peer {
             expected: self.rx.expected,
             unacked: self.tx.queue.len(),
             snapshot_running: self.snapshot.is_some(),
+            draining: self.drain.is_some(),
+            drain_acked: self.drain_acked(),
+            peer_drained: self.rx.drained,
             counters: self.counters,
         }
     }

@@ -31,6 +31,10 @@ pub(crate) struct Receiver {
     snapshot: Option<(u32, u64)>,
     /// A snapshot of this stream has been received to its end.
     pub(crate) synced: bool,
+    /// The peer sent DRAIN in this epoch.
+    pub(crate) drained: bool,
+    /// The peer drained, then restarted: its next snapshot does not sweep.
+    keep_entries: bool,
 }
 
 impl Receiver {
@@ -46,11 +50,17 @@ impl Receiver {
             highest: None,
             snapshot: None,
             synced: false,
+            drained: false,
+            keep_entries: false,
         }
     }
 
     /// Forgets the stream (the peer restarted).
     pub(crate) fn reset(&mut self) {
+        // A drained peer handed us its entries: its first snapshot after the
+        // restart (empty) must not sweep them, even if it restarts again
+        // before that snapshot ends.
+        self.keep_entries |= std::mem::take(&mut self.drained);
         self.expected = None;
         self.highest = None;
         self.snapshot = None;
@@ -210,8 +220,19 @@ impl Receiver {
                         id,
                         announced,
                         received,
+                        sweep: !std::mem::take(&mut self.keep_entries),
                     });
                 }
+            }
+            Kind::Drain => {
+                let Some(b) = body.get(..crate::wire::DRAIN_LEN) else {
+                    return;
+                };
+                self.drained = true;
+                ev(Event::PeerDrained {
+                    id: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+                    records: u64::from_be_bytes([b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]]),
+                });
             }
             _ => {}
         }

@@ -16,6 +16,8 @@ pub const HEADER_LEN: usize = 44;
 pub const FLAG_TAG: u8 = 0x01;
 /// Flag: the ack field is valid.
 pub const FLAG_ACK: u8 = 0x02;
+/// Body of a DRAIN: drain id (u32), records queued before it (u64).
+pub const DRAIN_LEN: usize = 12;
 /// Most NACK ranges in one datagram.
 pub const MAX_NACK_RANGES: usize = 16;
 
@@ -34,6 +36,10 @@ pub enum Kind {
     SnapEnd = 5,
     /// Please send me a snapshot.
     ResyncRequest = 6,
+    /// The sender drains (reliable): it announces nothing and allocates
+    /// nothing any more; the receiver keeps its entries (docs/ha.md,
+    /// "Planned drain").
+    Drain = 7,
 }
 
 impl Kind {
@@ -45,13 +51,17 @@ impl Kind {
             4 => Kind::SnapBegin,
             5 => Kind::SnapEnd,
             6 => Kind::ResyncRequest,
+            7 => Kind::Drain,
             _ => return None,
         })
     }
 
     /// Kinds that take a sequence number and are resent until acked.
     pub fn is_reliable(self) -> bool {
-        matches!(self, Kind::Data | Kind::SnapBegin | Kind::SnapEnd)
+        matches!(
+            self,
+            Kind::Data | Kind::SnapBegin | Kind::SnapEnd | Kind::Drain
+        )
     }
 }
 
@@ -104,6 +114,9 @@ pub enum Body<'a> {
     SnapEnd(u32, u64),
     /// Why the peer wants a snapshot.
     ResyncRequest(ResyncReason),
+    /// The sender drains: its drain id and the records it queued to the
+    /// receiver in this epoch before it.
+    Drain(u32, u64),
 }
 
 /// A checked datagram borrowing the received bytes.
@@ -287,6 +300,12 @@ pub fn decode<'a>(buf: &'a [u8], key: Option<&Key>) -> Result<Datagram<'a>, Drop
                 _ => return Err(Drop::Malformed),
             };
             Body::ResyncRequest(reason)
+        }
+        Kind::Drain => {
+            if body_len != DRAIN_LEN {
+                return Err(Drop::Malformed);
+            }
+            Body::Drain(be32(body, 0), be64(body, 4))
         }
     };
     Ok(Datagram { header, body })

@@ -22,7 +22,11 @@ fn synced_pair(key: Option<&Key>) -> (Node, Node, u64) {
 }
 
 fn records(n: &Node) -> Vec<u16> {
-    n.events
+    records_of(&n.events)
+}
+
+fn records_of(events: &[Event]) -> Vec<u16> {
+    events
         .iter()
         .filter_map(|e| match e {
             Event::Record(r) => Some(r.port6 - 40000),
@@ -340,4 +344,119 @@ fn silence_marks_the_peer_down_and_keepalives_keep_it_up() {
     }
     assert!(!a.peer.is_up());
     assert!(a.events.contains(&Event::PeerDown));
+}
+
+/// docs/ha.md, "Planned drain": records queued before the DRAIN reach the
+/// peer before its event; the drain counts as done once the peer acks it.
+#[test]
+fn drain_is_acked_after_every_record_before_it() {
+    let key = Key::new(b"0123456789abcdef").unwrap();
+    let (mut a, mut b, mut now) = synced_pair(Some(&key));
+    b.events.clear();
+    for i in 0..30 {
+        a.change(now, session(1, i, Op::SessionUpsert, TcpState::Established));
+    }
+    a.peer.drain();
+    assert!(a.peer.status().draining && !a.peer.drain_acked());
+    run(&mut a, &mut b, &mut now, 10);
+    assert!(a.peer.drain_acked(), "{:?}", a.peer.status());
+    assert_eq!(b.replica, a.table);
+    let at = b
+        .events
+        .iter()
+        .position(|e| matches!(e, Event::PeerDrained { id: 1, .. }))
+        .unwrap_or_else(|| panic!("no PeerDrained: {:?}", b.events));
+    assert_eq!(records_of(&b.events[..at]), (0..30).collect::<Vec<_>>());
+    assert!(b.peer.status().peer_drained);
+    // Records after the drain still flow (refreshes of what the node keeps
+    // translating); a second drain call changes nothing.
+    a.peer.drain();
+    a.change(
+        now,
+        session(1, 99, Op::SessionRefresh, TcpState::Established),
+    );
+    run(&mut a, &mut b, &mut now, 10);
+    assert_eq!(
+        b.events
+            .iter()
+            .filter(|e| matches!(e, Event::PeerDrained { .. }))
+            .count(),
+        1
+    );
+    assert_eq!(b.peer.counters().dropped(), 0);
+}
+
+/// A snapshot that starts before the DRAIN is acked voids it (SNAP_BEGIN):
+/// the DRAIN goes again after SNAP_END.
+#[test]
+fn drain_voided_by_a_snapshot_is_sent_again_after_it() {
+    let (mut a, mut b, mut now) = synced_pair(None);
+    a.change(now, session(1, 1, Op::SessionUpsert, TcpState::Established));
+    a.peer.drain();
+    // Lost on the way, then a resync restarts the stream.
+    let _ = a.step(now);
+    a.peer.snapshot_due(sixgate_sync::ResyncReason::Gap);
+    run(&mut a, &mut b, &mut now, 20);
+    assert!(a.peer.drain_acked(), "{:?}", a.peer.status());
+    assert!(b.peer.status().peer_drained);
+    assert_eq!(b.replica, a.table);
+}
+
+/// A peer that drained and then restarted empty handed its entries over:
+/// its first snapshot does not sweep them; a later one does.
+#[test]
+fn a_drained_peer_restarting_empty_does_not_sweep_what_it_handed_over() {
+    let (mut a, mut b, mut now) = synced_pair(None);
+    for i in 0..10 {
+        b.change(now, session(2, i, Op::SessionUpsert, TcpState::Established));
+    }
+    b.peer.drain();
+    run(&mut a, &mut b, &mut now, 20);
+    assert!(b.peer.drain_acked());
+    assert_eq!(a.replica.len(), 10);
+    let mut b2 = Node::new(2, 1, 300, None);
+    run(&mut a, &mut b2, &mut now, 50);
+    assert!(a.events.contains(&Event::PeerRestarted));
+    assert!(
+        a.events
+            .iter()
+            .any(|e| matches!(e, Event::SnapshotEnd { sweep: false, .. })),
+        "{:?}",
+        a.events
+    );
+    assert_eq!(a.replica.len(), 10, "kept after the drained peer restarted");
+    assert!(!a.peer.status().peer_drained, "a new epoch, not drained");
+    // Its next snapshot is an ordinary one again.
+    b2.peer.snapshot_due(sixgate_sync::ResyncReason::Gap);
+    run(&mut a, &mut b2, &mut now, 20);
+    assert!(a.replica.is_empty());
+}
+
+/// A DRAIN is authenticated and replay-protected like every message: a
+/// forged one is `auth_failed`, the same one twice is `replayed`, and the
+/// event comes once.
+#[test]
+fn forged_and_replayed_drain_are_refused() {
+    let key = Key::new(b"0123456789abcdef").unwrap();
+    let (mut a, mut b, now) = synced_pair(Some(&key));
+    b.events.clear();
+    let mut forger = Node::new(1, 2, 100, Some(&Key::new(b"not the real key").unwrap()));
+    forger.peer.drain();
+    for f in forger.step(now) {
+        b.receive(now, &f);
+    }
+    assert!(!b.peer.status().peer_drained);
+    assert!(b.peer.counters().auth_failed >= 1);
+    a.peer.drain();
+    let ds = a.step(now);
+    assert_eq!(ds.len(), 1);
+    b.receive(now, &ds[0]);
+    b.receive(now, &ds[0]);
+    let drained = b
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::PeerDrained { .. }))
+        .count();
+    assert_eq!(drained, 1);
+    assert_eq!(b.peer.counters().replayed, 1);
 }

@@ -1,12 +1,13 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
 //! "tc"`, docs/fastpath.md): a TC ingress program on the interfaces named
-//! for it translates stateless SIIT's common packets, which the kernel then
-//! forwards by its routes; every other packet goes up unchanged and reaches
-//! the device by the routes as before. Started before the privilege drop and
-//! stopped before the device goes. A program that cannot be loaded or
-//! attached, or an interface with strict reverse-path filtering (which would
-//! drop what the program translates), is a warning: the TUN plane alone
-//! still translates everything.
+//! for it translates the common packets of stateless SIIT, a CLAT or a MAP-T
+//! BR, and those of the NAT64 sessions the workers install in it
+//! ([`offloads`]), which the kernel then forwards by its routes; every other packet goes
+//! up unchanged and reaches the device by the routes as before. Started
+//! before the privilege drop and stopped before the device goes. A program
+//! that cannot be loaded or attached, or an interface with strict
+//! reverse-path filtering (which would drop what the program translates), is
+//! a warning: the TUN plane alone still translates everything.
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use sixgate_config::{FastPathMode, Loaded};
 use sixgate_core::nat64::{Replica, ReplicaOp};
 use sixgate_core::{Config, Translator};
 use sixgate_dataplane::offload::SessionOffload;
+use sixgate_dataplane::{FastPathCounters, FastPathSessions};
 use sixgate_fastpath::{FastPath, MAX_SESSIONS, Offload};
 use tracing::{info, warn};
 
@@ -59,7 +61,7 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
     let what = if cfg.nat64.is_some() {
         "NAT64's established TCP, UDP and ICMP Echo sessions, installed by the workers"
     } else {
-        "stateless SIIT's TCP, UDP and ICMP Echo"
+        "stateless TCP, UDP and ICMP Echo"
     };
     info!(
         "fast path: TC program attached to the ingress of {} ({what} translated in the kernel; \
@@ -69,35 +71,33 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
     Some(fp)
 }
 
-/// Detach, and say what it carried.
-pub fn stop(fp: &mut Option<FastPath>) {
-    let Some(mut f) = fp.take() else {
-        return;
-    };
-    if let Ok(c) = f.counters() {
-        info!("{}", summary(&c));
-    }
+/// Detach, say what it carried, and return its final counters (read after
+/// the detach: nothing changes them any more).
+pub fn stop(fp: &mut Option<FastPath>) -> Option<FastPathCounters> {
+    let mut f = fp.take()?;
     f.detach_all();
+    let c = counters(&f)?;
+    info!("{}", c.summary());
+    Some(c)
 }
 
-/// One line for humans: the program's counters.
-pub fn summary(c: &sixgate_fastpath::Counters) -> String {
-    let mut s = format!(
-        "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
-         aborted {}",
-        c.received, c.translated_6to4, c.translated_4to6, c.passed, c.aborted
-    );
-    if c.sessions_installed > 0 || c.map_full + c.map_errors > 0 {
-        s.push_str(&format!(
-            "; NAT64 sessions installed {}, removed {}, refreshed {}, map full {}, map errors {}",
-            c.sessions_installed,
-            c.sessions_removed,
-            c.sessions_refreshed,
-            c.map_full,
-            c.map_errors
-        ));
-    }
-    s
+/// The program's counters, as the data plane reports them.
+pub fn counters(fp: &FastPath) -> Option<FastPathCounters> {
+    let c = fp.counters().ok()?;
+    Some(FastPathCounters {
+        received: c.received,
+        translated_6to4: c.translated_6to4,
+        translated_4to6: c.translated_4to6,
+        passed: c.passed,
+        aborted: c.aborted,
+        nat64_sessions: FastPathSessions {
+            installed: c.sessions_installed,
+            removed: c.sessions_removed,
+            refreshed: c.sessions_refreshed,
+            map_full: c.map_full,
+            map_errors: c.map_errors,
+        },
+    })
 }
 
 /// A worker's NAT64 sessions on the fast path, as the worker loop drives

@@ -259,6 +259,7 @@ impl Gateway {
             workers: n as u16,
             draining: Vec::new(),
             fastpath,
+            fastpath_final: None,
         };
         let (live, followers) = Live::new(
             cfg.clone(),
@@ -383,6 +384,9 @@ impl Gateway {
         if !self.keep {
             info!(device = %self.name, "device removed");
         }
-        self.crew.report(errors)
+        let mut report = self.crew.report(errors);
+        // Its final counters, kept by the plane after the detach.
+        report.fast_path = self.live.fast_path();
+        report
     }
 }

@@ -30,6 +30,8 @@ pub struct TunPlane {
     pub draining: Vec<Route>,
     /// The TC fast path in front of the device (`[daemon] fastpath = "tc"`).
     pub fastpath: Option<sixgate_fastpath::FastPath>,
+    /// Its counters once detached (`finish`), for the exit summary.
+    pub fastpath_final: Option<sixgate_dataplane::FastPathCounters>,
 }
 
 impl Plane for TunPlane {
@@ -42,7 +44,8 @@ impl Plane for TunPlane {
             let (po, pn) = (steering::Params::new(o, w), steering::Params::new(n, w));
             s.update_static_bib(&po.static_bib, &pn.static_bib)?;
         }
-        // Before the workers see it; meanwhile the program passes all up.
+        // Before the workers see it: one atomic swap, after which no packet
+        // runs under the old configuration (docs/fastpath.md).
         if let Some(fp) = self.fastpath.as_mut()
             && let Err(why) = fp.reconfigure(new)
         {
@@ -54,21 +57,10 @@ impl Plane for TunPlane {
     }
 
     fn fast_path(&self) -> Option<sixgate_dataplane::FastPathCounters> {
-        let c = self.fastpath.as_ref()?.counters().ok()?;
-        Some(sixgate_dataplane::FastPathCounters {
-            received: c.received,
-            translated_6to4: c.translated_6to4,
-            translated_4to6: c.translated_4to6,
-            passed: c.passed,
-            aborted: c.aborted,
-            nat64_sessions: sixgate_dataplane::FastPathSessions {
-                installed: c.sessions_installed,
-                removed: c.sessions_removed,
-                refreshed: c.sessions_refreshed,
-                map_full: c.map_full,
-                map_errors: c.map_errors,
-            },
-        })
+        match &self.fastpath {
+            Some(fp) => crate::fastpath::counters(fp),
+            None => self.fastpath_final,
+        }
     }
 
     fn pool4_drained(&mut self, cfg: &Config, draining: &[Pool4Entry]) -> Vec<String> {
@@ -89,7 +81,7 @@ impl Plane for TunPlane {
     /// removes the routes with the device. Otherwise each route added goes.
     fn finish(&mut self, keep: bool, privileged: bool) -> Vec<String> {
         // First: from here every packet takes the kernel's routes.
-        crate::fastpath::stop(&mut self.fastpath);
+        self.fastpath_final = crate::fastpath::stop(&mut self.fastpath);
         let dev = self.routes.dev().to_owned();
         if keep {
             let left = self.routes.forget();

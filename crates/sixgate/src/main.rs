@@ -68,6 +68,9 @@ enum Command {
     Session(cmd::change::Session),
     /// Make the running daemon re-read its configuration file (as SIGHUP).
     Reload(cmd::change::ReloadArgs),
+    /// NAT64 state sync between nodes (docs/ha.md): drain this node.
+    #[command(subcommand)]
+    Sync(cmd::sync::Sync),
     /// Write manual pages or shell completions (for packaging).
     #[command(subcommand, hide = true)]
     Generate(cmd::generate::Command),
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
         Command::Bib(c) => cmd::change::bib(&c),
         Command::Session(c) => cmd::change::session(&c),
         Command::Reload(a) => cmd::change::reload(&a),
+        Command::Sync(c) => cmd::sync::run(&c),
         Command::Generate(c) => cmd::generate::run(&c),
         Command::Bench(args) => cmd::bench::run(*args),
     };

@@ -785,8 +785,9 @@ fn control_commands_find_the_socket_from_config_or_environment() {
         )
         .as_bytes(),
     );
-    let commands: [&[&str]; 9] = [
+    let commands: [&[&str]; 10] = [
         &["show", "status"],
+        &["sync", "drain"],
         &["show", "bib"],
         &["eam", "add", "198.18.1.0/24", "2001:db8:2::/120"],
         &["pool4", "add", "192.0.2.8/30"],

@@ -11,7 +11,9 @@ use sixgate_netns::{
 };
 
 mod common;
-use common::{Turn, fetch_and_compare, http_server, iperf3, pattern, ping, run_bed, stop_cleanly};
+use common::{
+    Turn, fetch_and_compare, http_server, iperf3, pattern, ping, ping_with, run_bed, stop_cleanly,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -88,6 +90,84 @@ fn stat(socket: &std::path::Path, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name} in show stats:\n{text}"))
 }
 
+/// Every row's total from one `show stats`.
+fn stats(socket: &std::path::Path) -> std::collections::HashMap<String, u64> {
+    let text = cli(socket, &["show", "stats"]);
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.to_owned(), w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// docs/fastpath.md, "Counters", as `show stats` reads them: the program's
+/// verdicts add up (once no packet is between its first count and its
+/// verdict: the bed is quiet but for Neighbour Discovery, so a few tries),
+/// and the "fast and slow together" rows are the program's translations
+/// plus the workers'.
+fn check_stats_add_up(socket: &std::path::Path) {
+    let mut tries = 0;
+    let s = loop {
+        let s = stats(socket);
+        let verdicts = s["fastpath_translated_6to4"]
+            + s["fastpath_translated_4to6"]
+            + s["fastpath_passed"]
+            + s["fastpath_aborted"];
+        if s["fastpath_received"] == verdicts {
+            break s;
+        }
+        tries += 1;
+        assert!(
+            tries < 50,
+            "received != translated + passed + aborted: {s:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    for dir in ["6to4", "4to6"] {
+        assert_eq!(
+            s[&format!("translated_fast_and_slow_{dir}")],
+            s[&format!("fastpath_translated_{dir}")] + s[&format!("translated_{dir}")],
+            "{dir}: {s:?}"
+        );
+    }
+}
+
+/// The exit summary's "fast and slow path together" line (standard
+/// output): (6to4, 4to6, fast path, workers).
+fn together(stopped: &Stopped) -> (u64, u64, u64, u64) {
+    let line = stopped
+        .stdout
+        .lines()
+        .find(|l| l.contains("fast and slow path together"))
+        .unwrap_or_else(|| panic!("no together line in:\n{}", stopped.stdout));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // "6to4 A 4to6 B (fast path F, workers W)", the 6 and 4 of the labels
+    // included.
+    let t = &n[n.len() - 8..];
+    (t[2], t[5], t[6], t[7])
+}
+
+/// The workers' translations from the exit summary ("translated 6to4 X
+/// 4to6 Y").
+fn workers_translated(stopped: &Stopped) -> (u64, u64) {
+    let line = stopped
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("sixgate: rx "))
+        .unwrap_or_else(|| panic!("no summary in:\n{}", stopped.stdout));
+    let after = &line[line.find("translated 6to4 ").expect(line)..];
+    let n: Vec<u64> = after
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // "6to4 X 4to6 Y": the labels' digits too.
+    (n[2], n[5])
+}
+
 /// A runtime EAM change reaches the program (docs/fastpath.md,
 /// "Configuration changes"): with the v6 host's EAM entry removed the core
 /// refuses its packets, and the program must not translate them with the
@@ -138,6 +218,13 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
             ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 3).len(),
             3
         );
+        // Fragmented pings are the slow path's (RFC 7915 §5.1.1): the
+        // workers translate something too, for the totals below.
+        let big = ["-s", "2000"];
+        assert_eq!(
+            ping_with(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2, &big).len(),
+            2
+        );
         let dir = ScratchDir::new("www").unwrap();
         dir.write("file.bin", &content).unwrap();
         {
@@ -152,6 +239,7 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         let socket = running.api_socket().expect("an API socket");
         assert!(stat(socket, "fastpath_translated_6to4") > 0);
         assert!(stat(socket, "fastpath_translated_4to6") > 0);
+        check_stats_add_up(socket);
     });
     let (received, v6to4, v4to6, passed, aborted) = counters(&stopped);
     let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
@@ -165,6 +253,13 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         "received = translated + passed"
     );
     assert_eq!(aborted, 0);
+    // The exit summary: translated, fast and slow together.
+    let (all_6to4, all_4to6, fast, slow) = together(&stopped);
+    let (slow_6to4, slow_4to6) = workers_translated(&stopped);
+    println!("{test}: together 6to4 {all_6to4} 4to6 {all_4to6} (fast {fast}, workers {slow})");
+    assert_eq!((all_6to4, all_4to6), (v6to4 + slow_6to4, v4to6 + slow_4to6));
+    assert_eq!((fast, slow), (v6to4 + v4to6, slow_6to4 + slow_4to6));
+    assert!(slow > 0, "the fragmented pings took the workers");
     // Both directions of pings and transfers took it…
     assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
     // … and it carried the bulk: the TUN device saw only the rest.

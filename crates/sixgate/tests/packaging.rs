@@ -62,6 +62,12 @@ fn unit_is_notify_restarts_on_failure_and_is_hardened() {
         get(&s, "ExecStart")[0].ends_with("run --config /etc/sixgate/sixgate.toml"),
         "{s:?}"
     );
+    // docs/ha.md: after a crash or SIGKILL the node's routes leave
+    // [sync] announce_table (a failure of it does not fail the unit).
+    assert_eq!(
+        get(&s, "ExecStopPost"),
+        ["-/usr/local/bin/sixgate sync withdraw --config /etc/sixgate/sixgate.toml"]
+    );
 }
 
 /// `systemd-analyze verify` (with ExecStart pointing at the built binary, which

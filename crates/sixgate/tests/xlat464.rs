@@ -26,8 +26,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{Turn, chain_http_fetch, iperf3, ping, ping_with, stop_cleanly};
-use sixgate_netns::chain::{Chain, Plat, addr, ipv4only_hosts};
-use sixgate_netns::{Background, Dataplane, RunningDut, ScratchDir, check_host};
+use sixgate_netns::chain::{CLAT_TOML, Chain, Plat, addr, ifname, ipv4only_hosts};
+use sixgate_netns::{
+    Background, Dataplane, RunningDut, ScratchDir, Stopped, check_host, start_sixgate_with_config,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
@@ -79,6 +81,36 @@ fn with_chain(test: &str, body: impl FnOnce(&Running)) {
     with_chain_on(test, Dataplane::Tun, Dns::Fixed, body);
 }
 
+/// Where the CLAT runs: on a data plane, or on TUN behind the TC fast path
+/// (`fastpath = "tc"` on both its interfaces, docs/fastpath.md).
+#[derive(Clone, Copy)]
+enum ClatOn {
+    Plane(Dataplane),
+    FastPath,
+}
+
+impl From<Dataplane> for ClatOn {
+    fn from(d: Dataplane) -> ClatOn {
+        ClatOn::Plane(d)
+    }
+}
+
+impl ClatOn {
+    fn start<'a>(self, chain: &'a Chain, bin: &Path) -> sixgate_netns::Result<RunningDut<'a>> {
+        match self {
+            ClatOn::Plane(d) => chain.start_clat_on(bin, d),
+            ClatOn::FastPath => {
+                let config = format!(
+                    "{CLAT_TOML}\n[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+                    ifname::CLAT_UPLINK,
+                    ifname::CLAT_LAN
+                );
+                start_sixgate_with_config(&chain.clat, bin, &config, &["0.0.0.0/0", addr::CLAT_V6])
+            }
+        }
+    }
+}
+
 /// What the core's DNS server answers for `ipv4only.arpa`.
 enum Dns<'a> {
     /// The PLAT prefix, TTL 300 s.
@@ -87,11 +119,17 @@ enum Dns<'a> {
     From(&'a Path, u32),
 }
 
-/// [`with_chain`] with the CLAT on data plane `clat_on` and DNS answers `dns`.
-fn with_chain_on(test: &str, clat_on: Dataplane, dns: Dns, body: impl FnOnce(&Running)) {
+/// [`with_chain`] with the CLAT on `clat_on` and DNS answers `dns`; how the
+/// CLAT stopped (`None`: skipped).
+fn with_chain_on(
+    test: &str,
+    clat_on: impl Into<ClatOn>,
+    dns: Dns,
+    body: impl FnOnce(&Running),
+) -> Option<Stopped> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
-        return;
+        return None;
     }
     let mut turn = Turn::take(test);
     let plat_kind = plat();
@@ -106,8 +144,9 @@ fn with_chain_on(test: &str, clat_on: Dataplane, dns: Dns, body: impl FnOnce(&Ru
     let plat = chain
         .start_plat(bin, plat_kind)
         .unwrap_or_else(|e| panic!("{test}: PLAT: {e}"));
-    let clat = chain
-        .start_clat_on(bin, clat_on)
+    let clat = clat_on
+        .into()
+        .start(&chain, bin)
         .unwrap_or_else(|e| panic!("{test}: CLAT: {e}"));
     println!(
         "{test}: PLAT {} ready in {} ms, CLAT ready in {} ms (discovery included)\n{}",
@@ -124,16 +163,19 @@ fn with_chain_on(test: &str, clat_on: Dataplane, dns: Dns, body: impl FnOnce(&Ru
         plat_kind,
     };
     turn.run(|| running.logs(), || body(&running));
-    stop_both(test, running);
+    let clat = stop_both(test, running);
     drop(chain);
     turn.finish();
+    Some(clat)
 }
 
-/// Stop both translators (each must stop cleanly) and dnsmasq.
-fn stop_both(test: &str, running: Running) {
+/// Stop both translators (each must stop cleanly) and dnsmasq; how the CLAT
+/// stopped.
+fn stop_both(test: &str, running: Running) -> Stopped {
     let Running {
         clat, plat, dns, ..
     } = running;
+    let mut clat_stopped = None;
     for (what, t) in [("CLAT", clat), ("PLAT", plat)] {
         let stopped = stop_cleanly(test, what, t);
         if let Some(s) = &stopped.tun_stats {
@@ -144,8 +186,10 @@ fn stop_both(test: &str, running: Running) {
                 stopped.stdout.trim()
             );
         }
+        clat_stopped.get_or_insert(stopped);
     }
     drop(dns);
+    clat_stopped.expect("the CLAT stopped first")
 }
 
 /// RFC 7050: the CLAT asked the core's DNS server, found the PLAT prefix and
@@ -179,10 +223,29 @@ fn clat_discovers_the_plat_prefix() {
 /// restart ping gets through.
 #[test]
 fn clat_follows_a_changed_plat_prefix() {
+    follows_a_changed_plat_prefix("clat_follows_a_changed_plat_prefix", Dataplane::Tun);
+}
+
+/// RFC 7050 §3 with the CLAT on the TC fast path: the new prefix reaches the
+/// program through the running configuration (as a reload does), and the
+/// pings after the change are translated there.
+#[test]
+fn clat_on_the_fast_path_follows_a_changed_plat_prefix() {
+    let test = "clat_on_the_fast_path_follows_a_changed_plat_prefix";
+    let Some(stopped) = follows_a_changed_plat_prefix(test, ClatOn::FastPath) else {
+        return;
+    };
+    let (t64, t46, passed, aborted) = fastpath_counters(&stopped);
+    println!("{test}: CLAT fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, aborted {aborted}");
+    // Six pings got through after the change (the one before it failed).
+    assert!(t64 >= 6 && t46 >= 6, "{t46} 4to6, {t64} 6to4");
+    assert_eq!(aborted, 0);
+}
+
+fn follows_a_changed_plat_prefix(test: &str, clat_on: impl Into<ClatOn>) -> Option<Stopped> {
     let dir = ScratchDir::new("xlat7050").unwrap();
     let hosts = dir.write("hosts", ipv4only_hosts("2001:db8:65::")).unwrap();
-    let test = "clat_follows_a_changed_plat_prefix";
-    with_chain_on(test, Dataplane::Tun, Dns::From(&hosts, 2), |r| {
+    with_chain_on(test, clat_on, Dns::From(&hosts, 2), |r| {
         let server = addr::SERVER.to_string();
         let log = r.clat.log();
         assert!(log.contains("using 2001:db8:65::/96"), "{log}");
@@ -220,7 +283,7 @@ fn clat_follows_a_changed_plat_prefix() {
         assert!(out.status.success(), "reload: {out:?}");
         let rtts = ping(&r.chain.client, &server, 3);
         println!("after a reload, ping {server}: RTT {rtts:?} ms");
-    });
+    })
 }
 
 /// ICMP Echo through both translators: ICMPv4 → ICMPv6 (CLAT) → ICMPv4 (PLAT)
@@ -334,4 +397,56 @@ fn iperf3_tcp_xdp_clat() {
         "464XLAT TCP server -> client (-R), CLAT on XDP",
         &["-R"],
     );
+}
+
+/// The fast path's counters from a daemon's summary line at exit:
+/// (translated 6to4, translated 4to6, passed, aborted).
+fn fastpath_counters(stopped: &Stopped) -> (u64, u64, u64, u64) {
+    let line = stopped
+        .stderr
+        .lines()
+        .find(|l| l.contains("fast path: received"))
+        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    // "… 6to4 N 4to6 M, passed … P, aborted A": the labels' 6 and 4 too.
+    let t = &n[n.len() - 9..];
+    (t[3], t[6], t[7], t[8])
+}
+
+/// RFC 6877 on the TC fast path (docs/fastpath.md): the CLAT with
+/// `fastpath = "tc"` on both its interfaces, its PLAT prefix discovered
+/// (RFC 7050) before the program was loaded. Ping and a 1 MiB HTTP fetch
+/// cross the chain, and the program's counters at exit show it translated
+/// both ways (the client's ICMPv4 and TCP to IPv6, the replies back).
+#[test]
+fn ping_and_http_through_a_clat_on_the_fast_path() {
+    let test = "ping_and_http_through_a_clat_on_the_fast_path";
+    let stopped = with_chain_on(test, ClatOn::FastPath, Dns::Fixed, |r| {
+        let log = r.clat.log();
+        assert!(
+            log.contains("fast path: TC program attached"),
+            "the CLAT runs without the fast path:\n{log}"
+        );
+        let rtts = ping(&r.chain.client, &addr::SERVER.to_string(), 5);
+        println!(
+            "ping {} (CLAT on the fast path): RTT {rtts:?} ms",
+            addr::SERVER
+        );
+        let seen = chain_http_fetch(r.chain, "xlatfast");
+        assert!(r.client_seen_by_server_ok(&seen), "the server saw {seen}");
+    });
+    let Some(stopped) = stopped else {
+        return;
+    };
+    let (t64, t46, passed, aborted) = fastpath_counters(&stopped);
+    println!("{test}: CLAT fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, aborted {aborted}");
+    assert!(
+        t46 >= 5 && t64 >= 5,
+        "too little on the fast path: {t46} 4to6, {t64} 6to4"
+    );
+    assert_eq!(aborted, 0);
 }

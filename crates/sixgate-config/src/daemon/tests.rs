@@ -123,4 +123,46 @@ fn key_fastpath_refuses_what_it_does_not_cover() {
     );
 }
 
+/// RFC 6877: a CLAT is SIIT with the PLAT prefix as pool6 and its EAM entry,
+/// on the fast path too, static or discovered (RFC 7050) PLAT prefix alike.
+#[test]
+fn key_fastpath_serves_a_clat() {
+    for plat in [
+        "pool6 = \"64:ff9b::/96\"",
+        "[clat]\nplat_prefix = \"discover\"",
+    ] {
+        let (translator, clat) = match plat.strip_prefix("[clat]\n") {
+            Some(p) => (String::new(), format!("{p}\n")),
+            None => (format!("{plat}\n"), String::new()),
+        };
+        let text = format!(
+            "[translator]\nmode = \"clat\"\n{translator}[clat]\nipv6 = \"2001:db8:c1a7::/125\"\n\
+             {clat}[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"e0\", \"e1\"]\n"
+        );
+        let l = crate::tests::ok(&text);
+        assert_eq!(l.daemon.fastpath, crate::FastPathMode::Tc, "{text}");
+    }
+}
+
+/// RFC 7599 §7: a MAP-T BR with a /96 DMR is on the fast path; a CE (its
+/// NAPT44 keeps state) is refused, naming why.
+#[test]
+fn key_fastpath_serves_a_mapt_br_not_a_ce() {
+    let rule = "bmr = [ { ipv6_prefix = \"2001:db8:ce::/51\", ipv4_prefix = \"192.0.2.0/24\", \
+                ea_bits = 13, psid_offset = 0 } ]\n";
+    let daemon = "[daemon]\nfastpath = \"tc\"\nfastpath_interfaces = [\"e0\"]\n";
+    let br = format!(
+        "[translator]\nmode = \"mapt-br\"\n[mapt]\ndmr = \"2001:db8:ffff::/96\"\n{rule}{daemon}"
+    );
+    assert_eq!(
+        crate::tests::ok(&br).daemon.fastpath,
+        crate::FastPathMode::Tc
+    );
+    let ce = format!(
+        "[translator]\nmode = \"mapt-ce\"\n[mapt]\ndmr = \"2001:db8:ffff::/96\"\n\
+         end_user_prefix = \"2001:db8:ce:11b::/64\"\nlan = \"10.0.0.0/24\"\n{rule}{daemon}"
+    );
+    err_at(&ce, 9, 12, &["cannot serve this configuration", "MAP-T CE"]);
+}
+
 const SAMPLE_PLAIN: &str = crate::tests::SAMPLE;

@@ -200,3 +200,41 @@ fn the_config_hash_agrees_between_peers_and_differs_on_a_shared_value() {
     let keyed = ok(&with("key = \"00112233445566778899aabbccddeeff\"\n"));
     assert_ne!(hash(&node1, 2), hash(&keyed, 2), "a key on one side only");
 }
+
+/// docs/ha.md, "Failover and scale-out": the routing hook's table and the
+/// join timeout; a table the kernel routes by, 0, or an unprivileged
+/// process is refused at start.
+#[test]
+fn announce_table_and_join_timeout() {
+    let s = ok(&with("")).sync.unwrap();
+    assert_eq!((s.announce_table, s.join_timeout), (None, 3));
+    assert_eq!(s.own_shards(), vec![("192.0.2.0".parse().unwrap(), 31)]);
+    let s = ok(&with("announce_table = 100\njoin_timeout = 10\n"))
+        .sync
+        .unwrap();
+    assert_eq!((s.announce_table, s.join_timeout), (Some(100), 10));
+    let s = ok(&with("announce_table = 4294967295\n")).sync.unwrap();
+    assert_eq!(s.announce_table, Some(u32::MAX));
+    for (v, why) in [
+        ("0", "out of range"),
+        ("-1", "out of range"),
+        ("4294967296", "out of range"),
+        ("253", "default table"),
+        ("254", "main table"),
+        ("255", "local table"),
+    ] {
+        let e = err(&with(&format!("announce_table = {v}\n")));
+        assert!(e.contains("announce_table") && e.contains(why), "{v}: {e}");
+    }
+    for v in ["0", "3601"] {
+        let e = err(&with(&format!("join_timeout = {v}\n")));
+        assert!(
+            e.contains("join_timeout") && e.contains("out of range"),
+            "{v}: {e}"
+        );
+    }
+    let e = err(&format!(
+        "{NAT64}[daemon]\nuser = \"nobody\"\n{SYNC}announce_table = 100\n"
+    ));
+    assert!(e.contains("announce_table with [daemon] user"), "{e}");
+}

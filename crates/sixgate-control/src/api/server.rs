@@ -226,6 +226,7 @@ fn router(state: Shared) -> Router {
         .route("/v1/sessions", get(|s, u| table(s, u, Table::Sessions)))
         .route("/v1/pool4", get(pool4))
         .route("/v1/sync", get(sync))
+        .route("/v1/sync/drain", post(sync_drain))
         .route("/v1/eam", get(eam))
         .route("/v1/config", get(running_config))
         .route(
@@ -371,7 +372,8 @@ async fn stats(State(s): State<Shared>) -> Response {
             .iter()
             .map(stat_values)
             .collect();
-    let total = stat_values(&s.d.live.snapshot());
+    let snap = s.d.live.snapshot();
+    let total = stat_values(&snap);
     let mut counters: Vec<StatRow> = total
         .iter()
         .enumerate()
@@ -381,30 +383,40 @@ async fn stats(State(s): State<Shared>) -> Response {
             workers: per.iter().map(|w| w.get(i).map_or(0, |x| x.1)).collect(),
         })
         .collect();
-    // The in-kernel fast path (docs/fastpath.md) counts per CPU, not per
-    // worker: totals only.
     if let Some(f) = s.d.live.fast_path() {
-        counters.extend(
-            [
-                ("fastpath_received", f.received),
-                ("fastpath_translated_6to4", f.translated_6to4),
-                ("fastpath_translated_4to6", f.translated_4to6),
-                ("fastpath_passed", f.passed),
-                ("fastpath_aborted", f.aborted),
-                ("fastpath_nat64_installed", f.nat64_sessions.installed),
-                ("fastpath_nat64_removed", f.nat64_sessions.removed),
-                ("fastpath_nat64_refreshed", f.nat64_sessions.refreshed),
-                ("fastpath_nat64_map_full", f.nat64_sessions.map_full),
-                ("fastpath_nat64_map_errors", f.nat64_sessions.map_errors),
-            ]
-            .map(|(name, total)| StatRow {
-                name: name.into(),
-                total,
-                workers: Vec::new(),
-            }),
-        );
+        counters.extend(fast_path_rows(&f, &snap));
     }
     json(&Stats { counters })
+}
+
+/// The in-kernel fast path's rows (docs/fastpath.md, "Counters"): per CPU,
+/// not per worker, so totals only; then what was translated, fast and slow
+/// path (`slow`, the workers) together.
+fn fast_path_rows(
+    f: &sixgate_dataplane::FastPathCounters,
+    slow: &sixgate_dataplane::Snapshot,
+) -> Vec<StatRow> {
+    let [v6to4, v4to6] = f.with_slow(slow);
+    [
+        ("fastpath_received", f.received),
+        ("fastpath_translated_6to4", f.translated_6to4),
+        ("fastpath_translated_4to6", f.translated_4to6),
+        ("fastpath_passed", f.passed),
+        ("fastpath_aborted", f.aborted),
+        ("fastpath_nat64_installed", f.nat64_sessions.installed),
+        ("fastpath_nat64_removed", f.nat64_sessions.removed),
+        ("fastpath_nat64_refreshed", f.nat64_sessions.refreshed),
+        ("fastpath_nat64_map_full", f.nat64_sessions.map_full),
+        ("fastpath_nat64_map_errors", f.nat64_sessions.map_errors),
+        ("translated_fast_and_slow_6to4", v6to4),
+        ("translated_fast_and_slow_4to6", v4to6),
+    ]
+    .map(|(name, total)| StatRow {
+        name: name.into(),
+        total,
+        workers: Vec::new(),
+    })
+    .into()
 }
 
 #[derive(Deserialize)]
@@ -682,11 +694,52 @@ async fn sync(State(s): State<Shared>) -> Response {
     json(&sync_state(&r))
 }
 
+/// `POST /v1/sync/drain` (docs/ha.md, "Planned drain"): the sync thread
+/// withdraws the routes, stops allocating and tells the peers; the answer
+/// is the state as last published, and `GET /v1/sync` shows the progress
+/// (`state` becomes `draining`, then `drained`). 409 without sync.
+async fn sync_drain(State(s): State<Shared>, _body: Bytes) -> Response {
+    if let Err(e) = s.d.live.request_sync_drain() {
+        return fail(StatusCode::CONFLICT, e);
+    }
+    tracing::warn!("sync drain asked through the API");
+    // The sync thread takes it within a millisecond and publishes the new
+    // state at once: answer with that state, not the one from before.
+    let live = s.d.live.clone();
+    let report = tokio::task::spawn_blocking(move || {
+        let t0 = std::time::Instant::now();
+        loop {
+            let r = live.sync_report();
+            let moved = r.as_ref().is_none_or(|r| {
+                matches!(
+                    r.state,
+                    sixgate_dataplane::sync_node::NodeState::Draining
+                        | sixgate_dataplane::sync_node::NodeState::Drained
+                )
+            });
+            if moved || t0.elapsed() > std::time::Duration::from_millis(500) {
+                return r;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    })
+    .await;
+    match report {
+        Ok(Some(r)) => json(&sync_state(&r)),
+        Ok(None) => fail(StatusCode::CONFLICT, "no sync".into()),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 /// The API's view of a sync report.
 pub fn sync_state(r: &sixgate_dataplane::sync_thread::SyncReport) -> SyncState {
     let [exported, export_lost, imported, import_refused, swept] = r.workers;
     SyncState {
         node_id: r.node_id,
+        state: r.state.as_str().to_owned(),
+        announce_table: r.announce.as_ref().map(|(t, _)| *t),
+        announce_routes: r.announce.as_ref().map_or(Vec::new(), |(_, v)| v.clone()),
+        announcing: r.announcing,
         peers: r
             .peers
             .iter()
@@ -701,6 +754,8 @@ pub fn sync_state(r: &sixgate_dataplane::sync_thread::SyncReport) -> SyncState {
                     expected: st.expected,
                     unacked: st.unacked as u64,
                     snapshot_running: st.snapshot_running,
+                    drain_acked: st.drain_acked,
+                    drained: st.peer_drained,
                     records_in: c.records_in,
                     records_out: c.records_out,
                     datagrams_in: c.datagrams_in,
@@ -711,6 +766,10 @@ pub fn sync_state(r: &sixgate_dataplane::sync_thread::SyncReport) -> SyncState {
                     snapshots_received: c.snapshots_received,
                     queue_full: c.queue_full,
                     dropped: c.dropped(),
+                    drops: sixgate_sync::Drop::ALL
+                        .iter()
+                        .map(|&d| (d.name().to_owned(), c.dropped_by(d)))
+                        .collect(),
                 }
             })
             .collect(),
@@ -908,6 +967,35 @@ mod tests {
 
     fn uri(s: &str) -> Uri {
         s.parse().unwrap()
+    }
+
+    /// docs/fastpath.md, "Counters": the fast path's verdicts, then its
+    /// translations and the workers' together, per direction.
+    #[test]
+    fn fast_path_rows_add_the_workers_translations() {
+        let f = sixgate_dataplane::FastPathCounters {
+            received: 10,
+            translated_6to4: 4,
+            translated_4to6: 3,
+            passed: 3,
+            aborted: 0,
+            nat64_sessions: sixgate_dataplane::FastPathSessions {
+                installed: 2,
+                ..Default::default()
+            },
+        };
+        let mut slow = sixgate_dataplane::Snapshot::default();
+        slow.core.translated_6to4 = 2;
+        slow.core.translated_4to6 = 5;
+        let rows: Vec<(String, u64)> = fast_path_rows(&f, &slow)
+            .into_iter()
+            .map(|r| (r.name, r.total))
+            .collect();
+        let row = |n: &str| rows.iter().find(|r| r.0 == n).map(|r| r.1);
+        assert_eq!(row("fastpath_received"), Some(10));
+        assert_eq!(row("fastpath_nat64_installed"), Some(2));
+        assert_eq!(row("translated_fast_and_slow_6to4"), Some(6));
+        assert_eq!(row("translated_fast_and_slow_4to6"), Some(8));
     }
 
     #[test]

@@ -269,6 +269,10 @@ pub struct SyncPeerRow {
     pub unacked: u64,
     /// A snapshot of our tables to it is running.
     pub snapshot_running: bool,
+    /// It acknowledged our DRAIN (`sixgate sync drain`) and all before it.
+    pub drain_acked: bool,
+    /// It sent us DRAIN in its current epoch: we keep its entries.
+    pub drained: bool,
     /// Records received from it and sent to it.
     pub records_in: u64,
     pub records_out: u64,
@@ -286,6 +290,10 @@ pub struct SyncPeerRow {
     /// Its datagrams dropped, every reason together (docs/ha.md, "Drop
     /// counters").
     pub dropped: u64,
+    /// The same by reason: every reason's name (`auth_failed`, `replayed`,
+    /// …) and its count.
+    #[serde(default)]
+    pub drops: std::collections::BTreeMap<String, u64>,
 }
 
 /// `GET /v1/sync`: NAT64 state sync, as the sync thread last published it
@@ -294,6 +302,15 @@ pub struct SyncPeerRow {
 pub struct SyncState {
     /// This node's id.
     pub node_id: u16,
+    /// Its state in the group: `joining`, `ready`, `draining`, `drained`
+    /// (docs/ha.md, "Failover and scale-out").
+    pub state: String,
+    /// `[sync] announce_table`, if set.
+    pub announce_table: Option<u32>,
+    /// The routes announced there while ready (pool6, this node's shards).
+    pub announce_routes: Vec<String>,
+    /// Whether they are in the table now.
+    pub announcing: bool,
     /// Every peer.
     pub peers: Vec<SyncPeerRow>,
     /// The workers' changes moved to the sync thread.

@@ -26,7 +26,7 @@ pub fn render(s: &Scrape) -> String {
     nat64(&mut r, s);
     reloads(&mut r, s);
     if let Some(f) = &s.fastpath {
-        fastpath(&mut r, f);
+        fastpath(&mut r, f, s);
     }
     if let Some(y) = &s.sync {
         sync(&mut r, y);
@@ -331,7 +331,8 @@ fn reloads(r: &mut Registry, s: &Scrape) {
 
 /// docs/fastpath.md: the TC program's verdicts; `received` is the sum of the
 /// others, and the packets `passed` are the ones the workers then count.
-fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters) {
+/// Then what was translated, the program's and the workers' together.
+fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters, s: &Scrape) {
     let v = |name: &str| vec![("verdict", name.to_string())];
     r.register(
         "fastpath_packets",
@@ -358,6 +359,20 @@ fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters) {
             .with(e("map_full"), n.map_full)
             .with(e("map_error"), n.map_errors),
     );
+    let mut slow = sixgate_dataplane::Snapshot::default();
+    for w in &s.workers {
+        slow.merge(w);
+    }
+    let [v6to4, v4to6] = f.with_slow(&slow);
+    let d = |name: &str| vec![("direction", name.to_string())];
+    r.register(
+        "translated_fast_and_slow_packets",
+        "Packets translated, by the fast path and the workers together, per direction \
+         (sixgate_fastpath_packets_total translated_* plus sixgate_translated_packets_total)",
+        Samples::counter()
+            .with(d("6to4"), v6to4)
+            .with(d("4to6"), v4to6),
+    );
 }
 
 /// docs/ha.md: each peer's protocol state and counters, the workers' rings
@@ -380,6 +395,26 @@ fn sync(r: &mut Registry, y: &sixgate_dataplane::sync_thread::SyncReport) {
         "sync_peer_synced",
         "1 once the peer's stream reached the end of a snapshot since either side started",
         per_peer(Samples::gauge(), &|st| u64::from(st.synced)),
+    );
+    r.register(
+        "sync_peer_drained",
+        "1 once the peer sent DRAIN in its current epoch (it keeps no routes; we keep its entries)",
+        per_peer(Samples::gauge(), &|st| u64::from(st.peer_drained)),
+    );
+    let state = |s: &str| vec![("state", s.to_string())];
+    r.register(
+        "sync_node_state",
+        "1 for this node's state in its group (joining, ready, draining, drained), 0 for the others",
+        sixgate_dataplane::sync_node::NodeState::ALL
+            .iter()
+            .fold(Samples::gauge(), |m, s| {
+                m.with(state(s.as_str()), u64::from(*s == y.state))
+            }),
+    );
+    r.register(
+        "sync_announcing",
+        "1 while this node's routes are in [sync] announce_table for the routing daemon",
+        Samples::gauge().value(u64::from(y.announcing)),
     );
     r.register(
         "sync_peer_unacked_messages",
@@ -428,8 +463,12 @@ fn sync(r: &mut Registry, y: &sixgate_dataplane::sync_thread::SyncReport) {
     );
     r.register(
         "sync_dropped_datagrams",
-        "Datagrams from the peer dropped, every reason of docs/ha.md's drop counters together",
-        per_peer(Samples::counter(), &|st| st.counters.dropped()),
+        "Datagrams from the peer dropped, by reason (docs/ha.md's drop counters)",
+        y.peers.iter().fold(Samples::counter(), |m, (id, _, st)| {
+            sixgate_sync::Drop::ALL.iter().fold(m, |m, &d| {
+                m.with(both(*id, "reason", d.name()), st.counters.dropped_by(d))
+            })
+        }),
     );
     let [exported, export_lost, imported, import_refused, swept] = y.workers;
     let what = |w: &str| vec![("what", w.to_string())];

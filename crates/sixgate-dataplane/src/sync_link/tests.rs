@@ -179,3 +179,57 @@ fn two_nodes_over_udp_share_their_sessions() {
     let c = b.link.status()[0].2.counters;
     assert_eq!(c.auth_failed + c.malformed + c.truncated, 0, "{c:?}");
 }
+
+/// docs/ha.md, "Planned drain": the workers stop allocating (existing
+/// mappings still translate), then the DRAIN goes after every record and
+/// the peer acknowledges it.
+#[test]
+fn a_draining_node_stops_allocating_and_its_peer_acks_the_drain() {
+    let sa = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sb = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (aa, ab) = (sa.local_addr().unwrap(), sb.local_addr().unwrap());
+    let key = Key::new(b"a test key of sixteen+ bytes").unwrap();
+    let mut a = node(1, sa, (2, ab), &key);
+    let mut b = node(2, sb, (1, aa), &key);
+    let server6 = pool6().embed(SERVER4);
+    let old = Ip6::new(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1), server6).udp(5000, 53, 8);
+    let mut now = MS;
+    let rounds =
+        |a: &mut Node, b: &mut Node, now: &mut u64, until: &dyn Fn(&Node, &Node) -> bool| {
+            for _ in 0..5000 {
+                if until(a, b) {
+                    return;
+                }
+                a.round(*now);
+                b.round(*now);
+                *now += MS;
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+            panic!("{:?} {:?}", a.link.status(), b.link.status());
+        };
+    rounds(&mut a, &mut b, &mut now, &|a, b| {
+        a.link.synced() && b.link.synced()
+    });
+    assert_eq!(a.translate(&old, now).0, Verdict::Translated);
+    assert!(!a.link.stop_allocating(), "the worker has not taken it yet");
+    a.ends.exchange(&mut a.t, now, IMPORT_BUDGET);
+    assert!(a.link.stop_allocating());
+    a.link.drain();
+    rounds(&mut a, &mut b, &mut now, &|a, _| a.link.drain_done());
+    let st = b.link.status()[0].2;
+    assert!(st.peer_drained, "{st:?}");
+    assert!(
+        b.events
+            .iter()
+            .any(|(id, e)| *id == 1 && matches!(e, Event::PeerDrained { .. }))
+    );
+    assert_eq!(
+        b.t.nat64_stats().sessions.udp,
+        1,
+        "b has the session from before"
+    );
+    // No new mapping on a; the old one still translates.
+    let new = Ip6::new(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 2), server6).udp(5000, 53, 8);
+    assert_ne!(a.translate(&new, now).0, Verdict::Translated);
+    assert_eq!(a.translate(&old, now).0, Verdict::Translated);
+}

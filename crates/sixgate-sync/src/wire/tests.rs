@@ -177,3 +177,41 @@ fn control_bodies() {
         "too small"
     );
 }
+
+/// docs/ha.md, "Bodies": DRAIN is kind 7, reliable, with a 12-byte body
+/// (drain id, records queued before it); any other length is malformed.
+#[test]
+fn drain_body_layout_and_checks() {
+    let key = Key::new(b"a sync key of 16").unwrap();
+    let mut out = [0u8; 200];
+    let mut body = [0u8; DRAIN_LEN];
+    body[..4].copy_from_slice(&3u32.to_be_bytes());
+    body[4..].copy_from_slice(&1234u64.to_be_bytes());
+    let n = encode(&mut out, &header(Kind::Drain), &body, 0, Some(&key)).unwrap();
+    assert_eq!(n, HEADER_LEN + 12 + TAG_LEN);
+    assert_eq!(out[5], 7);
+    assert_eq!(out[6], FLAG_TAG | FLAG_ACK);
+    assert_eq!(&out[40..44], &[0, 12, 0, 0]);
+    assert_eq!(&out[44..48], &[0, 0, 0, 3]);
+    assert_eq!(&out[48..56], &1234u64.to_be_bytes());
+    let d = decode(&out[..n], Some(&key)).unwrap();
+    assert_eq!(d.header, header(Kind::Drain));
+    assert_eq!(d.body, Body::Drain(3, 1234));
+    assert!(Kind::Drain.is_reliable());
+    // Authenticated like every message: a flipped body bit, or no key.
+    let mut flipped = out[..n].to_vec();
+    flipped[50] ^= 1;
+    assert_eq!(decode(&flipped, Some(&key)), Err(Drop::AuthFailed));
+    assert_eq!(decode(&out[..n], None), Err(Drop::AuthFailed));
+    for len in [0, 4, 11, 13] {
+        let n = encode(&mut out, &header(Kind::Drain), &[0; 13][..len], 0, None).unwrap();
+        assert_eq!(decode(&out[..n], None), Err(Drop::Malformed), "{len}");
+    }
+    // A record count on a DRAIN is malformed too.
+    let n = encode(&mut out, &header(Kind::Drain), &body, 1, None).unwrap();
+    assert_eq!(decode(&out[..n], None), Err(Drop::Malformed));
+    // Kind 8 is unknown.
+    let n = encode(&mut out, &header(Kind::Drain), &body, 0, None).unwrap();
+    out[5] = 8;
+    assert_eq!(decode(&out[..n], None), Err(Drop::BadKind));
+}

@@ -97,8 +97,10 @@ impl Node {
                 }
             },
             Event::SnapshotBegin { .. } => self.marked = Some(BTreeSet::new()),
-            Event::SnapshotEnd { .. } => {
-                if let Some(m) = self.marked.take() {
+            Event::SnapshotEnd { sweep, .. } => {
+                if let Some(m) = self.marked.take()
+                    && sweep
+                {
                     self.replica.retain(|k, _| m.contains(k));
                 }
             }

@@ -11,6 +11,7 @@ pub mod generate;
 pub mod run;
 pub mod show;
 pub mod socket;
+pub mod sync;
 pub mod translate;
 
 /// What a subcommand returns: nothing, or a message for the user. Messages start

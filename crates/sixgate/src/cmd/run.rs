@@ -248,6 +248,11 @@ pub fn run(args: &Args) -> CmdResult {
     }
     let report = gw.stop();
     println!("sixgate: {}", report.totals.summary());
+    // The workers' line counts what the fast path passed up; this one adds
+    // what it translated in the kernel (docs/fastpath.md, "Counters").
+    if let Some(f) = &report.fast_path {
+        println!("sixgate: {}", f.together_summary(&report.totals));
+    }
     // A MAP-T CE's NAPT44 keeps NAT64's tables: said in a CE's words.
     let tables = match loaded.mode {
         sixgate_config::Mode::MaptCe => report.totals.napt44_summary(),

@@ -160,10 +160,11 @@ pub fn run(args: &Args) -> CmdResult {
                 "dropped",
             ]);
             for p in &s.peers {
-                let state = match (p.up, p.synced) {
-                    (false, _) => "down",
-                    (true, false) => "joining",
-                    (true, true) => "synced",
+                let state = match (p.up, p.synced, p.drained) {
+                    (false, ..) => "down",
+                    (true, _, true) => "drained",
+                    (true, false, _) => "joining",
+                    (true, true, _) => "synced",
                 };
                 t.push(vec![
                     p.node_id.to_string(),
@@ -178,7 +179,11 @@ pub fn run(args: &Args) -> CmdResult {
                     p.dropped.to_string(),
                 ]);
             }
-            print(out, &s, &t)
+            print(out, &s, &t)?;
+            match out {
+                Output::Table => emit(&format!("{}\n", node_line(&s))),
+                _ => Ok(()),
+            }
         }
         What::Stats => {
             let s: Stats = c.get("/v1/stats")?;
@@ -377,4 +382,23 @@ fn stream_rows<T: serde::de::DeserializeOwned + serde::Serialize>(
         writeln!(w, "{}]", if rows == 0 { "" } else { "\n" }).map_err(io)?;
     }
     w.flush().map_err(io)
+}
+
+/// `show sync`'s line about the node itself: its state, the drain's
+/// progress, and what it announces (docs/ha.md, "Failover and scale-out").
+pub fn node_line(s: &SyncState) -> String {
+    let mut line = format!("node {}: {}", s.node_id, s.state);
+    if s.state == "draining" || s.state == "drained" {
+        let live = s.peers.iter().filter(|p| p.up || p.drain_acked).count();
+        let acked = s.peers.iter().filter(|p| p.drain_acked).count();
+        line += &format!(", {acked} of {live} live peers acknowledged the drain");
+    }
+    match s.announce_table {
+        Some(t) if s.announcing => {
+            line += &format!(", announcing {} in table {t}", s.announce_routes.join(", "))
+        }
+        Some(t) => line += &format!(", not announcing (table {t})"),
+        None => line += ", announcing: no (no announce_table)",
+    }
+    line
 }

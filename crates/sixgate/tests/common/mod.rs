@@ -1,8 +1,11 @@
-//! Helpers the end-to-end test files share (`e2e.rs`, `nat64.rs`, `mapt.rs`): the bed's
+//! Helpers the end-to-end test files share (`e2e.rs`, `nat64.rs`, `mapt.rs`, and in [`ha`]
+//! the two-node bed of `ha.rs` and `ha_faults.rs`): the bed's
 //! life cycle around a test body, and the real clients and servers (ping, curl and
 //! `python3 -m http.server`, iperf3) with their checks.
 
 #![allow(dead_code)] // each test file uses its own subset
+
+pub mod ha;
 
 use std::net::IpAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};

@@ -96,15 +96,22 @@ pub(crate) fn full_scrape() -> Scrape {
                     expected: Some(3),
                     unacked: 1,
                     snapshot_running: false,
+                    draining: false,
+                    drain_acked: false,
+                    peer_drained: true,
                     counters: sixgate_sync::Counters {
                         records_in: 7,
                         records_out: 9,
+                        auth_failed: 2,
                         ..Default::default()
                     },
                 },
             )],
             link: Default::default(),
             workers: [9, 0, 7, 0, 0],
+            state: sixgate_dataplane::sync_node::NodeState::Ready,
+            announce: Some((100, vec!["2001:db8:64::/96".into()])),
+            announcing: true,
         }),
     }
 }
@@ -474,11 +481,30 @@ fn fastpath_packets_by_verdict() {
     ] {
         assert_eq!(value(&samples, t, &[("event", event)]), n, "{event}");
     }
+    // Translated, fast and slow path together: the program's 4 and 3 plus
+    // the workers'.
+    let t = "sixgate_translated_fast_and_slow_packets_total";
+    let workers = |f: fn(&sixgate_core::Counters) -> u64| -> f64 {
+        s.workers.iter().map(|w| f(&w.core)).sum::<u64>() as f64
+    };
+    assert_eq!(
+        value(&samples, t, &[("direction", "6to4")]),
+        4.0 + workers(|c| c.translated_6to4)
+    );
+    assert_eq!(
+        value(&samples, t, &[("direction", "4to6")]),
+        3.0 + workers(|c| c.translated_4to6)
+    );
+    assert!(
+        workers(|c| c.translated_6to4) > 0.0,
+        "the scrape has worker counts"
+    );
     let without = Scrape {
         fastpath: None,
         ..full_scrape()
     };
     assert!(!render(&without).contains("sixgate_fastpath_"));
+    assert!(!render(&without).contains("fast_and_slow"));
 }
 
 #[test]
@@ -497,6 +523,37 @@ fn sync_series_per_peer_and_absent_without_sync() {
         value(&samples, "sixgate_sync_peer_up", &[("peer", "2")]),
         1.0
     );
+    assert_eq!(
+        value(&samples, "sixgate_sync_peer_drained", &[("peer", "2")]),
+        1.0
+    );
+    for (s, v) in [
+        ("joining", 0.0),
+        ("ready", 1.0),
+        ("draining", 0.0),
+        ("drained", 0.0),
+    ] {
+        assert_eq!(
+            value(&samples, "sixgate_sync_node_state", &[("state", s)]),
+            v,
+            "{s}"
+        );
+    }
+    assert_eq!(value(&samples, "sixgate_sync_announcing", &[]), 1.0);
+    // docs/ha.md, "Drop counters": one series per reason, each reason there.
+    let d = "sixgate_sync_dropped_datagrams_total";
+    for why in sixgate_sync::Drop::ALL {
+        let expected = if why == sixgate_sync::Drop::AuthFailed {
+            2.0
+        } else {
+            0.0
+        };
+        assert_eq!(
+            value(&samples, d, &[("peer", "2"), ("reason", why.name())]),
+            expected,
+            "{why:?}"
+        );
+    }
     let without = Scrape {
         sync: None,
         ..full_scrape()
