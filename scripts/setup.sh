@@ -22,11 +22,15 @@ set -euo pipefail
 # DNS64 of the DNS64 tests (crates/sixgate/tests/dns64.rs), bind9-utils
 # (dnssec-keygen, dnssec-signzone) signs their DNSSEC test zone.
 # fonts-dejavu-core gives `sixgate bench plot --out FILE.png` its text.
+# bird2 (BIRD 2: BGP, BFD) is the routing daemon of the scale-out bed
+# (crates/sixgate-netns/src/ecmp.rs, tests/ha_routing.rs) and checks the
+# dist/bird/ configs; the tests start their own `bird -f -c … -s … -P …` in
+# their namespaces, never the system service (disabled below when we install it).
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
     pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9 bind9-utils
-    fonts-dejavu-core
+    fonts-dejavu-core bird2
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2
@@ -90,6 +94,12 @@ if ((${#missing[@]} > 0)); then
     fi
     rm -f "$apt_log"
     did+=("apt: ${missing[*]}")
+    # The package enables bird.service; the tests need no BIRD in the host's
+    # own namespace, so a machine with systemd does not get one from us.
+    if [[ " ${missing[*]} " == *" bird2 "* && -d /run/systemd/system ]]; then
+        log "disabling bird.service (the tests run their own BIRD in namespaces)"
+        as_root systemctl disable --now bird.service >/dev/null 2>&1 || true
+    fi
 fi
 
 # --- Rust --------------------------------------------------------------------

@@ -377,7 +377,8 @@ fn check_fragments(frags: &[Summary], want: Family, contiguous: bool) {
 /// The `translate_nat64` target's configuration choices (one byte): bit 0
 /// address-dependent filtering, bit 1 drop external TCP, bit 2 port blocks of 16,
 /// bit 3 worker 0 of 2, bit 4 per-subscriber limits (8 sessions, 8 ports), bit 5
-/// session log with destinations, bit 6 no port-reuse delay.
+/// session log with destinations, bit 6 no port-reuse delay (bit 7: state sync,
+/// [`run_nat64`]).
 pub fn nat64_config(knobs: u8) -> (Config, u16) {
     let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().expect("pool6"), 96).expect("pool6");
     let mut cfg = Config::with_pool6(Some(pool6));
@@ -442,7 +443,32 @@ pub fn run_nat64(data: &[u8]) {
         return;
     };
     let (cfg, workers) = nat64_config(knobs);
-    run_sequence(Translator::for_worker(Arc::new(cfg), 0, workers), rest);
+    let mut t = Translator::for_worker(Arc::new(cfg), 0, workers);
+    // Knob bit 7: state sync (docs/ha.md). This node owns the first pool4
+    // address, a peer the second: packets for it without a mapping wait for
+    // the peer's records, which mirror this node's own sessions there.
+    let sync = knobs & 0x80 != 0;
+    if sync {
+        t.enable_replica_export(16);
+        t.set_own_pool4_shards(Some(&[(NAT64_POOL4, 32)]));
+    }
+    run_sequence(t, rest, sync);
+}
+
+/// The second pool4 address: a peer's shard with knob bit 7.
+const NAT64_PEER4: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 65);
+
+/// With sync: this node's exported changes come back as the peer's records
+/// on the peer's address, for another subscriber (the IPv6 host's address
+/// with its last bit flipped), so that packets held for them are released.
+fn mirror_as_peer(t: &mut Translator, now: u64) {
+    let mut changes = Vec::new();
+    t.drain_replica_changes(|op, r| changes.push((op, *r)));
+    for (op, mut r) in changes {
+        r.v4 = NAT64_PEER4;
+        r.v6 = Ipv6Addr::from(u128::from(r.v6) ^ 1);
+        let _ = t.import_replica(op, &r, now);
+    }
 }
 
 /// A MAP-T configuration (RFC 7599) for `translate_mapt`: bit 0, a CE (else a
@@ -490,12 +516,26 @@ pub fn run_mapt(data: &[u8]) {
     let Some((&knobs, rest)) = data.split_first() else {
         return;
     };
-    run_sequence(Translator::new(Arc::new(mapt_config(knobs))), rest);
+    run_sequence(Translator::new(Arc::new(mapt_config(knobs))), rest, false);
+}
+
+/// The timers until they are done: an ICMPv4 error for an IPv4 SYN held in
+/// vain (an IPv4 packet, as the input was); with sync, translated packets
+/// that waited for a record (IPv6, or IPv4 when hairpinned).
+fn tick_and_check(t: &mut Translator, scratch: &mut Scratch, input: &[u8], now: u64) {
+    while let Some(v) = t.tick(now, scratch) {
+        for p in v.scratch_outputs(scratch) {
+            let s = expect_ok(check_structure(p), "tick output", input, p);
+            if let Verdict::Replied(_) = v {
+                assert_eq!(s.family, Family::V4, "tick answers IPv4 packets");
+            }
+        }
+    }
 }
 
 /// Packets of `rest` (header byte, length, packet; see [`nat64_input`]) through
 /// `t`, with the clock and timers between them, every outcome checked.
-fn run_sequence(mut t: Translator, mut rest: &[u8]) {
+fn run_sequence(mut t: Translator, mut rest: &[u8], sync: bool) {
     let mut scratch = Scratch::new();
     let mut now = 0u64;
     for _ in 0..NAT64_MAX_PACKETS {
@@ -507,17 +547,17 @@ fn run_sequence(mut t: Translator, mut rest: &[u8]) {
         rest = tail;
         if h & 0x7f != 0 {
             now += u64::from(h & 0x7f) * 1_000_000_000;
-            while let Some(v) = t.tick(now, &mut scratch) {
-                if let Verdict::Replied(_) = v {
-                    for p in scratch.packets() {
-                        let s = expect_ok(check_structure(p), "tick output", packet, p);
-                        assert_eq!(s.family, Family::V4, "tick answers IPv4 SYNs");
-                    }
-                }
-            }
+            tick_and_check(&mut t, &mut scratch, packet, now);
         }
         let version = if h & 0x80 != 0 { 6 } else { 4 };
         translate_and_check(&mut t, &mut scratch, packet, version, now);
+        if sync {
+            mirror_as_peer(&mut t, now);
+            // What the records released leaves now (a worker's exchange).
+            if t.held_ready() {
+                tick_and_check(&mut t, &mut scratch, packet, now);
+            }
+        }
     }
     let stats = t.nat64_stats();
     assert!(
@@ -560,6 +600,32 @@ mod tests {
         frags.remove(1);
         let gap = std::panic::catch_unwind(|| check_fragments(&frags, Family::V6, true));
         assert!(gap.is_err());
+    }
+
+    /// Knob bit 7 (state sync): replies to the peer's address wait and are
+    /// released by the mirrored records (or expire), all within the
+    /// invariants.
+    #[test]
+    fn nat64_sync_sequences_run() {
+        use sixgate_testkit::tcp_flag::{ACK, SYN};
+        let me: Ipv6Addr = "2001:db8:1::5".parse().unwrap();
+        let server6: Ipv6Addr = "2001:db8:64::c633:6407".parse().unwrap();
+        let server4 = Ipv4Addr::new(198, 51, 100, 7);
+        for knobs in [0x80u8, 0x81, 0x88] {
+            let seq = [
+                (false, 0, Ip4::new(server4, NAT64_PEER4).udp(53, 61010, 8)),
+                (true, 0, Ip6::new(me, server6).udp(61010, 53, 8)),
+                (
+                    false,
+                    0,
+                    Ip4::new(server4, NAT64_PEER4).tcp_flags(80, 61020, SYN | ACK, 0),
+                ),
+                (true, 0, Ip6::new(me, server6).tcp_flags(61020, 80, SYN, 0)),
+                (false, 0, Ip4::new(server4, NAT64_PEER4).udp(53, 61030, 8)),
+                (false, 1, Ip4::new(server4, NAT64_PEER4).udp(53, 61040, 8)),
+            ];
+            run_nat64(&nat64_input(knobs, &seq));
+        }
     }
 
     /// MAP-T sequences: a BR's valid, spoofed and returning packets, and a CE's

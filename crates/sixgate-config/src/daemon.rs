@@ -25,15 +25,28 @@ pub struct DaemonSettings {
 }
 
 /// `[daemon] fastpath`: translate the common packets in the kernel first.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FastPathMode {
-    /// Every packet takes the data plane (the default while the fast path
-    /// covers only stateless SIIT).
-    #[default]
+    /// Every packet takes the data plane.
     Off,
     /// A TC ingress eBPF program (tcx where the kernel has it) translates
-    /// stateless SIIT's common packets and passes the rest up.
+    /// the common packets of the modes in scope and passes the rest up; where
+    /// it cannot run, a warning and the data plane alone.
     Tc,
+    /// `Tc` where the kernel has what the program needs, the mode is in scope
+    /// and `fastpath_interfaces` are named; otherwise off, with an info line
+    /// saying why (never refused by `config check`).
+    Auto,
+}
+
+/// `fastpath` when the file leaves it out: the one line to change to make
+/// the fast path the default (`FastPathMode::Auto`; then docs/config.md).
+pub const FASTPATH_DEFAULT: FastPathMode = FastPathMode::Off;
+
+impl Default for FastPathMode {
+    fn default() -> Self {
+        FASTPATH_DEFAULT
+    }
 }
 
 impl FastPathMode {
@@ -42,6 +55,7 @@ impl FastPathMode {
         match self {
             FastPathMode::Off => "off",
             FastPathMode::Tc => "tc",
+            FastPathMode::Auto => "auto",
         }
     }
 }
@@ -76,7 +90,7 @@ impl Default for DaemonSettings {
             user: None,
             socket: DEFAULT_SOCKET.into(),
             dataplane: Dataplane::Tun,
-            fastpath: FastPathMode::Off,
+            fastpath: FASTPATH_DEFAULT,
             fastpath_interfaces: Vec::new(),
         }
     }
@@ -153,12 +167,13 @@ pub(crate) fn section(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, C
             out.fastpath = match v.get_ref().as_str() {
                 "off" => FastPathMode::Off,
                 "tc" => FastPathMode::Tc,
+                "auto" => FastPathMode::Auto,
                 other => {
                     return Err(cx.bad(
                         "fastpath",
                         v,
                         format!("unknown fast path {other:?}"),
-                        "\"off\" or \"tc\"",
+                        "\"off\", \"tc\" or \"auto\"",
                     ));
                 }
             };

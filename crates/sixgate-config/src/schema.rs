@@ -299,7 +299,8 @@ pub struct DaemonSection {
     pub socket: Option<Spanned<String>>,
     /// "tun" (default) or "xdp".
     pub dataplane: Option<Spanned<String>>,
-    /// "off" (default) or "tc": the in-kernel fast path (docs/fastpath.md).
+    /// "off" (default), "tc" or "auto": the in-kernel fast path
+    /// (docs/fastpath.md; "auto" is "tc" where it can run, else off).
     pub fastpath: Option<Spanned<String>>,
     /// Interfaces whose ingress the fast path is attached to.
     pub fastpath_interfaces: Option<Spanned<Vec<Spanned<String>>>>,

@@ -160,6 +160,10 @@ const HINTS: &[(DropReason, &str)] = &[
         "the store of held IPv4 SYNs is full (a SYN scan?); see [nat64] max_held_syns",
     ),
     (
+        DropReason::SyncPending,
+        "a packet for a peer's pool4 shard came before the peer's record of its session          and the record did not come within 200 ms (or the hold store was full); see          sixgate show sync and docs/ha.md",
+    ),
+    (
         DropReason::ExternalTcp,
         "an unsolicited IPv4 SYN was refused (drop_external_tcp, or its 6 s ran out); \
          publish a server with a static BIB entry to accept them",

@@ -90,12 +90,17 @@ impl Translator {
     /// every 100 ms and repeat while it returns `Some`: a
     /// `Some(Verdict::Replied(_))` leaves one packet to send in `scratch` (an
     /// ICMPv4 Port Unreachable for a held SYN whose time ran out);
+    /// `Some(Verdict::Fragmented(_))` leaves translated packets there (one
+    /// held for a peer's record that has come, docs/ha.md; sent first);
     /// `Some(Verdict::Translated)` means nothing to send but more expired state is
     /// waiting. Each call does bounded work ([`nat64::SWEEP_BUDGET`] records).
     /// A MAP-T CE's NAPT44 tables expire the same way (they hold no SYNs).
     /// Without either it returns `None` at once.
     pub fn tick(&mut self, now_ns: u64, scratch: &mut Scratch) -> Option<Verdict> {
         scratch.clear();
+        if let Some(v) = self.release_synced(scratch, now_ns) {
+            return Some(v);
+        }
         self.early.expire(now_ns, &mut self.counters);
         let mut held = [0u8; nat64::HELD_SYN_BYTES];
         loop {
@@ -121,7 +126,61 @@ impl Translator {
                     // Rate-limited (counted): on to the next one.
                 }
                 Err(true) => return Some(Verdict::Translated),
-                Err(false) => return None,
+                Err(false) => {
+                    // Held whole for a peer's record that never came
+                    // (docs/ha.md): dropped without an error.
+                    if let Some(n) = self.nat64.as_deref_mut() {
+                        let expired = std::mem::take(&mut n.held.sync_expired);
+                        self.counters.dropped[DropReason::SyncPending as usize] += expired;
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Whether packets held for a peer's record (docs/ha.md) have their
+    /// session now: the next [`Translator::tick`] sends them, so a data
+    /// plane that imported records calls it at once instead of at the next
+    /// timer round.
+    #[inline]
+    pub fn held_ready(&self) -> bool {
+        self.nat64.as_ref().is_some_and(|n| n.held.ready() > 0)
+    }
+
+    /// docs/ha.md: one packet held for a peer's record whose session has
+    /// arrived, translated (counted like any packet) into `scratch`:
+    /// `Fragmented` with the packet(s), or `Replied` with an ICMP error
+    /// owed to its sender. `None`: none ready.
+    fn release_synced(&mut self, scratch: &mut Scratch, now_ns: u64) -> Option<Verdict> {
+        loop {
+            let mut r = self.nat64.as_deref_mut()?.held.take_ready()?;
+            let mut pkt = PacketBuf::new(&mut r.buf, crate::HEADROOM, r.len);
+            let v = rfc7915::v4_to_v6::translate(self, &mut pkt, scratch, now_ns);
+            self.account(v, Some(4), r.len as u64);
+            // A first fragment: its later fragments waited for it (RFC 6146
+            // §3.4) and go after it.
+            let v = if self.release_pending {
+                self.release_early(v, &mut pkt, scratch, now_ns)
+            } else {
+                v
+            };
+            let out = match v {
+                Verdict::Translated if scratch.push_copy(pkt.data()) => {
+                    Some(Verdict::Fragmented(1))
+                }
+                Verdict::Translated => {
+                    self.counters.count_drop(DropReason::PacketTooBig);
+                    None
+                }
+                Verdict::Fragmented(_) | Verdict::Replied(_) => Some(v),
+                Verdict::Dropped(_) | Verdict::Held => None,
+            };
+            if let Some(n) = self.nat64.as_deref_mut() {
+                n.held.put_back(r);
+            }
+            if out.is_some() {
+                return out;
             }
         }
     }

@@ -23,9 +23,11 @@ pub enum Verdict {
     /// Kept by the translator, nothing to send yet: the first fragment of a
     /// fragmented ICMP Echo waiting for its last fragment (RFC 7915 §4.2, §5.2;
     /// [`crate::rfc7915::icmp_fragments`]), or, in NAT64 and MAP-T, a later
-    /// fragment waiting for its datagram's first (RFC 6146 §3.4). It goes out
-    /// with that fragment, or is counted as `icmp_fragment_expired` /
-    /// `fragment_expired`.
+    /// fragment waiting for its datagram's first (RFC 6146 §3.4), or, in NAT64
+    /// with state sync, an IPv4 packet waiting for a peer's record of its
+    /// session (docs/ha.md). It goes out with that fragment (or from
+    /// [`crate::Translator::tick`] once the record came), or is counted as
+    /// `icmp_fragment_expired` / `fragment_expired` / `sync_pending`.
     Held,
 }
 
@@ -154,6 +156,11 @@ drop_reasons! {
     SynHeld => "syn_held",
     /// NAT64 §3.5.2.2: the store of held IPv4 SYNs is full.
     HeldSynStoreFull => "held_syn_store_full",
+    /// NAT64 with state sync (docs/ha.md): an IPv4 packet for a peer's pool4
+    /// shard found no mapping here, and its session's record did not come
+    /// within 200 ms (or it could not wait: the hold store full, larger than
+    /// 1500 bytes). No ICMP error: the peer may have the session.
+    SyncPending => "sync_pending",
     /// NAT64 §3.5.2.2: unsolicited IPv4 SYN dropped by policy (`drop_external_tcp`),
     /// or a held one whose time ran out.
     ExternalTcp => "external_tcp",

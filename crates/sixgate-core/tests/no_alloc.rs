@@ -320,3 +320,63 @@ fn mapt_ce_allocates_nothing_per_packet() {
     ];
     assert_no_alloc(&mut h, &inputs);
 }
+
+/// docs/ha.md: with state sync, packets for a peer's shard wait in the hold
+/// store for the peer's record, are translated from it when the record is
+/// imported (between batches), or expire: none of it allocates.
+#[test]
+fn nat64_sync_hold_and_release_allocate_nothing() {
+    use sixgate_core::Config;
+    use sixgate_core::nat64::{Nat64Config, Pool4Entry, Proto, Replica, ReplicaOp};
+    use std::net::Ipv4Addr;
+
+    let peer4 = Ipv4Addr::new(192, 0, 2, 0);
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry {
+            prefix_len: 31,
+            ..Pool4Entry::single(peer4)
+        }],
+        max_sessions: 4096,
+        ..Nat64Config::default()
+    });
+    let mut h = Harness::new(cfg);
+    h.t.enable_replica_export(64);
+    h.t.set_own_pool4_shards(Some(&[(Ipv4Addr::new(192, 0, 2, 1), 32)]));
+    let replies: Vec<Vec<u8>> = (0..100u16)
+        .map(|i| Ip4::new(SERVER4, peer4).udp(53, 10_000 + 2 * i, 20))
+        .collect();
+    let record = |i: u16| Replica {
+        proto: Proto::Udp,
+        tcp_state: None,
+        remaining_ms: 300_000,
+        v6: CLIENT6,
+        port6: 10_000 + 2 * i,
+        v4: peer4,
+        port4: 10_000 + 2 * i,
+        remote4: SERVER4,
+        rport: 53,
+    };
+    let mut buf = vec![0u8; HEADROOM + 2048];
+    let before = allocs();
+    let mut sent = 0;
+    for (i, r) in replies.iter().enumerate() {
+        let now = i as u64 * 1_000_000;
+        buf[HEADROOM..HEADROOM + r.len()].copy_from_slice(r);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, r.len());
+        std::hint::black_box(h.t.translate(&mut pkt, &mut h.scratch, now));
+        // Every other one's record comes; the rest expire (or find the
+        // store full: more than 64 wait at once).
+        if i % 2 == 0 {
+            h.t.import_replica(ReplicaOp::Upsert, &record(i as u16), now)
+                .unwrap();
+        }
+        while let Some(v) = h.t.tick(now, &mut h.scratch) {
+            sent += v.scratch_outputs(&h.scratch).count();
+        }
+    }
+    while h.t.tick(1_000_000_000, &mut h.scratch).is_some() {}
+    assert_eq!(allocs() - before, 0, "allocations holding or releasing");
+    assert_eq!(sent, 50, "each reply whose record came");
+    assert_eq!(h.t.nat64_stats().held_syns, 0);
+}

@@ -296,3 +296,190 @@ fn a_snapshot_sweeps_what_it_did_not_restate() {
         "A's live one and B's own"
     );
 }
+
+/// Two nodes of a pair sharing pool4 192.0.2.0/31: A owns .0, B owns .1.
+/// B is returned with A's shard as a peer's.
+fn pair() -> (Harness, Harness) {
+    let pool = |f: &mut Nat64Config| {
+        f.pool4 = vec![Pool4Entry {
+            prefix_len: 31,
+            ..Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 0))
+        }];
+    };
+    let mut a = Harness::new(config(pool));
+    let mut b = Harness::new(config(pool));
+    a.t.enable_replica_export(16);
+    b.t.enable_replica_export(16);
+    a.t.set_own_pool4_shards(Some(&[(Ipv4Addr::new(192, 0, 2, 0), 32)]));
+    b.t.set_own_pool4_shards(Some(&[(Ipv4Addr::new(192, 0, 2, 1), 32)]));
+    a.now_ns = S;
+    b.now_ns = S;
+    (a, b)
+}
+
+/// What B's timers send now.
+fn tick_out(h: &mut Harness) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while let Some(v) = h.t.tick(h.now_ns, &mut h.scratch) {
+        out.extend(v.scratch_outputs(&h.scratch).map(<[u8]>::to_vec));
+    }
+    out
+}
+
+/// docs/ha.md, "A packet of a session this node does not own" (RFC 6146
+/// §3.5.1.2 answered otherwise): the first UDP reply reaches B before A's
+/// record; it waits, silently, and is translated when the record arrives.
+#[test]
+fn a_reply_that_overtakes_its_record_is_held_then_translated() {
+    let (mut a, mut b) = pair();
+    let out = a.one(&Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10));
+    let pool4 = Ipv4Addr::new(192, 0, 2, 0);
+    assert_eq!(view(&out).src, IpAddr::V4(pool4));
+    let port4 = u16::from_be_bytes([l4(&out)[0], l4(&out)[1]]);
+    let reply = Ip4::new(SERVER4, pool4).udp(53, port4, 10);
+    assert_eq!(b.run(&reply).0, Verdict::Held, "no ICMP error");
+    assert_eq!(b.t.nat64_stats().held_syns, 1);
+    assert!(!b.t.held_ready());
+    for (op, r) in changes(&mut a) {
+        b.t.import_replica(op, &r, b.now_ns).unwrap();
+    }
+    assert!(b.t.held_ready(), "the record released it");
+    let sent = tick_out(&mut b);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(view(&sent[0]).dst, IpAddr::V6(CLIENT6));
+    assert_eq!(u16::from_be_bytes([l4(&sent[0])[2], l4(&sent[0])[3]]), 5000);
+    assert_eq!(b.t.counters().translated_4to6, 1);
+    assert_eq!(b.t.nat64_stats().held_syns, 0);
+    assert!(tick_out(&mut b).is_empty(), "sent once");
+}
+
+/// The SYN-ACK of a connection opened through A, at B before A's record:
+/// held (not as an unsolicited SYN, §3.5.2.2), translated on the record,
+/// and the session joins ESTABLISHED.
+#[test]
+fn a_syn_ack_that_overtakes_its_record_completes_the_handshake() {
+    let (mut a, mut b) = pair();
+    let syn = a.one(&Ip6::new(CLIENT6, SERVER6).tcp_flags(40000, 443, tcp_flag::SYN, 0));
+    let pool4 = Ipv4Addr::new(192, 0, 2, 0);
+    let port4 = u16::from_be_bytes([l4(&syn)[0], l4(&syn)[1]]);
+    let synack = Ip4::new(SERVER4, pool4).tcp_flags(443, port4, tcp_flag::SYN | tcp_flag::ACK, 0);
+    assert_eq!(b.run(&synack).0, Verdict::Held);
+    assert_eq!(b.t.counters().drops(DropReason::SynHeld), 0);
+    for (op, r) in changes(&mut a) {
+        b.t.import_replica(op, &r, b.now_ns).unwrap();
+    }
+    let sent = tick_out(&mut b);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(view(&sent[0]).dst, IpAddr::V6(CLIENT6));
+    let mut sessions = Vec::new();
+    let _ = b.t.walk_sessions(0, 16, b.now_ns, |s| sessions.push(s));
+    assert_eq!(sessions[0].tcp_state, Some(TcpState::Established));
+}
+
+/// No record within 200 ms: dropped as `sync_pending`, never an ICMP error.
+/// Packets for this node's own shard, and unsolicited SYNs, are as before.
+#[test]
+fn without_a_record_the_held_packet_goes_silently() {
+    let (_, mut b) = pair();
+    let peer4 = Ipv4Addr::new(192, 0, 2, 0);
+    assert_eq!(
+        b.run(&Ip4::new(SERVER4, peer4).udp(53, 2000, 10)).0,
+        Verdict::Held
+    );
+    b.now_ns += 199_000_000;
+    assert!(tick_out(&mut b).is_empty());
+    assert_eq!(b.t.counters().drops(DropReason::SyncPending), 0);
+    b.now_ns += 1_000_000;
+    assert!(tick_out(&mut b).is_empty(), "no ICMP error");
+    assert_eq!(b.t.counters().drops(DropReason::SyncPending), 1);
+    assert_eq!(b.t.nat64_stats().held_syns, 0);
+    // Own shard: RFC 6146 §3.5.1.2 as without sync.
+    let own = Ip4::new(SERVER4, Ipv4Addr::new(192, 0, 2, 1)).udp(53, 2000, 10);
+    assert_eq!(b.run(&own).0, Verdict::Replied(DropReason::NoBibEntry));
+    // An unsolicited SYN is held for §3.5.2.2 whatever the shard.
+    let syn = Ip4::new(SERVER4, peer4).tcp_flags(443, 2000, tcp_flag::SYN, 0);
+    assert_eq!(b.run(&syn).0, Verdict::Dropped(DropReason::SynHeld));
+}
+
+/// The hold store is bounded (`max_held_syns`): what does not fit is
+/// dropped as `sync_pending`, still without an error.
+#[test]
+fn a_full_hold_store_drops_silently() {
+    let pool = |f: &mut Nat64Config| {
+        f.max_held_syns = 1;
+        f.pool4 = vec![Pool4Entry {
+            prefix_len: 31,
+            ..Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 0))
+        }];
+    };
+    let mut b = Harness::new(config(pool));
+    b.t.set_own_pool4_shards(Some(&[(Ipv4Addr::new(192, 0, 2, 1), 32)]));
+    let peer4 = Ipv4Addr::new(192, 0, 2, 0);
+    assert_eq!(
+        b.run(&Ip4::new(SERVER4, peer4).udp(53, 2000, 10)).0,
+        Verdict::Held
+    );
+    assert_eq!(
+        b.run(&Ip4::new(SERVER4, peer4).udp(53, 2002, 10)).0,
+        Verdict::Dropped(DropReason::SyncPending)
+    );
+    assert_eq!(b.t.counters().drops(DropReason::SyncPending), 1);
+}
+
+/// A reply the kernel handed over with its checksum left to offload (Linux
+/// CHECKSUM_PARTIAL: the field holds the pseudo-header sum) is held, and
+/// leaves later from the timers with no offload metadata: its checksum is
+/// finished when it is held.
+#[test]
+fn a_held_packet_with_a_partial_checksum_leaves_with_a_full_one() {
+    use sixgate_core::{HEADROOM, PacketBuf, checksum};
+    let (mut a, mut b) = pair();
+    let out = a.one(&Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10));
+    let port4 = u16::from_be_bytes([l4(&out)[0], l4(&out)[1]]);
+    let mut p = Ip4::new(SERVER4, Ipv4Addr::new(192, 0, 2, 0)).udp(53, port4, 10);
+    let pseudo = checksum::v4_pseudo(
+        &p[12..16].try_into().unwrap(),
+        &p[16..20].try_into().unwrap(),
+        (p.len() - 20) as u16,
+        17,
+    );
+    p[26..28].copy_from_slice(&pseudo.to_be_bytes());
+    let mut buf = vec![0u8; HEADROOM + p.len()];
+    buf[HEADROOM..].copy_from_slice(&p);
+    let mut pkt = PacketBuf::new(&mut buf, HEADROOM, p.len());
+    assert_eq!(
+        b.t.translate_with(&mut pkt, &mut b.scratch, b.now_ns, true),
+        Verdict::Held
+    );
+    for (op, r) in changes(&mut a) {
+        b.t.import_replica(op, &r, b.now_ns).unwrap();
+    }
+    let sent = tick_out(&mut b);
+    assert_eq!(sent.len(), 1);
+    assert!(view(&sent[0]).l4_verified, "a complete UDP checksum");
+}
+
+/// A fragmented reply (RFC 6146 §3.4) that overtakes its record: its first
+/// fragment waits for the record, its later fragments for the first; the
+/// record releases all of them, the first first.
+#[test]
+fn a_fragmented_reply_that_overtakes_its_record_goes_whole() {
+    let (mut a, mut b) = pair();
+    let out = a.one(&Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10));
+    let port4 = u16::from_be_bytes([l4(&out)[0], l4(&out)[1]]);
+    let reply = Ip4::new(SERVER4, Ipv4Addr::new(192, 0, 2, 0)).udp(53, port4, 1200);
+    let frags = sixgate_testkit::split_v4(&reply, 600);
+    assert!(frags.len() >= 2);
+    for f in &frags {
+        assert_eq!(b.run(f).0, Verdict::Held, "no ICMP error");
+    }
+    for (op, r) in changes(&mut a) {
+        b.t.import_replica(op, &r, b.now_ns).unwrap();
+    }
+    let sent = tick_out(&mut b);
+    assert_eq!(sent.len(), frags.len(), "every fragment");
+    let (whole, s) = reassemble(&sent);
+    assert_eq!(s.dst, IpAddr::V6(CLIENT6));
+    assert!(whole.len() > 1200);
+    assert_eq!(b.t.counters().drops(DropReason::FragmentExpired), 0);
+}

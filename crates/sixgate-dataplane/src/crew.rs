@@ -99,9 +99,19 @@ impl Crew {
                 .filter(|sh| sh.node_id != s.node_id)
                 .map(|sh| (sh.node_id, sh.pool4.clone()))
                 .collect();
+            // Without an eventfd the sync thread polls every 1 ms instead.
+            let bell = match crate::doorbell::Doorbell::new() {
+                Ok(b) => Some(Arc::new(b)),
+                Err(e) => {
+                    tracing::warn!("sync: no doorbell for the sync thread ({e}): it polls");
+                    None
+                }
+            };
             let (workers, link) = (0..self.stats.len())
                 .map(|_| {
-                    let (w, l) = replica_rings(SYNC_RING, peer_shards.clone());
+                    let (mut w, mut l) = replica_rings(SYNC_RING, peer_shards.clone());
+                    w.bell = bell.clone();
+                    l.bell = bell.clone();
                     (Some(w), l)
                 })
                 .unzip();

@@ -17,14 +17,15 @@
 //! - [`events`]: the NAT64 event log; [`system`]: CPUs, users, sysctls, `ip`.
 //! - [`offload`]: a worker's sessions on an in-kernel fast path.
 //! - [`replica`]: a worker's side of NAT64 state sync (docs/ha.md), over
-//!   [`spsc`] rings, and [`sync_link`], the sync thread's UDP link to the
-//!   peers; not yet started by the daemon.
+//!   [`spsc`] rings, [`sync_link`], the sync thread's UDP link to the
+//!   peers, [`sync_thread`], and the [`doorbell`] workers wake it with.
 
 use std::fmt;
 
 pub mod announce;
 pub mod crew;
 pub mod destinations;
+pub mod doorbell;
 pub mod events;
 mod io_counters;
 pub mod live;

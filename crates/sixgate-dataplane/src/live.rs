@@ -161,6 +161,13 @@ pub trait Plane: Send {
     fn fast_path(&self) -> Option<crate::FastPathCounters> {
         None
     }
+
+    /// Why the fast path the file asks for (`fastpath = "tc"` or `"auto"`)
+    /// does not run, for `show stats`; `None` when it runs or was not asked
+    /// for (docs/fastpath.md, "Kernel requirements").
+    fn fast_path_off(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What a worker's follower reconfigures and asks: a TUN worker's pipeline, an
@@ -262,6 +269,11 @@ impl Live {
     /// its maps: a system call, for stats and metrics, not per packet).
     pub fn fast_path(&self) -> Option<crate::FastPathCounters> {
         self.plane.lock().ok()?.fast_path()
+    }
+
+    /// Why the fast path asked for does not run ([`Plane::fast_path_off`]).
+    pub fn fast_path_off(&self) -> Option<String> {
+        self.plane.lock().ok()?.fast_path_off()
     }
 
     /// Run `new` from now on, keeping the translators' state. Refused (the

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use sixgate_core::Translator;
 use sixgate_core::nat64::{ImportError, Replica, ReplicaOp};
 
+use crate::doorbell::Doorbell;
 use crate::spsc::{Consumer, Producer, ring};
 
 /// One change or record.
@@ -68,6 +69,9 @@ pub struct WorkerEnds {
     sweep: Option<(usize, usize, u32)>,
     /// The last exchange used its whole budget (more may wait).
     backlog: bool,
+    /// Rung after an exchange that exported something (the sync thread's,
+    /// shared by every worker); `None`: the thread polls.
+    pub bell: Option<Arc<Doorbell>>,
 }
 
 /// The sync thread's ends.
@@ -78,6 +82,9 @@ pub struct SyncEnds {
     pub import: Producer<Inbound>,
     /// Shared with the worker.
     pub counters: Arc<ReplicaCounters>,
+    /// What the worker rings ([`WorkerEnds::bell`]), for the thread to
+    /// sleep on.
+    pub bell: Option<Arc<Doorbell>>,
 }
 
 /// Default records a worker applies per round: bounded work between batches,
@@ -102,11 +109,13 @@ pub fn replica_rings(
             peer_shards,
             sweep: None,
             backlog: false,
+            bell: None,
         },
         SyncEnds {
             export: ec,
             import: ip,
             counters,
+            bell: None,
         },
     )
 }
@@ -144,6 +153,12 @@ impl WorkerEnds {
         let c = &self.counters;
         c.exported.fetch_add(exported, Relaxed);
         c.export_lost.fetch_add(lost, Relaxed);
+        // One write per batch at most, and none while the thread is awake.
+        if exported + lost > 0
+            && let Some(b) = &self.bell
+        {
+            b.ring();
+        }
         let mut applied = 0;
         let mut refused = 0;
         self.backlog = false;

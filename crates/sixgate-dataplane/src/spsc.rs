@@ -92,6 +92,13 @@ impl<T: Copy> Producer<T> {
 }
 
 impl<T: Copy> Consumer<T> {
+    /// Whether nothing is waiting (a value published before the caller's
+    /// last fence is seen).
+    pub fn is_empty(&self) -> bool {
+        let s = &*self.shared;
+        s.head.0.load(Ordering::Relaxed) == s.tail.0.load(Ordering::Acquire)
+    }
+
     /// The oldest value, if any.
     pub fn pop(&mut self) -> Option<T> {
         let s = &*self.shared;

@@ -13,6 +13,7 @@ use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::nat64::steering::port_owner;
 use sixgate_sync::{Event, Key, Peer, PeerConfig, Record, ResyncReason, Status, tables};
 
+use crate::doorbell::Doorbell;
 use crate::replica::{Inbound, SyncEnds};
 
 /// Most datagrams one step reads, so a flood cannot starve the sending side.
@@ -301,6 +302,43 @@ impl SyncLink {
     pub fn fd(&self) -> std::os::fd::RawFd {
         use std::os::fd::AsRawFd;
         self.socket.as_raw_fd()
+    }
+
+    /// The workers' doorbell (`None`: they have none, and [`SyncLink::sleep`]
+    /// polls every 1 ms).
+    pub fn bell(&self) -> Option<std::sync::Arc<Doorbell>> {
+        self.workers.first().and_then(|w| w.bell.clone())
+    }
+
+    /// Sleeps until a datagram arrives, a worker exports a change (its
+    /// doorbell), or `timeout_ms` (at most 1 ms without a doorbell). Not at
+    /// all if a change is waiting already.
+    pub fn sleep(&self, timeout_ms: i32) {
+        let bell = self.workers.first().and_then(|w| w.bell.as_deref());
+        if let Some(b) = bell {
+            b.arm();
+            if self.workers.iter().any(|w| !w.export.is_empty()) {
+                b.disarm();
+                return;
+            }
+        }
+        let pollfd = |fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut fds = [pollfd(self.fd()), pollfd(bell.map_or(-1, |b| b.fd()))];
+        let timeout = if bell.is_some() {
+            timeout_ms
+        } else {
+            timeout_ms.min(1)
+        };
+        // SAFETY: two valid pollfds (poll skips a negative one). EINTR and
+        // the like: the caller just goes round.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+        if let Some(b) = bell {
+            b.disarm();
+        }
     }
 
     /// The link's and every peer's counters and state (`sixgate show sync`).

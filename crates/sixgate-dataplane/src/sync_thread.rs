@@ -1,7 +1,7 @@
 //! The sync thread of a running gateway (docs/ha.md): a [`SyncLink`] driven
-//! off the packet path. It sleeps in `poll` on the link's socket until the
-//! protocol's next timer, at most [`MAX_SLEEP_MS`] (the workers' changes wait
-//! in their rings that long at worst: the protocol's `flush_delay`), wakes the
+//! off the packet path. It sleeps in `poll` on the link's socket and the
+//! workers' doorbell (rung when they export changes) until the protocol's
+//! next timer, at most [`MAX_SLEEP_MS`], wakes the
 //! workers it handed records to, feeds snapshots by walking the workers'
 //! tables through the control channel (`Live::chunk`, a chunk between their
 //! batches), and logs the peers' events.
@@ -23,8 +23,9 @@ use crate::replica::SyncEnds;
 use crate::sync_link::{LinkConfig, SyncLink};
 use crate::sync_node::Node;
 
-/// Longest sleep: a worker's change waits at most this long for the thread.
-pub const MAX_SLEEP_MS: i32 = 1;
+/// Longest sleep (the report's period): a worker's change rings the
+/// doorbell instead of waiting for the thread (without a doorbell, 1 ms).
+pub const MAX_SLEEP_MS: i32 = (REPORT_NS / 1_000_000) as i32;
 
 /// How often the thread publishes its [`SyncReport`] (`show sync`, metrics).
 const REPORT_NS: u64 = 100_000_000;
@@ -55,6 +56,8 @@ const WALK_SPAN: usize = 256;
 /// The running sync thread.
 pub struct SyncThread {
     stop: Arc<AtomicBool>,
+    /// Wakes the thread to stop.
+    bell: Option<Arc<crate::doorbell::Doorbell>>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -119,6 +122,7 @@ impl SyncThread {
         let node = Node::new(s.join_timeout, announcer);
         let table = s.announce_table;
         let link = SyncLink::new(socket, cfg, ends).map_err(|e| format!("[sync]: {e}"))?;
+        let bell = link.bell();
         let node_id = s.node_id;
         let settings = s.clone();
         let peers: Vec<String> = s
@@ -169,13 +173,17 @@ impl SyncThread {
             .map_err(|e| format!("[sync]: cannot start its thread: {e}"))?;
         Ok(SyncThread {
             stop,
+            bell,
             handle: Some(handle),
         })
     }
 
-    /// Stops the thread and waits for it (at most one sleep).
+    /// Stops the thread and waits for it.
     pub fn stop(mut self) {
         self.stop.store(true, Relaxed);
+        if let Some(b) = &self.bell {
+            b.wake();
+        }
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -247,7 +255,8 @@ fn run(
         if let Some(w) = walk {
             walk = snapshot_step(&mut link, &live, &pool6, workers, w, now);
         }
-        let wait = link.next_timeout(now).saturating_sub(now) / 1_000_000;
+        // Up to the next timer or report (`show sync` is at most 100 ms old).
+        let wait = link.next_timeout(now).min(next_report).saturating_sub(now) / 1_000_000;
         // A snapshot with room goes on at once; one waiting for the peers'
         // acks sleeps until they arrive on the socket.
         let timeout = if walk.is_some() && link.snapshot_room() > 0 {
@@ -255,13 +264,7 @@ fn run(
         } else {
             (wait as i32).clamp(0, MAX_SLEEP_MS)
         };
-        let mut fd = libc::pollfd {
-            fd: link.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd. EINTR and the like: just go round.
-        unsafe { libc::poll(&mut fd, 1, timeout) };
+        link.sleep(timeout);
     }
     // Stopping (SIGTERM, SIGINT, an error): the routing daemon hears it first.
     node.stop();

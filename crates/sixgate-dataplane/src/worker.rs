@@ -45,7 +45,8 @@ pub trait PacketIo: Follows {
 
     /// Run the translator's timers until they are done and send the packets
     /// they leave (an ICMPv4 Port Unreachable for a held SYN, RFC 6146
-    /// §3.5.2.2).
+    /// §3.5.2.2; with sync, packets held for a peer's record that came,
+    /// docs/ha.md: the loop also calls it then, between batches).
     fn tick(&mut self, now_ns: u64);
 
     /// The I/O counters to publish.
@@ -209,10 +210,11 @@ impl<P: PacketIo> Worker<P> {
     }
 
     /// With sync: this worker's changes to the sync thread, the peers'
-    /// records into its tables (bounded, as their sole writer). With a fast
-    /// path: the same changes to its offload. True when records or a sweep
-    /// are left for the next round (no sleep then: a snapshot's backlog must
-    /// not wait for the next tick).
+    /// records into its tables (bounded, as their sole writer), and the
+    /// packets they released. With a fast path: the same changes to its
+    /// offload. True when records or a sweep are left for the next round, or
+    /// packets were released (no sleep then: a snapshot's backlog must not
+    /// wait for the next tick, nor a packet for a flush).
     #[inline]
     fn exchange(&mut self, now_ns: u64) -> bool {
         let Worker {
@@ -228,7 +230,15 @@ impl<P: PacketIo> Worker<P> {
                 };
                 s.ends
                     .exchange_tee(io.translator_mut(), now_ns, IMPORT_BUDGET, &mut tee);
-                s.ends.more_to_do()
+                // Packets that overtook their session's record, released by
+                // it (docs/ha.md): out now, not at the next timer round; and
+                // no sleep before the next batch, which also flushes what a
+                // data plane queued (AF_XDP's tx ring).
+                let released = io.translator().held_ready();
+                if released {
+                    io.tick(now_ns);
+                }
+                s.ends.more_to_do() || released
             }
             (None, Some(o)) => {
                 io.translator_mut()

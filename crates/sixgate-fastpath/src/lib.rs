@@ -11,9 +11,11 @@
 //! plane (or any other) can attach it without importing another data plane.
 
 mod bpf_config;
+pub mod choice;
 mod mapt_rules;
 mod nat64_maps;
 mod offload;
+pub mod probe;
 mod program;
 mod xlat;
 

@@ -17,6 +17,9 @@
 //! - [`chain::Chain`]: the 464XLAT chain, IPv4-only client — CLAT — IPv6-only
 //!   core — PLAT — IPv4-only server, with [`start_sixgate_with_config`] for its
 //!   two translators.
+//! - [`ecmp::EcmpBed`]: the scale-out bed, IPv6 client — router6 — two gateways
+//!   — router4 — IPv4 server, the routers running BGP with BFD and ECMP to the
+//!   gateways, each a [`bird::Bird`] (BIRD 2).
 //! - [`cleanup_stale`]: remove what crashed runs left (only this crate's names, and
 //!   only those of processes that are gone).
 //!
@@ -38,8 +41,10 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub mod bird;
 pub mod chain;
 mod dut;
+pub mod ecmp;
 mod error;
 mod netns;
 mod process;

@@ -34,6 +34,12 @@ pub struct PeerConfig {
     pub max_resends: u8,
     /// Longest a record waits for its datagram to fill.
     pub flush_delay_ns: u64,
+    /// Longest a record waits on an idle link: one with nothing sent
+    /// waiting for its ack (as Nagle's algorithm). The first record after a
+    /// quiet spell (a new session's) then leaves at once, ahead of its
+    /// session's first replies that cross the other node (docs/ha.md); a
+    /// busy link still fills datagrams.
+    pub idle_flush_delay_ns: u64,
     /// Keepalive after this much silence.
     pub keepalive_ns: u64,
     /// Keepalive (carrying the next sequence number) after this much silence
@@ -67,6 +73,7 @@ impl PeerConfig {
             queue_capacity: 1024,
             max_resends: 4,
             flush_delay_ns: MS,
+            idle_flush_delay_ns: 0,
             keepalive_ns: 1000 * MS,
             probe_ns: 100 * MS,
             dead_ns: 3000 * MS,
@@ -556,7 +563,7 @@ impl Peer {
             || self
                 .tx
                 .pending_since
-                .is_some_and(|t| now.saturating_sub(t) >= self.cfg.flush_delay_ns)
+                .is_some_and(|t| now.saturating_sub(t) >= self.flush_delay())
             || self.snapshot.is_some() && self.tx.has_pending();
         if flush {
             let _ = self.tx.seal();
@@ -583,6 +590,17 @@ impl Peer {
             return self.emit(now, out, Kind::Keepalive, self.tx.next_seq, &[], 0);
         }
         None
+    }
+
+    /// How long the pending records may wait: `idle_flush_delay_ns` on an
+    /// idle link (nothing sent is waiting for its ack, as Nagle's
+    /// algorithm), else `flush_delay_ns`.
+    fn flush_delay(&self) -> u64 {
+        if self.tx.unacked() {
+            self.cfg.flush_delay_ns
+        } else {
+            self.cfg.idle_flush_delay_ns
+        }
     }
 
     fn ack_lag(&self) -> u32 {
@@ -635,7 +653,7 @@ impl Peer {
             .last_sent
             .map_or(now, |s| s.saturating_add(self.cfg.keepalive_ns));
         if let Some(p) = self.tx.pending_since {
-            t = t.min(p.saturating_add(self.cfg.flush_delay_ns));
+            t = t.min(p.saturating_add(self.flush_delay()));
         }
         if let Some(a) = self.ack_waiting_since {
             t = t.min(a.saturating_add(self.cfg.ack_delay_ns));

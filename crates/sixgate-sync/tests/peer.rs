@@ -75,10 +75,19 @@ fn records_fill_datagrams_to_the_mtu() {
     for i in 0..30 {
         a.change(now, session(1, i, Op::SessionUpsert, TcpState::Established));
     }
-    // 24 records fill a datagram at once; the other 6 wait for the flush delay.
+    // 24 records fill a datagram; on an idle link (nothing unacked) the
+    // other 6 follow at once.
     let first = a.step(now);
-    assert_eq!(first.len(), 1);
+    assert_eq!(first.len(), 2);
     assert_eq!(first[0].len(), 44 + 24 * 56 + 32);
+    assert_eq!(first[1].len(), 44 + 6 * 56 + 32);
+    // While those wait for their ack, records wait for the flush delay.
+    for i in 30..60 {
+        a.change(now, session(1, i, Op::SessionUpsert, TcpState::Established));
+    }
+    let full = a.step(now);
+    assert_eq!(full.len(), 1);
+    assert_eq!(full[0].len(), 44 + 24 * 56 + 32);
     assert!(a.step(now + MS / 2).is_empty());
     let later = a.step(now + MS);
     assert_eq!(later.len(), 1);

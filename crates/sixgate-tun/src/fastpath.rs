@@ -1,13 +1,15 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
-//! "tc"`, docs/fastpath.md): a TC ingress program on the interfaces named
-//! for it translates the common packets of stateless SIIT, a CLAT or a MAP-T
-//! BR, and those of the NAT64 sessions the workers install in it
-//! ([`offloads`]), which the kernel then forwards by its routes; every other packet goes
-//! up unchanged and reaches the device by the routes as before. Started
+//! "tc"` or `"auto"`, docs/fastpath.md): a TC ingress program on the
+//! interfaces named for it translates the common packets of stateless SIIT, a
+//! CLAT or a MAP-T BR, and those of the NAT64 sessions the workers install in
+//! it ([`offloads`]), which the kernel then forwards by its routes; every
+//! other packet goes up unchanged and reaches the device by the routes as
+//! before. Started
 //! before the privilege drop and stopped before the device goes. A program
 //! that cannot be loaded or attached, or an interface with strict
-//! reverse-path filtering (which would drop what the program translates), is
-//! a warning: the TUN plane alone still translates everything.
+//! reverse-path filtering (which would drop what the program translates), or
+//! a kernel that lacks what it needs (probed first), is a warning (an info
+//! line under "auto"): the TUN plane alone still translates everything.
 
 use std::sync::Arc;
 
@@ -16,59 +18,62 @@ use sixgate_core::nat64::{Replica, ReplicaOp};
 use sixgate_core::{Config, Translator};
 use sixgate_dataplane::offload::SessionOffload;
 use sixgate_dataplane::{FastPathCounters, FastPathSessions};
+use sixgate_fastpath::choice::{self, Off, Want};
+use sixgate_fastpath::probe;
 use sixgate_fastpath::{FastPath, MAX_SESSIONS, Offload};
 use tracing::{info, warn};
 
 /// Load and attach, or say why not (`cfg`: the plan's configuration, with
 /// the IPv4 Identification key the workers use; `device`: the TUN device,
-/// where the kernel routes what the program may translate).
-pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Option<FastPath> {
-    if loaded.daemon.fastpath != FastPathMode::Tc {
-        return None;
+/// where the kernel routes what the program may translate). `Err`: the fast
+/// path asked for does not run, and why (logged here: a warning for "tc",
+/// an info line for "auto"; `show stats` repeats it).
+pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastPath>, Off> {
+    let want = match loaded.daemon.fastpath {
+        FastPathMode::Off => return Ok(None),
+        FastPathMode::Tc => Want::Tc,
+        FastPathMode::Auto => Want::Auto,
+    };
+    let started = attach(want, loaded, cfg, device);
+    match &started {
+        Err(off) if off.is_warning() => warn!("{off}"),
+        Err(off) => info!("{off}"),
+        Ok(fp) => info!(
+            "fast path: TC program attached to the ingress of {} ({} translated in the kernel; \
+             the rest goes up to the TUN device)",
+            fp.interfaces().collect::<Vec<_>>().join(", "),
+            match cfg.nat64 {
+                Some(_) => {
+                    "NAT64's established TCP, UDP and ICMP Echo sessions, installed by the workers"
+                }
+                None => "stateless TCP, UDP and ICMP Echo",
+            }
+        ),
     }
+    started.map(Some)
+}
+
+/// The decision (scope, interfaces, the kernel probe), then the host's
+/// checks, the load and the attach; the first refusal is the answer.
+fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<FastPath, Off> {
+    let interfaces = &loaded.daemon.fastpath_interfaces;
+    choice::choose(want, interfaces, cfg, probe::kernel)?;
     // Strict reverse-path filtering would drop what the program translates:
     // better the TUN plane alone than a black hole.
-    if let Some(w) = loaded
-        .daemon
-        .fastpath_interfaces
-        .iter()
-        .find_map(|i| strict_rp_filter(i))
-    {
-        warn!("fastpath = \"tc\": {w}; every packet takes the TUN device");
-        return None;
+    if let Some(w) = interfaces.iter().find_map(|i| strict_rp_filter(i)) {
+        return Err(want.off(w));
     }
-    let Some(ifindex) = ifindex(device) else {
-        warn!(
-            "fastpath = \"tc\": no interface index for {device}; every packet takes the TUN device"
-        );
-        return None;
-    };
-    let mut fp = match FastPath::load(cfg, ifindex) {
-        Ok(fp) => fp,
-        Err(why) => {
-            warn!("fastpath = \"tc\": {why}; every packet takes the TUN device");
-            return None;
-        }
-    };
-    for iface in &loaded.daemon.fastpath_interfaces {
+    let ifindex =
+        ifindex(device).ok_or_else(|| want.off(format!("no interface index for {device}")))?;
+    // The probe passed; a kernel that still refuses the program says why.
+    let mut fp = FastPath::load(cfg, ifindex).map_err(|why| want.off(why))?;
+    for iface in interfaces {
         if let Err(why) = fp.attach(iface) {
-            warn!("fastpath = \"tc\": {why}; every packet takes the TUN device");
             fp.detach_all();
-            return None;
+            return Err(want.off(why));
         }
     }
-    let on: Vec<&str> = fp.interfaces().collect();
-    let what = if cfg.nat64.is_some() {
-        "NAT64's established TCP, UDP and ICMP Echo sessions, installed by the workers"
-    } else {
-        "stateless TCP, UDP and ICMP Echo"
-    };
-    info!(
-        "fast path: TC program attached to the ingress of {} ({what} translated in the kernel; \
-         the rest goes up to the TUN device)",
-        on.join(", ")
-    );
-    Some(fp)
+    Ok(fp)
 }
 
 /// Detach, say what it carried, and return its final counters (read after

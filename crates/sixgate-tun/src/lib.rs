@@ -129,7 +129,11 @@ impl Gateway {
             // The fast path before the routes: from the first packet the
             // kernel routes into the device, the program is there. (Loading
             // and attaching need the privileges dropped below.)
-            let mut fastpath = fastpath::start(loaded, &plan.config, &dev.name);
+            let (mut fastpath, fastpath_off) =
+                match fastpath::start(loaded, &plan.config, &dev.name) {
+                    Ok(fp) => (fp, None),
+                    Err(off) => (None, Some(off.to_string())),
+                };
             // NAT64 on the fast path: each worker's handle on the session
             // maps, taken while privileged.
             let offloads = fastpath::offloads(fastpath.as_ref(), &Arc::new(plan.config.clone()), n);
@@ -183,10 +187,19 @@ impl Gateway {
             };
             let steering = steering.filter(|_| steered);
             Ok((
-                dev, routes, divert, n, privileged, steering, fastpath, offloads,
+                dev,
+                routes,
+                divert,
+                n,
+                privileged,
+                steering,
+                fastpath,
+                fastpath_off,
+                offloads,
             ))
         })();
-        let (mut dev, routes, divert, n, privileged, steering, fastpath, offloads) = result?;
+        let (mut dev, routes, divert, n, privileged, steering, fastpath, fastpath_off, offloads) =
+            result?;
         plan.workers = n;
 
         let steered = steering.is_some();
@@ -260,6 +273,7 @@ impl Gateway {
             draining: Vec::new(),
             fastpath,
             fastpath_final: None,
+            fastpath_off,
         };
         let (live, followers) = Live::new(
             cfg.clone(),

@@ -32,6 +32,8 @@ pub struct TunPlane {
     pub fastpath: Option<sixgate_fastpath::FastPath>,
     /// Its counters once detached (`finish`), for the exit summary.
     pub fastpath_final: Option<sixgate_dataplane::FastPathCounters>,
+    /// Why the fast path asked for did not start (`show stats`).
+    pub fastpath_off: Option<String>,
 }
 
 impl Plane for TunPlane {
@@ -46,12 +48,14 @@ impl Plane for TunPlane {
         }
         // Before the workers see it: one atomic swap, after which no packet
         // runs under the old configuration (docs/fastpath.md).
-        if let Some(fp) = self.fastpath.as_mut()
-            && let Err(why) = fp.reconfigure(new)
-        {
-            warn.push(format!(
-                "fast path: {why}; it passes every packet to the TUN device from now on"
-            ));
+        if let Some(fp) = self.fastpath.as_mut() {
+            self.fastpath_off = fp.reconfigure(new).err().map(|why| {
+                let off = format!(
+                    "fast path: {why}; it passes every packet to the TUN device from now on"
+                );
+                warn.push(off.clone());
+                off
+            });
         }
         Ok(())
     }
@@ -61,6 +65,10 @@ impl Plane for TunPlane {
             Some(fp) => crate::fastpath::counters(fp),
             None => self.fastpath_final,
         }
+    }
+
+    fn fast_path_off(&self) -> Option<String> {
+        self.fastpath_off.clone()
     }
 
     fn pool4_drained(&mut self, cfg: &Config, draining: &[Pool4Entry]) -> Vec<String> {

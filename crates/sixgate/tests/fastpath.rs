@@ -44,15 +44,28 @@ fn fast_dut(test: &str) -> Option<Dut> {
 /// [`fast_dut`] with `config` (a whole mode's sections, e.g. NAT64) before
 /// the `[daemon]` section and `daemon` (keys) in it.
 fn fast_dut_with(test: &str, config: &str, daemon: &str) -> Option<Dut> {
+    dut_with(test, "tc", BIN.into(), config, daemon)
+}
+
+/// sixgate (`binary`) with `fastpath = MODE` on the gateway's two
+/// interfaces, `config` and `daemon` as for [`fast_dut_with`], or `None`
+/// (after saying why) where the test must skip.
+fn dut_with(
+    test: &str,
+    mode: &str,
+    binary: std::path::PathBuf,
+    config: &str,
+    daemon: &str,
+) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
     }
     let dut = Dut::Sixgate {
-        binary: BIN.into(),
+        binary,
         dataplane: Dataplane::Tun,
         extra_toml: format!(
-            "{config}\n[daemon]\n{daemon}fastpath = \"tc\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            "{config}\n[daemon]\n{daemon}fastpath = \"{mode}\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
             ifname::GATEWAY_V6,
             ifname::GATEWAY_V4
         ),
@@ -418,4 +431,97 @@ fn counters_nat64(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
     // "received R, translated 6to4 A 4to6 B, passed … P, aborted X".
     let t = &n[n.len() - 9..];
     (t[0], t[3], t[6], t[7], t[8])
+}
+
+/// docs/fastpath.md, "Kernel requirements": a kernel without
+/// `bpf_skb_change_proto` (pretended with the probe's test hook, through a
+/// wrapper that sets it for the daemon only) gets one warning naming it,
+/// `show stats` says the fast path is off and why, and the TUN plane alone
+/// translates both ways: no failed start.
+#[test]
+fn kernel_without_a_helper_runs_on_tun_alone() {
+    let test = "kernel_without_a_helper_runs_on_tun_alone";
+    let dir = ScratchDir::new("pretend").unwrap();
+    let wrapper = dir
+        .write(
+            "sixgate",
+            format!(
+                "#!/bin/sh\nSIXGATE_FASTPATH_PRETEND_MISSING=bpf_skb_change_proto exec {BIN} \"$@\"\n"
+            ),
+        )
+        .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let Some(dut) = dut_with(test, "tc", wrapper, "", "") else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+        let socket = running.api_socket().expect("an API socket");
+        let text = cli(socket, &["show", "stats"]);
+        assert!(
+            text.contains("fast path off: fastpath = \"tc\": this kernel lacks")
+                && text.contains("bpf_skb_change_proto"),
+            "{text}"
+        );
+        assert!(!text.contains("fastpath_received"), "{text}");
+        assert!(stat(socket, "translated_6to4") >= 2);
+        assert!(stat(socket, "translated_4to6") >= 2);
+    });
+    let said: Vec<&str> = stopped
+        .stderr
+        .lines()
+        .filter(|l| l.contains("lacks what the TC fast path needs"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", stopped.stderr);
+    assert!(
+        said[0].contains("WARN") && said[0].contains("bpf_skb_change_proto"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        !stopped.stderr.contains("fast path: received"),
+        "{}",
+        stopped.stderr
+    );
+}
+
+/// docs/config.md: `fastpath = "auto"` on a kernel that has what the program
+/// needs, for SIIT (in scope), is the TC fast path: it translates pings both
+/// ways, and says nothing is off.
+#[test]
+fn auto_takes_the_fast_path_where_it_can() {
+    let test = "auto_takes_the_fast_path_where_it_can";
+    let Some(dut) = dut_with(test, "auto", BIN.into(), "", "") else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+        let socket = running.api_socket().expect("an API socket");
+        assert!(!cli(socket, &["show", "stats"]).contains("fast path off"));
+    });
+    let (_, v6to4, v4to6, _, _) = counters(&stopped);
+    assert!(v6to4 >= 2 && v4to6 >= 2, "6to4 {v6to4}, 4to6 {v4to6}");
+    assert!(
+        !stopped.stderr.contains("fastpath = \"auto\""),
+        "{}",
+        stopped.stderr
+    );
 }

@@ -56,7 +56,7 @@ fn key_user() {
 fn key_fastpath() {
     use crate::FastPathMode;
     let l = ok(SAMPLE_PLAIN);
-    assert_eq!(l.daemon.fastpath, FastPathMode::Off);
+    assert_eq!(l.daemon.fastpath, crate::FASTPATH_DEFAULT);
     assert!(l.daemon.fastpath_interfaces.is_empty());
     let l = ok(&in_section(
         "daemon",
@@ -71,7 +71,7 @@ fn key_fastpath() {
         &[
             "fastpath = \"xdp\"",
             "unknown fast path",
-            "\"off\" or \"tc\"",
+            "\"off\", \"tc\" or \"auto\"",
         ],
     );
     err_at(
@@ -96,6 +96,27 @@ fn key_fastpath() {
         12,
         &["TUN data plane", "dataplane = \"tun\""],
     );
+}
+
+/// docs/config.md: `fastpath = "auto"` is refused for nothing: without
+/// interfaces, on the XDP plane or for a mode out of scope (RFC 6146 NAT64)
+/// `sixgate run` leaves it off and says why, so it can become the default.
+#[test]
+fn key_fastpath_auto_is_never_refused() {
+    use crate::FastPathMode;
+    let nat64 = "[translator]\nmode = \"nat64\"\npool6 = \"64:ff9b::/96\"\n\
+                 [nat64]\npool4 = [\"192.0.2.0/28\"]\n";
+    for text in [
+        in_section("daemon", "fastpath = \"auto\""),
+        in_section(
+            "daemon",
+            "fastpath = \"auto\"\nfastpath_interfaces = [\"e0\"]\ndataplane = \"xdp\"\n\
+             [xdp]\nipv6_interface = \"e6\"\nipv4_interface = \"e4\"",
+        ),
+        format!("{nat64}[daemon]\nfastpath = \"auto\"\nfastpath_interfaces = [\"e0\"]\n"),
+    ] {
+        assert_eq!(ok(&text).daemon.fastpath, FastPathMode::Auto, "{text}");
+    }
 }
 
 #[test]

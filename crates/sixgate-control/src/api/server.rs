@@ -386,7 +386,10 @@ async fn stats(State(s): State<Shared>) -> Response {
     if let Some(f) = s.d.live.fast_path() {
         counters.extend(fast_path_rows(&f, &snap));
     }
-    json(&Stats { counters })
+    json(&Stats {
+        counters,
+        fastpath_off: s.d.live.fast_path_off(),
+    })
 }
 
 /// The in-kernel fast path's rows (docs/fastpath.md, "Counters"): per CPU,
@@ -996,6 +999,30 @@ mod tests {
         assert_eq!(row("fastpath_nat64_installed"), Some(2));
         assert_eq!(row("translated_fast_and_slow_6to4"), Some(6));
         assert_eq!(row("translated_fast_and_slow_4to6"), Some(8));
+    }
+
+    /// docs/control.md, `GET /v1/stats`: `fastpath_off` only when the fast
+    /// path asked for does not run, so older clients and JSON readers see
+    /// the same object as before otherwise.
+    #[test]
+    fn stats_fastpath_off_only_when_off() {
+        let on = Stats {
+            counters: Vec::new(),
+            fastpath_off: None,
+        };
+        assert_eq!(serde_json::to_string(&on).unwrap(), r#"{"counters":[]}"#);
+        let off = Stats {
+            fastpath_off: Some("fastpath = \"tc\": this kernel lacks …".into()),
+            ..on
+        };
+        let text = serde_json::to_string(&off).unwrap();
+        assert!(
+            text.contains(r#""fastpath_off":"fastpath = \"tc\""#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Stats>(&text).unwrap(), off);
+        let old: Stats = serde_json::from_str(r#"{"counters":[]}"#).unwrap();
+        assert_eq!(old.fastpath_off, None);
     }
 
     #[test]

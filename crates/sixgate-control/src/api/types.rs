@@ -56,6 +56,11 @@ pub struct StatRow {
 pub struct Stats {
     /// Every counter.
     pub counters: Vec<StatRow>,
+    /// Why the fast path the file asks for (`[daemon] fastpath = "tc"` or
+    /// `"auto"`) does not run (docs/fastpath.md); absent when it runs or was
+    /// not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastpath_off: Option<String>,
 }
 
 /// One drop reason (`GET /v1/counters`).

@@ -262,7 +262,9 @@ pub(crate) fn v6_to_v4(
                 u32::from(c.ipv4),
                 pp.dport,
                 pp.flags,
-                data,
+                // Only a node sharing state holds whole packets (docs/ha.md),
+                // so whether the checksum is partial does not matter here.
+                (data, false),
                 now_ns,
             )?;
             (host_of(host), Some((pp.proto, Which::Destination, port)))

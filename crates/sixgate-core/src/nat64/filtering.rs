@@ -105,17 +105,19 @@ impl Nat64 {
             return Err(DropReason::SessionTableFull);
         }
         let b = *self.bibs.get(b);
-        if proto == Proto::Tcp {
-            // §3.5.2.2: the IPv6 side opened the connection an IPv4 SYN was waiting for.
-            self.held.release((b.v4, b.port4, dst4, dport));
-        }
+        // §3.5.2.2: the IPv6 side opened the connection an IPv4 SYN was
+        // waiting for (it is forgotten); a packet held for a peer's record
+        // of this session goes now.
+        self.held.session_made(p, (b.v4, b.port4, dst4, dport));
         Ok((b.v4, b.port4))
     }
 
     /// §3.5.1.2 / §3.5.2 / §3.5.3, IPv4 → IPv6: the IPv6 transport address a packet
     /// from (`src4`, `sport`) to pool4 (`dst4`, `dport`) goes to. Needs a BIB entry
     /// (static or dynamic) and must pass filtering. `pkt` is the packet as it
-    /// arrived, for holding an unsolicited SYN (§3.5.2.2).
+    /// arrived, for holding an unsolicited SYN (§3.5.2.2) or a packet that
+    /// waits for a peer's record, and whether its transport checksum is
+    /// partial (`Translator::translate_with`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn inbound(
         &mut self,
@@ -125,18 +127,23 @@ impl Nat64 {
         dst4: u32,
         dport: u16,
         flags: Flags,
-        pkt: &[u8],
+        (pkt, partial): (&[u8], bool),
         now_ns: u64,
     ) -> Result<(u128, u16), DropReason> {
         let now = self.now_ms(now_ns);
         let p = proto as u8;
         let syn = proto == Proto::Tcp && flags.syn && !flags.rst;
+        // An opening SYN; a SYN-ACK is the reply of a handshake.
+        let opens = syn && !flags.ack;
         let bib = self
             .bib_by4(p, dst4, dport)
             .filter(|&b| self.bibs.get(b).flags & COOLING == 0);
         let Some(b) = bib else {
             if self.workers > 1 && !self.owns_port(dport) {
                 return Err(DropReason::WrongWorker);
+            }
+            if !opens && self.peer_shard(dst4) {
+                return self.hold_for_peer(proto, (dst4, dport, src4, sport), (pkt, partial), now);
             }
             if syn {
                 return self.hold_syn((dst4, dport, src4, sport), pkt, now);
@@ -160,6 +167,11 @@ impl Nat64 {
             Filtering::EndpointIndependent => true,
             Filtering::AddressDependent => self.bib_has_remote(b, src4),
         };
+        if !allowed && !opens && self.peer_shard(dst4) {
+            // Address-dependent filtering: the peer may have the session
+            // that allows it.
+            return self.hold_for_peer(proto, (dst4, dport, src4, sport), (pkt, partial), now);
+        }
         if proto == Proto::Tcp && !syn {
             return if allowed {
                 Ok(to)
@@ -215,6 +227,37 @@ impl Nat64 {
         } else {
             Err(DropReason::HeldSynStoreFull)
         }
+    }
+
+    /// docs/ha.md, "A packet of a session this node does not own": a packet
+    /// for a peer's shard that finds no mapping (or no session that lets it
+    /// in) waits [`super::syn_store::SYNC_HOLD_MS`] for the peer's record
+    /// of its session ([`Verdict::Held`](crate::Verdict::Held), through
+    /// `held_now`), or is dropped: never an ICMP error (RFC 6146 §3.5.1.2
+    /// would send one; the owner may well have the session).
+    fn hold_for_peer(
+        &mut self,
+        proto: Proto,
+        key: (u32, u16, u32, u16),
+        (pkt, partial): (&[u8], bool),
+        now: u32,
+    ) -> Result<(u128, u16), DropReason> {
+        let deadline = now.wrapping_add(super::syn_store::SYNC_HOLD_MS);
+        self.held_now = self.held.hold_whole(proto as u8, key, pkt, deadline);
+        if self.held_now && partial {
+            // It leaves later, from the timers, with no offload metadata:
+            // the copy carries a finished checksum.
+            self.held.finish_last_checksum();
+        }
+        Err(DropReason::SyncPending)
+    }
+
+    /// With sync, whether `a` is on a peer's shard of pool4 (not one of this
+    /// node's own). Only asked of packets that found no mapping.
+    fn peer_shard(&self, a: u32) -> bool {
+        self.own_pool4
+            .as_ref()
+            .is_some_and(|own| !own.iter().any(|e| e.contains(a)))
     }
 
     /// An ICMPv4 error quoting a packet we sent from pool4 (`v4`, `port4`) to

@@ -106,7 +106,10 @@ pub(crate) struct Nat64 {
     timers: [List; session::CLASSES],
 
     subs: Subscribers,
-    held: SynStore,
+    pub(crate) held: SynStore,
+    /// The last `inbound` held its packet for a peer's record (it returned
+    /// `sync_pending`); the caller takes it.
+    pub(crate) held_now: bool,
     frags: FragmentTable,
     pub(crate) events: EventRing,
     /// IPv4 transport addresses of every static BIB entry (of all workers), sorted:
@@ -173,6 +176,7 @@ impl Nat64 {
             timers: [List::default(); session::CLASSES],
             subs: Subscribers::new(cfg, bib_cap),
             held: SynStore::new(cfg.max_held_syns),
+            held_now: false,
             frags: FragmentTable::new(),
             events: EventRing::new(EVENT_RING_CAPACITY),
             reserved,

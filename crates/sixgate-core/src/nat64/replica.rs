@@ -6,7 +6,7 @@
 //! - Export ([`crate::Translator::enable_replica_export`],
 //!   [`crate::Translator::drain_replica_changes`]): a session created, its TCP
 //!   state changed, a session deleted, and refreshes coalesced to about one
-//!   per quarter lifetime ([`Nat64::refresh_due`]). A full ring counts the
+//!   per eighth to quarter lifetime ([`Nat64::refresh_due`]). A full ring counts the
 //!   change as lost, so the caller can schedule a snapshot; it never allocates.
 //! - Import ([`crate::Translator::import_replica`]): an upsert creates or
 //!   updates the session and its BIB entry on the peer's pool4 address; a
@@ -235,16 +235,20 @@ impl Nat64 {
     }
 
     /// docs/ha.md, "refreshes coalesced": a refresh of session `i` is
-    /// exported when its previous refresh fell in an earlier period of a
-    /// quarter of its lifetime, so a busy flow sends at most about one record
-    /// per quarter lifetime, and a replica (which expires after the remaining
-    /// time it was sent) never runs out while the flow lives. No per-session
-    /// memory: the previous refresh is the deadline less the lifetime.
+    /// exported when its previous refresh fell in an earlier period, a period
+    /// being the largest power of two of milliseconds not over a quarter of
+    /// its lifetime (at least 1024 ms), so a busy flow sends at most one
+    /// record per eighth to quarter lifetime, and a replica (which expires
+    /// after the remaining time it was sent) never runs out while the flow
+    /// lives. A power of two, so that the test is two shifts, not two
+    /// divisions, on every packet of a session. No per-session memory: the
+    /// previous refresh is the deadline less the lifetime.
+    #[inline]
     pub(crate) fn refresh_due(&self, i: u32, class: u8, now_ms: u32) -> bool {
         let life = self.lifetime_ms(class);
-        let period = (life / 4).max(1000);
+        let shift = (life / 4).max(1024).ilog2();
         let last = self.sessions.get(i).deadline.wrapping_sub(life);
-        last / period != now_ms / period
+        (last >> shift) != (now_ms >> shift)
     }
 
     /// Records a change of session `i` for export (not while importing).
@@ -392,10 +396,11 @@ impl Nat64 {
         // class FIFO then expires it late at worst, never early.
         let full = self.lifetime_ms(self.sessions.get(s).class);
         self.sessions.get_mut(s).deadline = now.wrapping_add(r.remaining_ms.min(full));
-        if r.proto == Proto::Tcp {
-            // A SYN from the IPv4 side held for this session may go now.
-            self.held.release((v4, r.port4, remote4, r.rport));
-        }
+        // The session exists here now: an IPv4 SYN held for it is forgotten
+        // (the peer's IPv6 SYN opened it, §3.5.2.2), and packets held for
+        // this record (its first replies, which overtook it) are translated
+        // at the next tick.
+        self.held.session_made(p, (v4, r.port4, remote4, r.rport));
         Ok(())
     }
 }

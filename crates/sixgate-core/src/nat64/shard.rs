@@ -32,6 +32,10 @@ fn intersect(pool4: &[Pool4Entry], shards: &[(u32, u8)]) -> Vec<Pool4Entry> {
 impl Nat64 {
     /// This node's shards (`None`: no sync, every pool4 address is ours).
     pub(crate) fn set_own_shards(&mut self, shards: Option<Vec<(u32, u8)>>) {
+        if shards.is_some() {
+            // The first replies of a peer's new sessions wait here whole.
+            self.held.enable_whole();
+        }
         self.own_shards = shards;
         self.own_pool4_rebuild();
     }

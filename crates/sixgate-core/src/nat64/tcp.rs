@@ -64,6 +64,9 @@ pub struct Flags {
     pub syn: bool,
     pub fin: bool,
     pub rst: bool,
+    /// Not read by the state machine: a SYN-ACK is the reply of a
+    /// handshake, never an unsolicited open (docs/ha.md).
+    pub ack: bool,
 }
 
 impl Flags {
@@ -73,6 +76,7 @@ impl Flags {
             fin: b & 0x01 != 0,
             syn: b & 0x02 != 0,
             rst: b & 0x04 != 0,
+            ack: b & 0x10 != 0,
         }
     }
 }
@@ -171,21 +175,25 @@ mod tests {
         syn: true,
         fin: false,
         rst: false,
+        ack: false,
     };
     const FIN: Flags = Flags {
         syn: false,
         fin: true,
         rst: false,
+        ack: false,
     };
     const RST: Flags = Flags {
         syn: false,
         fin: false,
         rst: true,
+        ack: false,
     };
     const ACK: Flags = Flags {
         syn: false,
         fin: false,
         rst: false,
+        ack: true,
     };
 
     #[test]

@@ -248,7 +248,7 @@ pub(crate) fn v4_to_v6(
         dst4,
         dport,
         flags,
-        data,
+        (data, t.partial_csum),
         now_ns,
     )?;
     if h.mf() {

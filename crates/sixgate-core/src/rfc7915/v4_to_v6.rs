@@ -175,6 +175,13 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
                 let key = t.early.key4(&h);
                 return early_fragments::hold(t, key, pkt.data(), now_ns);
             }
+            // docs/ha.md: it waits for the peer's record, or goes silently.
+            Err(DropReason::SyncPending) => {
+                return match t.nat64.as_mut().map(|n| std::mem::take(&mut n.held_now)) {
+                    Some(true) => Verdict::Held,
+                    _ => Verdict::Dropped(DropReason::SyncPending),
+                };
+            }
             Err(r) => return Verdict::Dropped(r),
         }
     } else {

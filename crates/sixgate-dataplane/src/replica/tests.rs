@@ -171,3 +171,49 @@ fn exchange_tee_hands_every_change_to_both() {
     assert_eq!(exported, teed);
     assert_eq!(w.counters.exported.load(Relaxed), 5);
 }
+
+/// docs/ha.md: a worker that exported wakes a sleeping sync thread (one
+/// write per exchange), and a thread that is awake costs it no write.
+#[test]
+fn an_exchange_that_exported_rings_the_doorbell() {
+    let bell = Arc::new(Doorbell::new().unwrap());
+    let (mut w, _s) = replica_rings(64, vec![]);
+    w.bell = Some(bell.clone());
+    let mut t = translator();
+    let readable = || {
+        let mut p = libc::pollfd {
+            fd: bell.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    };
+    let out = Ip6::new(
+        Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5),
+        "2001:db8:64::c633:6407".parse().unwrap(),
+    )
+    .udp(5000, 53, 10);
+    // Awake (not armed): no write.
+    run(&mut t, &out, 1);
+    w.exchange(&mut t, 1, IMPORT_BUDGET);
+    assert!(!readable());
+    // Asleep: the next export wakes it; an exchange with nothing to export
+    // does not write.
+    bell.arm();
+    w.exchange(&mut t, 2, IMPORT_BUDGET);
+    assert!(!readable());
+    run(
+        &mut t,
+        &Ip6::new(
+            Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5),
+            "2001:db8:64::c633:6407".parse().unwrap(),
+        )
+        .udp(5001, 53, 10),
+        3,
+    );
+    w.exchange(&mut t, 3, IMPORT_BUDGET);
+    assert!(readable());
+    bell.disarm();
+    assert!(!readable());
+}

@@ -233,3 +233,58 @@ fn a_draining_node_stops_allocating_and_its_peer_acks_the_drain() {
     assert_ne!(a.translate(&new, now).0, Verdict::Translated);
     assert_eq!(a.translate(&old, now).0, Verdict::Translated);
 }
+
+/// docs/ha.md, "Workers, rings, sole writers": the sync thread sleeps until
+/// a worker's doorbell, not until its timeout, and not at all while a
+/// change waits in a ring.
+#[test]
+fn the_thread_sleeps_until_a_worker_rings() {
+    let bell = Arc::new(crate::doorbell::Doorbell::new().unwrap());
+    let (mut ends, mut sync) = replica_rings(64, vec![]);
+    ends.bell = Some(bell.clone());
+    sync.bell = Some(bell.clone());
+    let cfg = LinkConfig {
+        node: 1,
+        peers: vec![(2, "127.0.0.1:9".parse().unwrap())],
+        key: None,
+        config_hash: 0x5157,
+        epoch: 1,
+        max_datagram: 1452,
+        pool6: pool6(),
+        port_block_size: 0,
+    };
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let link = SyncLink::new(socket, cfg, vec![sync]).unwrap();
+    assert!(link.bell().is_some());
+    // A worker exports 50 ms from now.
+    let worker = std::thread::spawn(move || {
+        let mut t = translator();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let out = Ip6::new(
+            Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5),
+            Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6407),
+        )
+        .udp(5000, 53, 10);
+        let mut buf = vec![0u8; HEADROOM + out.len() + 64];
+        buf[HEADROOM..HEADROOM + out.len()].copy_from_slice(&out);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, out.len());
+        assert_eq!(
+            t.translate(&mut pkt, &mut Scratch::new(), 1),
+            Verdict::Translated
+        );
+        ends.exchange(&mut t, 1, IMPORT_BUDGET);
+        ends
+    });
+    let t0 = std::time::Instant::now();
+    link.sleep(5000);
+    let slept = t0.elapsed();
+    assert!(
+        slept < std::time::Duration::from_millis(2000),
+        "woken by the doorbell, not the 5 s timeout: {slept:?}"
+    );
+    let _ends = worker.join().unwrap();
+    // The change is still in the ring (no step ran): no sleep at all.
+    let t0 = std::time::Instant::now();
+    link.sleep(5000);
+    assert!(t0.elapsed() < std::time::Duration::from_millis(100));
+}

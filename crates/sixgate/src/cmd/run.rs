@@ -300,7 +300,17 @@ impl Gateway {
             sixgate_config::Dataplane::Tun => {
                 Gateway::Tun(sixgate_tun::Gateway::start(loaded, keep)?)
             }
-            sixgate_config::Dataplane::Xdp => Gateway::Xdp(sixgate_xdp::Gateway::start(loaded)?),
+            sixgate_config::Dataplane::Xdp => {
+                // `config check` refuses "tc" here; "auto" (a default some
+                // day) just says so.
+                if loaded.daemon.fastpath == sixgate_config::FastPathMode::Auto {
+                    tracing::info!(
+                        "fastpath = \"auto\": off: the TC fast path sits in front of the TUN \
+                         data plane; AF_XDP workers translate every packet"
+                    );
+                }
+                Gateway::Xdp(sixgate_xdp::Gateway::start(loaded)?)
+            }
         })
     }
 

@@ -201,7 +201,11 @@ pub fn run(args: &Args) -> CmdResult {
                 row.resize(2 + n, "-".into());
                 t.push(row);
             }
-            print(out, &s, &t)
+            print(out, &s, &t)?;
+            match (out, &s.fastpath_off) {
+                (Output::Table, Some(why)) => emit(&format!("fast path off: {why}\n")),
+                _ => Ok(()),
+            }
         }
         What::Counters { all } => {
             let s: Counters = c.get(&format!("/v1/counters?all={all}"))?;

@@ -1,0 +1,93 @@
+//! Whether to load the fast path: what the file asks (`[daemon] fastpath`),
+//! whether the configuration is in scope ([`sixgate_core::fastpath::unsupported`])
+//! and whether this kernel can run the program ([`crate::probe`]). Pure, so
+//! the decision is tested with made-up probe results.
+//!
+//! Asked for by name (`"tc"`), a fast path that cannot run is a warning;
+//! under `"auto"` it is an info line, since "off" is one of the answers
+//! `"auto"` asked for. Either way the TUN plane alone translates everything:
+//! never a failed start.
+
+use std::fmt;
+
+use sixgate_core::Config;
+
+use crate::probe::Unsupported;
+
+/// What the file asks for (`"off"` never gets here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// `fastpath = "tc"`: the TC program, or a warning saying why not.
+    Tc,
+    /// `fastpath = "auto"`: the TC program where it can run, else off with
+    /// an info line saying why.
+    Auto,
+}
+
+impl Want {
+    /// The value in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Want::Tc => "tc",
+            Want::Auto => "auto",
+        }
+    }
+
+    /// Off, for `why`.
+    pub fn off(self, why: impl Into<String>) -> Off {
+        Off {
+            want: self,
+            why: why.into(),
+        }
+    }
+}
+
+/// The fast path asked for does not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Off {
+    /// What the file asked.
+    pub want: Want,
+    /// Why not.
+    pub why: String,
+}
+
+impl Off {
+    /// A warning (asked for by name), or an info line (`auto`).
+    pub fn is_warning(&self) -> bool {
+        self.want == Want::Tc
+    }
+}
+
+impl fmt::Display for Off {
+    /// The log line: `fastpath = "tc": WHY; every packet takes the TUN device`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "fastpath = \"{}\": {}; every packet takes the TUN device",
+            self.want.as_str(),
+            self.why
+        )
+    }
+}
+
+/// Load the program (then attach it), or run without it and say why. The
+/// kernel is probed only when the rest allows a fast path.
+pub fn choose(
+    want: Want,
+    interfaces: &[String],
+    cfg: &Config,
+    kernel: impl FnOnce() -> Result<(), Unsupported>,
+) -> Result<(), Off> {
+    if interfaces.is_empty() {
+        return Err(want.off(
+            "no fastpath_interfaces to attach to (name the IPv6-side and IPv4-side interfaces)",
+        ));
+    }
+    if let Some(why) = sixgate_core::fastpath::unsupported(cfg) {
+        return Err(want.off(why));
+    }
+    kernel().map_err(|u| want.off(u.to_string()))
+}
+
+#[cfg(test)]
+mod tests;
