@@ -469,22 +469,20 @@ fn latency(area: &Area<'_>, rows: &[(String, f64, f64, f64, f64)]) -> Result<(),
             ])
             .map_err(text)?;
     }
-    chart
-        .draw_series(std::iter::once(PathElement::new(
-            [(0.0, 0.0), (0.0, 0.0)],
-            BLUE,
-        )))
-        .map_err(text)?
-        .label("typical (median)")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
-    chart
-        .draw_series(std::iter::once(PathElement::new(
-            [(0.0, 0.0), (0.0, 0.0)],
-            RED,
-        )))
-        .map_err(text)?
-        .label("worst case (99.9th percentile)")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
+    // The bars carry no labels: an empty series per colour names them.
+    for (label, color) in [
+        ("typical (median)", BLUE),
+        ("worst case (99.9th percentile)", RED),
+    ] {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                [(0.0, 0.0), (0.0, 0.0)],
+                color,
+            )))
+            .map_err(text)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color));
+    }
     legend(&mut chart)
 }
 

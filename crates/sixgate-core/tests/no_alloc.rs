@@ -93,22 +93,26 @@ fn assert_no_alloc(h: &mut Harness, inputs: &[Vec<u8>]) {
     assert_eq!(allocs() - before, 0, "allocations on the packet path");
 }
 
-#[test]
-fn nat64_allocates_nothing_per_packet() {
-    use sixgate_core::Config;
+/// pool6 and a NAT64 (RFC 6146) on the one pool4 address `pool4`.
+fn nat64_config(pool4: std::net::Ipv4Addr) -> sixgate_core::Config {
     use sixgate_core::nat64::{Nat64Config, Pool4Entry};
-    use sixgate_testkit::tcp_flag::{ACK, FIN, SYN};
-    use std::net::Ipv4Addr;
-
-    let pool4 = Ipv4Addr::new(192, 0, 2, 1);
-    let mut cfg = Config::with_pool6(Some(pool6()));
+    let mut cfg = sixgate_core::Config::with_pool6(Some(pool6()));
     cfg.nat64 = Some(Nat64Config {
         pool4: vec![Pool4Entry::single(pool4)],
         max_sessions: 4096,
         max_sessions_per_subscriber: 1000,
         ..Nat64Config::default()
     });
-    let mut h = Harness::new(cfg);
+    cfg
+}
+
+#[test]
+fn nat64_allocates_nothing_per_packet() {
+    use sixgate_testkit::tcp_flag::{ACK, FIN, SYN};
+    use std::net::Ipv4Addr;
+
+    let pool4 = Ipv4Addr::new(192, 0, 2, 1);
+    let mut h = Harness::new(nat64_config(pool4));
     // Session changes exported for other gateway nodes (docs/ha.md): the ring
     // is allocated here, and overflows below (counted, not grown).
     h.t.enable_replica_export(64);
@@ -209,18 +213,10 @@ fn nat64_allocates_nothing_per_packet() {
 /// batches on the worker: it allocates nothing either, nor do the packets after it.
 #[test]
 fn nat64_flush_allocates_nothing() {
-    use sixgate_core::Config;
-    use sixgate_core::nat64::{FlushFilter, Flushed, Nat64Config, Pool4Entry};
+    use sixgate_core::nat64::{FlushFilter, Flushed};
     use std::net::Ipv4Addr;
 
-    let mut cfg = Config::with_pool6(Some(pool6()));
-    cfg.nat64 = Some(Nat64Config {
-        pool4: vec![Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 1))],
-        max_sessions: 4096,
-        max_sessions_per_subscriber: 1000,
-        ..Nat64Config::default()
-    });
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::new(nat64_config(Ipv4Addr::new(192, 0, 2, 1)));
     // Session changes exported for other gateway nodes (docs/ha.md): the ring
     // is allocated here, and overflows below (counted, not grown).
     h.t.enable_replica_export(64);
@@ -243,8 +239,7 @@ fn nat64_flush_allocates_nothing() {
 
 #[test]
 fn nat64_after_reconfigure_allocates_nothing_per_packet() {
-    use sixgate_core::Config;
-    use sixgate_core::nat64::{Nat64Config, Pool4Entry};
+    use sixgate_core::nat64::Pool4Entry;
     use std::net::Ipv4Addr;
     use std::sync::Arc;
 
@@ -252,13 +247,7 @@ fn nat64_after_reconfigure_allocates_nothing_per_packet() {
     // it may not: a flow on a removed (draining) pool4 address, and new flows
     // on the added one.
     let (old4, new4) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(192, 0, 2, 2));
-    let mut cfg = Config::with_pool6(Some(pool6()));
-    cfg.nat64 = Some(Nat64Config {
-        pool4: vec![Pool4Entry::single(old4)],
-        max_sessions: 4096,
-        max_sessions_per_subscriber: 1000,
-        ..Nat64Config::default()
-    });
+    let mut cfg = nat64_config(old4);
     let mut h = Harness::new(cfg.clone());
     let out = |sport| Ip6::new(CLIENT6, SERVER6).udp(sport, 53, 20);
     let first = h.one(&out(5000));

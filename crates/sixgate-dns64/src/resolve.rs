@@ -121,16 +121,17 @@ impl Handler {
             return Step::Done(Some(bytes));
         }
         let id = u16::from_be_bytes([wire[0], wire[1]]);
+        let formerr = || {
+            self.stats.formerr();
+            Step::Done(encode_plain(Message::error_msg(
+                id,
+                OpCode::Query,
+                ResponseCode::FormErr,
+            )))
+        };
         let request = match Message::from_vec(wire) {
             Ok(m) => m,
-            Err(_) => {
-                self.stats.formerr();
-                return Step::Done(encode_plain(Message::error_msg(
-                    id,
-                    OpCode::Query,
-                    ResponseCode::FormErr,
-                )));
-            }
+            Err(_) => return formerr(),
         };
         if request.metadata.op_code != OpCode::Query {
             return Step::Done(encode_plain(Message::error_msg(
@@ -140,12 +141,7 @@ impl Handler {
             )));
         }
         if request.queries.len() != 1 || request.metadata.message_type != MessageType::Query {
-            self.stats.formerr();
-            return Step::Done(encode_plain(Message::error_msg(
-                id,
-                OpCode::Query,
-                ResponseCode::FormErr,
-            )));
+            return formerr();
         }
         // A dual-stack socket shows IPv4 clients as ::ffff:a.b.c.d; the ACL says a.b.c.d.
         let client = client.to_canonical();

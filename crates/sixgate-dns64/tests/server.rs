@@ -96,6 +96,19 @@ async fn ask_udp(server: SocketAddr, wire: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// One query over TCP (RFC 1035 §4.2.2: a two-byte length first); the reply.
+async fn ask_tcp(server: SocketAddr, wire: &[u8]) -> Vec<u8> {
+    let mut tcp = TcpStream::connect(server).await.unwrap();
+    tcp.write_all(&(wire.len() as u16).to_be_bytes())
+        .await
+        .unwrap();
+    tcp.write_all(wire).await.unwrap();
+    let len = tcp.read_u16().await.unwrap();
+    let mut buf = vec![0u8; usize::from(len)];
+    tcp.read_exact(&mut buf).await.unwrap();
+    buf
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn synthesizes_ignores_forgeries_caches_and_refuses_bad_input() {
     let upstream = scripted_upstream().await;
@@ -140,15 +153,7 @@ async fn synthesizes_ignores_forgeries_caches_and_refuses_bad_input() {
     assert_eq!(third.answers, again.answers);
 
     // Over TCP.
-    let mut tcp = TcpStream::connect(at).await.unwrap();
-    let q = query("a.example.", RecordType::A);
-    tcp.write_all(&(q.len() as u16).to_be_bytes())
-        .await
-        .unwrap();
-    tcp.write_all(&q).await.unwrap();
-    let len = tcp.read_u16().await.unwrap();
-    let mut buf = vec![0u8; usize::from(len)];
-    tcp.read_exact(&mut buf).await.unwrap();
+    let buf = ask_tcp(at, &query("a.example.", RecordType::A)).await;
     assert_eq!(Message::from_vec(&buf).unwrap().answers.len(), 1);
 
     // Bad input: too short for a header, dropped; a header promising a question
@@ -190,15 +195,7 @@ async fn rfc2181_s9_truncated_replies_are_not_served_over_tcp_from_the_cache() {
         let udp = Message::from_vec(&ask_udp(at, &q).await.unwrap()).unwrap();
         assert!(udp.metadata.truncation && udp.answers.is_empty(), "{udp:?}");
     }
-    let mut tcp = TcpStream::connect(at).await.unwrap();
-    tcp.write_all(&(q.len() as u16).to_be_bytes())
-        .await
-        .unwrap();
-    tcp.write_all(&q).await.unwrap();
-    let len = tcp.read_u16().await.unwrap();
-    let mut buf = vec![0u8; usize::from(len)];
-    tcp.read_exact(&mut buf).await.unwrap();
-    let full = Message::from_vec(&buf).unwrap();
+    let full = Message::from_vec(&ask_tcp(at, &q).await).unwrap();
     assert!(!full.metadata.truncation);
     assert_eq!(full.answers.len(), 40);
     let s = server.stats().snapshot();

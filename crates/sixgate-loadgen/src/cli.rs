@@ -281,11 +281,7 @@ mod tests {
             "--duration",
             "1",
         ];
-        let with = |extra: &[&str]| {
-            let mut v: Vec<&str> = base.to_vec();
-            v.extend_from_slice(extra);
-            parse(&v)
-        };
+        let with = |extra: &[&str]| parse(&[&base[..], extra].concat());
         assert!(with(&["--via", "eth0"]).is_err());
         assert!(with(&["--dst-mac", "02:00:5e:00:06:01"]).is_err());
         assert!(with(&["--via", "eth0", "--dst-mac", "nope"]).is_err());
@@ -305,11 +301,7 @@ mod tests {
     #[test]
     fn send_rejects_bad_arguments() {
         let base = ["send", "--dst", "198.51.100.7:9", "--duration", "1"];
-        let with = |extra: &[&str]| {
-            let mut v: Vec<&str> = base.to_vec();
-            v.extend_from_slice(extra);
-            parse(&v)
-        };
+        let with = |extra: &[&str]| parse(&[&base[..], extra].concat());
         assert!(with(&["--rate", "1k"]).is_ok());
         assert!(with(&[]).is_err(), "rate is required");
         assert!(with(&["--rate", "1k", "--size", "9001"]).is_err());

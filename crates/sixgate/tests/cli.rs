@@ -48,6 +48,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `sixgate config check FILE`, which must succeed: its (stdout, stderr).
+fn check_ok(file: &str) -> (String, String) {
+    let o = sixgate(&["config", "check", file]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    (text(&o.stdout), text(&o.stderr))
+}
+
 /// `sixgate translate --config CONFIG --input INPUT --output OUTPUT EXTRA…`.
 fn translate(config: &str, input: &str, output: &str, extra: &[&str]) -> Output {
     let args = [
@@ -121,30 +128,27 @@ fn demo_without_run_says_so() {
 fn config_check_ok() {
     let d = scratch("check-ok");
     let cfg = write(&d, "eam.toml", EAM_ONLY.as_bytes());
-    let o = sixgate(&["config", "check", &cfg]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (out, _) = check_ok(&cfg);
     assert_eq!(
-        text(&o.stdout),
+        out,
         format!("{cfg}: ok (mode siit, pool6 none, 1 EAM entry)\n")
     );
 }
 
 #[test]
 fn config_check_sample() {
-    let o = sixgate(&["config", "check", "samples/siit.toml"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (out, _) = check_ok("samples/siit.toml");
     assert_eq!(
-        text(&o.stdout),
+        out,
         "samples/siit.toml: ok (mode siit, pool6 2001:db8:64::/96, 1 EAM entry)\n"
     );
 }
 
 #[test]
 fn config_check_clat_sample() {
-    let o = sixgate(&["config", "check", "samples/clat.toml"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (out, _) = check_ok("samples/clat.toml");
     assert_eq!(
-        text(&o.stdout),
+        out,
         "samples/clat.toml: ok (mode clat, pool6 2001:db8:64::/96, 1 EAM entry, \
          CLAT 192.0.0.0/29 <-> 2001:db8:c1a7::/125, \
          PLAT prefix discovered (RFC 7050) via /etc/resolv.conf)\n"
@@ -153,14 +157,13 @@ fn config_check_clat_sample() {
 
 #[test]
 fn config_check_nat64_sample() {
-    let o = sixgate(&["config", "check", "samples/nat64.toml"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (out, err) = check_ok("samples/nat64.toml");
     assert_eq!(
-        text(&o.stdout),
+        out,
         "samples/nat64.toml: ok (mode nat64, pool6 2001:db8:64::/96, pool4 1 entry \
          (1 address), 1 static BIB entry)\n"
     );
-    assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+    assert!(err.is_empty(), "{err}");
 }
 
 /// The MAP-T samples (RFC 7599): the CE's numbers come from its End-user prefix.
@@ -177,10 +180,9 @@ fn config_check_mapt_samples() {
              PSID 27 (ports 55296-57343) at 2001:db8:ce:11b:0:c000:208:1b, LAN 10.0.0.0/24)",
         ),
     ] {
-        let o = sixgate(&["config", "check", file]);
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        assert_eq!(text(&o.stdout), format!("{file}: {want}\n"));
-        assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+        let (out, err) = check_ok(file);
+        assert_eq!(out, format!("{file}: {want}\n"));
+        assert!(err.is_empty(), "{err}");
     }
 }
 
@@ -194,10 +196,8 @@ fn config_check_warns_below_rfc_6146_minimums() {
         "short.toml",
         b"[translator]\nmode = \"nat64\"\n[nat64]\npool4 = [\"203.0.113.1\"]\nudp_timeout = 3\n",
     );
-    let o = sixgate(&["config", "check", &cfg]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).starts_with(&format!("{cfg}: ok (mode nat64")));
-    let err = text(&o.stderr);
+    let (out, err) = check_ok(&cfg);
+    assert!(out.starts_with(&format!("{cfg}: ok (mode nat64")));
     assert!(
         err.starts_with(&format!(
             "{cfg}:5:15: warning: udp_timeout = 3: below 120 s; RFC 6146 §3.5.1"
@@ -223,13 +223,10 @@ fn default_pool4_checks_and_translate_refuses_it() {
         "nopool4.toml",
         b"[translator]\nmode = \"nat64\"\n[nat64]\n",
     );
-    let o = sixgate(&["config", "check", &cfg]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (out, _) = check_ok(&cfg);
     assert!(
-        text(&o.stdout)
-            .contains("pool4 default (the gateway's own IPv4 address, ports 61001-65535)"),
-        "{}",
-        text(&o.stdout)
+        out.contains("pool4 default (the gateway's own IPv4 address, ports 61001-65535)"),
+        "{out}"
     );
     let out = d.join("out.pcap");
     let o = translate(&cfg, "samples/nat64-demo.pcap", out.to_str().unwrap(), &[]);
@@ -321,10 +318,9 @@ fn config_check_accepts_a_dns64_only_file() {
         "dns64.toml",
         b"[dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"64:ff9b::/96\"]\n",
     );
-    let o = sixgate(&["config", "check", &cfg]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (out, _) = check_ok(&cfg);
     assert_eq!(
-        text(&o.stdout),
+        out,
         format!("{cfg}: ok (DNS64 only, on 2 addresses to 1 upstream)\n")
     );
     // Its errors are reported as for `sixgate dns64`.
@@ -352,9 +348,7 @@ fn config_check_warns_about_likely_mistakes() {
           [dns64]\nupstream = [\"192.0.2.53\"]\nprefixes = [\"2001:db8:99::/96\"]\n\
           acl = [\"::/0\"]\n",
     );
-    let o = sixgate(&["config", "check", &nat64]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let err = text(&o.stderr);
+    let (_, err) = check_ok(&nat64);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");
     assert!(
@@ -381,9 +375,7 @@ fn config_check_warns_about_likely_mistakes() {
         b"[translator]\nmode = \"siit\"\npool6 = \"2001:db8:64::/96\"\n\
           eam = [ { ipv4 = \"203.0.113.0/24\", ipv6 = \"2001:db8:64::cb00:7100/120\" } ]\n",
     );
-    let o = sixgate(&["config", "check", &siit]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let err = text(&o.stderr);
+    let (_, err) = check_ok(&siit);
     assert!(
         err.starts_with(&format!("{siit}:4:9: warning: eam[0].ipv6: 2001:db8:64::cb00:7100/120 lies inside pool6 2001:db8:64::/96")),
         "{err}"

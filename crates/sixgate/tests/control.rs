@@ -514,7 +514,6 @@ fn control_nat64_pool4_bib_sessions() {
     });
 }
 
-/// The pid of `sixgate run` in `ns`.
 /// The config `good` with `[nat64] udp_timeout = 600`: a real change to reload.
 fn with_udp_timeout_600(good: &str) -> String {
     let mut t: toml::Table = good.parse().unwrap();
@@ -525,6 +524,7 @@ fn with_udp_timeout_600(good: &str) -> String {
     toml::to_string(&t).unwrap()
 }
 
+/// The pid of `sixgate run` in `ns`.
 fn daemon_pid(ns: &Netns) -> u32 {
     ns.pids()
         .into_iter()
@@ -533,6 +533,21 @@ fn daemon_pid(ns: &Netns) -> u32 {
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains("run\0--config"))
         })
         .expect("sixgate run in the gateway")
+}
+
+/// SIGHUP to the daemon `pid`, then wait until `show status` counts
+/// `succeeded` successful reloads.
+fn sighup_reloads(sock: &Path, pid: u32, succeeded: u64) {
+    // SAFETY: a signal to the daemon this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+    let t0 = Instant::now();
+    while status(sock)["reload"]["succeeded"].as_u64() != Some(succeeded) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "SIGHUP did not reload"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
@@ -560,15 +575,7 @@ fn control_reload_during_iperf3_keeps_flows() {
                 std::thread::sleep(Duration::from_millis(1000));
                 std::fs::write(&path, &good).unwrap();
                 // SIGHUP reloads too.
-                unsafe { libc::kill(pid as i32, libc::SIGHUP) };
-                let t0 = Instant::now();
-                while status(&sock)["reload"]["succeeded"].as_u64() != Some(2) {
-                    assert!(
-                        t0.elapsed() < Duration::from_secs(5),
-                        "SIGHUP did not reload"
-                    );
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+                sighup_reloads(&sock, pid, 2);
             });
             // 8 s of TCP through the NAT64, with the three reloads in the middle:
             // the helper fails on any error (a reset ends the test early).
@@ -779,17 +786,7 @@ fn control_xdp_siit_show_eam_reload() {
         assert!(err.contains("[xdp]"), "{err}");
         // SIGHUP reloads the file (the EAM of the file: the /24 again).
         std::fs::write(&path, &cfg).unwrap();
-        let pid = daemon_pid(&bed.gateway);
-        // SAFETY: a signal to the daemon this test started.
-        unsafe { libc::kill(pid as i32, libc::SIGHUP) };
-        let t0 = Instant::now();
-        while status(sock)["reload"]["succeeded"].as_u64() != Some(1) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "SIGHUP did not reload"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        sighup_reloads(sock, daemon_pid(&bed.gateway), 1);
         let eam = cli_ok(sock, &["show", "eam"]);
         assert!(
             eam.contains("198.18.0.0/24") && !eam.contains("198.18.0.128/25"),

@@ -65,6 +65,12 @@ const REVERSE_ZONE: &str = "$TTL 300
 7  IN PTR a-only.example.
 ";
 
+/// `named -g -c CONF` in `ns`, stopped when dropped.
+fn named(ns: &Netns, conf: &Path) -> Background {
+    ns.spawn(NAMED, ["-g", "-c", &conf.display().to_string()])
+        .unwrap()
+}
+
 fn skip(test: &str) -> bool {
     let why = check_host().err().or_else(|| {
         (!Path::new(NAMED).exists())
@@ -174,12 +180,8 @@ impl Bed {
             .unwrap()
         };
         let bind64 = reference("ref", BIND64, "");
-        let auth = ns
-            .spawn(NAMED, ["-g", "-c", &auth.display().to_string()])
-            .unwrap();
-        let bind64 = ns
-            .spawn(NAMED, ["-g", "-c", &bind64.display().to_string()])
-            .unwrap();
+        let auth = named(&ns, &auth);
+        let bind64 = named(&ns, &bind64);
         let mut more = Vec::new();
         if dnssec.is_some() {
             let validator = dir
@@ -201,10 +203,7 @@ impl Bed {
             // and the A records are signed.
             let breaking = reference("ref2", BIND64_BREAK_DNSSEC, "break-dnssec yes;");
             for conf in [validator, breaking] {
-                more.push(
-                    ns.spawn(NAMED, ["-g", "-c", &conf.display().to_string()])
-                        .unwrap(),
-                );
+                more.push(named(&ns, &conf));
             }
         }
         let mut bed = Bed {
@@ -234,24 +233,26 @@ impl Bed {
     }
 
     fn start_sixgate(&mut self, extra: &str) {
-        let conf = self
-            .dir
-            .write(
-                "sixgate.toml",
-                format!(
-                    "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{}\"]\n\
-                     prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n{extra}",
-                    self.upstream
-                ),
-            )
-            .unwrap();
+        let toml = format!(
+            "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{}\"]\n\
+             prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n{extra}",
+            self.upstream
+        );
+        self.run_sixgate("sixgate.toml", toml, &[]);
+    }
+
+    /// `sixgate dns64` on the file `name` holding `toml`, once it answers
+    /// `ipv4only.arpa A` (asked with the dig options `probe` too).
+    fn run_sixgate(&mut self, name: &str, toml: String, probe: &[&str]) {
+        let conf = self.dir.write(name, toml).unwrap();
         let bg = self
             .ns
             .spawn(BIN, ["dns64", "--config", &conf.display().to_string()])
             .unwrap();
         self.sixgate = Some(bg);
+        let probe = [&["ipv4only.arpa", "A"][..], probe].concat();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.dig(SIX64, &["ipv4only.arpa", "A"]).status != "NOERROR" {
+        while self.dig(SIX64, &probe).status != "NOERROR" {
             assert!(Instant::now() < deadline, "sixgate dns64 did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -733,30 +734,11 @@ fn bad_input_acl_and_counters() {
 impl Bed {
     fn start_sixgate_acl(&mut self) {
         // acl replaces the default one; the start-up probe comes from 127.0.0.1.
-        let conf = self
-            .dir
-            .write(
-                "sixgate-acl.toml",
-                format!(
-                    "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{AUTH}\"]\n\
-                     prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.1\", \"::1\"]\n"
-                ),
-            )
-            .unwrap();
-        let bg = self
-            .ns
-            .spawn(BIN, ["dns64", "--config", &conf.display().to_string()])
-            .unwrap();
-        self.sixgate = Some(bg);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self
-            .dig(SIX64, &["ipv4only.arpa", "A", "-b", "127.0.0.1"])
-            .status
-            != "NOERROR"
-        {
-            assert!(Instant::now() < deadline, "sixgate dns64 did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let toml = format!(
+            "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"{AUTH}\"]\n\
+             prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.1\", \"::1\"]\n"
+        );
+        self.run_sixgate("sixgate-acl.toml", toml, &["-b", "127.0.0.1"]);
     }
 }
 
@@ -793,27 +775,12 @@ fn rfc6147_s5_1_3_silent_upstream_gives_servfail_in_bounded_time() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let conf = bed
-        .dir
-        .write(
-            "silent.toml",
-            format!(
-                "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"127.0.0.9\"]\n\
-                 prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n\
-                 upstream_timeout_ms = 200\nupstream_attempts = 2\n"
-            ),
-        )
-        .unwrap();
-    bed.sixgate = Some(
-        bed.ns
-            .spawn(BIN, ["dns64", "--config", &conf.display().to_string()])
-            .unwrap(),
+    let toml = format!(
+        "[dns64]\nlisten = [\"{SIX64}\"]\nupstream = [\"127.0.0.9\"]\n\
+         prefixes = [\"{PREFIX}\"]\nacl = [\"127.0.0.0/8\"]\n\
+         upstream_timeout_ms = 200\nupstream_attempts = 2\n"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while bed.dig(SIX64, &["ipv4only.arpa", "A"]).status != "NOERROR" {
-        assert!(Instant::now() < deadline, "sixgate dns64 did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    bed.run_sixgate("silent.toml", toml, &[]);
     for q in [["a-only.example", "A"], ["a-only.example", "AAAA"]] {
         let d = bed.dig(SIX64, &q);
         // dig waits 3 s: an answer at all means sixgate gave up first (the AAAA
@@ -878,10 +845,7 @@ fn full_path(test: &str, translator_toml: &str) {
             ),
         )
         .unwrap();
-    let _auth = bed
-        .v4host
-        .spawn(NAMED, ["-g", "-c", &conf.display().to_string()])
-        .unwrap();
+    let _auth = named(&bed.v4host, &conf);
     bed.v4host
         .wait_listening(Proto::Udp, 53, Duration::from_secs(10))
         .unwrap();

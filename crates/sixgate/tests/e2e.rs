@@ -509,11 +509,11 @@ fn stop_removes_tun_and_routes() {
     );
 }
 
-/// `sixgate demo` for `translator`: the demo runs its own binary's `run`, unless
-/// told to run another executable (`SIXGATE_E2E_BINARY`).
-fn demo_command(translator: &Dut) -> std::process::Command {
+/// `sixgate demo ARGS` for `translator`: the demo runs its own binary's `run`,
+/// unless told to run another executable (`SIXGATE_E2E_BINARY`).
+fn demo_command(translator: &Dut, args: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["demo", "--translator", translator.name()]);
+    cmd.arg("demo").args(args);
     if let Dut::Sixgate { binary, .. } = translator
         && binary.as_path() != std::path::Path::new(BIN)
     {
@@ -531,7 +531,8 @@ fn demo_runs_and_cleans_up() {
         return;
     };
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let demo = Background::spawn(&mut demo_command(&translator), "sixgate demo").unwrap();
+    let mut cmd = demo_command(&translator, &["--translator", translator.name()]);
+    let demo = Background::spawn(&mut cmd, "sixgate demo").unwrap();
     let pid = demo.pid();
     let done = demo
         .wait(Duration::from_secs(60))
@@ -563,16 +564,12 @@ fn demo_nat64_runs_in_under_10_s_and_cleans_up() {
     let Some(translator) = translator_or_skip(test) else {
         return;
     };
-    let Dut::Sixgate { binary, .. } = &translator else {
+    let Dut::Sixgate { .. } = &translator else {
         println!("skipped: {test}: the NAT64 demo runs sixgate only (TAYGA is stateless)");
         return;
     };
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["demo", "--mode", "nat64"]);
-    if binary.as_path() != std::path::Path::new(BIN) {
-        cmd.arg("--sixgate-binary").arg(binary);
-    }
+    let mut cmd = demo_command(&translator, &["--mode", "nat64"]);
     let t0 = Instant::now();
     let demo = Background::spawn(&mut cmd, "sixgate demo --mode nat64").unwrap();
     let pid = demo.pid();
@@ -621,7 +618,8 @@ fn demo_interrupted_cleans_up() {
         return;
     };
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut demo = Background::spawn(&mut demo_command(&translator), "sixgate demo").unwrap();
+    let mut cmd = demo_command(&translator, &["--translator", translator.name()]);
+    let mut demo = Background::spawn(&mut cmd, "sixgate demo").unwrap();
     let pid = demo.pid();
     let t0 = Instant::now();
     // Interrupt while it pings: the bed and the translator are up.

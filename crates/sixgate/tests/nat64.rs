@@ -35,8 +35,8 @@ use std::time::Duration;
 
 use sixgate_core::nat64::steering::subscriber_worker;
 use sixgate_netns::{
-    Dataplane, Dut, NAT64_TOML, Netns, Proto, RunningDut, ScratchDir, Topology, TopologyOptions,
-    addr, check_host, veth,
+    Background, Dataplane, Dut, NAT64_TOML, Netns, Proto, RunningDut, ScratchDir, Topology,
+    TopologyOptions, addr, check_host, veth,
 };
 
 mod common;
@@ -575,6 +575,42 @@ while time.time() < end:
 print(" ".join(got))
 "#;
 
+/// [`UDP_LATE_REPLY_SERVER`] on the v4 host at `port`, answering again after
+/// `later` s, and [`UDP_LISTEN_CLIENT`] on the v6 host listening `wait` s
+/// through pool6: the server (its stdout names the peer) and what the client got.
+fn udp_late_reply(bed: &Topology, port: u16, later: f64, wait: f64) -> (Background, String) {
+    let server = bed
+        .v4host
+        .spawn(
+            "python3",
+            [
+                "-c",
+                UDP_LATE_REPLY_SERVER,
+                &port.to_string(),
+                &later.to_string(),
+            ],
+        )
+        .unwrap();
+    bed.v4host
+        .wait_listening(Proto::Udp, port, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let got = bed
+        .v6host
+        .run_timeout(
+            "python3",
+            [
+                "-c",
+                UDP_LISTEN_CLIENT,
+                &addr::V4_HOST_AS_V6.to_string(),
+                &port.to_string(),
+                &wait.to_string(),
+            ],
+            Duration::from_secs(30),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    (server, got)
+}
+
 /// The UDP timeout of the expiry test, seconds.
 const SHORT_UDP_TIMEOUT: u32 = 2;
 
@@ -589,35 +625,7 @@ fn nat64_udp_session_expires() {
         const PORT: u16 = 7010;
         // The late answer comes well after the session's timeout and the sweep.
         let later = f64::from(SHORT_UDP_TIMEOUT) + 2.5;
-        let server = bed
-            .v4host
-            .spawn(
-                "python3",
-                [
-                    "-c",
-                    UDP_LATE_REPLY_SERVER,
-                    &PORT.to_string(),
-                    &later.to_string(),
-                ],
-            )
-            .unwrap();
-        bed.v4host
-            .wait_listening(Proto::Udp, PORT, Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let got = bed
-            .v6host
-            .run_timeout(
-                "python3",
-                [
-                    "-c",
-                    UDP_LISTEN_CLIENT,
-                    &addr::V4_HOST_AS_V6.to_string(),
-                    &PORT.to_string(),
-                    &(later + 1.5).to_string(),
-                ],
-                Duration::from_secs(30),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (server, got) = udp_late_reply(bed, PORT, later, later + 1.5);
         let server_out = server.stdout();
         assert!(
             server_out.contains("sent late"),
@@ -867,30 +875,7 @@ fn default_pool4_tests(test: &str, dataplane: Dataplane, workers: u16) {
 
         // UDP: the v4 host reports the peer it saw, port included.
         const PORT: u16 = 7011;
-        let udp = bed
-            .v4host
-            .spawn(
-                "python3",
-                ["-c", UDP_LATE_REPLY_SERVER, &PORT.to_string(), "0.2"],
-            )
-            .unwrap();
-        bed.v4host
-            .wait_listening(Proto::Udp, PORT, Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let got = bed
-            .v6host
-            .run_timeout(
-                "python3",
-                [
-                    "-c",
-                    UDP_LISTEN_CLIENT,
-                    &addr::V4_HOST_AS_V6.to_string(),
-                    &PORT.to_string(),
-                    "1.5",
-                ],
-                Duration::from_secs(30),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (udp, got) = udp_late_reply(&bed, PORT, 0.2, 1.5);
         let peer = udp.stdout().lines().next().unwrap_or_default().to_owned();
         println!("UDP: the v4 host saw the v6 host as {peer}; it received {got:?}");
         let (a, p) = peer

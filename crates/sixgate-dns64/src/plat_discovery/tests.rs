@@ -43,6 +43,11 @@ fn response(q: &Message, rcode: ResponseCode, tc: bool, ttl: u32, records: &[Ipv
     m
 }
 
+/// The plain answer to `q`: NOERROR, no TC, `records` with TTL 300.
+fn answer(q: &Message, records: &[Ipv6Addr]) -> Message {
+    response(q, ResponseCode::NoError, false, 300, records)
+}
+
 fn wire(m: &Message) -> Vec<u8> {
     m.to_vec().unwrap()
 }
@@ -73,7 +78,7 @@ fn rfc1035_s4_1_query_layout() {
 #[test]
 fn rfc3596_aaaa_records_of_the_answer() {
     let q = query();
-    let m = response(&q, ResponseCode::NoError, false, 300, &wka("64:ff9b::/96"));
+    let m = answer(&q, &wka("64:ff9b::/96"));
     let a = aaaa_answer(&wire(&m), &q).unwrap();
     assert_eq!(a.aaaa, wka("64:ff9b::/96"));
     assert_eq!((a.rcode, a.truncated, a.min_ttl), (0, false, Some(300)));
@@ -92,7 +97,7 @@ fn rfc3596_aaaa_records_of_the_answer() {
 #[test]
 fn rfc5452_s9_1_answer_must_match_id_and_question() {
     let q = query();
-    let good = response(&q, ResponseCode::NoError, false, 300, &wka("64:ff9b::/96"));
+    let good = answer(&q, &wka("64:ff9b::/96"));
     let mut other_id = good.clone();
     other_id.metadata.id ^= 1;
     assert_eq!(
@@ -134,7 +139,7 @@ fn rfc1035_s4_1_1_rcode_and_truncation() {
 #[test]
 fn rfc1034_s3_6_2_records_of_other_owners_are_ignored_cname_followed() {
     let q = query();
-    let mut m = response(&q, ResponseCode::NoError, false, 300, &[]);
+    let mut m = answer(&q, &[]);
     let target = name("x.example.");
     m.answers.push(Record::from_rdata(
         q.queries[0].name.clone(),
@@ -159,13 +164,7 @@ fn rfc1034_s3_6_2_records_of_other_owners_are_ignored_cname_followed() {
 #[test]
 fn malformed_messages_never_panic() {
     let q = query();
-    let good = wire(&response(
-        &q,
-        ResponseCode::NoError,
-        false,
-        300,
-        &wka("64:ff9b::/96"),
-    ));
+    let good = wire(&answer(&q, &wka("64:ff9b::/96")));
     for len in 0..good.len() {
         let _ = aaaa_answer(&good[..len], &q);
     }
@@ -232,16 +231,10 @@ fn responder(v6: bool, plan: Vec<Reply>, tcp_records: Vec<Ipv6Addr>) -> SocketAd
             match reply {
                 Reply::Drop => {}
                 Reply::WrongIdFirst(r) => {
-                    let mut stray = response(
-                        &q,
-                        ResponseCode::NoError,
-                        false,
-                        300,
-                        &wka("2001:db8:bad::/96"),
-                    );
+                    let mut stray = answer(&q, &wka("2001:db8:bad::/96"));
                     stray.metadata.id = q.metadata.id.wrapping_add(1);
                     udp.send_to(&wire(&stray), from).unwrap();
-                    let good = response(&q, ResponseCode::NoError, false, 300, &r);
+                    let good = answer(&q, &r);
                     udp.send_to(&wire(&good), from).unwrap();
                 }
                 Reply::Records(rcode, tc, ttl, r) => {
@@ -258,13 +251,7 @@ fn responder(v6: bool, plan: Vec<Reply>, tcp_records: Vec<Ipv6Addr>) -> SocketAd
             let mut q = vec![0u8; usize::from(u16::from_be_bytes(len))];
             s.read_exact(&mut q).unwrap();
             let q = Message::from_vec(&q).unwrap();
-            let r = wire(&response(
-                &q,
-                ResponseCode::NoError,
-                false,
-                300,
-                &tcp_records,
-            ));
+            let r = wire(&answer(&q, &tcp_records));
             let mut out = (r.len() as u16).to_be_bytes().to_vec();
             out.extend_from_slice(&r);
             s.write_all(&out).unwrap();

@@ -29,6 +29,11 @@ fn reply(q: &Query, rcode: ResponseCode) -> Message {
     m
 }
 
+/// The upstream's reply to `n` A (the query a DNS64 sends after the AAAA one).
+fn a_reply(n: &str, rcode: ResponseCode) -> Message {
+    reply(&Query::query(name(n), RecordType::A), rcode)
+}
+
 fn soa(zone: &str, ttl: u32, minimum: u32) -> Record {
     Record::from_rdata(
         name(zone),
@@ -148,10 +153,7 @@ fn rfc6147_s5_1_7_synthesized_ttl_is_capped_by_the_soa() {
         panic!()
     };
     assert_eq!(soa_ttl, Some(60));
-    let mut a = reply(
-        &Query::query(name("a-only.example."), RecordType::A),
-        ResponseCode::NoError,
-    );
+    let mut a = a_reply("a-only.example.", ResponseCode::NoError);
     a.metadata.authentic_data = true;
     a.answers
         .push(a_rec("a-only.example.", 300, [192, 0, 2, 1]));
@@ -177,10 +179,7 @@ fn rfc6147_s5_1_7_synthesized_ttl_is_capped_by_the_soa() {
 #[test]
 fn rfc6147_s5_1_7_without_soa_the_ttl_is_at_most_600() {
     let q = aaaa_q("a.example.");
-    let mut a = reply(
-        &Query::query(name("a.example."), RecordType::A),
-        ResponseCode::NoError,
-    );
+    let mut a = a_reply("a.example.", ResponseCode::NoError);
     a.answers
         .push(a_rec("a.example.", 86_400, [198, 51, 100, 7]));
     let (m, _) = synthesize(&q, a, None, None, &policy(&["2001:db8:64::/96"]));
@@ -190,10 +189,7 @@ fn rfc6147_s5_1_7_without_soa_the_ttl_is_at_most_600() {
 #[test]
 fn rfc6147_s5_1_5_cname_chain_is_kept_and_targets_synthesized() {
     let q = aaaa_q("alias.example.");
-    let mut a = reply(
-        &Query::query(name("alias.example."), RecordType::A),
-        ResponseCode::NoError,
-    );
+    let mut a = a_reply("alias.example.", ResponseCode::NoError);
     a.answers.push(Record::from_rdata(
         name("alias.example."),
         300,
@@ -222,10 +218,7 @@ fn rfc6147_s5_2_one_aaaa_per_prefix_every_rfc6052_length() {
         "2001:db8:122:344::/96",
     ];
     let q = aaaa_q("a.example.");
-    let mut a = reply(
-        &Query::query(name("a.example."), RecordType::A),
-        ResponseCode::NoError,
-    );
+    let mut a = a_reply("a.example.", ResponseCode::NoError);
     a.answers.push(a_rec("a.example.", 300, [192, 0, 2, 33]));
     let (m, made) = synthesize(&q, a, None, None, &policy(&prefixes));
     assert_eq!(made, 6);
@@ -249,10 +242,7 @@ fn rfc6147_s5_1_6_no_a_either_gives_the_aaaa_negative_answer() {
     let q = aaaa_q("empty.example.");
     let mut nodata = reply(&q, ResponseCode::NoError);
     nodata.authorities.push(soa("example.", 3600, 300));
-    let a = reply(
-        &Query::query(name("empty.example."), RecordType::A),
-        ResponseCode::NoError,
-    );
+    let a = a_reply("empty.example.", ResponseCode::NoError);
     let (m, made) = synthesize(
         &q,
         a,
@@ -263,10 +253,7 @@ fn rfc6147_s5_1_6_no_a_either_gives_the_aaaa_negative_answer() {
     assert_eq!(made, 0);
     assert_eq!(m, nodata);
     // After a failed AAAA query, A's own answer (here NXDOMAIN) is the basis.
-    let a = reply(
-        &Query::query(name("empty.example."), RecordType::A),
-        ResponseCode::NXDomain,
-    );
+    let a = a_reply("empty.example.", ResponseCode::NXDomain);
     let (m, _) = synthesize(&q, a, None, None, &policy(&["64:ff9b::/96"]));
     assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
     assert_eq!(m.queries, [q]);
@@ -275,10 +262,7 @@ fn rfc6147_s5_1_6_no_a_either_gives_the_aaaa_negative_answer() {
 #[test]
 fn excluded_ipv4_is_not_synthesized() {
     let q = aaaa_q("a.example.");
-    let mut a = reply(
-        &Query::query(name("a.example."), RecordType::A),
-        ResponseCode::NoError,
-    );
+    let mut a = a_reply("a.example.", ResponseCode::NoError);
     a.answers.push(a_rec("a.example.", 300, [10, 1, 2, 3]));
     a.answers.push(a_rec("a.example.", 300, [198, 51, 100, 7]));
     let mut p = policy(&["64:ff9b::/96"]);
@@ -302,10 +286,7 @@ fn rfc6147_s5_5_bogus_a_gives_servfail_not_nodata() {
     let q = aaaa_q("bogus.example.");
     let mut nodata = reply(&q, ResponseCode::NoError);
     nodata.authorities.push(soa("example.", 3600, 300));
-    let a = reply(
-        &Query::query(name("bogus.example."), RecordType::A),
-        ResponseCode::ServFail,
-    );
+    let a = a_reply("bogus.example.", ResponseCode::ServFail);
     let (m, made) = synthesize(&q, a, Some(nodata), Some(300), &policy(&["64:ff9b::/96"]));
     assert_eq!(made, 0);
     assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
@@ -319,10 +300,7 @@ fn rfc6147_s5_5_bogus_a_gives_servfail_not_nodata() {
 #[test]
 fn rfc6147_s5_5_synthesized_answer_has_no_ad_and_no_rrsig() {
     let q = aaaa_q("signed.example.");
-    let mut a = reply(
-        &Query::query(name("signed.example."), RecordType::A),
-        ResponseCode::NoError,
-    );
+    let mut a = a_reply("signed.example.", ResponseCode::NoError);
     a.metadata.authentic_data = true;
     a.answers
         .push(a_rec("signed.example.", 300, [198, 51, 100, 20]));

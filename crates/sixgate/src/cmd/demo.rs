@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sixgate_netns::{
-    Context, Dut, Error, Netns, Proto, RunningDut, ScratchDir, Topology, TopologyOptions, addr,
-    check_host, cleanup_stale, interrupt, list_namespaces,
+    Background, Context, Dut, Error, Netns, Proto, RunningDut, ScratchDir, Topology,
+    TopologyOptions, addr, check_host, cleanup_stale, interrupt, list_namespaces,
 };
 
 use super::CmdResult;
@@ -157,9 +157,7 @@ fn demo(translator: &Dut) -> sixgate_netns::Result<()> {
 
     step(3, "Starting the translator in the gateway")?;
     let running = bed.start(translator)?;
-    println!("  $ {}", running.command_line());
-    println!("  {}:", running.config_path().display());
-    print!("{}", indent(running.config()));
+    show_started(&running);
     println!(
         "  Ready after {} ms: TUN device {} is up, and {} and {} are routed into it.",
         running.ready_after().as_millis(),
@@ -299,23 +297,7 @@ fn web(bed: &Topology, who: &str) -> sixgate_netns::Result<()> {
             addr::V4_HOST
         ),
     )?;
-    let server = bed
-        .v4host
-        .spawn(
-            "python3",
-            [
-                "-m",
-                "http.server",
-                "--bind",
-                &addr::V4_HOST.to_string(),
-                "--directory",
-                &dir.path().to_string_lossy(),
-                &HTTP_PORT.to_string(),
-            ],
-        )
-        .context("starting the web server")?;
-    bed.v4host
-        .wait_listening(Proto::Tcp, HTTP_PORT, Duration::from_secs(10))?;
+    let server = web_server(bed, &addr::V4_HOST.to_string(), &dir)?;
     println!(
         "  web server: python3 -m http.server on {}:{HTTP_PORT}",
         addr::V4_HOST
@@ -335,20 +317,59 @@ fn web(bed: &Topology, who: &str) -> sixgate_netns::Result<()> {
         "  first line of the page: {}",
         body.lines().next().unwrap_or("")
     );
-    // python's http.server logs each request to stderr, client address first.
-    let t = Instant::now();
-    let client = loop {
-        let log = server.stderr();
-        if let Some(line) = log.lines().find(|l| l.contains("\"GET ")) {
-            break line.split_whitespace().next().unwrap_or("?").to_owned();
-        }
-        if t.elapsed() > Duration::from_secs(2) {
-            break "?".to_owned();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let client = seen_client(&server);
     println!("  The server's access log shows the client as {client}: the IPv6 host, translated.");
     Ok(())
+}
+
+/// `python3 -m http.server` on the IPv4-only host, serving `dir` at
+/// `bind`:[`HTTP_PORT`], once it listens.
+pub(super) fn web_server(
+    bed: &Topology,
+    bind: &str,
+    dir: &ScratchDir,
+) -> sixgate_netns::Result<Background> {
+    let server = bed
+        .v4host
+        .spawn(
+            "python3",
+            [
+                "-m",
+                "http.server",
+                "--bind",
+                bind,
+                "--directory",
+                &dir.path().to_string_lossy(),
+                &HTTP_PORT.to_string(),
+            ],
+        )
+        .context("starting the web server")?;
+    bed.v4host
+        .wait_listening(Proto::Tcp, HTTP_PORT, Duration::from_secs(10))?;
+    Ok(server)
+}
+
+/// The client address in the web server's first access-log line (python's
+/// http.server logs each request to stderr, client address first), or "?"
+/// after 2 s.
+pub(super) fn seen_client(server: &Background) -> String {
+    let t = Instant::now();
+    loop {
+        if let Some(line) = server.stderr().lines().find(|l| l.contains("\"GET ")) {
+            return line.split_whitespace().next().unwrap_or("?").to_owned();
+        }
+        if t.elapsed() > Duration::from_secs(2) {
+            return "?".to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The translator's command line and configuration, as it started.
+pub(super) fn show_started(running: &RunningDut<'_>) {
+    println!("  $ {}", running.command_line());
+    println!("  {}:", running.config_path().display());
+    print!("{}", indent(running.config()));
 }
 
 /// Stop the translator and show what it reported.

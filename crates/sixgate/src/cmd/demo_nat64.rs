@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use sixgate_netns::{Error, Proto, ScratchDir, addr, interrupt, start_sixgate_with_config};
 
-use super::demo::{HTTP_PORT, indent, network, ping, step, stop, tear_down};
+use super::demo::{
+    HTTP_PORT, indent, network, ping, seen_client, show_started, step, stop, tear_down, web_server,
+};
 
 /// pool4 at start, and the prefix `pool4 add` brings at runtime: the two
 /// halves of what the IPv4 router sends to the gateway.
@@ -160,31 +162,13 @@ pub fn demo(binary: &Path) -> sixgate_netns::Result<()> {
              through sixgate's NAT64 and DNS64.\n"
         ),
     )?;
-    let web = bed
-        .v4host
-        .spawn(
-            "python3",
-            [
-                "-m",
-                "http.server",
-                "--bind",
-                &v4,
-                "--directory",
-                &dir.path().to_string_lossy(),
-                &HTTP_PORT.to_string(),
-            ],
-        )
-        .map_err(|e| Error::new(format!("starting the web server: {e}")))?;
-    bed.v4host
-        .wait_listening(Proto::Tcp, HTTP_PORT, Duration::from_secs(10))?;
+    let web = web_server(&bed, &v4, &dir)?;
     println!("  web: python3 -m http.server on {v4}:{HTTP_PORT}");
 
     step(4, "Starting sixgate in the gateway: NAT64 and DNS64")?;
     let running =
         start_sixgate_with_config(&bed.gateway, binary, &config(), &[addr::POOL6, POOL4])?;
-    println!("  $ {}", running.command_line());
-    println!("  {}:", running.config_path().display());
-    print!("{}", indent(running.config()));
+    show_started(&running);
     println!(
         "  Ready after {} ms: TUN device {} is up, {} and {POOL4} are routed into it.",
         running.ready_after().as_millis(),
@@ -309,19 +293,4 @@ fn control(binary: &Path, socket: &Path, args: &[&str]) -> sixgate_netns::Result
         )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// The client address in the web server's first access-log line (python's
-/// http.server logs to stderr), or "?" after 2 s.
-fn seen_client(server: &sixgate_netns::Background) -> String {
-    let t = Instant::now();
-    loop {
-        if let Some(line) = server.stderr().lines().find(|l| l.contains("\"GET ")) {
-            return line.split_whitespace().next().unwrap_or("?").to_owned();
-        }
-        if t.elapsed() > Duration::from_secs(2) {
-            return "?".to_owned();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
