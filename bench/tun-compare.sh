@@ -12,7 +12,11 @@
 # 2001:db8:2::7/64, and the traffic is plain IPv6 forwarding to 2001:db8:2::7.
 #
 # For each system, in this order: kernel, TAYGA, sixgate workers = 1, sixgate
-# workers = nproc, and on the AF_XDP data plane (docs/xdp.md) sixgate XDP
+# workers = nproc, sixgate with the TC fast path (docs/fastpath.md; rows
+# fastpath1 and fastpathN, not in the default set: [daemon] fastpath = "tc" on
+# the DUT's two veths, same SIIT config; the exit log's "fast path:" line says
+# how many packets the program translated and redirected), and on the AF_XDP
+# data plane (docs/xdp.md) sixgate XDP
 # workers = 1 and = nproc (the sixgate rows need `sixgate run`; without it they
 # say "skipped: sixgate run not available"). The DUT's veths have nproc queues
 # (XDP_QUEUES), one per XDP worker; for the XDP rows the hosts' veths send
@@ -56,7 +60,7 @@
 #   --quick      1 s trials, <= 5 search steps, 3 s TCP (about a minute)
 #   --out FILE   also write the table (with the machine and command) to FILE
 #   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN,
-#                xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,xdp-nat64,xdp-nat64-N,
+#                fastpath1,fastpathN,xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,xdp-nat64,xdp-nat64-N,
 #                mapt-br-1,mapt-br-N,xdp-mapt-br-1,xdp-mapt-br-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
 # TCP_S=N sets the iperf3 seconds (TCP_S_QUICK=N with --quick); TCP_ONLY=1
@@ -710,7 +714,8 @@ EOF
 }
 
 case_sixgate() {
-    local workers=$1 label=$2 mode=${3:-siit} dataplane=${4:-tun} conf="$tmp/sixgate.toml" pid pin=() section plane
+    local workers=$1 label=$2 mode=${3:-siit} dataplane=${4:-tun} fastpath=${5:-off}
+    local conf="$tmp/sixgate.toml" pid pin=() section plane fp_keys=""
     if ((!have_sixgate_run)); then
         add_row "$label" "skipped: sixgate run not available" - - - - - - -
         log "== $label: skipped: sixgate run not available"
@@ -733,12 +738,18 @@ case_sixgate() {
     else
         plane=$(printf '\n[tun]\nname = "sixgate0"\noffload = true\nmanage_routes = true\n')
     fi
+    if [[ $fastpath == tc ]]; then
+        # docs/fastpath.md: the TC program on both DUT interfaces translates
+        # and forwards the common packets; the TUN plane gets the rest.
+        fp_keys=$(printf 'fastpath = "tc"\nfastpath_interfaces = ["d6", "d4"]\n')
+    fi
     cat >"$conf" <<EOF
 $section
 
 [daemon]
 workers = $workers
 socket = "$tmp/sixgate-api.sock"
+$fp_keys
 $plane
 EOF
     # One worker: pinned like TAYGA. All workers: on DUT_CPUS if given, else
@@ -778,10 +789,17 @@ EOF
         ip -n "$NSD" route replace "$POOL6" dev sixgate0
         ip -n "$NSD" route replace "$EAM4" dev sixgate0
     fi
+    if [[ $fastpath == tc ]] && ! grep -q "fast path: TC program attached" "$tmp/sixgate.log"; then
+        log "  warning: the fast path is not attached: $(grep -i 'fastpath' "$tmp/sixgate.log" | tail -n 1)"
+        label="$label (fast path NOT attached)"
+    fi
     run_case "$label" "[$V4H_VIA_POOL6]:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$V4H_VIA_POOL6"
     stop_dut "$pid"
     # sixgate run prints its counters on exit.
     log "  sixgate at exit: $(grep '^sixgate: ' "$tmp/sixgate.log" | tr '\n' ' ')"
+    if [[ $fastpath == tc ]]; then
+        log "  $(grep -o 'fast path: received.*' "$tmp/sixgate.log" | tail -n 1)"
+    fi
     if ip -n "$NSD" link show sixgate0 >/dev/null 2>&1; then
         log "  warning: sixgate0 still exists after SIGTERM"
     fi
@@ -879,6 +897,8 @@ for sel in "${selected[@]}"; do
         nat64-N) case_sixgate "$WORKERS_N" "sixgate nat64, workers = $WORKERS_N ($workers_where)" nat64 ;;
         mapt-br-1) case_mapt_br 1 "sixgate mapt-br, workers = 1" ;;
         mapt-br-N) case_mapt_br "$WORKERS_N" "sixgate mapt-br, workers = $WORKERS_N ($workers_where)" ;;
+        fastpath1) case_sixgate 1 "sixgate + TC fast path, workers = 1" siit tun tc ;;
+        fastpathN) case_sixgate "$WORKERS_N" "sixgate + TC fast path, workers = $WORKERS_N ($workers_where)" siit tun tc ;;
         xdp1) case_sixgate 1 "sixgate XDP, workers = 1" siit xdp ;;
         xdpN) case_sixgate "$WORKERS_N" "sixgate XDP, workers = $WORKERS_N ($workers_where)" siit xdp ;;
         xdp-nat64) case_sixgate 1 "sixgate nat64 XDP, workers = 1" nat64 xdp ;;

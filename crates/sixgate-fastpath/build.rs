@@ -3,7 +3,8 @@
 //! fast path, saying why.
 
 fn main() {
-    // The headers siit_tc.c includes (config_maps.h, mapt_br.h, nat64.h).
+    // The headers siit_tc.c includes (config_maps.h, mapt_br.h, nat64.h,
+    // forward.h).
     println!("cargo:rerun-if-changed=bpf");
     sixgate_bpf_build::compile(
         "bpf/siit_tc.c",

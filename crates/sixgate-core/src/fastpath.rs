@@ -20,6 +20,14 @@
 //! to be dropped and counted. In mode nat64 the stateless scope is empty and
 //! [`nat64`] states the scope instead: the packets of the sessions a worker
 //! installed.
+//!
+//! Two facts of the host's network, not of the configuration, narrow the
+//! scope further, and the core cannot know them: the program translates only
+//! what the kernel would route into the slow path's device, and only a packet
+//! whose translation (each segment of a GSO packet) fits the egress MTU the
+//! kernel's FIB reports for it (docs/fastpath.md, "Forwarding"); a larger one
+//! goes up unchanged, so the core's own answer (fragments, Packet Too Big)
+//! stands. The differential tests set both up identically on each side.
 
 use crate::config::Config;
 use crate::mapt::MaptConfig;

@@ -307,8 +307,8 @@ mod tests {
         assert_eq!(Snapshot::default().napt44_summary(), None);
     }
 
-    /// docs/fastpath.md, "Counters": the program's verdicts add up, and the
-    /// totals are the fast path's translations plus the workers'.
+    /// docs/fastpath.md, "Counters": the program's verdicts and ways out add
+    /// up, and the totals are the fast path's translations plus the workers'.
     #[test]
     fn fast_path_counters_add_up_and_join_the_workers() {
         let f = FastPathCounters {
@@ -318,9 +318,13 @@ mod tests {
             passed: 2,
             aborted: 1,
             nat64_sessions: FastPathSessions::default(),
+            redirected: 5,
+            redirected_neigh: 1,
+            to_kernel: 1,
         };
         assert!(f.adds_up());
         assert!(!FastPathCounters { received: 11, ..f }.adds_up());
+        assert!(!FastPathCounters { to_kernel: 2, ..f }.adds_up());
         let mut slow = Snapshot::default();
         slow.core.translated_6to4 = 20;
         slow.core.translated_4to6 = 30;
@@ -333,6 +337,11 @@ mod tests {
         assert!(
             f.summary()
                 .starts_with("fast path: received 10, translated 6to4 4 4to6 3")
+        );
+        assert_eq!(
+            f.forwarding_summary(),
+            "fast path forwarding: translated packets redirected 5, redirected to an \
+             unresolved neighbour 1, routed by the kernel 1"
         );
         assert!(!f.summary().contains("NAT64"));
         let n = FastPathCounters {
@@ -363,6 +372,15 @@ pub struct FastPathCounters {
     pub passed: u64,
     /// Dropped half-translated after a helper failed (never expected).
     pub aborted: u64,
+    /// How the translated packets left: `translated_6to4 + translated_4to6
+    /// = redirected + redirected_neigh + to_kernel`. Sent out of the egress
+    /// interface by the program (the next hop's MAC address known).
+    pub redirected: u64,
+    /// Sent out by the program with the kernel resolving the next hop's
+    /// neighbour (`bpf_redirect_neigh`).
+    pub redirected_neigh: u64,
+    /// Handed to the kernel's routing: the FIB had no forwarding answer.
+    pub to_kernel: u64,
     /// NAT64 sessions, by what the workers did with them in the program's
     /// maps: installed, removed, refreshed in the core (the program saw
     /// them), left on the slow path for a full map, or for another failed
@@ -391,11 +409,13 @@ impl FastPathCounters {
         self.translated_6to4 + self.translated_4to6
     }
 
-    /// `received = translated + passed + aborted`: true whenever no packet
+    /// `received = translated + passed + aborted` and `translated =
+    /// redirected + redirected_neigh + to_kernel`: true whenever no packet
     /// is between the program's first count and its verdict (the counters
     /// are read one by one while packets flow).
     pub fn adds_up(&self) -> bool {
         self.received == self.translated() + self.passed + self.aborted
+            && self.translated() == self.redirected + self.redirected_neigh + self.to_kernel
     }
 
     /// Translated by the fast path and the workers (`slow`) together:
@@ -425,6 +445,16 @@ impl FastPathCounters {
             ));
         }
         s
+    }
+
+    /// One line for humans: how the translated packets left (bpf/forward.h).
+    /// A line of its own, after [`FastPathCounters::summary`]'s.
+    pub fn forwarding_summary(&self) -> String {
+        format!(
+            "fast path forwarding: translated packets redirected {}, redirected to an \
+             unresolved neighbour {}, routed by the kernel {}",
+            self.redirected, self.redirected_neigh, self.to_kernel
+        )
     }
 
     /// One line for humans: translated, fast and slow path together.

@@ -147,9 +147,18 @@ static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct co
 	struct nat64_to4 v = *e;
 	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
 		return 0;
+	__u8 proto4 = proto6 == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : proto6;
+	// Where the translation goes (forward.h), by its own header and ports;
+	// one that would not fit the egress MTU goes up unchanged.
+	__u8 ports[4];
+	__builtin_memcpy(ports, &v.sport, 2);
+	__builtin_memcpy(ports + 2, &v.dport, 2);
+	struct fwd fwd;
+	if (!fwd_lookup(skb, &fwd, cfg->slow_ifindex, AF_INET_, v.src, v.dst, len4, proto4, l4, end,
+			ports))
+		return 0;
 	nat64_seen(&e->last_seen_ns);
 
-	__u8 proto4 = proto6 == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : proto6;
 	__u32 src4 = ((__u32)v.src[0] << 24) | ((__u32)v.src[1] << 16) | ((__u32)v.src[2] << 8) | v.src[3];
 	__u32 dst4 = ((__u32)v.dst[0] << 24) | ((__u32)v.dst[1] << 16) | ((__u32)v.dst[2] << 8) | v.dst[3];
 	__u16 old_l4 = 0, new_l4 = 0;
@@ -208,7 +217,7 @@ static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct co
 		    bpf_l4_csum_replace(skb, at, k.sport, v.sport, 2 | m0))
 			return -1;
 	}
-	return 1;
+	return fwd_finish(skb, &fwd);
 }
 
 // RFC 6146 §3.5 + RFC 7915 §4: an IPv4 packet of an installed session.
@@ -258,9 +267,16 @@ static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct co
 	struct nat64_to6 v = *e;
 	if (!routed_to_slow_path(skb, cfg, 0, h->src, h->dst, total))
 		return 0;
+	__u8 proto6 = proto4 == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : proto4;
+	__u8 ports[4];
+	__builtin_memcpy(ports, &v.sport, 2);
+	__builtin_memcpy(ports + 2, &v.dport, 2);
+	struct fwd fwd;
+	if (!fwd_lookup(skb, &fwd, cfg->slow_ifindex, AF_INET6_, v.src, v.dst, out, proto6, l4, end,
+			ports))
+		return 0;
 	nat64_seen(&e->last_seen_ns);
 
-	__u8 proto6 = proto4 == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : proto4;
 	struct ip6 n = {
 		.plen = bpf_htons(l4_len),
 		.nexthdr = proto6,
@@ -305,7 +321,7 @@ static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct co
 		    bpf_l4_csum_replace(skb, at, k.dport, v.dport, 2 | m0))
 			return -1;
 	}
-	return 1;
+	return fwd_finish(skb, &fwd);
 }
 
 // Mode nat64: only installed sessions; `which` gets the counter of the

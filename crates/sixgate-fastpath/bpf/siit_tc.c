@@ -28,6 +28,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "forward.h"
+
 #define ETH_HLEN_ 14
 #define ETH_P_IP_ 0x0800
 #define ETH_P_IPV6_ 0x86DD
@@ -434,6 +436,10 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	// Last, being the dearest check.
 	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
 		return 0;
+	struct fwd fwd;
+	if (!fwd_lookup(skb, &fwd, cfg->slow_ifindex, AF_INET_, s4, d4, len4,
+			h->nexthdr == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : h->nexthdr, l4, end, l4))
+		return 0;
 
 	// Everything decided; from here the packet is translated.
 	__u8 proto6 = h->nexthdr;
@@ -492,7 +498,7 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 		if (bpf_l4_csum_replace(skb, at, bpf_htons(v6sum), bpf_htons(v4sum), f))
 			return -1;
 	}
-	return 1;
+	return fwd_finish(skb, &fwd);
 }
 
 // RFC 7915 §4: IPv4 -> IPv6.
@@ -540,6 +546,10 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	// Last, being the dearest check.
 	if (!routed_to_slow_path(skb, cfg, 0, h->src, h->dst, total))
 		return 0;
+	struct fwd fwd;
+	if (!fwd_lookup(skb, &fwd, cfg->slow_ifindex, AF_INET6_, src6, dst6, out,
+			h->proto == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : h->proto, l4, end, l4))
+		return 0;
 
 	__u8 proto4 = h->proto;
 	__u8 proto6 = proto4 == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : proto4;
@@ -584,7 +594,7 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		if (bpf_l4_csum_replace(skb, at, bpf_htons(v4sum), bpf_htons(v6sum), f))
 			return -1;
 	}
-	return 1;
+	return fwd_finish(skb, &fwd);
 }
 
 #include "nat64.h"
@@ -608,9 +618,9 @@ int sixgate_fastpath(struct __sk_buff *skb)
 		r = v4_to_v6(skb, cfg, xlat);
 		which = C_TRANSLATED_4TO6;
 	}
-	if (r == 1) {
+	if (r > 0) {
 		count(which);
-		return TC_ACT_OK;
+		return fwd_action(r);
 	}
 	if (r < 0) {
 		count(C_ABORTED);

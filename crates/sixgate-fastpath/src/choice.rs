@@ -7,6 +7,11 @@
 //! under `"auto"` it is an info line, since "off" is one of the answers
 //! `"auto"` asked for. Either way the TUN plane alone translates everything:
 //! never a failed start.
+//!
+//! Strict reverse-path filtering on an attached interface does not leave the
+//! fast path off: the program then translates only what it forwards itself
+//! ([`Forwarding::RedirectOnly`], bpf/forward.h), and the kernel's filter
+//! never sees a translated packet.
 
 use std::fmt;
 
@@ -70,14 +75,31 @@ impl fmt::Display for Off {
     }
 }
 
-/// Load the program (then attach it), or run without it and say why. The
-/// kernel is probed only when the rest allows a fast path.
+/// How the loaded program hands on what it translated (docs/fastpath.md,
+/// "Forwarding").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Forwarding {
+    /// Out of the egress interface where the kernel's FIB answers, else to
+    /// the kernel's routing (a local destination, no route, …).
+    Redirect,
+    /// Strict reverse-path filtering (why, naming the interface): the
+    /// kernel would drop a packet translated 6→4 and handed to it (its
+    /// source is routed into the TUN device), so only what the program
+    /// forwards itself is translated; the rest goes up untranslated.
+    RedirectOnly(String),
+}
+
+/// Load the program (then attach it) forwarding as answered, or run without
+/// it and say why. `strict_rp_filter`: why an interface's reverse-path
+/// filtering is strict, if it is. The kernel is probed only when the rest
+/// allows a fast path.
 pub fn choose(
     want: Want,
     interfaces: &[String],
     cfg: &Config,
+    strict_rp_filter: Option<String>,
     kernel: impl FnOnce() -> Result<(), Unsupported>,
-) -> Result<(), Off> {
+) -> Result<Forwarding, Off> {
     if interfaces.is_empty() {
         return Err(want.off(
             "no fastpath_interfaces to attach to (name the IPv6-side and IPv4-side interfaces)",
@@ -86,7 +108,8 @@ pub fn choose(
     if let Some(why) = sixgate_core::fastpath::unsupported(cfg) {
         return Err(want.off(why));
     }
-    kernel().map_err(|u| want.off(u.to_string()))
+    kernel().map_err(|u| want.off(u.to_string()))?;
+    Ok(strict_rp_filter.map_or(Forwarding::Redirect, Forwarding::RedirectOnly))
 }
 
 #[cfg(test)]

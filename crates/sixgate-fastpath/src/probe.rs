@@ -39,14 +39,21 @@ pub const HELPERS: &[(BpfHelper, &str)] = &[
     (BpfHelper::BPF_FUNC_skb_change_proto, "bpf_skb_change_proto"),
     (BpfHelper::BPF_FUNC_skb_change_tail, "bpf_skb_change_tail"),
     (BpfHelper::BPF_FUNC_skb_pull_data, "bpf_skb_pull_data"),
-    // "Would the kernel route it into the TUN device?"
+    // "Would the kernel route it into the TUN device?", and where the
+    // translation goes (bpf/forward.h).
     (BpfHelper::BPF_FUNC_fib_lookup, "bpf_fib_lookup"),
     // NAT64: a session entry's coarse last-seen (bpf/nat64.h).
     (BpfHelper::BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns"),
+    // Forwarding the translation (bpf/forward.h): out with the FIB's MAC
+    // addresses, or with the kernel resolving the next hop (Linux 5.10).
+    (BpfHelper::BPF_FUNC_redirect, "bpf_redirect"),
+    (BpfHelper::BPF_FUNC_redirect_neigh, "bpf_redirect_neigh"),
 ];
 
 /// The map types the object declares.
 pub const MAPS: &[(MapType, &str)] = &[
+    // fwd_config (bpf/forward.h).
+    (MapType::Array, "BPF_MAP_TYPE_ARRAY"),
     (MapType::PerCpuArray, "BPF_MAP_TYPE_PERCPU_ARRAY"),
     (MapType::LpmTrie, "BPF_MAP_TYPE_LPM_TRIE"),
     (MapType::ArrayOfMaps, "BPF_MAP_TYPE_ARRAY_OF_MAPS"),

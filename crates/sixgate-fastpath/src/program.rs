@@ -1,7 +1,7 @@
 //! Load the TC program, fill its maps, attach it to interfaces and read its
 //! counters.
 
-use aya::maps::{ArrayOfMaps, MapData, PerCpuArray, PerCpuValues};
+use aya::maps::{Array, ArrayOfMaps, MapData, PerCpuArray, PerCpuValues};
 use aya::programs::SchedClassifier;
 use aya::programs::tc::{self, SchedClassifierLinkId, TcAttachType};
 use aya::util::KernelVersion;
@@ -51,6 +51,17 @@ pub struct Counters {
     pub map_full: u64,
     /// NAT64: other failed map calls (the session stays on the slow path).
     pub map_errors: u64,
+    /// Sent out of the egress interface by the program, the next hop's MAC
+    /// address from the kernel's neighbour table. How the translated packets
+    /// left (bpf/forward.h): `translated_6to4 + translated_4to6 ==
+    /// redirected + redirected_neigh + to_kernel`.
+    pub redirected: u64,
+    /// Sent out by the program through `bpf_redirect_neigh`: the next hop's
+    /// neighbour was unresolved, and the kernel resolves it.
+    pub redirected_neigh: u64,
+    /// Handed to the kernel's routing (`TC_ACT_OK`): the FIB had no
+    /// forwarding answer (a local destination, no route, forwarding off, …).
+    pub to_kernel: u64,
 }
 
 /// The loaded fast path: one program, attached to any number of interfaces.
@@ -198,6 +209,22 @@ impl FastPath {
             .map_err(|e| format!("xlat map: {e}"))
     }
 
+    /// `true`: translate only the packets the program forwards itself
+    /// (bpf/forward.h, `fwd_config`), and pass up untranslated those the
+    /// kernel's FIB has no forwarding answer for (a local destination, no
+    /// route). For interfaces with strict reverse-path filtering, which
+    /// would drop such a packet translated 6→4 (its source is routed into
+    /// the TUN device). Off after [`FastPath::load`]. Set once at start: it
+    /// follows a fact of the host (the sysctl), not the configuration, so
+    /// it sits outside the swapped configuration trie and a reload keeps it.
+    pub fn set_redirect_only(&mut self, on: bool) -> Result<(), String> {
+        let mut a: Array<_, u32> =
+            Array::try_from(self.ebpf.map_mut("fwd_config").ok_or("no map fwd_config")?)
+                .map_err(|e| format!("fwd_config map: {e}"))?;
+        a.set(0, u32::from(on), 0)
+            .map_err(|e| format!("fwd_config map: {e}"))
+    }
+
     /// Every CPU's Identification counters back to the core's start values
     /// for `key` (RFC 6864; `Ipv4IdGenerator::start_values`).
     fn seed_ids(&mut self, key: u64) -> Result<(), String> {
@@ -268,16 +295,22 @@ impl FastPath {
         let m: PerCpuArray<_, u64> =
             PerCpuArray::try_from(self.ebpf.map("counters").ok_or("no map counters")?)
                 .map_err(|e| format!("counters map: {e}"))?;
-        let sum = |i: u32| -> Result<u64, String> {
+        let f: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.ebpf.map("fwd_counters").ok_or("no map fwd_counters")?)
+                .map_err(|e| format!("fwd_counters map: {e}"))?;
+        let sum = |m: &PerCpuArray<_, u64>, i: u32| -> Result<u64, String> {
             let v = m.get(&i, 0).map_err(|e| format!("counters map: {e}"))?;
             Ok(v.iter().sum())
         };
         Ok(Counters {
-            received: sum(0)?,
-            translated_6to4: sum(1)?,
-            translated_4to6: sum(2)?,
-            passed: sum(3)?,
-            aborted: sum(4)?,
+            received: sum(&m, 0)?,
+            translated_6to4: sum(&m, 1)?,
+            translated_4to6: sum(&m, 2)?,
+            passed: sum(&m, 3)?,
+            aborted: sum(&m, 4)?,
+            redirected: sum(&f, 0)?,
+            redirected_neigh: sum(&f, 1)?,
+            to_kernel: sum(&f, 2)?,
             sessions_installed: self.sessions.installed.load(Relaxed),
             sessions_removed: self.sessions.removed.load(Relaxed),
             sessions_refreshed: self.sessions.refreshed.load(Relaxed),

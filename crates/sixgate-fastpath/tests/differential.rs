@@ -124,6 +124,14 @@ impl Bed {
 
     /// Run `ip` through both; panic with `what` on any difference.
     fn check(&mut self, what: &str, ip: &[u8]) -> Outcome {
+        // BPF_PROG_TEST_RUN refuses (EINVAL, the program never runs) an
+        // IPv6 frame shorter than an IPv6 header, as a corrupted version
+        // nibble can make of a short IPv4 packet; on a link the program
+        // would see it and pass it up (its bounds checks fail).
+        if ip.first().is_some_and(|b| b >> 4 == 6) && ip.len() < 40 {
+            assert!(!is_fast_path_candidate(&self.cfg, ip), "{what}");
+            return Outcome::Passed;
+        }
         let frame = ether_frame(ip);
         let (ret, out) = self.run_frame(what, &frame);
         self.runs += 1;

@@ -223,6 +223,14 @@ impl Bed {
             self.translated,
             "{what}"
         );
+        // bpf/forward.h: no ingress interface and no slow path device here,
+        // so the FIB has no forwarding answer and every translated packet is
+        // handed to the kernel (tests/forward.rs redirects NAT64's).
+        assert_eq!(
+            (c.redirected, c.redirected_neigh, c.to_kernel),
+            (0, 0, self.translated),
+            "{what}: translated = redirected + redirected_neigh + to_kernel"
+        );
         fast
     }
 

@@ -2,14 +2,14 @@
 //! "tc"` or `"auto"`, docs/fastpath.md): a TC ingress program on the
 //! interfaces named for it translates the common packets of stateless SIIT, a
 //! CLAT or a MAP-T BR, and those of the NAT64 sessions the workers install in
-//! it ([`offloads`]), which the kernel then forwards by its routes; every
-//! other packet goes up unchanged and reaches the device by the routes as
-//! before. Started
-//! before the privilege drop and stopped before the device goes. A program
-//! that cannot be loaded or attached, or an interface with strict
-//! reverse-path filtering (which would drop what the program translates), or
-//! a kernel that lacks what it needs (probed first), is a warning (an info
-//! line under "auto"): the TUN plane alone still translates everything.
+//! it ([`offloads`]), and forwards them itself by the kernel's FIB (redirect);
+//! every other packet goes up unchanged and reaches the device by the routes
+//! as before. Started before the privilege drop and stopped before the device
+//! goes. A program that cannot be loaded or attached, or a kernel that lacks
+//! what it needs (probed first), is a warning (an info line under "auto"):
+//! the TUN plane alone still translates everything. With strict reverse-path
+//! filtering on an interface the program translates only what it forwards
+//! itself (the kernel would drop a translated packet it routes).
 
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use sixgate_core::nat64::{Replica, ReplicaOp};
 use sixgate_core::{Config, Translator};
 use sixgate_dataplane::offload::SessionOffload;
 use sixgate_dataplane::{FastPathCounters, FastPathSessions};
-use sixgate_fastpath::choice::{self, Off, Want};
+use sixgate_fastpath::choice::{self, Forwarding, Off, Want};
 use sixgate_fastpath::probe;
 use sixgate_fastpath::{FastPath, MAX_SESSIONS, Offload};
 use tracing::{info, warn};
@@ -39,8 +39,8 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
         Err(off) if off.is_warning() => warn!("{off}"),
         Err(off) => info!("{off}"),
         Ok(fp) => info!(
-            "fast path: TC program attached to the ingress of {} ({} translated in the kernel; \
-             the rest goes up to the TUN device)",
+            "fast path: TC program attached to the ingress of {} ({} translated and forwarded \
+             in the kernel; the rest goes up to the TUN device)",
             fp.interfaces().collect::<Vec<_>>().join(", "),
             match cfg.nat64 {
                 Some(_) => {
@@ -53,20 +53,24 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
     started.map(Some)
 }
 
-/// The decision (scope, interfaces, the kernel probe), then the host's
-/// checks, the load and the attach; the first refusal is the answer.
+/// The decision (scope, interfaces, the kernel probe, how to forward), then
+/// the load and the attach; the first refusal is the answer.
 fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<FastPath, Off> {
     let interfaces = &loaded.daemon.fastpath_interfaces;
-    choice::choose(want, interfaces, cfg, probe::kernel)?;
-    // Strict reverse-path filtering would drop what the program translates:
-    // better the TUN plane alone than a black hole.
-    if let Some(w) = interfaces.iter().find_map(|i| strict_rp_filter(i)) {
-        return Err(want.off(w));
-    }
+    let strict = interfaces.iter().find_map(|i| strict_rp_filter(i));
+    let forwarding = choice::choose(want, interfaces, cfg, strict, probe::kernel)?;
     let ifindex =
         ifindex(device).ok_or_else(|| want.off(format!("no interface index for {device}")))?;
     // The probe passed; a kernel that still refuses the program says why.
     let mut fp = FastPath::load(cfg, ifindex).map_err(|why| want.off(why))?;
+    if let Forwarding::RedirectOnly(why) = &forwarding {
+        fp.set_redirect_only(true)
+            .map_err(|e| want.off(format!("{why}, and {e}")))?;
+        info!(
+            "fast path: {why}: it translates only the packets it forwards itself; the rest \
+             goes up untranslated to the TUN device"
+        );
+    }
     for iface in interfaces {
         if let Err(why) = fp.attach(iface) {
             fp.detach_all();
@@ -83,6 +87,7 @@ pub fn stop(fp: &mut Option<FastPath>) -> Option<FastPathCounters> {
     f.detach_all();
     let c = counters(&f)?;
     info!("{}", c.summary());
+    info!("{}", c.forwarding_summary());
     Some(c)
 }
 
@@ -102,6 +107,9 @@ pub fn counters(fp: &FastPath) -> Option<FastPathCounters> {
             map_full: c.map_full,
             map_errors: c.map_errors,
         },
+        redirected: c.redirected,
+        redirected_neigh: c.redirected_neigh,
+        to_kernel: c.to_kernel,
     })
 }
 
@@ -160,10 +168,12 @@ fn ifindex(name: &str) -> Option<u32> {
     (i != 0).then_some(i)
 }
 
-/// A warning if `iface` has strict reverse-path filtering: the effective
-/// value is the larger of `all` and the interface's, and with 1 the kernel
-/// drops the IPv4 packets the program translated from IPv6 on `iface`, whose
-/// IPv4 source is routed into the TUN device, not out of `iface`.
+/// Why the program must not hand translated packets to the kernel, if
+/// `iface` has strict reverse-path filtering: the effective value is the
+/// larger of `all` and the interface's, and with 1 the kernel drops the IPv4
+/// packets the program translated from IPv6 on `iface` and handed to it
+/// (those it does not redirect: a local destination, no route), whose IPv4
+/// source is routed into the TUN device, not out of `iface`.
 fn strict_rp_filter(iface: &str) -> Option<String> {
     let read = |dev: &str| {
         std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{dev}/rp_filter"))
@@ -174,8 +184,7 @@ fn strict_rp_filter(iface: &str) -> Option<String> {
     (read("all").max(read(iface)) == 1).then(|| {
         format!(
             "{iface} has strict reverse-path filtering (net.ipv4.conf.{{all,{iface}}}.rp_filter \
-             = 1): the kernel drops the IPv4 packets translated on it, whose sources are routed \
-             into the TUN device; set it to 2 (loose) or 0"
+             = 1), which would drop the IPv4 packets translated on it and routed by the kernel"
         )
     })
 }

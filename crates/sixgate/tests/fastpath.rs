@@ -17,22 +17,61 @@ use common::{
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
-/// The fast path's counters from the daemon's summary line at exit:
-/// (received, translated 6to4, translated 4to6, passed, aborted).
-fn counters(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
-    let line = stopped
-        .stderr
-        .lines()
-        .find(|l| l.contains("fast path: received"))
-        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
-    let mut n = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<u64>().unwrap());
-    // "… 6to4 N 4to6 M …": skip the 6 and 4 of the labels.
-    let words: Vec<u64> = n.by_ref().collect();
-    let tail = &words[words.len() - 9..];
-    (tail[0], tail[3], tail[6], tail[7], tail[8])
+/// The fast path's counters from the daemon's two summary lines at exit.
+#[derive(Debug)]
+struct Summary {
+    received: u64,
+    v6to4: u64,
+    v4to6: u64,
+    passed: u64,
+    aborted: u64,
+    redirected: u64,
+    redirected_neigh: u64,
+    to_kernel: u64,
+}
+
+fn counters(stopped: &Stopped) -> Summary {
+    // The line that holds `marker` (FastPathCounters::summary and
+    // forwarding_summary), and the number after `label` in it.
+    let line = |marker: &str| {
+        stopped
+            .stderr
+            .lines()
+            .find(|l| l.contains(marker))
+            .unwrap_or_else(|| panic!("no {marker:?} in the log:\n{}", stopped.stderr))
+    };
+    let after = |line: &str, label: &str| -> u64 {
+        let rest = &line[line
+            .find(label)
+            .unwrap_or_else(|| panic!("no {label:?} in {line}"))
+            + label.len()..];
+        let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        n.parse()
+            .unwrap_or_else(|_| panic!("no number after {label:?} in {line}"))
+    };
+    let (v, f) = (line("fast path: received"), line("fast path forwarding:"));
+    let s = Summary {
+        received: after(v, "received "),
+        v6to4: after(v, "6to4 "),
+        v4to6: after(v, "4to6 "),
+        passed: after(v, "slow path "),
+        aborted: after(v, "aborted "),
+        redirected: after(f, "packets redirected "),
+        redirected_neigh: after(f, "unresolved neighbour "),
+        to_kernel: after(f, "by the kernel "),
+    };
+    assert_eq!(
+        s.received,
+        s.v6to4 + s.v4to6 + s.passed + s.aborted,
+        "received = translated + passed + aborted: {s:?}"
+    );
+    assert_eq!(
+        s.v6to4 + s.v4to6,
+        s.redirected + s.redirected_neigh + s.to_kernel,
+        "translated = redirected + redirected_neigh + to_kernel: {s:?}"
+    );
+    assert_eq!(s.aborted, 0, "{s:?}");
+    s
 }
 
 /// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
@@ -115,7 +154,7 @@ fn stats(socket: &std::path::Path) -> std::collections::HashMap<String, u64> {
 }
 
 /// docs/fastpath.md, "Counters", as `show stats` reads them: the program's
-/// verdicts add up (once no packet is between its first count and its
+/// verdicts and its translations' ways out add up (once no packet is between its first count and its
 /// verdict: the bed is quiet but for Neighbour Discovery, so a few tries),
 /// and the "fast and slow together" rows are the program's translations
 /// plus the workers'.
@@ -123,17 +162,18 @@ fn check_stats_add_up(socket: &std::path::Path) {
     let mut tries = 0;
     let s = loop {
         let s = stats(socket);
-        let verdicts = s["fastpath_translated_6to4"]
-            + s["fastpath_translated_4to6"]
-            + s["fastpath_passed"]
-            + s["fastpath_aborted"];
-        if s["fastpath_received"] == verdicts {
+        let translated = s["fastpath_translated_6to4"] + s["fastpath_translated_4to6"];
+        let verdicts = translated + s["fastpath_passed"] + s["fastpath_aborted"];
+        let ways_out =
+            s["fastpath_redirected"] + s["fastpath_redirected_neigh"] + s["fastpath_to_kernel"];
+        if s["fastpath_received"] == verdicts && translated == ways_out {
             break s;
         }
         tries += 1;
         assert!(
             tries < 50,
-            "received != translated + passed + aborted: {s:?}"
+            "received != translated + passed + aborted, or translated != redirected + \
+             redirected_neigh + to_kernel: {s:?}"
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
@@ -254,42 +294,107 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
         assert!(stat(socket, "fastpath_translated_4to6") > 0);
         check_stats_add_up(socket);
     });
-    let (received, v6to4, v4to6, passed, aborted) = counters(&stopped);
+    let c = counters(&stopped);
     let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
-    println!(
-        "{test}: fast path received {received}, translated 6to4 {v6to4} 4to6 {v4to6}, \
-         passed {passed}; {into_tun} packets into the TUN device"
-    );
-    assert_eq!(
-        received,
-        v6to4 + v4to6 + passed + aborted,
-        "received = translated + passed"
-    );
-    assert_eq!(aborted, 0);
+    println!("{test}: fast path {c:?}; {into_tun} packets into the TUN device");
     // The exit summary: translated, fast and slow together.
     let (all_6to4, all_4to6, fast, slow) = together(&stopped);
     let (slow_6to4, slow_4to6) = workers_translated(&stopped);
     println!("{test}: together 6to4 {all_6to4} 4to6 {all_4to6} (fast {fast}, workers {slow})");
-    assert_eq!((all_6to4, all_4to6), (v6to4 + slow_6to4, v4to6 + slow_4to6));
-    assert_eq!((fast, slow), (v6to4 + v4to6, slow_6to4 + slow_4to6));
+    assert_eq!(
+        (all_6to4, all_4to6),
+        (c.v6to4 + slow_6to4, c.v4to6 + slow_4to6)
+    );
+    assert_eq!((fast, slow), (c.v6to4 + c.v4to6, slow_6to4 + slow_4to6));
     assert!(slow > 0, "the fragmented pings took the workers");
     // Both directions of pings and transfers took it…
-    assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
+    assert!(c.v6to4 >= 3 && c.v4to6 >= 3, "{c:?}");
     // … and it carried the bulk: the TUN device saw only the rest.
-    let fast = v6to4 + v4to6;
+    let fast = c.v6to4 + c.v4to6;
     assert!(
         fast >= 10 * into_tun.max(1),
         "fast path {fast} packets, TUN device {into_tun}"
     );
+    // The program forwarded them itself (docs/fastpath.md, "Forwarding"):
+    // every destination here has a route and a neighbour.
+    assert_eq!(c.to_kernel, 0, "{c:?}");
+    assert!(c.redirected >= fast - c.redirected_neigh, "{c:?}");
 }
 
-/// Strict reverse-path filtering on the gateway would drop every IPv4
-/// packet the program translates (their sources are routed into the TUN
-/// device): `sixgate run` then leaves the fast path off, says why, and the
-/// TUN plane carries the traffic.
+/// Forwarding in the program (docs/fastpath.md, "Forwarding") with the
+/// gateway's neighbour caches flushed first: the first packets of each
+/// find the next hop unresolved and leave by `bpf_redirect_neigh` (the
+/// kernel resolves it, no packet lost), the rest
+/// by `bpf_redirect` with the resolved MAC addresses; then iperf3 TCP both
+/// ways and UDP through the fast path, the TUN device carrying none of it.
 #[test]
-fn strict_rp_filter_leaves_the_fast_path_off() {
-    let test = "strict_rp_filter_leaves_the_fast_path_off";
+fn unresolved_neighbours_then_iperf3_redirected_by_the_program() {
+    let test = "unresolved_neighbours_then_iperf3_redirected_by_the_program";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        let socket = running.api_socket().expect("an API socket");
+        for (v, dev) in [("-4", ifname::GATEWAY_V4), ("-6", ifname::GATEWAY_V6)] {
+            bed.gateway
+                .run("ip", [v, "neigh", "flush", "dev", dev])
+                .unwrap_or_else(|e| panic!("{test}: {e}"));
+        }
+        let before = stat(socket, "fastpath_redirected_neigh");
+        // Every echo answered, the first included.
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3).len(),
+            3
+        );
+        // At least the first packet found its next hop unresolved (the
+        // other direction's may have been learnt meanwhile from a peer's own
+        // ARP or Neighbour Solicitation; tests/forward.rs in
+        // sixgate-fastpath checks both directions one by one).
+        let neigh = stat(socket, "fastpath_redirected_neigh") - before;
+        assert!(neigh >= 1, "redirected to an unresolved neighbour: {neigh}");
+        let redirected = stat(socket, "fastpath_redirected");
+        assert!(redirected >= 2, "redirected: {redirected}");
+        for args in [
+            &[][..],
+            &["-R"][..],
+            &["-u", "-b", "100M", "-l", "1200"][..],
+        ] {
+            let r = iperf3(
+                &bed.v6host,
+                &bed.v4host,
+                addr::V4_HOST.into(),
+                addr::V4_HOST_AS_V6.into(),
+                args,
+            );
+            println!(
+                "{test}: iperf3 {args:?}: {:.0} Mbit/s, {}",
+                r.mbit_s, r.detail
+            );
+            assert!(r.mbit_s > 1.0, "iperf3 {args:?}: {:.1} Mbit/s", r.mbit_s);
+        }
+        assert!(stat(socket, "fastpath_redirected") > redirected + 1000);
+        assert_eq!(stat(socket, "fastpath_to_kernel"), 0);
+    });
+    let c = counters(&stopped);
+    let out_of_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.rx_packets);
+    println!("{test}: fast path {c:?}; {out_of_tun} packets out of the TUN device");
+    assert!(c.redirected_neigh >= 1, "{c:?}");
+    // iperf3's control connection and data both ways, translated and
+    // redirected by the program: the TUN plane translated nothing.
+    assert!(c.v6to4 > 1000 && c.v4to6 > 1000, "{c:?}");
+    assert_eq!(out_of_tun, 0, "the TUN plane translated packets");
+}
+
+/// Strict reverse-path filtering on the gateway would drop an IPv4 packet the
+/// program translated and handed to the kernel (its source is routed into
+/// the TUN device). `sixgate run` then makes the program translate only
+/// what it forwards itself (docs/fastpath.md, "Forwarding"): the hosts'
+/// pings are translated and redirected, and a ping of the gateway's own
+/// IPv4 address through pool6 (a local destination: no forwarding answer)
+/// goes up untranslated and is answered through the TUN plane.
+#[test]
+fn strict_rp_filter_translates_only_what_the_program_forwards() {
+    let test = "strict_rp_filter_translates_only_what_the_program_forwards";
     let Some(dut) = fast_dut(test) else {
         return;
     };
@@ -301,6 +406,7 @@ fn strict_rp_filter_leaves_the_fast_path_off() {
         .run("sysctl", ["-w", "net.ipv4.conf.all.rp_filter=1"])
         .unwrap_or_else(|e| panic!("{test}: {e}"));
     let running = bed.start(&dut).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let gateway_as_v6 = format!("2001:db8:64::{}", addr::GATEWAY_V4);
     turn.run(
         || running.log(),
         || {
@@ -312,18 +418,26 @@ fn strict_rp_filter_leaves_the_fast_path_off() {
                 ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
                 2
             );
+            assert_eq!(ping(&bed.v6host, &gateway_as_v6, 2).len(), 2);
         },
     );
     let stopped = stop_cleanly(test, "translator", running);
     assert!(
-        stopped.stderr.contains("strict reverse-path filtering"),
+        stopped
+            .stderr
+            .contains("translates only the packets it forwards itself"),
         "{}",
         stopped.stderr
     );
+    let c = counters(&stopped);
+    let out_of_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.rx_packets);
+    println!("{test}: fast path {c:?}; {out_of_tun} packets out of the TUN device");
+    assert!(c.v6to4 >= 4 && c.v4to6 >= 4, "{c:?}");
+    assert_eq!(c.to_kernel, 0, "{c:?}");
+    // The gateway's echo requests and replies went through the TUN plane.
     assert!(
-        !stopped.stderr.contains("fast path: received"),
-        "{}",
-        stopped.stderr
+        c.passed >= 2 && out_of_tun >= 4,
+        "{c:?}, {out_of_tun} out of TUN"
     );
     drop(bed);
     turn.finish();
@@ -396,14 +510,12 @@ fn nat64_sessions_mostly_on_the_fast_path() {
         assert_eq!(stat(socket, "fastpath_nat64_map_full"), 0);
         assert_eq!(stat(socket, "fastpath_nat64_map_errors"), 0);
     });
-    let (received, v6to4, v4to6, passed, aborted) = counters_nat64(&stopped);
+    // Both invariants, forwarding included (bpf/forward.h), for NAT64's
+    // packets too.
+    let c = counters(&stopped);
+    let (v6to4, v4to6) = (c.v6to4, c.v4to6);
     let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
-    println!(
-        "{test}: fast path received {received}, translated 6to4 {v6to4} 4to6 {v4to6}, \
-         passed {passed}; {into_tun} packets into the TUN device"
-    );
-    assert_eq!(received, v6to4 + v4to6 + passed + aborted);
-    assert_eq!(aborted, 0);
+    println!("{test}: fast path {c:?}; {into_tun} packets into the TUN device");
     assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
     // The handshakes, FINs and first packets took the TUN device; the bulk
     // did not.
@@ -414,23 +526,54 @@ fn nat64_sessions_mostly_on_the_fast_path() {
     );
 }
 
-/// The packet counters of the summary line (the NAT64 session figures follow
-/// them after a `;`).
-fn counters_nat64(stopped: &Stopped) -> (u64, u64, u64, u64, u64) {
-    let line = stopped
-        .stderr
-        .lines()
-        .find(|l| l.contains("fast path: received"))
-        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
-    let packets = line.split(';').next().unwrap_or_default();
-    let n: Vec<u64> = packets
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<u64>().unwrap())
-        .collect();
-    // "received R, translated 6to4 A 4to6 B, passed … P, aborted X".
-    let t = &n[n.len() - 9..];
-    (t[0], t[3], t[6], t[7], t[8])
+/// The egress MTU pass-up (docs/fastpath.md, "Forwarding"): the gateway's
+/// link to the v6 host has MTU 1280, the v4 host sends 1500-byte packets
+/// (DF). Their translation would not fit, so the program passes them up
+/// untranslated; the core translates them, the kernel answers Packet Too Big,
+/// the core turns that into Fragmentation Needed (1280 - 20) for the v4 host,
+/// exactly as without the fast path, and the download completes. The
+/// packets that fit take the fast path throughout.
+#[test]
+fn pmtu_download_v4_to_v6_over_1280_link_through_the_fast_path() {
+    let test = "pmtu_download_v4_to_v6_over_1280_link_through_the_fast_path";
+    let Some(dut) = fast_dut(test) else {
+        return;
+    };
+    let options = TopologyOptions {
+        v6_link_mtu: Some(1280),
+        ..TopologyOptions::default()
+    };
+    let stopped = run_bed(test, options, &dut, |bed, _| {
+        let dir = ScratchDir::new("www").unwrap();
+        let content = pattern(1 << 20);
+        dir.write("big.bin", &content).unwrap();
+        let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+        let v6_as_v4 = addr::V6_HOST_AS_V4.to_string();
+        assert_eq!(
+            bed.v4host.cached_pmtu(&v6_as_v4).unwrap(),
+            None,
+            "fresh bed"
+        );
+        fetch_and_compare(
+            &bed.v6host,
+            &format!("[{}]", addr::V4_HOST_AS_V6),
+            &dir,
+            "big.bin",
+            &content,
+        );
+        let pmtu = bed.v4host.cached_pmtu(&v6_as_v4).unwrap();
+        assert_eq!(pmtu, Some(1260), "Fragmentation Needed with MTU 1280 - 20");
+    });
+    let c = counters(&stopped);
+    let out_of_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.rx_packets);
+    println!("{test}: fast path {c:?}; {out_of_tun} packets out of the TUN device");
+    // The oversized packets went up and the core translated them (and the
+    // kernel's Packet Too Big); the rest took the fast path.
+    assert!(
+        c.passed >= 1 && out_of_tun >= 2,
+        "{c:?}, {out_of_tun} out of TUN"
+    );
+    assert!(c.v4to6 > 10 && c.v6to4 > 10, "{c:?}");
 }
 
 /// docs/fastpath.md, "Kernel requirements": a kernel without
@@ -517,8 +660,8 @@ fn auto_takes_the_fast_path_where_it_can() {
         let socket = running.api_socket().expect("an API socket");
         assert!(!cli(socket, &["show", "stats"]).contains("fast path off"));
     });
-    let (_, v6to4, v4to6, _, _) = counters(&stopped);
-    assert!(v6to4 >= 2 && v4to6 >= 2, "6to4 {v6to4}, 4to6 {v4to6}");
+    let c = counters(&stopped);
+    assert!(c.v6to4 >= 2 && c.v4to6 >= 2, "{c:?}");
     assert!(
         !stopped.stderr.contains("fastpath = \"auto\""),
         "{}",

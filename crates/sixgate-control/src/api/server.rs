@@ -393,8 +393,9 @@ async fn stats(State(s): State<Shared>) -> Response {
 }
 
 /// The in-kernel fast path's rows (docs/fastpath.md, "Counters"): per CPU,
-/// not per worker, so totals only; then what was translated, fast and slow
-/// path (`slow`, the workers) together.
+/// not per worker, so totals only; its verdicts, how its translations left
+/// (bpf/forward.h), then what was translated, fast and slow path (`slow`,
+/// the workers) together.
 fn fast_path_rows(
     f: &sixgate_dataplane::FastPathCounters,
     slow: &sixgate_dataplane::Snapshot,
@@ -411,6 +412,9 @@ fn fast_path_rows(
         ("fastpath_nat64_refreshed", f.nat64_sessions.refreshed),
         ("fastpath_nat64_map_full", f.nat64_sessions.map_full),
         ("fastpath_nat64_map_errors", f.nat64_sessions.map_errors),
+        ("fastpath_redirected", f.redirected),
+        ("fastpath_redirected_neigh", f.redirected_neigh),
+        ("fastpath_to_kernel", f.to_kernel),
         ("translated_fast_and_slow_6to4", v6to4),
         ("translated_fast_and_slow_4to6", v4to6),
     ]
@@ -972,8 +976,9 @@ mod tests {
         s.parse().unwrap()
     }
 
-    /// docs/fastpath.md, "Counters": the fast path's verdicts, then its
-    /// translations and the workers' together, per direction.
+    /// docs/fastpath.md, "Counters": the fast path's verdicts, how its
+    /// translations left, then its translations and the workers' together,
+    /// per direction.
     #[test]
     fn fast_path_rows_add_the_workers_translations() {
         let f = sixgate_dataplane::FastPathCounters {
@@ -986,6 +991,9 @@ mod tests {
                 installed: 2,
                 ..Default::default()
             },
+            redirected: 5,
+            redirected_neigh: 1,
+            to_kernel: 1,
         };
         let mut slow = sixgate_dataplane::Snapshot::default();
         slow.core.translated_6to4 = 2;
@@ -997,6 +1005,9 @@ mod tests {
         let row = |n: &str| rows.iter().find(|r| r.0 == n).map(|r| r.1);
         assert_eq!(row("fastpath_received"), Some(10));
         assert_eq!(row("fastpath_nat64_installed"), Some(2));
+        assert_eq!(row("fastpath_redirected"), Some(5));
+        assert_eq!(row("fastpath_redirected_neigh"), Some(1));
+        assert_eq!(row("fastpath_to_kernel"), Some(1));
         assert_eq!(row("translated_fast_and_slow_6to4"), Some(6));
         assert_eq!(row("translated_fast_and_slow_4to6"), Some(8));
     }

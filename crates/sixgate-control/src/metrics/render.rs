@@ -331,7 +331,8 @@ fn reloads(r: &mut Registry, s: &Scrape) {
 
 /// docs/fastpath.md: the TC program's verdicts; `received` is the sum of the
 /// others, and the packets `passed` are the ones the workers then count.
-/// Then what was translated, the program's and the workers' together.
+/// Then how the translated packets left (bpf/forward.h), and what was
+/// translated, the program's and the workers' together.
 fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters, s: &Scrape) {
     let v = |name: &str| vec![("verdict", name.to_string())];
     r.register(
@@ -358,6 +359,18 @@ fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters, s: &Scrap
             .with(e("refreshed"), n.refreshed)
             .with(e("map_full"), n.map_full)
             .with(e("map_error"), n.map_errors),
+    );
+    let via = |name: &str| vec![("via", name.to_string())];
+    r.register(
+        "fastpath_forwarded_packets",
+        "The fast path's translated packets by how they left (bpf/forward.h): redirected \
+         (the program sent them out), redirect_neigh (sent out, the kernel resolving the \
+         next hop), kernel (handed to the kernel's routing); the sum is translated_6to4 + \
+         translated_4to6",
+        Samples::counter()
+            .with(via("redirect"), f.redirected)
+            .with(via("redirect_neigh"), f.redirected_neigh)
+            .with(via("kernel"), f.to_kernel),
     );
     let mut slow = sixgate_dataplane::Snapshot::default();
     for w in &s.workers {

@@ -83,6 +83,9 @@ pub(crate) fn full_scrape() -> Scrape {
                 map_full: 1,
                 map_errors: 0,
             },
+            redirected: 5,
+            redirected_neigh: 1,
+            to_kernel: 1,
         }),
         sync: Some(sixgate_dataplane::sync_thread::SyncReport {
             node_id: 1,
@@ -480,6 +483,11 @@ fn fastpath_packets_by_verdict() {
         ("map_error", 0.0),
     ] {
         assert_eq!(value(&samples, t, &[("event", event)]), n, "{event}");
+    }
+    // bpf/forward.h: how the 7 translated packets left.
+    let t = "sixgate_fastpath_forwarded_packets_total";
+    for (via, n) in [("redirect", 5.0), ("redirect_neigh", 1.0), ("kernel", 1.0)] {
+        assert_eq!(value(&samples, t, &[("via", via)]), n, "{via}");
     }
     // Translated, fast and slow path together: the program's 4 and 3 plus
     // the workers'.
