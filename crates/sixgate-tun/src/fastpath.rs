@@ -56,7 +56,14 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
 /// The decision (scope, interfaces, the kernel probe, how to forward), then
 /// the load and the attach; the first refusal is the answer.
 fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<FastPath, Off> {
-    let interfaces = &loaded.daemon.fastpath_interfaces;
+    let named = &loaded.daemon.fastpath_interfaces;
+    let found;
+    let interfaces = if named.is_empty() && want == Want::Auto {
+        found = ethernet_interfaces_up(device);
+        &found
+    } else {
+        named
+    };
     let strict = interfaces.iter().find_map(|i| strict_rp_filter(i));
     let forwarding = choice::choose(want, interfaces, cfg, strict, probe::kernel)?;
     let ifindex =
@@ -161,6 +168,32 @@ pub fn offloads(
     out
 }
 
+/// `"auto"` without `fastpath_interfaces` (docs/config.md): every Ethernet
+/// interface that is up, but the TUN device (not Ethernet anyway). The
+/// program passes up unchanged whatever the kernel would not route into the
+/// TUN device, so an interface that carries no translated traffic costs a
+/// configuration look-up per packet and changes nothing. Sorted, so the
+/// start line is stable.
+fn ethernet_interfaces_up(device: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/sys/class/net") else {
+        return Vec::new();
+    };
+    let read = |name: &str, what: &str| {
+        std::fs::read_to_string(format!("/sys/class/net/{name}/{what}")).unwrap_or_default()
+    };
+    let mut found: Vec<String> = dir
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            // ARPHRD_ETHER; IFF_UP.
+            let flags = read(name, "flags");
+            let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16);
+            name != device && read(name, "type").trim() == "1" && flags.is_ok_and(|f| f & 1 != 0)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 fn ifindex(name: &str) -> Option<u32> {
     let c = std::ffi::CString::new(name).ok()?;
     // SAFETY: a NUL-terminated string that outlives the call.
@@ -187,4 +220,21 @@ fn strict_rp_filter(iface: &str) -> Option<String> {
              = 1), which would drop the IPv4 packets translated on it and routed by the kernel"
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// docs/config.md `fastpath_interfaces`: "auto" without them never
+    /// picks the loopback (not Ethernet) or the TUN device itself; the
+    /// namespace test (`default_config_takes_the_fast_path_on_every_ethernet_interface`)
+    /// checks what it does pick.
+    #[test]
+    fn auto_interfaces_skip_loopback_and_the_device() {
+        let all = super::ethernet_interfaces_up("");
+        assert!(!all.iter().any(|i| i == "lo"), "{all:?}");
+        if let Some(first) = all.first() {
+            assert!(!super::ethernet_interfaces_up(first).contains(first));
+        }
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted: {all:?}");
+    }
 }
