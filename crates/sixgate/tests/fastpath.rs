@@ -668,3 +668,45 @@ fn auto_takes_the_fast_path_where_it_can() {
         stopped.stderr
     );
 }
+
+/// docs/config.md: the default (no `fastpath`, no `fastpath_interfaces`) is
+/// `"auto"` on every Ethernet interface that is up: here the gateway's two,
+/// and the program translates pings both ways (issue 18, "on by default
+/// where it works").
+#[test]
+fn default_config_takes_the_fast_path_on_every_ethernet_interface() {
+    let test = "default_config_takes_the_fast_path_on_every_ethernet_interface";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let dut = Dut::Sixgate {
+        binary: BIN.into(),
+        dataplane: Dataplane::Tun,
+        extra_toml: String::new(),
+    };
+    if let Err(why) = dut.check_available() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, _| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+    });
+    let attached = stopped
+        .stderr
+        .lines()
+        .find(|l| l.contains("TC program attached to the ingress of"))
+        .unwrap_or_else(|| panic!("not attached:\n{}", stopped.stderr));
+    for iface in [ifname::GATEWAY_V6, ifname::GATEWAY_V4] {
+        assert!(attached.contains(iface), "{attached}");
+    }
+    let c = counters(&stopped);
+    assert!(c.v6to4 >= 2 && c.v4to6 >= 2, "{c:?}");
+}
