@@ -44,7 +44,7 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
             fp.interfaces().collect::<Vec<_>>().join(", "),
             match cfg.nat64 {
                 Some(_) => {
-                    "NAT64's established TCP, UDP and ICMP Echo sessions, installed by the workers"
+                    "the workers' established NAT64 TCP, UDP and ICMP Echo sessions"
                 }
                 None => "stateless TCP, UDP and ICMP Echo",
             }
