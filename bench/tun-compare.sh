@@ -715,7 +715,9 @@ EOF
 
 case_sixgate() {
     local workers=$1 label=$2 mode=${3:-siit} dataplane=${4:-tun} fastpath=${5:-off}
-    local conf="$tmp/sixgate.toml" pid pin=() section plane fp_keys=""
+    # The TUN rows measure the TUN plane alone: the fast path off (the
+    # default, "auto", would put it in front).
+    local conf="$tmp/sixgate.toml" pid pin=() section plane fp_keys='fastpath = "off"'
     if ((!have_sixgate_run)); then
         add_row "$label" "skipped: sixgate run not available" - - - - - - -
         log "== $label: skipped: sixgate run not available"

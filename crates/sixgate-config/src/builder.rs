@@ -312,7 +312,8 @@ pub(crate) fn build_all(
         }
         // The core states the scope for every mode: a CLAT's configuration is
         // SIIT's (RFC 6877: pool6 the PLAT prefix, an EAM entry), a MAP-T
-        // BR's has its rules, NAT64 and a MAP-T CE are refused there.
+        // BR's has its rules, NAT64's its installed sessions (a /96 pool6);
+        // a MAP-T CE is refused there.
         let why = match &mode_sections {
             Some((config, ..)) => sixgate_core::fastpath::unsupported(config),
             None => None,

@@ -39,9 +39,9 @@ pub enum FastPathMode {
     Auto,
 }
 
-/// `fastpath` when the file leaves it out: the one line to change to make
-/// the fast path the default (`FastPathMode::Auto`; then docs/config.md).
-pub const FASTPATH_DEFAULT: FastPathMode = FastPathMode::Off;
+/// `fastpath` when the file leaves it out: `"auto"`, the fast path where it
+/// works (issue 18), the TUN plane alone elsewhere (docs/config.md).
+pub const FASTPATH_DEFAULT: FastPathMode = FastPathMode::Auto;
 
 impl Default for FastPathMode {
     fn default() -> Self {

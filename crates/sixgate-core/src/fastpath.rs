@@ -17,7 +17,9 @@
 //! §7: the domain side from the Mapping Rules and the ports,
 //! `bpf/mapt_br.h`); a MAP-T BR packet the core would drop for its port set
 //! or MAP address (RFC 7597 §5.2, §8.1) is no candidate, so it still goes up
-//! to be dropped and counted.
+//! to be dropped and counted. In mode nat64 the stateless scope is empty and
+//! [`nat64`] states the scope instead: the packets of the sessions a worker
+//! installed.
 //!
 //! Two facts of the host's network, not of the configuration, narrow the
 //! scope further, and the core cannot know them: the program translates only
@@ -33,17 +35,21 @@ use crate::packet::ipv4;
 use crate::packet::ipv6::nh;
 use crate::rfc7915::icmp_map::{v4 as icmp4, v6 as icmp6};
 
+pub mod nat64;
+
 /// The pool6 prefix length the fast path embeds (RFC 6052 §2.2, /96: the IPv4
 /// address is the last 32 bits, no u octet).
 pub const POOL6_LEN: u8 = 96;
 
 /// Why `cfg` cannot have a fast path in this version, or `None` when it can:
-/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6). A CLAT
-/// (RFC 6877) is such a configuration: its PLAT prefix is pool6 and its
-/// customer range an EAM entry, so it needs nothing more here.
+/// stateless SIIT with EAM entries and a /96 pool6 (or no pool6), a MAP-T
+/// BR, or stateful NAT64 with a /96 pool6 (its installed sessions only:
+/// [`nat64`]). A CLAT (RFC 6877) is such a SIIT configuration: its PLAT
+/// prefix is pool6 and its customer range an EAM entry, so it needs nothing
+/// more here.
 pub fn unsupported(cfg: &Config) -> Option<&'static str> {
-    if cfg.nat64.is_some() {
-        return Some("stateful NAT64 is not on the fast path yet");
+    if cfg.nat64.is_some() && cfg.map.pool6.is_none() {
+        return Some("the NAT64 fast path needs pool6");
     }
     if let Some(m) = &cfg.mapt {
         return mapt_unsupported(cfg, m);
@@ -113,7 +119,7 @@ fn mapt_destination(m: &MaptConfig, dst4: u32, proto: u8, l4: &[u8]) -> Option<u
 /// Does the upper-layer header qualify: TCP (a whole header), UDP (a header
 /// and a non-zero checksum, RFC 7915 §4.5/§5.5), or ICMP Echo / Echo Reply
 /// with code 0 (§4.2, §5.2)? `icmp` is the protocol number of ICMP here.
-fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
+pub(crate) fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
     match proto {
         nh::TCP => l4.len() >= 20,
         nh::UDP => l4.len() >= 8 && l4[6..8] != [0, 0],
@@ -131,7 +137,8 @@ fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
 /// checksum, or ICMP Echo / Echo Reply, and fits the configured MTUs without
 /// fragmentation or Packet Too Big.
 pub fn is_fast_path_candidate(cfg: &Config, ip: &[u8]) -> bool {
-    if unsupported(cfg).is_some() {
+    // NAT64: only installed sessions ([`nat64::is_candidate`]).
+    if unsupported(cfg).is_some() || cfg.nat64.is_some() {
         return false;
     }
     match ip.first().map(|b| b >> 4) {
@@ -464,5 +471,13 @@ mod tests {
         let mut c = br();
         c.map.pool6 = Some(Rfc6052Prefix::new("2001:db8:ffff::".parse().unwrap(), 64).unwrap());
         assert_eq!(unsupported(&c), Some("the fast path needs a /96 DMR"));
+        // RFC 6146 NAT64: in scope with a /96 pool6 (its installed sessions
+        // only, [`nat64`]), no stateless candidate.
+        let mut c = Config::with_pool6(cfg().map.pool6);
+        c.nat64 = Some(crate::nat64::Nat64Config::default());
+        assert_eq!(unsupported(&c), None);
+        assert!(!is_fast_path_candidate(&c, &Ip6::new(H6, S6).udp(1, 2, 8)));
+        c.map.pool6 = None;
+        assert_eq!(unsupported(&c), Some("the NAT64 fast path needs pool6"));
     }
 }

@@ -202,6 +202,22 @@ impl Translator {
         }
     }
 
+    /// An in-kernel fast path translated packets of session `r` (an exported
+    /// record; docs/fastpath.md): restart its lifetime as a packet would.
+    /// False when the session is gone or left TCP ESTABLISHED: the fast
+    /// path's entries for it must go (`nat64::offloaded`).
+    pub fn nat64_fast_path_seen(&mut self, r: &nat64::Replica, now_ns: u64) -> bool {
+        self.nat64
+            .as_mut()
+            .is_some_and(|n| n.fast_path_seen(r, now_ns))
+    }
+
+    /// Is session `r` still one an in-kernel fast path may carry (it exists;
+    /// TCP: ESTABLISHED)? No change to it.
+    pub fn nat64_fast_path_alive(&self, r: &nat64::Replica) -> bool {
+        self.nat64.as_ref().is_some_and(|n| n.fast_path_alive(r))
+    }
+
     /// With state shared between nodes (docs/ha.md), create new mappings only
     /// on the pool4 addresses of `shards` (prefixes; this node's own), though
     /// all of pool4 stays translated; `None` lifts the restriction. Kept across

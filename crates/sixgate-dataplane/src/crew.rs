@@ -84,6 +84,7 @@ impl Crew {
             event_log: plan.event_log,
             follower,
             sync: plan.sync.as_ref().and_then(|s| self.sync_ends(index, s)),
+            offload: None,
         })
     }
 

@@ -15,6 +15,7 @@
 //! - [`destinations`]: the prefixes a gateway must receive;
 //!   [`pool4_default`]: the default pool4's address.
 //! - [`events`]: the NAT64 event log; [`system`]: CPUs, users, sysctls, `ip`.
+//! - [`offload`]: a worker's sessions on an in-kernel fast path.
 //! - [`replica`]: a worker's side of NAT64 state sync (docs/ha.md), over
 //!   [`spsc`] rings, [`sync_link`], the sync thread's UDP link to the
 //!   peers, [`sync_thread`], and the [`doorbell`] workers wake it with.
@@ -28,6 +29,7 @@ pub mod doorbell;
 pub mod events;
 mod io_counters;
 pub mod live;
+pub mod offload;
 pub mod plan;
 pub mod pool4_default;
 pub mod replica;
@@ -44,7 +46,7 @@ pub use crew::Crew;
 pub use io_counters::IoCounters;
 pub use live::{Follower, Follows, Live, Plane, Refusal};
 pub use plan::Plan;
-pub use stats::{FastPathCounters, Snapshot, StatsHandle, WorkerStats};
+pub use stats::{FastPathCounters, FastPathSessions, Snapshot, StatsHandle, WorkerStats};
 pub use worker::{PacketIo, Sleep, TICK_NS, Worker};
 
 /// Why the gateway could not start. Nothing it created is left behind.

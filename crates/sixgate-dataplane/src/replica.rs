@@ -142,6 +142,18 @@ impl WorkerEnds {
     /// most `budget` entries from the import ring into its tables, then a
     /// chunk of a sweep after a peer's snapshot. Returns the records applied.
     pub fn exchange(&mut self, t: &mut Translator, now_ns: u64, budget: usize) -> usize {
+        self.exchange_tee(t, now_ns, budget, &mut |_, _| {})
+    }
+
+    /// [`WorkerEnds::exchange`], each exported change also handed to `tee`
+    /// (a fast path's offload, `crate::offload`) before the export ring.
+    pub fn exchange_tee(
+        &mut self,
+        t: &mut Translator,
+        now_ns: u64,
+        budget: usize,
+        tee: &mut dyn FnMut(ReplicaOp, &Replica),
+    ) -> usize {
         if !self.peers_told {
             // Once, before any record: allocates, never on the packet path.
             t.set_replica_peers(&self.peer_shards);
@@ -150,6 +162,7 @@ impl WorkerEnds {
         let (mut exported, mut lost) = (0, 0);
         let export = &mut self.export;
         t.drain_replica_changes(|op, r| {
+            tee(op, r);
             if export.push((op, *r)) {
                 exported += 1;
             } else {

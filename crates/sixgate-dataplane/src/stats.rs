@@ -317,6 +317,7 @@ mod tests {
             translated_4to6: 3,
             passed: 2,
             aborted: 1,
+            nat64_sessions: FastPathSessions::default(),
             redirected: 5,
             redirected_neigh: 1,
             to_kernel: 1,
@@ -342,6 +343,17 @@ mod tests {
             "fast path forwarding: translated packets redirected 5, redirected to an \
              unresolved neighbour 1, routed by the kernel 1"
         );
+        assert!(!f.summary().contains("NAT64"));
+        let n = FastPathCounters {
+            nat64_sessions: FastPathSessions {
+                installed: 2,
+                ..FastPathSessions::default()
+            },
+            ..f
+        };
+        assert!(n.summary().ends_with(
+            "; NAT64 sessions installed 2, removed 0, refreshed 0, map full 0, map errors 0"
+        ));
     }
 }
 
@@ -369,6 +381,26 @@ pub struct FastPathCounters {
     pub redirected_neigh: u64,
     /// Handed to the kernel's routing: the FIB had no forwarding answer.
     pub to_kernel: u64,
+    /// NAT64 sessions, by what the workers did with them in the program's
+    /// maps: installed, removed, refreshed in the core (the program saw
+    /// them), left on the slow path for a full map, or for another failed
+    /// map call.
+    pub nat64_sessions: FastPathSessions,
+}
+
+/// What the workers did with NAT64 sessions on the fast path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastPathSessions {
+    /// Installed in the program's maps (both directions).
+    pub installed: u64,
+    /// Removed again (deleted by the core, or no longer ESTABLISHED).
+    pub removed: u64,
+    /// Refreshed in the core because the program saw them.
+    pub refreshed: u64,
+    /// Left on the slow path: a map was full.
+    pub map_full: u64,
+    /// Left on the slow path: another map call failed.
+    pub map_errors: u64,
 }
 
 impl FastPathCounters {
@@ -396,13 +428,23 @@ impl FastPathCounters {
         ]
     }
 
-    /// One line for humans: the program's verdicts.
+    /// One line for humans: the program's verdicts, then what the workers
+    /// did with NAT64 sessions, if anything.
     pub fn summary(&self) -> String {
-        format!(
+        let mut s = format!(
             "fast path: received {}, translated 6to4 {} 4to6 {}, passed to the slow path {}, \
              aborted {}",
             self.received, self.translated_6to4, self.translated_4to6, self.passed, self.aborted
-        )
+        );
+        let n = &self.nat64_sessions;
+        if n.installed > 0 || n.map_full + n.map_errors > 0 {
+            s.push_str(&format!(
+                "; NAT64 sessions installed {}, removed {}, refreshed {}, map full {}, map \
+                 errors {}",
+                n.installed, n.removed, n.refreshed, n.map_full, n.map_errors
+            ));
+        }
+        s
     }
 
     /// One line for humans: how the translated packets left (bpf/forward.h).

@@ -19,8 +19,10 @@ use std::time::Instant;
 
 use crate::IoCounters;
 use crate::live::{Follower, Follows};
+use crate::offload::{OFFLOAD_RING, SessionOffload};
 use crate::replica::{IMPORT_BUDGET, WorkerEnds};
 use crate::stats::WorkerStats;
+use sixgate_core::nat64::{Replica, ReplicaOp};
 
 /// Longest time between two calls of [`sixgate_core::Translator::tick`]
 /// (docs/architecture.md: at least every 100 ms).
@@ -95,6 +97,9 @@ pub struct Worker<P> {
     /// NAT64 state sync (`[sync]`): `None` when it is off, and then the loop
     /// does nothing more than before.
     pub sync: Option<WorkerSync>,
+    /// NAT64 sessions on an in-kernel fast path (docs/fastpath.md), set by
+    /// the data plane after [`crate::Crew::worker`]; `None`: none.
+    pub offload: Option<Box<dyn SessionOffload>>,
 }
 
 /// A worker's part of NAT64 state sync (docs/ha.md, "Workers, rings, sole
@@ -145,6 +150,9 @@ impl<P: PacketIo> Worker<P> {
             let t = self.io.translator_mut();
             t.enable_replica_export(s.export_capacity);
             t.set_own_pool4_shards(Some(&s.own_shards));
+        } else if self.offload.is_some() {
+            // The fast path follows the same change records.
+            self.io.translator_mut().enable_replica_export(OFFLOAD_RING);
         }
         loop {
             let now_ns = start.elapsed().as_nanos() as u64;
@@ -153,7 +161,15 @@ impl<P: PacketIo> Worker<P> {
                 next_tick = now_ns + TICK_NS;
             }
             if self.follower.changed() {
+                let before: *const _ = self.io.translator().config();
                 self.follower.follow(&mut self.io, now_ns);
+                // A new configuration, not a question from the control plane.
+                let cfg = self.io.translator().config();
+                if let Some(o) = self.offload.as_mut()
+                    && !std::ptr::eq(before, cfg)
+                {
+                    o.reconfigure(cfg);
+                }
             }
             let busy = self.io.batch(now_ns)?;
             // Per batch, never per packet: one branch when sync is off.
@@ -171,6 +187,10 @@ impl<P: PacketIo> Worker<P> {
     /// The translator's timers, then the NAT64 event log and table sizes (a
     /// MAP-T CE's NAPT44 keeps NAT64's tables).
     fn tick(&mut self, now_ns: u64) {
+        // What the fast path saw first, so that it does not expire now.
+        if let Some(o) = self.offload.as_mut() {
+            o.tick(self.io.translator_mut(), now_ns);
+        }
         self.io.tick(now_ns);
         // What is left goes on after the next batch.
         let _ = self.exchange(now_ns);
@@ -191,26 +211,40 @@ impl<P: PacketIo> Worker<P> {
 
     /// With sync: this worker's changes to the sync thread, the peers'
     /// records into its tables (bounded, as their sole writer), and the
-    /// packets they released. True when records or a sweep are left for the
-    /// next round, or packets were released (no sleep then: a snapshot's
-    /// backlog must not wait for the next tick, nor a packet for a flush).
+    /// packets they released. With a fast path: the same changes to its
+    /// offload. True when records or a sweep are left for the next round, or
+    /// packets were released (no sleep then: a snapshot's backlog must not
+    /// wait for the next tick, nor a packet for a flush).
     #[inline]
     fn exchange(&mut self, now_ns: u64) -> bool {
-        match &mut self.sync {
-            Some(s) => {
+        let Worker {
+            io, sync, offload, ..
+        } = self;
+        match (sync, offload) {
+            (None, None) => false,
+            (Some(s), o) => {
+                let mut tee = |op: ReplicaOp, r: &Replica| {
+                    if let Some(o) = o.as_mut() {
+                        o.change(op, r);
+                    }
+                };
                 s.ends
-                    .exchange(self.io.translator_mut(), now_ns, IMPORT_BUDGET);
+                    .exchange_tee(io.translator_mut(), now_ns, IMPORT_BUDGET, &mut tee);
                 // Packets that overtook their session's record, released by
                 // it (docs/ha.md): out now, not at the next timer round; and
                 // no sleep before the next batch, which also flushes what a
                 // data plane queued (AF_XDP's tx ring).
-                let released = self.io.translator().held_ready();
+                let released = io.translator().held_ready();
                 if released {
-                    self.io.tick(now_ns);
+                    io.tick(now_ns);
                 }
                 s.ends.more_to_do() || released
             }
-            None => false,
+            (None, Some(o)) => {
+                io.translator_mut()
+                    .drain_replica_changes(|op, r| o.change(op, r));
+                false
+            }
         }
     }
 

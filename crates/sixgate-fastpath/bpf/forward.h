@@ -76,16 +76,19 @@ struct fwd {
 
 // Where the translated packet goes (family: of the translated header; src,
 // dst: its addresses; len: its IP length; proto, l4, end: its transport
-// header, read for a GSO packet's segment size). `iif`: the interface the
-// lookup runs for: the slow path's device, where the core's translations
-// enter the kernel, so policy routing and the per-device forwarding switch
-// answer as for them; 0: the ingress interface.
+// header, read for a GSO packet's segment size; ports: the translated
+// packet's source and destination ports, 4 bytes: NAT64 changes them, SIIT
+// does not). `iif`: the interface the lookup runs for: the slow path's
+// device, where the core's translations enter the kernel, so policy routing
+// and the per-device forwarding switch answer as for them; 0: the ingress
+// interface.
 // Returns 0 when the translated packet (a GSO packet: each segment) would
 // not fit the egress MTU, or with redirect_only when the program could not
 // forward it: the caller passes it up untranslated.
 static __always_inline int fwd_lookup(struct __sk_buff *skb, struct fwd *f, __u32 iif,
 				      int family, const __u8 *src, const __u8 *dst, __u32 len,
-				      __u8 proto, const __u8 *l4, const void *end)
+				      __u8 proto, const __u8 *l4, const void *end,
+				      const __u8 *ports)
 {
 	__builtin_memset(f, 0, sizeof(*f));
 	struct bpf_fib_lookup *p = &f->p;
@@ -114,8 +117,8 @@ static __always_inline int fwd_lookup(struct __sk_buff *skb, struct fwd *f, __u3
 	if (proto != FWD_ICMP && proto != FWD_ICMPV6) {
 		if ((const void *)(l4 + 4) > end)
 			return 0;
-		__builtin_memcpy(&p->sport, l4, 2);
-		__builtin_memcpy(&p->dport, l4 + 2, 2);
+		__builtin_memcpy(&p->sport, ports, 2);
+		__builtin_memcpy(&p->dport, ports + 2, 2);
 	}
 	if (family == FWD_AF_INET6) {
 		__builtin_memcpy(p->ipv6_src, src, 16);

@@ -57,7 +57,7 @@ struct config {
 	__u8 new_tos;
 	__u8 reset_traffic_class; // 4 -> 6: Traffic Class = 0
 	__u8 mapt_br;           // RFC 7599 §7: a MAP-T BR (mapt_br.h)
-	__u8 _pad;
+	__u8 nat64;             // mode nat64: installed sessions only (nat64.h)
 	__u16 ipv4_mtu;         // 0: unset
 	__u16 ipv6_mtu;         // 0: unset
 	__u16 v6_fragment_limit;
@@ -438,7 +438,7 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 		return 0;
 	struct fwd fwd;
 	if (!fwd_lookup(skb, &fwd, cfg->slow_ifindex, AF_INET_, s4, d4, len4,
-			h->nexthdr == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : h->nexthdr, l4, end))
+			h->nexthdr == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : h->nexthdr, l4, end, l4))
 		return 0;
 
 	// Everything decided; from here the packet is translated.
@@ -548,7 +548,7 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		return 0;
 	struct fwd fwd;
 	if (!fwd_lookup(skb, &fwd, cfg->slow_ifindex, AF_INET6_, src6, dst6, out,
-			h->proto == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : h->proto, l4, end))
+			h->proto == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : h->proto, l4, end, l4))
 		return 0;
 
 	__u8 proto4 = h->proto;
@@ -597,6 +597,8 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 	return fwd_finish(skb, &fwd);
 }
 
+#include "nat64.h"
+
 SEC("classifier")
 int sixgate_fastpath(struct __sk_buff *skb)
 {
@@ -607,7 +609,9 @@ int sixgate_fastpath(struct __sk_buff *skb)
 	const struct config *cfg = xlat ? xlat_config(xlat) : 0;
 	int r = 0;
 	__u32 which = C_PASSED;
-	if (cfg && skb->protocol == bpf_htons(ETH_P_IPV6_)) {
+	if (cfg && cfg->nat64) {
+		r = nat64_translate(skb, cfg, &which);
+	} else if (cfg && skb->protocol == bpf_htons(ETH_P_IPV6_)) {
 		r = v6_to_v4(skb, cfg, xlat);
 		which = C_TRANSLATED_6TO4;
 	} else if (cfg && skb->protocol == bpf_htons(ETH_P_IP_)) {

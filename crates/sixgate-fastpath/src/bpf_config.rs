@@ -24,7 +24,8 @@ pub struct BpfConfig {
     pub reset_traffic_class: u8,
     /// 1 on a MAP-T BR (RFC 7599 §7): the rules map the domain's side.
     pub mapt_br: u8,
-    pub _pad: u8,
+    /// 1 in mode nat64: only installed sessions are translated (bpf/nat64.h).
+    pub nat64: u8,
     /// 0: unset.
     pub ipv4_mtu: u16,
     /// 0: unset.
@@ -53,7 +54,11 @@ impl BpfConfig {
         }
         let wkp = cfg.map.pool6.is_some_and(|p| p.is_well_known());
         Ok(BpfConfig {
-            ipv4_id_key: cfg.ipv4_id_key,
+            // NAT64: the program's own sequence (fastpath::nat64::program_id_key).
+            ipv4_id_key: match cfg.nat64 {
+                Some(_) => fastpath::nat64::program_id_key(cfg.ipv4_id_key),
+                None => cfg.ipv4_id_key,
+            },
             pool6: p,
             has_pool6: u8::from(cfg.map.pool6.is_some()),
             wkp_nonglobal: u8::from(cfg.map.wkp_strict && wkp),
@@ -63,6 +68,7 @@ impl BpfConfig {
             reset_traffic_class: u8::from(cfg.reset_traffic_class),
             // `unsupported` let only a BR through.
             mapt_br: u8::from(cfg.mapt.is_some()),
+            nat64: u8::from(cfg.nat64.is_some()),
             ipv4_mtu: cfg.ipv4_mtu.unwrap_or(0),
             ipv6_mtu: cfg.ipv6_mtu.unwrap_or(0),
             // At most 1280 ≤ u16::MAX: lowest_ipv6_mtu and ipv6_mtu are u16.
@@ -83,6 +89,7 @@ mod tests {
         assert_eq!(core::mem::offset_of!(BpfConfig, pool6), 8);
         assert_eq!(core::mem::offset_of!(BpfConfig, wkp_nonglobal), 21);
         assert_eq!(core::mem::offset_of!(BpfConfig, mapt_br), 26);
+        assert_eq!(core::mem::offset_of!(BpfConfig, nat64), 27);
         assert_eq!(core::mem::offset_of!(BpfConfig, ipv4_mtu), 28);
         assert_eq!(core::mem::offset_of!(BpfConfig, v6_fragment_limit), 32);
     }

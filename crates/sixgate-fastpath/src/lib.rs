@@ -1,7 +1,9 @@
 //! sixgate's in-kernel fast path (docs/fastpath.md): a TC ingress program
 //! (tcx where the kernel has it, else clsact) that translates the common
-//! packets of stateless SIIT, a CLAT or a MAP-T BR in place and passes every
-//! other packet up, unchanged, to the data plane that runs the Rust core.
+//! packets of stateless SIIT, a CLAT or a MAP-T BR, and the packets of the
+//! stateful NAT64 sessions the workers install ([`Nat64Maps`]), in place and
+//! passes every other packet up, unchanged, to the data plane that runs the
+//! Rust core.
 //!
 //! An add-on to a data plane, not a data plane: it owns no packet I/O and no
 //! worker, and depends on the core only (for the scope,
@@ -11,9 +13,13 @@
 mod bpf_config;
 pub mod choice;
 mod mapt_rules;
+mod nat64_maps;
+mod offload;
 pub mod probe;
 mod program;
 mod xlat;
 
 pub use bpf_config::BpfConfig;
+pub use nat64_maps::{InstallError, MAX_SESSIONS, Nat64Maps, SessionCounters};
+pub use offload::Offload;
 pub use program::{Counters, FastPath};

@@ -42,6 +42,8 @@ pub const HELPERS: &[(BpfHelper, &str)] = &[
     // "Would the kernel route it into the TUN device?", and where the
     // translation goes (bpf/forward.h).
     (BpfHelper::BPF_FUNC_fib_lookup, "bpf_fib_lookup"),
+    // NAT64: a session entry's coarse last-seen (bpf/nat64.h).
+    (BpfHelper::BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns"),
     // Forwarding the translation (bpf/forward.h): out with the FIB's MAC
     // addresses, or with the kernel resolving the next hop (Linux 5.10).
     (BpfHelper::BPF_FUNC_redirect, "bpf_redirect"),
@@ -55,6 +57,8 @@ pub const MAPS: &[(MapType, &str)] = &[
     (MapType::PerCpuArray, "BPF_MAP_TYPE_PERCPU_ARRAY"),
     (MapType::LpmTrie, "BPF_MAP_TYPE_LPM_TRIE"),
     (MapType::ArrayOfMaps, "BPF_MAP_TYPE_ARRAY_OF_MAPS"),
+    // NAT64's session maps (bpf/nat64.h).
+    (MapType::Hash, "BPF_MAP_TYPE_HASH"),
 ];
 
 /// The configuration slot: an array of maps whose inner map is an LPM trie.

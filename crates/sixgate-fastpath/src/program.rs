@@ -8,8 +8,11 @@ use aya::util::KernelVersion;
 use aya::{Ebpf, EbpfLoader};
 use sixgate_core::Config;
 use sixgate_core::ipv4_id::{Ipv4IdGenerator, SLOTS};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 use crate::BpfConfig;
+use crate::nat64_maps::{self, Nat64Maps, SessionCounters};
 use crate::xlat::{self, Trie};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_tc.o"));
@@ -37,6 +40,17 @@ pub struct Counters {
     pub passed: u64,
     /// Dropped half-translated after a helper failed (never expected).
     pub aborted: u64,
+    /// NAT64: sessions the workers installed in the program's maps.
+    pub sessions_installed: u64,
+    /// NAT64: sessions removed again (deleted by the core, or no longer
+    /// ESTABLISHED).
+    pub sessions_removed: u64,
+    /// NAT64: sessions the core refreshed because the program saw them.
+    pub sessions_refreshed: u64,
+    /// NAT64: sessions left on the slow path because a map was full.
+    pub map_full: u64,
+    /// NAT64: other failed map calls (the session stays on the slow path).
+    pub map_errors: u64,
     /// Sent out of the egress interface by the program, the next hop's MAC
     /// address from the kernel's neighbour table. How the translated packets
     /// left (bpf/forward.h): `translated_6to4 + translated_4to6 ==
@@ -62,6 +76,8 @@ pub struct FastPath {
     off: Trie,
     /// The configuration the program runs (or ran last, when `off`).
     current: BpfConfig,
+    /// What the workers did to the NAT64 session maps.
+    sessions: Arc<SessionCounters>,
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -83,6 +99,17 @@ impl FastPath {
     /// `slow_ifindex`: the slow path's device (the TUN device), 0 for none
     /// (tests: every candidate is translated).
     pub fn load(cfg: &Config, slow_ifindex: u32) -> Result<FastPath, String> {
+        // NAT64's preallocated session maps, sized for the sessions (one
+        // entry elsewhere: SIIT never reads them).
+        let sessions = cfg
+            .nat64
+            .as_ref()
+            .map_or(1, |n| n.max_sessions.clamp(1, nat64_maps::MAX_SESSIONS));
+        Self::load_sized(cfg, slow_ifindex, sessions)
+    }
+
+    /// [`FastPath::load`] with NAT64 session maps of `sessions` entries each.
+    pub fn load_sized(cfg: &Config, slow_ifindex: u32, sessions: u32) -> Result<FastPath, String> {
         let mut bpf_cfg = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
         bpf_cfg.slow_ifindex = slow_ifindex;
         if OBJECT.is_empty() {
@@ -92,12 +119,16 @@ impl FastPath {
                     .to_owned(),
             );
         }
-        let mut ebpf = EbpfLoader::new().load(OBJECT).map_err(|e| {
-            format!(
-                "cannot load the TC fast path: {}{PERMISSION_HINT}",
-                chain(&e)
-            )
-        })?;
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries("nat64_6to4", sessions)
+            .map_max_entries("nat64_4to6", sessions)
+            .load(OBJECT)
+            .map_err(|e| {
+                format!(
+                    "cannot load the TC fast path: {}{PERMISSION_HINT}",
+                    chain(&e)
+                )
+            })?;
         let prog: &mut SchedClassifier = ebpf
             .program_mut(PROGRAM)
             .ok_or("the fast path object has no program sixgate_fastpath")?
@@ -120,8 +151,10 @@ impl FastPath {
             xlat,
             off: xlat::build(cfg, None)?,
             current: bpf_cfg,
+            sessions: Arc::default(),
         };
-        fp.seed_ids(cfg.ipv4_id_key)?;
+        // NAT64 seeds with the program's own key (BpfConfig::from_config).
+        fp.seed_ids(bpf_cfg.ipv4_id_key)?;
         fp.install(&xlat::build(cfg, Some(&bpf_cfg))?)?;
         Ok(fp)
     }
@@ -278,7 +311,26 @@ impl FastPath {
             redirected: sum(&f, 0)?,
             redirected_neigh: sum(&f, 1)?,
             to_kernel: sum(&f, 2)?,
+            sessions_installed: self.sessions.installed.load(Relaxed),
+            sessions_removed: self.sessions.removed.load(Relaxed),
+            sessions_refreshed: self.sessions.refreshed.load(Relaxed),
+            map_full: self.sessions.map_full.load(Relaxed),
+            map_errors: self.sessions.map_errors.load(Relaxed),
         })
+    }
+
+    /// A handle on the NAT64 session maps for one worker (duplicated
+    /// descriptors: take them before dropping privileges), or why not.
+    pub fn nat64_maps(&self) -> Result<Nat64Maps, String> {
+        let get = |name: &str| {
+            let m = self.ebpf.map(name).ok_or(format!("no map {name}"))?;
+            nat64_maps::dup(m).map_err(|e| format!("{name} map: {e}"))
+        };
+        Nat64Maps::new(
+            get("nat64_6to4")?,
+            get("nat64_4to6")?,
+            self.sessions.clone(),
+        )
     }
 
     /// The loaded program (for `BPF_PROG_TEST_RUN` in tests).

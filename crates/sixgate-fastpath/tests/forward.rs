@@ -19,7 +19,9 @@
 //!   blackhole): the kernel decides; with `redirect_only` (strict
 //!   rp_filter) those go up untranslated instead;
 //! - the counters stay exact: received = translated + passed + aborted, and
-//!   translated = redirected + redirected_neigh + to_kernel.
+//!   translated = redirected + redirected_neigh + to_kernel;
+//! - NAT64's installed sessions (bpf/nat64.h) forward the same way, by their
+//!   translated addresses and ports (nat64_sessions_forward_by_the_fib).
 //!
 //! `BPF_PROG_TEST_RUN` runs the program but not the redirect, which the e2e
 //! test (crates/sixgate/tests/fastpath.rs) covers. Needs root; skips
@@ -32,8 +34,10 @@ use std::sync::Arc;
 use aya::programs::{TestRun, TestRunOptions};
 use sixgate_core::addr::{Eam, Rfc6052Prefix};
 use sixgate_core::fastpath::is_fast_path_candidate;
+use sixgate_core::fastpath::nat64::program_id_key;
+use sixgate_core::nat64::{Nat64Config, Pool4Entry};
 use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
-use sixgate_fastpath::{Counters, FastPath};
+use sixgate_fastpath::{Counters, FastPath, Offload};
 use sixgate_testkit::{Ip4, Ip6};
 
 const TC_ACT_OK: u32 = 0;
@@ -209,7 +213,12 @@ impl Bed {
             assert_eq!(r.return_value, TC_ACT_OK, "{what}: return value");
             assert_eq!(out, frame, "{what}: passed up changed");
         } else {
-            assert!(candidate, "{what}: the test expects a candidate");
+            // NAT64's candidates are its installed sessions
+            // (nat64_differential.rs checks that rule).
+            assert!(
+                candidate || self.cfg.nat64.is_some(),
+                "{what}: the test expects a candidate"
+            );
             let (v, core) = self.core(ip);
             assert_eq!(v, Verdict::Translated, "{what}: the core's verdict");
             assert_eq!(
@@ -479,4 +488,114 @@ fn run() {
 fn forwarding_follows_the_fib_and_the_egress_mtu() {
     // A thread of its own: the network namespace goes with it.
     std::thread::spawn(run).join().unwrap();
+}
+
+/// Mode nat64's pool4 address: routed into the slow path's device.
+const POOL4: [u8; 4] = [198, 51, 100, 1];
+
+/// NAT64 (RFC 6146 §3.5 with RFC 7915's header rules, bpf/nat64.h): an
+/// installed UDP session's packets leave as the stateless ones do, by the
+/// FIB of their translated header (the BIB's pool4 address and port 6→4,
+/// the IPv6 host's 4→6), redirected to the next hop, and one whose
+/// translation would not fit the egress MTU goes up unchanged for the core.
+fn run_nat64() {
+    if !enter_bed() {
+        return;
+    }
+    pin_to_one_cpu();
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![Pool4Entry::single(POOL4.into())],
+        max_sessions: 64,
+        ..Nat64Config::default()
+    });
+    let fp = match FastPath::load_sized(&cfg, ifindex("slow"), 64) {
+        Ok(fp) => fp,
+        Err(e) if e.contains("not built") => {
+            println!("skipped: the fast path does not load here: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    // The twin holds the session (imported) and counts IPv4 IDs with the
+    // program's key, as in nat64_differential.rs.
+    let mut twin_cfg = cfg.clone();
+    twin_cfg.ipv4_id_key = program_id_key(cfg.ipv4_id_key);
+    let cfg = Arc::new(cfg);
+    let mut offload = Offload::new(fp.nat64_maps().expect("nat64 maps"), cfg.clone(), 64);
+    let mut authority = Translator::new(cfg.clone());
+    authority.enable_replica_export(64);
+    let mut bed = Bed {
+        twin: Translator::new(Arc::new(twin_cfg)),
+        cfg,
+        last: fp.counters().unwrap(),
+        fp,
+        scratch: Scratch::new(),
+    };
+    // The session's first packet takes the slow path (the authority), which
+    // installs it, as a worker does.
+    let p6 = |len| Ip6::new(h6(), as_v6(H4)).udp(5000, 53, len);
+    let mut buf = vec![0u8; HEADROOM + 200];
+    let first = p6(40);
+    buf[HEADROOM..HEADROOM + first.len()].copy_from_slice(&first);
+    let mut pkt = PacketBuf::new(&mut buf, HEADROOM, first.len());
+    assert_eq!(
+        authority.translate(&mut pkt, &mut Scratch::new(), 0),
+        Verdict::Translated
+    );
+    let mut port4 = None;
+    authority.drain_replica_changes(|op, r| {
+        offload.change(op, r);
+        bed.twin.import_replica(op, r, 0).expect("twin import");
+        port4 = Some(r.port4);
+    });
+    assert_eq!(offload.len(), 1, "the UDP session installed");
+    let p4 = |len| Ip4::new(H4.into(), POOL4.into()).udp(53, port4.unwrap(), len);
+    let to_h4 = Want::Redirect(H4_MAC, V4_MAC);
+    let to_h6 = Want::Redirect(H6_MAC, V6_MAC);
+
+    bed.check("NAT64 6to4 UDP", "v6", &p6(40), 0, to_h4);
+    // IPv6 1320 bytes: 1300 after translation, exactly the egress MTU.
+    bed.check(
+        "NAT64 6to4 at the egress MTU",
+        "v6",
+        &p6(1320 - 48),
+        0,
+        to_h4,
+    );
+    bed.check(
+        "NAT64 6to4 one byte over the egress MTU: up for the core",
+        "v6",
+        &p6(1321 - 48),
+        0,
+        Want::Passed,
+    );
+    bed.check("NAT64 4to6 UDP", "v4", &p4(40), 0, to_h6);
+    bed.check(
+        "NAT64 4to6 DF at the egress MTU",
+        "v4",
+        &p4(1380 - 28),
+        0,
+        to_h6,
+    );
+    bed.check(
+        "NAT64 4to6 DF one byte over the egress MTU: up for the core",
+        "v4",
+        &p4(1381 - 28),
+        0,
+        Want::Passed,
+    );
+    sh(&format!("ip -6 neigh del {H6} dev v6"));
+    bed.check(
+        "NAT64 4to6 neighbour unresolved",
+        "v4",
+        &p4(40),
+        0,
+        Want::RedirectNeigh,
+    );
+}
+
+#[test]
+fn nat64_sessions_forward_by_the_fib() {
+    std::thread::spawn(run_nat64).join().unwrap();
 }

@@ -1,21 +1,26 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
 //! "tc"` or `"auto"`, docs/fastpath.md): a TC ingress program on the
 //! interfaces named for it translates the common packets of stateless SIIT, a
-//! CLAT or a MAP-T BR and forwards them itself by the kernel's FIB
-//! (redirect); every other packet goes up unchanged and reaches the device by
-//! the routes as before. Started before the privilege drop and stopped before
-//! the device goes. A program that cannot be loaded or attached, or a kernel
-//! that lacks what it needs (probed first), is a warning (an info line under
-//! "auto"): the TUN plane alone still translates everything. With strict
-//! reverse-path filtering on an interface the program translates only what
-//! it forwards itself (the kernel would drop a translated packet it routes).
+//! CLAT or a MAP-T BR, and those of the NAT64 sessions the workers install in
+//! it ([`offloads`]), and forwards them itself by the kernel's FIB (redirect);
+//! every other packet goes up unchanged and reaches the device by the routes
+//! as before. Started before the privilege drop and stopped before the device
+//! goes. A program that cannot be loaded or attached, or a kernel that lacks
+//! what it needs (probed first), is a warning (an info line under "auto"):
+//! the TUN plane alone still translates everything. With strict reverse-path
+//! filtering on an interface the program translates only what it forwards
+//! itself (the kernel would drop a translated packet it routes).
+
+use std::sync::Arc;
 
 use sixgate_config::{FastPathMode, Loaded};
-use sixgate_core::Config;
-use sixgate_dataplane::FastPathCounters;
-use sixgate_fastpath::FastPath;
+use sixgate_core::nat64::{Replica, ReplicaOp};
+use sixgate_core::{Config, Translator};
+use sixgate_dataplane::offload::SessionOffload;
+use sixgate_dataplane::{FastPathCounters, FastPathSessions};
 use sixgate_fastpath::choice::{self, Forwarding, Off, Want};
 use sixgate_fastpath::probe;
+use sixgate_fastpath::{FastPath, MAX_SESSIONS, Offload};
 use tracing::{info, warn};
 
 /// Load and attach, or say why not (`cfg`: the plan's configuration, with
@@ -34,9 +39,15 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
         Err(off) if off.is_warning() => warn!("{off}"),
         Err(off) => info!("{off}"),
         Ok(fp) => info!(
-            "fast path: TC program attached to the ingress of {} (stateless TCP, UDP and ICMP \
-             Echo translated and forwarded in the kernel; the rest goes up to the TUN device)",
-            fp.interfaces().collect::<Vec<_>>().join(", ")
+            "fast path: TC program attached to the ingress of {} ({} translated and forwarded \
+             in the kernel; the rest goes up to the TUN device)",
+            fp.interfaces().collect::<Vec<_>>().join(", "),
+            match cfg.nat64 {
+                Some(_) => {
+                    "the workers' established NAT64 TCP, UDP and ICMP Echo sessions"
+                }
+                None => "stateless TCP, UDP and ICMP Echo",
+            }
         ),
     }
     started.map(Some)
@@ -45,7 +56,14 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
 /// The decision (scope, interfaces, the kernel probe, how to forward), then
 /// the load and the attach; the first refusal is the answer.
 fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<FastPath, Off> {
-    let interfaces = &loaded.daemon.fastpath_interfaces;
+    let named = &loaded.daemon.fastpath_interfaces;
+    let found;
+    let interfaces = if named.is_empty() && want == Want::Auto {
+        found = ethernet_interfaces_up(device);
+        &found
+    } else {
+        named
+    };
     let strict = interfaces.iter().find_map(|i| strict_rp_filter(i));
     let forwarding = choice::choose(want, interfaces, cfg, strict, probe::kernel)?;
     let ifindex =
@@ -89,10 +107,91 @@ pub fn counters(fp: &FastPath) -> Option<FastPathCounters> {
         translated_4to6: c.translated_4to6,
         passed: c.passed,
         aborted: c.aborted,
+        nat64_sessions: FastPathSessions {
+            installed: c.sessions_installed,
+            removed: c.sessions_removed,
+            refreshed: c.sessions_refreshed,
+            map_full: c.map_full,
+            map_errors: c.map_errors,
+        },
         redirected: c.redirected,
         redirected_neigh: c.redirected_neigh,
         to_kernel: c.to_kernel,
     })
+}
+
+/// A worker's NAT64 sessions on the fast path, as the worker loop drives
+/// them (docs/fastpath.md, "NAT64 established sessions").
+struct TunOffload(Offload);
+
+impl SessionOffload for TunOffload {
+    fn change(&mut self, op: ReplicaOp, r: &Replica) {
+        self.0.change(op, r);
+    }
+    fn tick(&mut self, t: &mut Translator, now_ns: u64) {
+        self.0.tick(t, now_ns);
+    }
+    fn reconfigure(&mut self, cfg: &Config) {
+        self.0.reconfigure(cfg);
+    }
+}
+
+/// In mode nat64 with a fast path: one offload per worker, each with its own
+/// handle on the session maps and its share of them (taken before the
+/// privilege drop). Otherwise, or if a handle cannot be had (said once),
+/// none: every NAT64 packet takes the TUN device.
+pub fn offloads(
+    fp: Option<&FastPath>,
+    cfg: &Arc<Config>,
+    workers: usize,
+) -> Vec<Option<Box<dyn SessionOffload>>> {
+    let none = || (0..workers).map(|_| None).collect();
+    let (Some(fp), Some(n)) = (fp, cfg.nat64.as_ref()) else {
+        return none();
+    };
+    let share = n.max_sessions.clamp(1, MAX_SESSIONS) as usize;
+    let share = share.div_ceil(workers.max(1));
+    let mut out: Vec<Option<Box<dyn SessionOffload>>> = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        match fp.nat64_maps() {
+            Ok(m) => out.push(Some(Box::new(TunOffload(Offload::new(
+                m,
+                cfg.clone(),
+                share,
+            ))))),
+            Err(why) => {
+                warn!("fast path: {why}; NAT64 sessions stay on the TUN device");
+                return none();
+            }
+        }
+    }
+    out
+}
+
+/// `"auto"` without `fastpath_interfaces` (docs/config.md): every Ethernet
+/// interface that is up, but the TUN device (not Ethernet anyway). The
+/// program passes up unchanged whatever the kernel would not route into the
+/// TUN device, so an interface that carries no translated traffic costs a
+/// configuration look-up per packet and changes nothing. Sorted, so the
+/// start line is stable.
+fn ethernet_interfaces_up(device: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/sys/class/net") else {
+        return Vec::new();
+    };
+    let read = |name: &str, what: &str| {
+        std::fs::read_to_string(format!("/sys/class/net/{name}/{what}")).unwrap_or_default()
+    };
+    let mut found: Vec<String> = dir
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            // ARPHRD_ETHER; IFF_UP.
+            let flags = read(name, "flags");
+            let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16);
+            name != device && read(name, "type").trim() == "1" && flags.is_ok_and(|f| f & 1 != 0)
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 fn ifindex(name: &str) -> Option<u32> {
@@ -121,4 +220,21 @@ fn strict_rp_filter(iface: &str) -> Option<String> {
              = 1), which would drop the IPv4 packets translated on it and routed by the kernel"
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// docs/config.md `fastpath_interfaces`: "auto" without them never
+    /// picks the loopback (not Ethernet) or the TUN device itself; the
+    /// namespace test (`default_config_takes_the_fast_path_on_every_ethernet_interface`)
+    /// checks what it does pick.
+    #[test]
+    fn auto_interfaces_skip_loopback_and_the_device() {
+        let all = super::ethernet_interfaces_up("");
+        assert!(!all.iter().any(|i| i == "lo"), "{all:?}");
+        if let Some(first) = all.first() {
+            assert!(!super::ethernet_interfaces_up(first).contains(first));
+        }
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted: {all:?}");
+    }
 }

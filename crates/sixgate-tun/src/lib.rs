@@ -134,6 +134,9 @@ impl Gateway {
                     Ok(fp) => (fp, None),
                     Err(off) => (None, Some(off.to_string())),
                 };
+            // NAT64 on the fast path: each worker's handle on the session
+            // maps, taken while privileged.
+            let offloads = fastpath::offloads(fastpath.as_ref(), &Arc::new(plan.config.clone()), n);
             let wanted = if tun.manage_routes {
                 destinations::wanted_for(loaded)
             } else {
@@ -192,9 +195,11 @@ impl Gateway {
                 steering,
                 fastpath,
                 fastpath_off,
+                offloads,
             ))
         })();
-        let (mut dev, routes, divert, n, privileged, steering, fastpath, fastpath_off) = result?;
+        let (mut dev, routes, divert, n, privileged, steering, fastpath, fastpath_off, offloads) =
+            result?;
         plan.workers = n;
 
         let steered = steering.is_some();
@@ -258,6 +263,7 @@ impl Gateway {
         let vnet = dev.offload.vnet();
         let queues: Vec<_> = dev.queues.drain(..).collect();
         let crew = Crew::new(signals, n).map_err(err)?;
+        let mut offloads = offloads.into_iter();
         let manage = tun.manage_routes && loaded.clat.is_none();
         let plane = plane::TunPlane {
             routes,
@@ -294,9 +300,14 @@ impl Gateway {
                 queue,
                 pipeline: pipeline::Pipeline::for_worker(cfg.clone(), vnet, i as u16, n as u16),
             };
+            let offload = offloads.next().flatten();
             let spawned = gw
                 .crew
                 .worker(i, plan.cpu(i), io, follower, &plan)
+                .map(|mut w| {
+                    w.offload = offload;
+                    w
+                })
                 .and_then(|w| {
                     gw.crew
                         .spawn(format!("sixgate-w{i}"), w)

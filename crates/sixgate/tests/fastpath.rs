@@ -6,7 +6,8 @@
 //! like e2e.rs (not root, no namespaces, no `run` command).
 
 use sixgate_netns::{
-    Dataplane, Dut, ScratchDir, Stopped, Topology, TopologyOptions, addr, check_host, ifname,
+    Dataplane, Dut, NAT64_TOML, ScratchDir, Stopped, Topology, TopologyOptions, addr, check_host,
+    ifname,
 };
 
 mod common;
@@ -76,12 +77,25 @@ fn counters(stopped: &Stopped) -> Summary {
 /// sixgate with `fastpath = "tc"` on the gateway's two interfaces, or `None`
 /// (after saying why) where the test must skip.
 fn fast_dut(test: &str) -> Option<Dut> {
-    dut_with(test, "tc", BIN.into())
+    fast_dut_with(test, "", "")
+}
+
+/// [`fast_dut`] with `config` (a whole mode's sections, e.g. NAT64) before
+/// the `[daemon]` section and `daemon` (keys) in it.
+fn fast_dut_with(test: &str, config: &str, daemon: &str) -> Option<Dut> {
+    dut_with(test, "tc", BIN.into(), config, daemon)
 }
 
 /// sixgate (`binary`) with `fastpath = MODE` on the gateway's two
-/// interfaces, or `None` (after saying why) where the test must skip.
-fn dut_with(test: &str, mode: &str, binary: std::path::PathBuf) -> Option<Dut> {
+/// interfaces, `config` and `daemon` as for [`fast_dut_with`], or `None`
+/// (after saying why) where the test must skip.
+fn dut_with(
+    test: &str,
+    mode: &str,
+    binary: std::path::PathBuf,
+    config: &str,
+    daemon: &str,
+) -> Option<Dut> {
     if let Err(why) = check_host() {
         println!("skipped: {test}: {why}");
         return None;
@@ -90,7 +104,7 @@ fn dut_with(test: &str, mode: &str, binary: std::path::PathBuf) -> Option<Dut> {
         binary,
         dataplane: Dataplane::Tun,
         extra_toml: format!(
-            "[daemon]\nfastpath = \"{mode}\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            "{config}\n[daemon]\n{daemon}fastpath = \"{mode}\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
             ifname::GATEWAY_V6,
             ifname::GATEWAY_V4
         ),
@@ -429,6 +443,89 @@ fn strict_rp_filter_translates_only_what_the_program_forwards() {
     turn.finish();
 }
 
+/// A UDP session's lifetime in the NAT64 test: shorter than the flow, so it
+/// lives only if the program's last-seen refreshes it.
+const SHORT_UDP_TIMEOUT: u32 = 2;
+
+/// docs/fastpath.md, "NAT64 established sessions": in mode nat64 the
+/// workers install the sessions they settled (TCP ESTABLISHED, UDP, ICMP
+/// Echo) and the program carries their packets; SYN, FIN and the first
+/// packets go through the TUN device. A 6-second UDP flow with a 2-second
+/// UDP timeout keeps its one session (RFC 6146 §3.5.1.1: each packet
+/// refreshes it; here the program's last-seen, read by the worker). Two
+/// workers.
+#[test]
+fn nat64_sessions_mostly_on_the_fast_path() {
+    let test = "nat64_sessions_mostly_on_the_fast_path";
+    let config = format!("{NAT64_TOML}udp_timeout = {SHORT_UDP_TIMEOUT}\n");
+    // Two workers: each installs its own sessions through its own handle.
+    let Some(dut) = fast_dut_with(test, &config, "workers = 2\n") else {
+        return;
+    };
+    let content = pattern(4 << 20);
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        let socket = running.api_socket().expect("an API socket");
+        let dest = addr::V4_HOST_AS_V6.to_string();
+        assert_eq!(ping(&bed.v6host, &dest, 4).len(), 4);
+        let dir = ScratchDir::new("www").unwrap();
+        dir.write("file.bin", &content).unwrap();
+        {
+            let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+            let url = format!("[{dest}]");
+            fetch_and_compare(&bed.v6host, &url, &dir, "file.bin", &content);
+        }
+        for args in [&[][..], &["-R"][..]] {
+            let r = iperf3(
+                &bed.v6host,
+                &bed.v4host,
+                addr::V4_HOST.into(),
+                addr::V4_HOST_AS_V6.into(),
+                args,
+            );
+            assert!(r.mbit_s > 0.0, "iperf3 {args:?}: {}", r.detail);
+            println!("{test}: iperf3 TCP {args:?}: {:.0} Mbit/s", r.mbit_s);
+        }
+        // The UDP flow outlives its timeout three times over.
+        let installed = stat(socket, "fastpath_nat64_installed");
+        let refreshed = stat(socket, "fastpath_nat64_refreshed");
+        let r = iperf3(
+            &bed.v6host,
+            &bed.v4host,
+            addr::V4_HOST.into(),
+            addr::V4_HOST_AS_V6.into(),
+            &["-u", "-b", "20M", "-l", "1200", "-t", "6"],
+        );
+        assert!(r.mbit_s > 0.0, "iperf3 UDP: {}", r.detail);
+        let installed = stat(socket, "fastpath_nat64_installed") - installed;
+        let refreshed = stat(socket, "fastpath_nat64_refreshed") - refreshed;
+        println!(
+            "{test}: iperf3 UDP 6 s (udp_timeout {SHORT_UDP_TIMEOUT} s): {:.0} Mbit/s; \
+             sessions installed {installed}, refreshed {refreshed}",
+            r.mbit_s
+        );
+        // Its control connection and its UDP flow, once each: the flow's
+        // session never expired under it.
+        assert!(installed <= 2, "installed {installed}: the session expired");
+        assert!(refreshed >= 4, "refreshed {refreshed}");
+        assert_eq!(stat(socket, "fastpath_nat64_map_full"), 0);
+        assert_eq!(stat(socket, "fastpath_nat64_map_errors"), 0);
+    });
+    // Both invariants, forwarding included (bpf/forward.h), for NAT64's
+    // packets too.
+    let c = counters(&stopped);
+    let (v6to4, v4to6) = (c.v6to4, c.v4to6);
+    let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
+    println!("{test}: fast path {c:?}; {into_tun} packets into the TUN device");
+    assert!(v6to4 >= 3 && v4to6 >= 3, "6to4 {v6to4}, 4to6 {v4to6}");
+    // The handshakes, FINs and first packets took the TUN device; the bulk
+    // did not.
+    let fast = v6to4 + v4to6;
+    assert!(
+        fast >= 5 * into_tun.max(1),
+        "fast path {fast} packets, TUN device {into_tun}"
+    );
+}
+
 /// The egress MTU pass-up (docs/fastpath.md, "Forwarding"): the gateway's
 /// link to the v6 host has MTU 1280, the v4 host sends 1500-byte packets
 /// (DF). Their translation would not fit, so the program passes them up
@@ -501,7 +598,7 @@ fn kernel_without_a_helper_runs_on_tun_alone() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    let Some(dut) = dut_with(test, "tc", wrapper) else {
+    let Some(dut) = dut_with(test, "tc", wrapper, "", "") else {
         return;
     };
     let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
@@ -548,7 +645,7 @@ fn kernel_without_a_helper_runs_on_tun_alone() {
 #[test]
 fn auto_takes_the_fast_path_where_it_can() {
     let test = "auto_takes_the_fast_path_where_it_can";
-    let Some(dut) = dut_with(test, "auto", BIN.into()) else {
+    let Some(dut) = dut_with(test, "auto", BIN.into(), "", "") else {
         return;
     };
     let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
@@ -570,4 +667,46 @@ fn auto_takes_the_fast_path_where_it_can() {
         "{}",
         stopped.stderr
     );
+}
+
+/// docs/config.md: the default (no `fastpath`, no `fastpath_interfaces`) is
+/// `"auto"` on every Ethernet interface that is up: here the gateway's two,
+/// and the program translates pings both ways (issue 18, "on by default
+/// where it works").
+#[test]
+fn default_config_takes_the_fast_path_on_every_ethernet_interface() {
+    let test = "default_config_takes_the_fast_path_on_every_ethernet_interface";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let dut = Dut::Sixgate {
+        binary: BIN.into(),
+        dataplane: Dataplane::Tun,
+        extra_toml: String::new(),
+    };
+    if let Err(why) = dut.check_available() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, _| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+    });
+    let attached = stopped
+        .stderr
+        .lines()
+        .find(|l| l.contains("TC program attached to the ingress of"))
+        .unwrap_or_else(|| panic!("not attached:\n{}", stopped.stderr));
+    for iface in [ifname::GATEWAY_V6, ifname::GATEWAY_V4] {
+        assert!(attached.contains(iface), "{attached}");
+    }
+    let c = counters(&stopped);
+    assert!(c.v6to4 >= 2 && c.v4to6 >= 2, "{c:?}");
 }

@@ -409,6 +409,11 @@ fn fast_path_rows(
         ("fastpath_translated_4to6", f.translated_4to6),
         ("fastpath_passed", f.passed),
         ("fastpath_aborted", f.aborted),
+        ("fastpath_nat64_installed", f.nat64_sessions.installed),
+        ("fastpath_nat64_removed", f.nat64_sessions.removed),
+        ("fastpath_nat64_refreshed", f.nat64_sessions.refreshed),
+        ("fastpath_nat64_map_full", f.nat64_sessions.map_full),
+        ("fastpath_nat64_map_errors", f.nat64_sessions.map_errors),
         ("fastpath_redirected", f.redirected),
         ("fastpath_redirected_neigh", f.redirected_neigh),
         ("fastpath_to_kernel", f.to_kernel),
@@ -984,6 +989,10 @@ mod tests {
             translated_4to6: 3,
             passed: 3,
             aborted: 0,
+            nat64_sessions: sixgate_dataplane::FastPathSessions {
+                installed: 2,
+                ..Default::default()
+            },
             redirected: 5,
             redirected_neigh: 1,
             to_kernel: 1,
@@ -997,6 +1006,7 @@ mod tests {
             .collect();
         let row = |n: &str| rows.iter().find(|r| r.0 == n).map(|r| r.1);
         assert_eq!(row("fastpath_received"), Some(10));
+        assert_eq!(row("fastpath_nat64_installed"), Some(2));
         assert_eq!(row("fastpath_redirected"), Some(5));
         assert_eq!(row("fastpath_redirected_neigh"), Some(1));
         assert_eq!(row("fastpath_to_kernel"), Some(1));

@@ -356,6 +356,20 @@ fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters, s: &Scrap
             .with(v("passed"), f.passed)
             .with(v("aborted"), f.aborted),
     );
+    let n = &f.nat64_sessions;
+    let e = |name: &str| vec![("event", name.to_string())];
+    r.register(
+        "fastpath_nat64_sessions",
+        "NAT64 sessions on the in-kernel fast path, by what the workers did: installed in the \
+         program's maps, removed, refreshed in the core because the program saw them, or left \
+         on the slow path for a full map (map_full) or another failed map call (map_error)",
+        Samples::counter()
+            .with(e("installed"), n.installed)
+            .with(e("removed"), n.removed)
+            .with(e("refreshed"), n.refreshed)
+            .with(e("map_full"), n.map_full)
+            .with(e("map_error"), n.map_errors),
+    );
     let via = |name: &str| vec![("via", name.to_string())];
     r.register(
         "fastpath_forwarded_packets",

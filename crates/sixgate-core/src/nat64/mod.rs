@@ -14,6 +14,7 @@
 //!   waiting for it (the translator's, shared with MAP-T);
 //! - [`event`]: the RFC 6888 event log ring; [`stats`]: table sizes;
 //! - [`walk`] and [`flush`]: listing and flushing the tables a chunk at a time;
+//! - `offloaded`: refreshing sessions an in-kernel fast path carries;
 //! - [`replica`]: export of changes to, and import of records from, other
 //!   gateway nodes (docs/ha.md); `replica_snapshot`: the mark and sweep
 //!   after a peer's snapshot, per shard owner; `replica_conflict`: two
@@ -29,6 +30,7 @@ pub mod event;
 pub(crate) mod filtering;
 pub mod flush;
 pub(crate) mod fragments;
+mod offloaded;
 pub(crate) mod packet;
 mod port_alloc;
 pub mod replica;

@@ -241,6 +241,30 @@ fn two_peers_snapshots_at_once_sweep_only_their_own_shards() {
     assert_eq!(t.nat64_stats().sessions.udp, 4);
 }
 
+/// docs/fastpath.md, "NAT64 established sessions": with both sync and a fast
+/// path, one drain of the translator's changes feeds both, in order, and the
+/// export ring gets every change the tee saw.
+#[test]
+fn exchange_tee_hands_every_change_to_both() {
+    let (mut w, mut s) = replica_rings(64, vec![]);
+    let mut t = translator();
+    let server6 = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6407);
+    for i in 0..5u16 {
+        let client = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, i);
+        let (v, _) = run(&mut t, &Ip6::new(client, server6).udp(5000, 53, 8), 1);
+        assert_eq!(v, Verdict::Translated);
+    }
+    let mut teed = Vec::new();
+    w.exchange_tee(&mut t, 1, IMPORT_BUDGET, &mut |op, r| teed.push((op, *r)));
+    assert_eq!(teed.len(), 5);
+    let mut exported = Vec::new();
+    while let Some(c) = s.export.pop() {
+        exported.push(c);
+    }
+    assert_eq!(exported, teed);
+    assert_eq!(w.counters.exported.load(Relaxed), 5);
+}
+
 /// docs/ha.md: a worker that exported wakes a sleeping sync thread (one
 /// write per exchange), and a thread that is awake costs it no write.
 #[test]

@@ -21,6 +21,14 @@ fn nat64() -> Config {
     }
 }
 
+/// Out of scope: RFC 6146 NAT64 without a pool6 to look sessions up by.
+fn nat64_without_pool6() -> Config {
+    Config {
+        nat64: Some(Nat64Config::default()),
+        ..Config::with_pool6(None)
+    }
+}
+
 fn ifaces() -> Vec<String> {
     vec!["eth6".into(), "eth4".into()]
 }
@@ -65,16 +73,29 @@ fn in_scope_with_a_capable_kernel_loads() {
     }
 }
 
-/// `auto`: off, with the core's reason, for a mode out of scope (RFC 6146
-/// NAT64 keeps state); the kernel is not even probed.
+/// `auto`: off, with the core's reason, for a configuration out of scope
+/// (RFC 6146 NAT64 without a pool6 to look sessions up by); the kernel is not
+/// even probed.
 #[test]
 fn auto_out_of_scope_is_off_with_the_reason() {
-    let off = choose(Want::Auto, &ifaces(), &nat64(), None, || {
+    let off = choose(Want::Auto, &ifaces(), &nat64_without_pool6(), None, || {
         panic!("probed for a configuration out of scope")
     })
     .unwrap_err();
     assert!(!off.is_warning());
-    assert!(off.why.contains("stateful NAT64"), "{off}");
+    assert!(off.why.contains("NAT64 fast path needs pool6"), "{off}");
+}
+
+/// docs/fastpath.md, "NAT64 established sessions": RFC 6146 NAT64 with a
+/// /96 pool6 is in scope (its installed sessions).
+#[test]
+fn nat64_with_a_96_pool6_loads() {
+    for want in [Want::Tc, Want::Auto] {
+        assert_eq!(
+            choose(want, &ifaces(), &nat64(), None, has_all),
+            Ok(Forwarding::Redirect)
+        );
+    }
 }
 
 #[test]
@@ -121,8 +142,15 @@ fn strict_rp_filter_runs_redirect_only() {
 /// whether it may run: scope and kernel still decide first.
 #[test]
 fn strict_rp_filter_does_not_override_a_refusal() {
-    let off = choose(Want::Auto, &ifaces(), &nat64(), strict(), has_all).unwrap_err();
-    assert!(off.why.contains("stateful NAT64"), "{off}");
+    let off = choose(
+        Want::Auto,
+        &ifaces(),
+        &nat64_without_pool6(),
+        strict(),
+        has_all,
+    )
+    .unwrap_err();
+    assert!(off.why.contains("NAT64 fast path needs pool6"), "{off}");
     let off = choose(Want::Tc, &ifaces(), &siit(), strict(), lacks_change_proto).unwrap_err();
     assert!(off.why.contains("bpf_skb_change_proto"), "{off}");
 }

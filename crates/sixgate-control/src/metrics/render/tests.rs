@@ -76,6 +76,13 @@ pub(crate) fn full_scrape() -> Scrape {
             translated_4to6: 3,
             passed: 3,
             aborted: 0,
+            nat64_sessions: sixgate_dataplane::FastPathSessions {
+                installed: 5,
+                removed: 2,
+                refreshed: 7,
+                map_full: 1,
+                map_errors: 0,
+            },
             redirected: 5,
             redirected_neigh: 1,
             to_kernel: 1,
@@ -466,6 +473,16 @@ fn fastpath_packets_by_verdict() {
         ("aborted", 0.0),
     ] {
         assert_eq!(value(&samples, t, &[("verdict", verdict)]), n, "{verdict}");
+    }
+    let t = "sixgate_fastpath_nat64_sessions_total";
+    for (event, n) in [
+        ("installed", 5.0),
+        ("removed", 2.0),
+        ("refreshed", 7.0),
+        ("map_full", 1.0),
+        ("map_error", 0.0),
+    ] {
+        assert_eq!(value(&samples, t, &[("event", event)]), n, "{event}");
     }
     // bpf/forward.h: how the 7 translated packets left.
     let t = "sixgate_fastpath_forwarded_packets_total";
