@@ -272,12 +272,24 @@ pub fn chain_http_fetch(chain: &Chain, scratch: &str) -> String {
 
 /// The address in the first access-log line of `python3 -m http.server`.
 pub fn http_client_seen(server: &Background) -> String {
-    let log = server.stderr();
-    log.lines()
-        .find(|l| l.contains("\"GET "))
-        .and_then(|l| l.split_whitespace().next())
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("no request in the server log:\n{log}"))
+    // The server logs a request after it has answered it: the client may be
+    // done before the line is written.
+    let t0 = std::time::Instant::now();
+    loop {
+        let log = server.stderr();
+        let seen = log
+            .lines()
+            .find(|l| l.contains("\"GET "))
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_owned);
+        match seen {
+            Some(s) => return s,
+            None if t0.elapsed() < std::time::Duration::from_secs(5) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            None => panic!("no request in the server log:\n{log}"),
+        }
+    }
 }
 
 /// What iperf3 measured.
