@@ -5,7 +5,8 @@
 //! - `ha_asymmetric_udp_and_tcp`: a UDP exchange and a curl work across the
 //!   asymmetric path, `show sessions` lists the same sessions on both, and
 //!   `show sync` shows each node the other up and synced, nothing dropped
-//!   (and gw2's `/metrics` the records it received); a reload on gw1 alone
+//!   (and gw2's `/metrics` the records it received); iperf3 TCP both ways
+//!   and UDP across the same path; a reload on gw1 alone
 //!   (another UDP timeout) changes its config hash, and gw2 logs the
 //!   mismatch naming both.
 //! - `ha_tcp_survives_kill_9_of_gw1`: a TCP connection opened across the
@@ -35,7 +36,7 @@ use common::ha::{
     gateway_toml, kill_9, sessions, start, start_toml, sync_state, udp_echo, udp_exchange,
     wait_for, wait_synced, with_pair,
 };
-use common::{HTTP_PORT, fetch_and_compare, http_server, pattern, stop_cleanly};
+use common::{HTTP_PORT, fetch_and_compare, http_server, iperf3, pattern, stop_cleanly};
 use sixgate_netns::{Netns, Proto, RunningDut, ScratchDir, check_host};
 
 #[test]
@@ -66,6 +67,23 @@ fn ha_asymmetric_udp_and_tcp() {
             let v4_in = |ns: &Netns| ns.link_stats("wan").unwrap().rx_packets;
             assert!(v4_in(&bed.gw2) > 10, "gw2 got the IPv4 side");
             assert!(v4_in(&bed.gw1) < 10, "no IPv4 replies through gw1");
+
+            // iperf3 across the asymmetric path: TCP both ways, and UDP.
+            for args in [&[][..], &["-R"][..], &["-u", "-b", "20M"][..]] {
+                let r = iperf3(
+                    &bed.client,
+                    &bed.server,
+                    SERVER4.parse().unwrap(),
+                    SERVER6.parse().unwrap(),
+                    args,
+                );
+                println!(
+                    "{test}: iperf3 {args:?}: {:.0} Mbit/s, {}",
+                    r.mbit_s, r.detail
+                );
+                assert!(r.mbit_s > 1.0, "iperf3 {args:?}: {}", r.detail);
+            }
+            assert!(v4_in(&bed.gw1) < 10, "still no IPv4 replies through gw1");
 
             // Both nodes list the same sessions: the UDP one and the TCP one,
             // on gw1's pool4 address.
