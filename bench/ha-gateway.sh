@@ -31,8 +31,8 @@
 #    second (gw1's sixgate_nat64_sessions before and after the best passing
 #    trial) and, on, how many gw2 holds at the end against gw1.
 # Part 2, sessions lost at kill -9 (sync on, fresh nodes): a python client
-# creates KILL_SESSIONS UDP sessions through gw1 at KILL_RATE per second (one
-# socket each, over 20 source addresses), kills gw1 with SIGKILL right after
+# creates KILL_SESSIONS UDP sessions through gw1 at KILL_RATE per second (from
+# 20 source addresses, one source port each, through raw sockets), kills gw1 with SIGKILL right after
 # the last one, moves its route to pool6 to gw2 (the routing daemon's part) and
 # sends each session's next datagram through gw2 (paced, KILL_RATE2 per
 # second). The server records each session's IPv4 source on both datagrams:
@@ -153,7 +153,7 @@ cleanup() {
     for ns in "${ALL_NS[@]}"; do
         if ns_exists "$ns"; then ip netns del "$ns"; fi
     done
-    rm -rf "$tmp"
+    if [[ -n ${KEEP:-} ]]; then log "kept $tmp"; else rm -rf "$tmp"; fi
     exit "$rc"
 }
 trap cleanup EXIT
@@ -286,6 +286,19 @@ EOF
 
 GW1_PID=""
 GW2_PID=""
+FRESH=""
+
+# fresh_nodes SYNC: gw1 (and with SYNC=1 gw2) restarted, tables empty.
+fresh_nodes() {
+    stop_node "$GW1_PID"
+    stop_node "$GW2_PID"
+    GW2_PID=""
+    start_node 1 "$1"
+    if (($1)); then
+        start_node 2 1
+        wait_synced
+    fi
+}
 
 # start_node NODE SYNC: sixgate run in gwNODE's namespace; sets GWn_PID.
 start_node() {
@@ -339,6 +352,20 @@ print(int(total))
 EOF
 }
 
+# drops NS: gw's non-zero drop reasons, "reason=count ...".
+drops() {
+    nsx "$1" python3 - <<'EOF2'
+import re, urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=5).read().decode()
+out = []
+for line in text.splitlines():
+    m = re.match(r'sixgate_dropped_packets_total\{reason="([^"]+)"\} (\S+)', line)
+    if m and float(m.group(2)) > 0:
+        out.append("%s=%d" % (m.group(1), float(m.group(2))))
+print(" ".join(out) or "none")
+EOF2
+}
+
 # --- measuring -------------------------------------------------------------------
 DST="[$SERVER6]:$UDP_PORT"
 LONG_ARGS=(--via c1 --dst-mac "$MAC_L1" --src-hosts 64 --src-port-range 1024-1087)
@@ -349,6 +376,7 @@ SEND_ARGS=()
 # created on gw1 per second during the trial).
 trial() {
     local rate=$1 secs=$2 rpid s0 s1
+    if [[ -n $FRESH ]]; then fresh_nodes "$FRESH"; fi
     rm -f "$tmp/ready" "$tmp/recv.json" "$tmp/send.json"
     ip netns exec "$NSS" "$LOADGEN" recv --bind "0.0.0.0:$UDP_PORT" \
         --duration "$(awk -v s="$secs" 'BEGIN { print s + 5 }')" --idle-timeout 0.3 \
@@ -468,14 +496,20 @@ run_mode() {
     fi
     SEND_ARGS=("${LONG_ARGS[@]}")
     # The 4096 long flows' sessions exist before the first measured trial.
-    trial 20000 0.5
+    trial 40000 1
     log "  long flows (4096 UDP flows), 64-byte UDP:"
     search
     local long=$R_ZERO
+    log "  gw1's drops so far: $(drops "$NS1")"
     measure_tcp
     SEND_ARGS=("${NEW_ARGS[@]}")
     log "  new-session-heavy (4096 hosts, pseudorandom ports), 64-byte UDP:"
+    # Every trial from empty tables (FRESH): the cost of creating a session
+    # grows with the sessions already there, so trials must start equal.
+    FRESH=$sync
     search
+    FRESH=""
+    log "  gw1's drops so far: $(drops "$NS1")"
     if ((sync)); then
         sleep 1 # the last records' way to gw2
         g1=$(metric "$NS1" sixgate_nat64_sessions)
@@ -538,24 +572,28 @@ while True:
     (second if phase else first).setdefault(i, "%s:%d" % a)
 json.dump({"first": first, "second": second}, open(sys.argv[3], "w"))
 EOF
+    # One raw socket per source address (20), the UDP header written here and
+    # its checksum filled in by the kernel (IPV6_CHECKSUM): session i is
+    # (address i % 20, port 10000 + i / 20), without a socket per session.
     cat >"$tmp/client.py" <<'EOF'
-import json, os, resource, socket, subprocess, sys, time
+import json, os, socket, struct, subprocess, sys, time
 n, rate, rate2, pid, dst, port, out = (int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]),
     int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), sys.argv[7])
-resource.setrlimit(resource.RLIMIT_NOFILE, (n + 1024, n + 1024))
-addrs = ["fd00:1::%x" % (0x100 + i) for i in range(20)]
 socks = []
-for i in range(n):
-    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    s.bind((addrs[i % len(addrs)], 0))
+for k in range(20):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    s.setsockopt(socket.IPPROTO_IPV6, getattr(socket, "IPV6_CHECKSUM", 7), 6)
+    s.bind(("fd00:1::%x" % (0x100 + k), 0))
     socks.append(s)
 def paced(r, phase):
     t0, at = time.monotonic(), []
-    for i, s in enumerate(socks):
+    for i in range(n):
         wait = t0 + i / r - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        s.sendto(b"%d%s" % (i, phase), (dst, port))
+        payload = b"%d%s" % (i, phase)
+        udp = struct.pack("!HHHH", 10000 + i // 20, port, 8 + len(payload), 0) + payload
+        socks[i % 20].sendto(udp, (dst, 0))
         at.append(time.monotonic())
     return at
 created = paced(rate, b"")
@@ -596,6 +634,8 @@ never = len(c["age_ms"]) - len(first)
 o, y = res[True], res[False]
 share = 100.0 * (o[2] + o[3]) / o[0] if o[0] else 0.0
 yshare = 100.0 * (y[2] + y[3]) / y[0] if y[0] else 0.0
+if never > len(c["age_ms"]) / 100:
+    print(f"ha-gateway: warning: {never} first datagrams never arrived: the run is not valid", file=sys.stderr)
 print(f"| {len(c['age_ms'])} | {len(c['age_ms']) / c['created_s']:.0f} | {o[0]} | {o[2]} + {o[3]} | **{share:.4f} %** | {y[0]} | {y[2]} + {y[3]} ({yshare:.1f} %) | {never} | {c['route_moved_ms']:.0f} ms |")
 EOF
     )
