@@ -57,6 +57,9 @@ ROUNDS=${ROUNDS:-2}
 TRIAL_S=${TRIAL_S:-2}
 STEPS=${STEPS:-6}
 TCP_S=${TCP_S:-5}
+FIXED_LONG=${FIXED_LONG:-50000}
+FIXED_NEW=${FIXED_NEW:-30000}
+FIXED_S=${FIXED_S:-4}
 WORKERS=${WORKERS:-1}
 KILL_SESSIONS=${KILL_SESSIONS:-20000}
 KILL_RATE=${KILL_RATE:-2000}
@@ -372,6 +375,16 @@ LONG_ARGS=(--via c1 --dst-mac "$MAC_L1" --src-hosts 64 --src-port-range 1024-108
 NEW_ARGS=(--via c1 --dst-mac "$MAC_L1" --src-hosts 4096 --src-port-range 1024-65535)
 SEND_ARGS=()
 
+# cpu_ns PID: CPU time of all the process's threads so far, ns (user and
+# system: a TUN worker's reads and writes are system time); 0 without PID.
+cpu_ns() {
+    if [[ -z $1 ]]; then
+        echo 0
+        return
+    fi
+    cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%d\n", t }'
+}
+
 # trial RATE SECS: sets T_OFFERED T_DELIVERED T_LOSS T_SESSIONS (sessions
 # created on gw1 per second during the trial).
 trial() {
@@ -388,20 +401,26 @@ trial() {
     done
     [[ -s $tmp/ready ]] || die "receiver did not start"
     s0=$(metric "$NS1" sixgate_nat64_sessions)
+    local a1 a2 b1 b2
+    a1=$(cpu_ns "$GW1_PID")
+    a2=$(cpu_ns "$GW2_PID")
     nsx "$NSC" taskset -c "$SENDER_CPU" "$LOADGEN" send --dst "$DST" --rate "$rate" \
         --duration "$secs" --size "$PAYLOAD" "${SEND_ARGS[@]}" --json >"$tmp/send.json" ||
         die "sender failed"
     wait "$rpid" || die "receiver failed"
+    b1=$(cpu_ns "$GW1_PID")
+    b2=$(cpu_ns "$GW2_PID")
     s1=$(metric "$NS1" sixgate_nat64_sessions)
-    read -r T_OFFERED T_DELIVERED T_LOSS T_SESSIONS < <(
-        python3 - "$tmp" "$s0" "$s1" <<'EOF'
+    read -r T_OFFERED T_DELIVERED T_LOSS T_SESSIONS T_CPU1 T_CPU2 < <(
+        python3 - "$tmp" "$s0" "$s1" "$((b1 - a1))" "$((b2 - a2))" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1] + "/send.json"))
 r = json.load(open(sys.argv[1] + "/recv.json"))
 sent, recv, el = s["packets"], r["packets"], s["elapsed_s"]
 loss = 100.0 * (sent - recv) / sent if sent else 100.0
 print(round(s["offered_pps"]), round(recv / el) if el > 0 else 0, f"{loss:.4f}",
-      round((int(sys.argv[3]) - int(sys.argv[2])) / el) if el > 0 else 0)
+      round((int(sys.argv[3]) - int(sys.argv[2])) / el) if el > 0 else 0,
+      round(int(sys.argv[4]) / sent) if sent else 0, round(int(sys.argv[5]) / sent) if sent else 0)
 EOF
     )
 }
@@ -500,6 +519,9 @@ run_mode() {
     log "  long flows (4096 UDP flows), 64-byte UDP:"
     search
     local long=$R_ZERO
+    trial "$FIXED_LONG" "$FIXED_S"
+    tlog fixed "$FIXED_LONG" "CPU per packet: gw1 $T_CPU1 ns, gw2 $T_CPU2 ns"
+    local long_cpu1=$T_CPU1 long_cpu2=$T_CPU2
     log "  gw1's drops so far: $(drops "$NS1")"
     measure_tcp
     SEND_ARGS=("${NEW_ARGS[@]}")
@@ -508,6 +530,9 @@ run_mode() {
     # grows with the sessions already there, so trials must start equal.
     FRESH=$sync
     search
+    trial "$FIXED_NEW" "$FIXED_S"
+    tlog fixed "$FIXED_NEW" "CPU per packet: gw1 $T_CPU1 ns, gw2 $T_CPU2 ns"
+    local new_cpu1=$T_CPU1 new_cpu2=$T_CPU2
     FRESH=""
     log "  gw1's drops so far: $(drops "$NS1")"
     if ((sync)); then
@@ -515,9 +540,9 @@ run_mode() {
         g1=$(metric "$NS1" sixgate_nat64_sessions)
         g2=$(metric "$NS2" sixgate_nat64_sessions)
         replicas="$g2 / $g1"
-        log "  sessions: gw2 holds $g2, gw1 $g1; gw1 exported $(metric "$NS1" sixgate_sync_worker_changes_total exported), lost $(metric "$NS1" sixgate_sync_worker_changes_total export_lost); gw2 imported $(metric "$NS2" sixgate_sync_worker_changes_total '"imported"'), refused $(metric "$NS2" sixgate_sync_worker_changes_total import_refused)"
+        log "  sessions: gw2 holds $g2, gw1 $g1; gw1 exported $(metric "$NS1" sixgate_sync_worker_changes_total exported), lost $(metric "$NS1" sixgate_sync_worker_changes_total export_lost); gw2 imported $(metric "$NS2" sixgate_sync_worker_changes_total '"imported"'), refused $(metric "$NS2" sixgate_sync_worker_changes_total import_refused); gw1 sent $(metric "$NS1" sixgate_sync_records_total '"out"') records in $(metric "$NS1" sixgate_sync_datagrams_total '"out"') datagrams"
     fi
-    ROWS+=("$name"$'\t'"$round"$'\t'"$long"$'\t'"$R_TCP"$'\t'"$R_ZERO"$'\t'"$R_SESS"$'\t'"$replicas")
+    ROWS+=("$name"$'\t'"$round"$'\t'"$long"$'\t'"$R_TCP"$'\t'"$R_ZERO"$'\t'"$R_SESS"$'\t'"$long_cpu1"$'\t'"$new_cpu1"$'\t'"$long_cpu2 / $new_cpu2"$'\t'"$replicas")
     stop_node "$GW1_PID"
     if ((sync)); then stop_node "$GW2_PID"; fi
     GW1_PID=""
@@ -525,12 +550,12 @@ run_mode() {
 }
 
 sync_table() {
-    echo "| sync | round | long flows: 64-byte UDP zero-loss pps | TCP single stream Gb/s | new sessions: zero-loss pps | sessions created/s at it | gw2 / gw1 sessions at the end |"
-    echo "|---|---:|---:|---:|---:|---:|---:|"
-    local row
+    echo "| sync | round | long flows: 64-byte UDP zero-loss pps | TCP single stream Gb/s | new sessions: zero-loss pps | sessions created/s at it | gw1 CPU ns/packet, long flows at $FIXED_LONG pps | gw1 CPU ns/packet, new sessions at $FIXED_NEW/s | gw2 CPU ns/packet (long / new) | gw2 / gw1 sessions at the end |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    local row a b c d e f g h i j
     for row in "${ROWS[@]}"; do
-        IFS=$'\t' read -r a b c d e f g <<<"$row"
-        echo "| $a | $b | $c | $d | $e | $f | $g |"
+        IFS=$'\t' read -r a b c d e f g h i j <<<"$row"
+        echo "| $a | $b | $c | $d | $e | $f | $g | $h | $i | $j |"
     done
     printf '%s\n' "${ROWS[@]}" | python3 -c '
 import sys
@@ -541,7 +566,7 @@ def mean(mode, i):
 def ratio(i):
     off, on = mean("off", i), mean("on", i)
     return "%.3f" % (on / off) if off > 0 else "-"
-print("| **on / off** (means) | | %s | %s | %s | %s | |" % (ratio(2), ratio(3), ratio(4), ratio(5)))'
+print("| **on / off** (means) | | %s | %s | %s | %s | %s | %s | | |" % (ratio(2), ratio(3), ratio(4), ratio(5), ratio(6), ratio(7)))'
 }
 
 # --- part 2: sessions lost at kill -9 ----------------------------------------
