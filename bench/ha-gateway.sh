@@ -382,7 +382,7 @@ cpu_ns() {
         echo 0
         return
     fi
-    cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%d\n", t }'
+    cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%.0f\n", t }'
 }
 
 # trial RATE SECS: sets T_OFFERED T_DELIVERED T_LOSS T_SESSIONS (sessions
