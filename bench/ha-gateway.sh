@@ -27,15 +27,20 @@
 #    loss. Then single-stream TCP with iperf3 for TCP_S s, client -> server.
 #  - new-session-heavy: the same search with 4096 source addresses x source
 #    ports pseudorandom in 1024-65535 (268 M tuples: nearly every packet creates
-#    a session, on a subscriber's own port block); the sessions created per
-#    second (gw1's sixgate_nat64_sessions before and after the best passing
-#    trial) and, on, how many gw2 holds at the end against gw1.
+#    a session), each trial on fresh nodes (restarted, empty tables: creating a
+#    session costs more as the table fills, so trials must start equal); the
+#    sessions created per second (gw1's sixgate_nat64_sessions before and
+#    after the best passing trial) and, on, how many gw2 holds against gw1.
+#  - both: each node's CPU time (all threads, /proc/PID/task/*/schedstat) per
+#    packet at a fixed rate for FIXED_S s: FIXED_LONG pps of the long flows,
+#    FIXED_NEW new sessions per second. On a shared machine this is the figure
+#    that carries over; the zero-loss rates follow the scheduler.
 # Part 2, sessions lost at kill -9 (sync on, fresh nodes): a python client
 # creates KILL_SESSIONS UDP sessions through gw1 at KILL_RATE per second (from
-# 20 source addresses, one source port each, through raw sockets), kills gw1 with SIGKILL right after
-# the last one, moves its route to pool6 to gw2 (the routing daemon's part) and
-# sends each session's next datagram through gw2 (paced, KILL_RATE2 per
-# second). The server records each session's IPv4 source on both datagrams:
+# 20 source addresses, one source port each, through raw sockets), kills gw1
+# with SIGKILL right after the last one, moves its route to pool6 to gw2 (the
+# routing daemon's part) and sends each session's next datagram through gw2
+# (paced, KILL_RATE2 per second). The server records each session's IPv4 source on both datagrams:
 # a session gw2 did not know arrives from a new mapping of gw2's own shard (or
 # not at all). Reported: the share lost among sessions older than 100 ms at
 # the kill (the goal: <= 0.01 %), and among the younger ones.
@@ -44,9 +49,10 @@
 #   --quick      1 s trials, <= 4 steps, 3 s TCP, 1 round, 5000 sessions
 #   --only WHAT  part 1 (sync) or part 2 (kill) alone
 #   --out FILE   also write the tables (with the machine and command) to FILE
-# Environment: ROUNDS (2), TRIAL_S (2), STEPS (6), TCP_S (5), WORKERS (1,
-# per node), KILL_SESSIONS (20000), KILL_RATE (2000), KILL_RATE2 (5000),
-# SENDER_CPU (0), SIXGATE=, LOADGEN= (binaries, default target/release).
+# Environment: ROUNDS (2), TRIAL_S (2), STEPS (6), TCP_S (5), FIXED_S (4),
+# FIXED_LONG (50000), FIXED_NEW (30000), WORKERS (1, per node), KILL_SESSIONS
+# (20000), KILL_RATE (2000), KILL_RATE2 (5000), SENDER_CPU (0), SIXGATE=,
+# LOADGEN= (binaries, default target/release), KEEP=1 (keep the logs in /tmp).
 # About 4 minutes on 2 CPUs. Needs root, iproute2, iperf3, python3. Cleans up
 # its namespaces on exit, Ctrl-C or error.
 set -euo pipefail
