@@ -391,6 +391,25 @@ cpu_ns() {
     cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%.0f\n", t }'
 }
 
+# threads_ns PID: "name=ns" per thread (by name, summed), for a breakdown.
+threads_ns() {
+    [[ -n $1 ]] || return 0
+    local t
+    for t in /proc/"$1"/task/*; do
+        printf '%s %s\n' "$(tr ' ' _ <"$t/comm")" "$(cut -d' ' -f1 "$t/schedstat")"
+    done 2>/dev/null | awk '{ n[$1] += $2 } END { for (k in n) printf "%s=%.0f ", k, n[k] }'
+}
+
+# The per-thread difference of two threads_ns, per packet: "name ns/packet ...".
+threads_diff() {
+    python3 -c '
+import sys
+a = dict(kv.split("=") for kv in sys.argv[1].split())
+b = dict(kv.split("=") for kv in sys.argv[2].split())
+n = int(sys.argv[3]) or 1
+print(" ".join("%s %d" % (k, (int(v) - int(a.get(k, 0))) / n) for k, v in sorted(b.items()) if int(v) - int(a.get(k, 0)) > 0))' "$1" "$2" "$3"
+}
+
 # trial RATE SECS: sets T_OFFERED T_DELIVERED T_LOSS T_SESSIONS (sessions
 # created on gw1 per second during the trial).
 trial() {
@@ -410,12 +429,17 @@ trial() {
     local a1 a2 b1 b2
     a1=$(cpu_ns "$GW1_PID")
     a2=$(cpu_ns "$GW2_PID")
+    local t1 t2
+    t1=$(threads_ns "$GW1_PID")
+    t2=$(threads_ns "$GW2_PID")
     nsx "$NSC" taskset -c "$SENDER_CPU" "$LOADGEN" send --dst "$DST" --rate "$rate" \
         --duration "$secs" --size "$PAYLOAD" "${SEND_ARGS[@]}" --json >"$tmp/send.json" ||
         die "sender failed"
     wait "$rpid" || die "receiver failed"
     b1=$(cpu_ns "$GW1_PID")
     b2=$(cpu_ns "$GW2_PID")
+    T_THREADS1=$(threads_diff "$t1" "$(threads_ns "$GW1_PID")" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["packets"])' "$tmp/send.json")")
+    T_THREADS2=$(threads_diff "$t2" "$(threads_ns "$GW2_PID")" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["packets"])' "$tmp/send.json")")
     s1=$(metric "$NS1" sixgate_nat64_sessions)
     read -r T_OFFERED T_DELIVERED T_LOSS T_SESSIONS T_CPU1 T_CPU2 < <(
         python3 - "$tmp" "$s0" "$s1" "$((b1 - a1))" "$((b2 - a2))" <<'EOF'
@@ -527,6 +551,7 @@ run_mode() {
     local long=$R_ZERO
     trial "$FIXED_LONG" "$FIXED_S"
     tlog fixed "$FIXED_LONG" "CPU per packet: gw1 $T_CPU1 ns, gw2 $T_CPU2 ns"
+    log "    by thread, ns per packet: gw1: $T_THREADS1; gw2: $T_THREADS2"
     local long_cpu1=$T_CPU1 long_cpu2=$T_CPU2
     log "  gw1's drops so far: $(drops "$NS1")"
     measure_tcp
@@ -538,6 +563,7 @@ run_mode() {
     search
     trial "$FIXED_NEW" "$FIXED_S"
     tlog fixed "$FIXED_NEW" "CPU per packet: gw1 $T_CPU1 ns, gw2 $T_CPU2 ns"
+    log "    by thread, ns per packet: gw1: $T_THREADS1; gw2: $T_THREADS2"
     local new_cpu1=$T_CPU1 new_cpu2=$T_CPU2
     FRESH=""
     log "  gw1's drops so far: $(drops "$NS1")"
