@@ -6,7 +6,8 @@
 # nodes on this one thread, and a worker's own cost of sync per packet
 # (crates/sixgate-dataplane/examples/sync_bench.rs).
 # Prints wall and CPU time: on a shared machine the CPU time says what the
-# code costs.
+# code costs. At the gateway (two nodes in namespaces, sync on against off,
+# sessions lost at kill -9): bench/ha-gateway.sh.
 #
 # usage: bench/ha-bench.sh [SESSIONS] [--no-build]   (default 1000000)
 set -euo pipefail
