@@ -269,17 +269,18 @@ fn nft(script: &str) -> Result<String, String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run `nft` (nftables): {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(script.as_bytes())
-            .map_err(|e| format!("cannot write to nft: {e}"))?;
-    }
+    // An nft that fails before it has read the script closes its end: the
+    // write fails (EPIPE), but what nft said is the error worth reporting.
+    let written = match child.stdin.take() {
+        Some(mut stdin) => stdin.write_all(script.as_bytes()),
+        None => Ok(()),
+    };
     let out = child.wait_with_output().map_err(|e| format!("nft: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
     }
+    written.map_err(|e| format!("cannot write to nft: {e}"))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[cfg(test)]
