@@ -19,6 +19,13 @@ use crate::replica::{Inbound, SyncEnds};
 /// Most datagrams one step reads, so a flood cannot starve the sending side.
 const RECV_BUDGET: usize = 256;
 
+/// Datagrams one `recvmmsg` takes.
+const BATCH: usize = 16;
+
+/// Room for one received datagram: the largest UDP payload (a peer's
+/// larger `max_datagram` is still read whole, then refused by its hash).
+const SLOT: usize = 65536;
+
 /// Settings of a link.
 pub struct LinkConfig {
     /// This node's id.
@@ -79,6 +86,11 @@ pub struct SyncLink {
     stop_sent: Vec<bool>,
     /// The time of the last step.
     last_now: u64,
+    /// [`BATCH`] receive buffers of [`SLOT`] bytes.
+    rx_bufs: Vec<u8>,
+    /// Whether the last [`SyncLink::sleep`] saw the socket readable; `None`
+    /// when none polled since the last receive (so it must look).
+    polled: Option<bool>,
 }
 
 impl SyncLink {
@@ -105,12 +117,14 @@ impl SyncLink {
             fed: vec![false; n],
             stop_sent: vec![false; n],
             last_now: 0,
+            rx_bufs: vec![0; BATCH * SLOT],
+            polled: None,
             socket,
             peers,
             workers,
             pool6: cfg.pool6,
             port_block_size: cfg.port_block_size,
-            buf: vec![0; 65536],
+            buf: vec![0; SLOT],
             inbound: Vec::with_capacity(256),
             counters: LinkCounters::default(),
         })
@@ -134,73 +148,111 @@ impl SyncLink {
             .any(|p| p.peer.snapshot_wanted().is_some()))
     }
 
+    /// Receives what arrived, in batches of [`BATCH`] datagrams (one
+    /// `recvmmsg` each): a short batch means the socket is empty, so a wake
+    /// with one datagram costs one call, not a second one that finds
+    /// nothing. Skipped when the last [`SyncLink::sleep`] saw the socket
+    /// quiet.
     fn receive(&mut self, now: u64, log: &mut impl FnMut(u16, &Event)) -> io::Result<()> {
-        for _ in 0..RECV_BUDGET {
-            let (n, from) = match self.socket.recv_from(&mut self.buf) {
-                Ok(x) => x,
+        if self.polled.take() == Some(false) {
+            return Ok(());
+        }
+        let mut bufs = std::mem::take(&mut self.rx_bufs);
+        let r = self.receive_batches(&mut bufs, now, log);
+        self.rx_bufs = bufs;
+        r
+    }
+
+    fn receive_batches(
+        &mut self,
+        bufs: &mut [u8],
+        now: u64,
+        log: &mut impl FnMut(u16, &Event),
+    ) -> io::Result<()> {
+        for _ in 0..RECV_BUDGET / BATCH {
+            let mut got = [(0usize, None::<SocketAddr>); BATCH];
+            let n = match recv_batch(self.fd(), bufs, &mut got) {
+                Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // ICMP errors of earlier sends (a peer down): not ours to stop on.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => return Err(e),
             };
-            let Some(slot) = self.peers.iter_mut().find(|p| p.addr == from) else {
-                self.counters.unknown_peer += 1;
-                continue;
-            };
-            // In stream order: records, and the snapshot markers between them.
-            let inbound = &mut self.inbound;
-            inbound.clear();
-            let (peer_id, mut not_imported) = (slot.id, 0);
-            let _ = slot.peer.receive(now, &self.buf[..n], &mut |e| match e {
-                Event::Record(r) => match tables::to_replica(&r) {
-                    Some((op, record)) => inbound.push(Inbound::Change {
-                        peer: peer_id,
-                        op,
-                        record,
-                    }),
-                    None => not_imported += 1,
-                },
-                Event::SnapshotBegin { .. } => {
-                    inbound.push(Inbound::SnapshotBegin { peer: peer_id })
-                }
-                Event::SnapshotEnd { sweep, .. } => {
-                    // A drained peer's first snapshot after its restart:
-                    // what it handed over stays (docs/ha.md, "Planned drain").
-                    if sweep {
-                        inbound.push(Inbound::SnapshotEnd { peer: peer_id });
-                    }
-                    log(peer_id, &e);
-                }
-                other => log(peer_id, &other),
-            });
-            self.counters.not_imported += not_imported;
-            let mut full = false;
-            let workers = self.workers.len();
-            for item in self.inbound.iter() {
-                // A record to the worker owning its port; a marker to all.
-                let targets = match item {
-                    Inbound::Change { record: r, .. } => {
-                        let w =
-                            usize::from(port_owner(r.port4, self.port_block_size, workers as u16));
-                        w..(w + 1).min(workers)
-                    }
-                    _ => 0..workers,
-                };
-                for w in targets {
-                    if self.workers[w].import.push(*item) {
-                        self.fed[w] = true;
-                    } else {
-                        self.counters.import_full += 1;
-                        full = true;
-                    }
+            for (i, &(len, from)) in got[..n].iter().enumerate() {
+                let start = i * SLOT;
+                match from {
+                    Some(from) => self.datagram(now, &bufs[start..start + len], from, log),
+                    None => self.counters.unknown_peer += 1,
                 }
             }
-            if full {
-                slot.peer.request_resync(ResyncReason::ImportFull);
+            if n < BATCH {
+                return Ok(());
             }
         }
         Ok(())
+    }
+
+    /// One datagram from `from`: its records to the workers that own them.
+    fn datagram(
+        &mut self,
+        now: u64,
+        buf: &[u8],
+        from: SocketAddr,
+        log: &mut impl FnMut(u16, &Event),
+    ) {
+        let Some(slot) = self.peers.iter_mut().find(|p| p.addr == from) else {
+            self.counters.unknown_peer += 1;
+            return;
+        };
+        // In stream order: records, and the snapshot markers between them.
+        let inbound = &mut self.inbound;
+        inbound.clear();
+        let (peer_id, mut not_imported) = (slot.id, 0);
+        let _ = slot.peer.receive(now, buf, &mut |e| match e {
+            Event::Record(r) => match tables::to_replica(&r) {
+                Some((op, record)) => inbound.push(Inbound::Change {
+                    peer: peer_id,
+                    op,
+                    record,
+                }),
+                None => not_imported += 1,
+            },
+            Event::SnapshotBegin { .. } => inbound.push(Inbound::SnapshotBegin { peer: peer_id }),
+            Event::SnapshotEnd { sweep, .. } => {
+                // A drained peer's first snapshot after its restart:
+                // what it handed over stays (docs/ha.md, "Planned drain").
+                if sweep {
+                    inbound.push(Inbound::SnapshotEnd { peer: peer_id });
+                }
+                log(peer_id, &e);
+            }
+            other => log(peer_id, &other),
+        });
+        self.counters.not_imported += not_imported;
+        let mut full = false;
+        let workers = self.workers.len();
+        for item in self.inbound.iter() {
+            // A record to the worker owning its port; a marker to all.
+            let targets = match item {
+                Inbound::Change { record: r, .. } => {
+                    let w = usize::from(port_owner(r.port4, self.port_block_size, workers as u16));
+                    w..(w + 1).min(workers)
+                }
+                _ => 0..workers,
+            };
+            for w in targets {
+                if self.workers[w].import.push(*item) {
+                    self.fed[w] = true;
+                } else {
+                    self.counters.import_full += 1;
+                    full = true;
+                }
+            }
+        }
+        if full {
+            slot.peer.request_resync(ResyncReason::ImportFull);
+        }
     }
 
     fn export_now(&mut self) {
@@ -317,14 +369,19 @@ impl SyncLink {
     }
 
     /// Sleeps until a datagram arrives, a worker exports a change (its
-    /// doorbell), or `timeout_ms` (at most 1 ms without a doorbell). Not at
-    /// all if a change is waiting already.
-    pub fn sleep(&self, timeout_ms: i32) {
+    /// doorbell), or `timeout_ns` (at most 1 ms without a doorbell). Not at
+    /// all if a change is waiting already. `ppoll` takes the timeout to the
+    /// nanosecond: a timer less than 1 ms away is slept to, not spun on with
+    /// zero timeouts. The next [`SyncLink::step`] reads the socket only if
+    /// it was readable, and the doorbell is read only when it rang.
+    pub fn sleep(&mut self, timeout_ns: u64) {
         let bell = self.workers.first().and_then(|w| w.bell.as_deref());
         if let Some(b) = bell {
             b.arm();
             if self.workers.iter().any(|w| !w.export.is_empty()) {
-                b.disarm();
+                // A ring since `arm` left the eventfd readable: the next
+                // sleep returns at once and reads it.
+                b.quiet();
                 return;
             }
         }
@@ -334,16 +391,26 @@ impl SyncLink {
             revents: 0,
         };
         let mut fds = [pollfd(self.fd()), pollfd(bell.map_or(-1, |b| b.fd()))];
-        let timeout = if bell.is_some() {
-            timeout_ms
+        let timeout_ns = if bell.is_some() {
+            timeout_ns
         } else {
-            timeout_ms.min(1)
+            timeout_ns.min(1_000_000)
         };
-        // SAFETY: two valid pollfds (poll skips a negative one). EINTR and
-        // the like: the caller just goes round.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+        let ts = libc::timespec {
+            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: two valid pollfds (ppoll skips a negative one), a valid
+        // timespec, no signal mask.
+        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        // EINTR and the like: look at the socket anyway.
+        self.polled = Some(n < 0 || fds[0].revents != 0);
         if let Some(b) = bell {
-            b.disarm();
+            if n < 0 || fds[1].revents != 0 {
+                b.disarm();
+            } else {
+                b.quiet();
+            }
         }
     }
 
@@ -408,6 +475,77 @@ impl SyncLink {
         self.peers
             .iter()
             .all(|p| p.peer.drain_acked() || !p.peer.is_up())
+    }
+}
+
+/// One `recvmmsg` of up to [`BATCH`] datagrams into `bufs` ([`BATCH`] slots
+/// of [`SLOT`] bytes), without waiting: each one's length and sender (`None`
+/// for an address family that is no peer's) into `got`; how many.
+fn recv_batch(
+    fd: std::os::fd::RawFd,
+    bufs: &mut [u8],
+    got: &mut [(usize, Option<SocketAddr>); BATCH],
+) -> io::Result<usize> {
+    // SAFETY: all-zero is a valid value of these plain C structs.
+    let mut addrs: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+    for (i, chunk) in bufs.chunks_exact_mut(SLOT).take(BATCH).enumerate() {
+        iov[i] = libc::iovec {
+            iov_base: chunk.as_mut_ptr().cast(),
+            iov_len: SLOT,
+        };
+        hdrs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_storage).cast();
+        hdrs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
+        hdrs[i].msg_hdr.msg_iov = &mut iov[i];
+        hdrs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: BATCH headers, each naming its own address and one buffer of
+    // SLOT bytes inside `bufs`, all alive for the call.
+    let n = unsafe {
+        libc::recvmmsg(
+            fd,
+            hdrs.as_mut_ptr(),
+            BATCH as u32,
+            libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    for i in 0..n {
+        got[i] = (hdrs[i].msg_len as usize, sockaddr(&addrs[i]));
+    }
+    Ok(n)
+}
+
+/// The sender's address as `recv_from` gives it.
+fn sockaddr(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+    match i32::from(a.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let a = unsafe { &*(a as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6.
+            let a = unsafe { &*(a as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
     }
 }
 

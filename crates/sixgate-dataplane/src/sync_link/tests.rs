@@ -254,7 +254,7 @@ fn the_thread_sleeps_until_a_worker_rings() {
         port_block_size: 0,
     };
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let link = SyncLink::new(socket, cfg, vec![sync]).unwrap();
+    let mut link = SyncLink::new(socket, cfg, vec![sync]).unwrap();
     assert!(link.bell().is_some());
     // A worker exports 50 ms from now.
     let worker = std::thread::spawn(move || {
@@ -276,7 +276,7 @@ fn the_thread_sleeps_until_a_worker_rings() {
         ends
     });
     let t0 = std::time::Instant::now();
-    link.sleep(5000);
+    link.sleep(5_000_000_000);
     let slept = t0.elapsed();
     assert!(
         slept < std::time::Duration::from_millis(2000),
@@ -285,6 +285,6 @@ fn the_thread_sleeps_until_a_worker_rings() {
     let _ends = worker.join().unwrap();
     // The change is still in the ring (no step ran): no sleep at all.
     let t0 = std::time::Instant::now();
-    link.sleep(5000);
+    link.sleep(5_000_000_000);
     assert!(t0.elapsed() < std::time::Duration::from_millis(100));
 }
