@@ -597,7 +597,7 @@ run_mode() {
         g1=$(metric "$NS1" sixgate_nat64_sessions)
         g2=$(metric "$NS2" sixgate_nat64_sessions)
         replicas="$g2 / $g1"
-        log "  sessions: gw2 holds $g2, gw1 $g1; gw1 exported $(metric "$NS1" sixgate_sync_worker_changes_total exported), lost $(metric "$NS1" sixgate_sync_worker_changes_total export_lost); gw2 imported $(metric "$NS2" sixgate_sync_worker_changes_total '"imported"'), refused $(metric "$NS2" sixgate_sync_worker_changes_total import_refused); gw1 sent $(metric "$NS1" sixgate_sync_records_total '"out"') records in $(metric "$NS1" sixgate_sync_datagrams_total '"out"') datagrams"
+        log "  sessions: gw2 holds $g2, gw1 $g1; gw1 exported $(metric "$NS1" sixgate_sync_worker_changes_total exported), lost $(metric "$NS1" sixgate_sync_worker_changes_total export_lost); gw2 imported $(metric "$NS2" sixgate_sync_worker_changes_total '"imported"'), refused $(metric "$NS2" sixgate_sync_worker_changes_total import_refused); gw1 sent $(metric "$NS1" sixgate_sync_records_total '"out"') records in $(metric "$NS1" sixgate_sync_datagrams_total '"out"') datagrams, gw2 $(metric "$NS2" sixgate_sync_records_total '"out"') in $(metric "$NS2" sixgate_sync_datagrams_total '"out"')"
     fi
     ROWS+=("$name"$'\t'"$round"$'\t'"$long"$'\t'"$R_TCP"$'\t'"$R_ZERO"$'\t'"$R_SESS"$'\t'"$long_cpu1"$'\t'"$new_cpu1"$'\t'"$long_cpu2 / $new_cpu2"$'\t'"$replicas")
     stop_node "$GW1_PID"
