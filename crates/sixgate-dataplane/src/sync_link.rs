@@ -86,8 +86,9 @@ pub struct SyncLink {
     stop_sent: Vec<bool>,
     /// The time of the last step.
     last_now: u64,
-    /// [`BATCH`] receive buffers of [`SLOT`] bytes.
-    rx_bufs: Vec<u8>,
+    /// [`BATCH`] receive buffers of [`SLOT`] bytes and their headers.
+    /// (Taken out while its datagrams are handled.)
+    rx_bufs: Option<Box<RecvBatch>>,
     /// Whether the last [`SyncLink::sleep`] saw the socket readable; `None`
     /// when none polled since the last receive (so it must look).
     polled: Option<bool>,
@@ -117,7 +118,7 @@ impl SyncLink {
             fed: vec![false; n],
             stop_sent: vec![false; n],
             last_now: 0,
-            rx_bufs: vec![0; BATCH * SLOT],
+            rx_bufs: Some(Box::new(RecvBatch::new())),
             polled: None,
             socket,
             peers,
@@ -157,21 +158,23 @@ impl SyncLink {
         if self.polled.take() == Some(false) {
             return Ok(());
         }
-        let mut bufs = std::mem::take(&mut self.rx_bufs);
+        let Some(mut bufs) = self.rx_bufs.take() else {
+            return Ok(());
+        };
         let r = self.receive_batches(&mut bufs, now, log);
-        self.rx_bufs = bufs;
+        self.rx_bufs = Some(bufs);
         r
     }
 
     fn receive_batches(
         &mut self,
-        bufs: &mut [u8],
+        bufs: &mut RecvBatch,
         now: u64,
         log: &mut impl FnMut(u16, &Event),
     ) -> io::Result<()> {
         for _ in 0..RECV_BUDGET / BATCH {
             let mut got = [(0usize, None::<SocketAddr>); BATCH];
-            let n = match recv_batch(self.fd(), bufs, &mut got) {
+            let n = match bufs.recv(self.fd(), &mut got) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -182,7 +185,7 @@ impl SyncLink {
             for (i, &(len, from)) in got[..n].iter().enumerate() {
                 let start = i * SLOT;
                 match from {
-                    Some(from) => self.datagram(now, &bufs[start..start + len], from, log),
+                    Some(from) => self.datagram(now, &bufs.bufs[start..start + len], from, log),
                     None => self.counters.unknown_peer += 1,
                 }
             }
@@ -478,49 +481,76 @@ impl SyncLink {
     }
 }
 
-/// One `recvmmsg` of up to [`BATCH`] datagrams into `bufs` ([`BATCH`] slots
-/// of [`SLOT`] bytes), without waiting: each one's length and sender (`None`
-/// for an address family that is no peer's) into `got`; how many.
-fn recv_batch(
-    fd: std::os::fd::RawFd,
-    bufs: &mut [u8],
-    got: &mut [(usize, Option<SocketAddr>); BATCH],
-) -> io::Result<usize> {
-    // SAFETY: all-zero is a valid value of these plain C structs.
-    let mut addrs: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-    for (i, chunk) in bufs.chunks_exact_mut(SLOT).take(BATCH).enumerate() {
-        iov[i] = libc::iovec {
-            iov_base: chunk.as_mut_ptr().cast(),
-            iov_len: SLOT,
+/// What one `recvmmsg` needs, made once: [`BATCH`] buffers of [`SLOT`]
+/// bytes, their addresses and headers (only the pointers are set per call,
+/// nothing is cleared).
+struct RecvBatch {
+    bufs: Vec<u8>,
+    addrs: [libc::sockaddr_storage; BATCH],
+    iov: [libc::iovec; BATCH],
+    hdrs: [libc::mmsghdr; BATCH],
+}
+
+// SAFETY: the headers' pointers lead only into this value's own fields, and
+// are set again before each use, so moving it to another thread is sound.
+unsafe impl Send for RecvBatch {}
+
+impl RecvBatch {
+    fn new() -> RecvBatch {
+        RecvBatch {
+            bufs: vec![0; BATCH * SLOT],
+            // SAFETY: all-zero is a valid value of these plain C structs.
+            addrs: unsafe { std::mem::zeroed() },
+            // SAFETY: as above.
+            iov: unsafe { std::mem::zeroed() },
+            // SAFETY: as above.
+            hdrs: unsafe { std::mem::zeroed() },
+        }
+    }
+
+    /// One `recvmmsg` of up to [`BATCH`] datagrams, without waiting: each
+    /// one's length and sender (`None` for an address family that is no
+    /// peer's) into `got`; how many.
+    fn recv(
+        &mut self,
+        fd: std::os::fd::RawFd,
+        got: &mut [(usize, Option<SocketAddr>); BATCH],
+    ) -> io::Result<usize> {
+        for (i, chunk) in self.bufs.chunks_exact_mut(SLOT).take(BATCH).enumerate() {
+            self.iov[i] = libc::iovec {
+                iov_base: chunk.as_mut_ptr().cast(),
+                iov_len: SLOT,
+            };
+            let h = &mut self.hdrs[i].msg_hdr;
+            h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
+            h.msg_iov = &mut self.iov[i];
+            h.msg_iovlen = 1;
+        }
+        // SAFETY: BATCH headers, each naming its own address and one buffer
+        // of SLOT bytes inside `bufs`, all borrowed for the call.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.hdrs.as_mut_ptr(),
+                BATCH as u32,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
         };
-        hdrs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_storage).cast();
-        hdrs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
-        hdrs[i].msg_hdr.msg_iov = &mut iov[i];
-        hdrs[i].msg_hdr.msg_iovlen = 1;
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        for (g, (h, a)) in got
+            .iter_mut()
+            .zip(self.hdrs.iter().zip(&self.addrs))
+            .take(n)
+        {
+            *g = (h.msg_len as usize, sockaddr(a));
+        }
+        Ok(n)
     }
-    // SAFETY: BATCH headers, each naming its own address and one buffer of
-    // SLOT bytes inside `bufs`, all alive for the call.
-    let n = unsafe {
-        libc::recvmmsg(
-            fd,
-            hdrs.as_mut_ptr(),
-            BATCH as u32,
-            libc::MSG_DONTWAIT,
-            std::ptr::null_mut(),
-        )
-    };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let n = n as usize;
-    for i in 0..n {
-        got[i] = (hdrs[i].msg_len as usize, sockaddr(&addrs[i]));
-    }
-    Ok(n)
 }
 
 /// The sender's address as `recv_from` gives it.
