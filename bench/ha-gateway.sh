@@ -52,7 +52,9 @@
 # Environment: ROUNDS (2), TRIAL_S (2), STEPS (6), TCP_S (5), FIXED_S (4),
 # FIXED_LONG (50000), FIXED_NEW (30000), WORKERS (1, per node), KILL_SESSIONS
 # (20000), KILL_RATE (2000), KILL_RATE2 (5000), SENDER_CPU (0), SIXGATE=,
-# LOADGEN= (binaries, default target/release), KEEP=1 (keep the logs in /tmp).
+# LOADGEN= (binaries, default target/release), KEEP=1 (keep the logs in /tmp),
+# SYSCALLS=1 (strace -c each node's sync thread during the fixed
+# new-session trial with sync on; it slows that thread, so not with figures).
 # About 4 minutes on 2 CPUs. Needs root, iproute2, iperf3, python3. Cleans up
 # its namespaces on exit, Ctrl-C or error.
 set -euo pipefail
@@ -432,10 +434,31 @@ trial() {
     local t1 t2
     t1=$(threads_ns "$GW1_PID")
     t2=$(threads_ns "$GW2_PID")
+    local spids=()
+    if [[ -n ${STRACE:-} ]]; then
+        local p t
+        for p in "$GW1_PID" "$GW2_PID"; do
+            for t in /proc/"$p"/task/*; do
+                if [[ $(cat "$t/comm") == sixgate-sync ]]; then
+                    strace -c -q -p "${t##*/}" -o "$tmp/strace.$p" &
+                    spids+=($!)
+                fi
+            done
+        done
+        sleep 0.2
+    fi
     nsx "$NSC" taskset -c "$SENDER_CPU" "$LOADGEN" send --dst "$DST" --rate "$rate" \
         --duration "$secs" --size "$PAYLOAD" "${SEND_ARGS[@]}" --json >"$tmp/send.json" ||
         die "sender failed"
     wait "$rpid" || die "receiver failed"
+    if ((${#spids[@]})); then
+        kill -INT "${spids[@]}"
+        wait "${spids[@]}" || true
+        log "    system calls of gw1's sync thread (strace -c):"
+        sed 's/^/      /' "$tmp/strace.$GW1_PID" >&2 || true
+        log "    system calls of gw2's sync thread (strace -c):"
+        sed 's/^/      /' "$tmp/strace.$GW2_PID" >&2 || true
+    fi
     b1=$(cpu_ns "$GW1_PID")
     b2=$(cpu_ns "$GW2_PID")
     T_THREADS1=$(threads_diff "$t1" "$(threads_ns "$GW1_PID")" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["packets"])' "$tmp/send.json")")
@@ -561,7 +584,9 @@ run_mode() {
     # grows with the sessions already there, so trials must start equal.
     FRESH=$sync
     search
+    if [[ ${SYSCALLS:-} == 1 ]] && ((sync)); then STRACE=1; fi
     trial "$FIXED_NEW" "$FIXED_S"
+    STRACE=""
     tlog fixed "$FIXED_NEW" "CPU per packet: gw1 $T_CPU1 ns, gw2 $T_CPU2 ns"
     log "    by thread, ns per packet: gw1: $T_THREADS1; gw2: $T_THREADS2"
     local new_cpu1=$T_CPU1 new_cpu2=$T_CPU2
@@ -572,7 +597,7 @@ run_mode() {
         g1=$(metric "$NS1" sixgate_nat64_sessions)
         g2=$(metric "$NS2" sixgate_nat64_sessions)
         replicas="$g2 / $g1"
-        log "  sessions: gw2 holds $g2, gw1 $g1; gw1 exported $(metric "$NS1" sixgate_sync_worker_changes_total exported), lost $(metric "$NS1" sixgate_sync_worker_changes_total export_lost); gw2 imported $(metric "$NS2" sixgate_sync_worker_changes_total '"imported"'), refused $(metric "$NS2" sixgate_sync_worker_changes_total import_refused); gw1 sent $(metric "$NS1" sixgate_sync_records_total '"out"') records in $(metric "$NS1" sixgate_sync_datagrams_total '"out"') datagrams"
+        log "  sessions: gw2 holds $g2, gw1 $g1; gw1 exported $(metric "$NS1" sixgate_sync_worker_changes_total exported), lost $(metric "$NS1" sixgate_sync_worker_changes_total export_lost); gw2 imported $(metric "$NS2" sixgate_sync_worker_changes_total '"imported"'), refused $(metric "$NS2" sixgate_sync_worker_changes_total import_refused); gw1 sent $(metric "$NS1" sixgate_sync_records_total '"out"') records in $(metric "$NS1" sixgate_sync_datagrams_total '"out"') datagrams, gw2 $(metric "$NS2" sixgate_sync_records_total '"out"') in $(metric "$NS2" sixgate_sync_datagrams_total '"out"')"
     fi
     ROWS+=("$name"$'\t'"$round"$'\t'"$long"$'\t'"$R_TCP"$'\t'"$R_ZERO"$'\t'"$R_SESS"$'\t'"$long_cpu1"$'\t'"$new_cpu1"$'\t'"$long_cpu2 / $new_cpu2"$'\t'"$replicas")
     stop_node "$GW1_PID"

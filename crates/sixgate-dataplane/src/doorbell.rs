@@ -49,6 +49,12 @@ impl Doorbell {
         let _ = unsafe { libc::read(self.fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
     }
 
+    /// The sleeper, awake without the doorbell having rung (its `poll` said
+    /// so): stop the writes, and save the `read` that would find nothing.
+    pub fn quiet(&self) {
+        self.armed.store(false, Ordering::Relaxed);
+    }
+
     /// A producer, after publishing: wake the sleeper if it is armed (one
     /// `write`, then no more until it arms again).
     pub fn ring(&self) {

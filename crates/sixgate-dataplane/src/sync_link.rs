@@ -19,6 +19,13 @@ use crate::replica::{Inbound, SyncEnds};
 /// Most datagrams one step reads, so a flood cannot starve the sending side.
 const RECV_BUDGET: usize = 256;
 
+/// Datagrams one `recvmmsg` takes.
+const BATCH: usize = 16;
+
+/// Room for one received datagram: the largest UDP payload (a peer's
+/// larger `max_datagram` is still read whole, then refused by its hash).
+const SLOT: usize = 65536;
+
 /// Settings of a link.
 pub struct LinkConfig {
     /// This node's id.
@@ -79,6 +86,12 @@ pub struct SyncLink {
     stop_sent: Vec<bool>,
     /// The time of the last step.
     last_now: u64,
+    /// [`BATCH`] receive buffers of [`SLOT`] bytes and their headers.
+    /// (Taken out while its datagrams are handled.)
+    rx_bufs: Option<Box<RecvBatch>>,
+    /// Whether the last [`SyncLink::sleep`] saw the socket readable; `None`
+    /// when none polled since the last receive (so it must look).
+    polled: Option<bool>,
 }
 
 impl SyncLink {
@@ -105,12 +118,14 @@ impl SyncLink {
             fed: vec![false; n],
             stop_sent: vec![false; n],
             last_now: 0,
+            rx_bufs: Some(Box::new(RecvBatch::new())),
+            polled: None,
             socket,
             peers,
             workers,
             pool6: cfg.pool6,
             port_block_size: cfg.port_block_size,
-            buf: vec![0; 65536],
+            buf: vec![0; SLOT],
             inbound: Vec::with_capacity(256),
             counters: LinkCounters::default(),
         })
@@ -134,73 +149,113 @@ impl SyncLink {
             .any(|p| p.peer.snapshot_wanted().is_some()))
     }
 
+    /// Receives what arrived, in batches of [`BATCH`] datagrams (one
+    /// `recvmmsg` each): a short batch means the socket is empty, so a wake
+    /// with one datagram costs one call, not a second one that finds
+    /// nothing. Skipped when the last [`SyncLink::sleep`] saw the socket
+    /// quiet.
     fn receive(&mut self, now: u64, log: &mut impl FnMut(u16, &Event)) -> io::Result<()> {
-        for _ in 0..RECV_BUDGET {
-            let (n, from) = match self.socket.recv_from(&mut self.buf) {
-                Ok(x) => x,
+        if self.polled.take() == Some(false) {
+            return Ok(());
+        }
+        let Some(mut bufs) = self.rx_bufs.take() else {
+            return Ok(());
+        };
+        let r = self.receive_batches(&mut bufs, now, log);
+        self.rx_bufs = Some(bufs);
+        r
+    }
+
+    fn receive_batches(
+        &mut self,
+        bufs: &mut RecvBatch,
+        now: u64,
+        log: &mut impl FnMut(u16, &Event),
+    ) -> io::Result<()> {
+        for _ in 0..RECV_BUDGET / BATCH {
+            let mut got = [(0usize, None::<SocketAddr>); BATCH];
+            let n = match bufs.recv(self.fd(), &mut got) {
+                Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // ICMP errors of earlier sends (a peer down): not ours to stop on.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => return Err(e),
             };
-            let Some(slot) = self.peers.iter_mut().find(|p| p.addr == from) else {
-                self.counters.unknown_peer += 1;
-                continue;
-            };
-            // In stream order: records, and the snapshot markers between them.
-            let inbound = &mut self.inbound;
-            inbound.clear();
-            let (peer_id, mut not_imported) = (slot.id, 0);
-            let _ = slot.peer.receive(now, &self.buf[..n], &mut |e| match e {
-                Event::Record(r) => match tables::to_replica(&r) {
-                    Some((op, record)) => inbound.push(Inbound::Change {
-                        peer: peer_id,
-                        op,
-                        record,
-                    }),
-                    None => not_imported += 1,
-                },
-                Event::SnapshotBegin { .. } => {
-                    inbound.push(Inbound::SnapshotBegin { peer: peer_id })
-                }
-                Event::SnapshotEnd { sweep, .. } => {
-                    // A drained peer's first snapshot after its restart:
-                    // what it handed over stays (docs/ha.md, "Planned drain").
-                    if sweep {
-                        inbound.push(Inbound::SnapshotEnd { peer: peer_id });
-                    }
-                    log(peer_id, &e);
-                }
-                other => log(peer_id, &other),
-            });
-            self.counters.not_imported += not_imported;
-            let mut full = false;
-            let workers = self.workers.len();
-            for item in self.inbound.iter() {
-                // A record to the worker owning its port; a marker to all.
-                let targets = match item {
-                    Inbound::Change { record: r, .. } => {
-                        let w =
-                            usize::from(port_owner(r.port4, self.port_block_size, workers as u16));
-                        w..(w + 1).min(workers)
-                    }
-                    _ => 0..workers,
-                };
-                for w in targets {
-                    if self.workers[w].import.push(*item) {
-                        self.fed[w] = true;
-                    } else {
-                        self.counters.import_full += 1;
-                        full = true;
-                    }
+            for (i, &(len, from)) in got[..n].iter().enumerate() {
+                let start = i * SLOT;
+                match from {
+                    Some(from) => self.datagram(now, &bufs.bufs[start..start + len], from, log),
+                    None => self.counters.unknown_peer += 1,
                 }
             }
-            if full {
-                slot.peer.request_resync(ResyncReason::ImportFull);
+            if n < BATCH {
+                return Ok(());
             }
         }
         Ok(())
+    }
+
+    /// One datagram from `from`: its records to the workers that own them.
+    fn datagram(
+        &mut self,
+        now: u64,
+        buf: &[u8],
+        from: SocketAddr,
+        log: &mut impl FnMut(u16, &Event),
+    ) {
+        let Some(slot) = self.peers.iter_mut().find(|p| p.addr == from) else {
+            self.counters.unknown_peer += 1;
+            return;
+        };
+        // In stream order: records, and the snapshot markers between them.
+        let inbound = &mut self.inbound;
+        inbound.clear();
+        let (peer_id, mut not_imported) = (slot.id, 0);
+        let _ = slot.peer.receive(now, buf, &mut |e| match e {
+            Event::Record(r) => match tables::to_replica(&r) {
+                Some((op, record)) => inbound.push(Inbound::Change {
+                    peer: peer_id,
+                    op,
+                    record,
+                }),
+                None => not_imported += 1,
+            },
+            Event::SnapshotBegin { .. } => inbound.push(Inbound::SnapshotBegin { peer: peer_id }),
+            Event::SnapshotEnd { sweep, .. } => {
+                // A drained peer's first snapshot after its restart:
+                // what it handed over stays (docs/ha.md, "Planned drain").
+                if sweep {
+                    inbound.push(Inbound::SnapshotEnd { peer: peer_id });
+                }
+                log(peer_id, &e);
+            }
+            other => log(peer_id, &other),
+        });
+        self.counters.not_imported += not_imported;
+        let mut full = false;
+        let workers = self.workers.len();
+        for item in self.inbound.iter() {
+            // A record to the worker owning its port; a marker to all.
+            let targets = match item {
+                Inbound::Change { record: r, .. } => {
+                    let w = usize::from(port_owner(r.port4, self.port_block_size, workers as u16));
+                    w..(w + 1).min(workers)
+                }
+                _ => 0..workers,
+            };
+            for w in targets {
+                if self.workers[w].import.push(*item) {
+                    self.fed[w] = true;
+                } else {
+                    self.counters.import_full += 1;
+                    full = true;
+                }
+            }
+        }
+        if full {
+            slot.peer.request_resync(ResyncReason::ImportFull);
+        }
     }
 
     fn export_now(&mut self) {
@@ -317,14 +372,19 @@ impl SyncLink {
     }
 
     /// Sleeps until a datagram arrives, a worker exports a change (its
-    /// doorbell), or `timeout_ms` (at most 1 ms without a doorbell). Not at
-    /// all if a change is waiting already.
-    pub fn sleep(&self, timeout_ms: i32) {
+    /// doorbell), or `timeout_ns` (at most 1 ms without a doorbell). Not at
+    /// all if a change is waiting already. `ppoll` takes the timeout to the
+    /// nanosecond: a timer less than 1 ms away is slept to, not spun on with
+    /// zero timeouts. The next [`SyncLink::step`] reads the socket only if
+    /// it was readable, and the doorbell is read only when it rang.
+    pub fn sleep(&mut self, timeout_ns: u64) {
         let bell = self.workers.first().and_then(|w| w.bell.as_deref());
         if let Some(b) = bell {
             b.arm();
             if self.workers.iter().any(|w| !w.export.is_empty()) {
-                b.disarm();
+                // A ring since `arm` left the eventfd readable: the next
+                // sleep returns at once and reads it.
+                b.quiet();
                 return;
             }
         }
@@ -334,16 +394,26 @@ impl SyncLink {
             revents: 0,
         };
         let mut fds = [pollfd(self.fd()), pollfd(bell.map_or(-1, |b| b.fd()))];
-        let timeout = if bell.is_some() {
-            timeout_ms
+        let timeout_ns = if bell.is_some() {
+            timeout_ns
         } else {
-            timeout_ms.min(1)
+            timeout_ns.min(1_000_000)
         };
-        // SAFETY: two valid pollfds (poll skips a negative one). EINTR and
-        // the like: the caller just goes round.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+        let ts = libc::timespec {
+            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: two valid pollfds (ppoll skips a negative one), a valid
+        // timespec, no signal mask.
+        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        // EINTR and the like: look at the socket anyway.
+        self.polled = Some(n < 0 || fds[0].revents != 0);
         if let Some(b) = bell {
-            b.disarm();
+            if n < 0 || fds[1].revents != 0 {
+                b.disarm();
+            } else {
+                b.quiet();
+            }
         }
     }
 
@@ -408,6 +478,104 @@ impl SyncLink {
         self.peers
             .iter()
             .all(|p| p.peer.drain_acked() || !p.peer.is_up())
+    }
+}
+
+/// What one `recvmmsg` needs, made once: [`BATCH`] buffers of [`SLOT`]
+/// bytes, their addresses and headers (only the pointers are set per call,
+/// nothing is cleared).
+struct RecvBatch {
+    bufs: Vec<u8>,
+    addrs: [libc::sockaddr_storage; BATCH],
+    iov: [libc::iovec; BATCH],
+    hdrs: [libc::mmsghdr; BATCH],
+}
+
+// SAFETY: the headers' pointers lead only into this value's own fields, and
+// are set again before each use, so moving it to another thread is sound.
+unsafe impl Send for RecvBatch {}
+
+impl RecvBatch {
+    fn new() -> RecvBatch {
+        RecvBatch {
+            bufs: vec![0; BATCH * SLOT],
+            // SAFETY: all-zero is a valid value of these plain C structs.
+            addrs: unsafe { std::mem::zeroed() },
+            // SAFETY: as above.
+            iov: unsafe { std::mem::zeroed() },
+            // SAFETY: as above.
+            hdrs: unsafe { std::mem::zeroed() },
+        }
+    }
+
+    /// One `recvmmsg` of up to [`BATCH`] datagrams, without waiting: each
+    /// one's length and sender (`None` for an address family that is no
+    /// peer's) into `got`; how many.
+    fn recv(
+        &mut self,
+        fd: std::os::fd::RawFd,
+        got: &mut [(usize, Option<SocketAddr>); BATCH],
+    ) -> io::Result<usize> {
+        for (i, chunk) in self.bufs.chunks_exact_mut(SLOT).take(BATCH).enumerate() {
+            self.iov[i] = libc::iovec {
+                iov_base: chunk.as_mut_ptr().cast(),
+                iov_len: SLOT,
+            };
+            let h = &mut self.hdrs[i].msg_hdr;
+            h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
+            h.msg_iov = &mut self.iov[i];
+            h.msg_iovlen = 1;
+        }
+        // SAFETY: BATCH headers, each naming its own address and one buffer
+        // of SLOT bytes inside `bufs`, all borrowed for the call.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.hdrs.as_mut_ptr(),
+                BATCH as u32,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        for (g, (h, a)) in got
+            .iter_mut()
+            .zip(self.hdrs.iter().zip(&self.addrs))
+            .take(n)
+        {
+            *g = (h.msg_len as usize, sockaddr(a));
+        }
+        Ok(n)
+    }
+}
+
+/// The sender's address as `recv_from` gives it.
+fn sockaddr(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+    match i32::from(a.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let a = unsafe { &*(a as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6.
+            let a = unsafe { &*(a as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The sync thread of a running gateway (docs/ha.md): a [`SyncLink`] driven
 //! off the packet path. It sleeps in `poll` on the link's socket and the
 //! workers' doorbell (rung when they export changes) until the protocol's
-//! next timer, at most [`MAX_SLEEP_MS`], wakes the
+//! next timer, at most [`MAX_SLEEP_NS`], wakes the
 //! workers it handed records to, feeds snapshots by walking the workers'
 //! tables through the control channel (`Live::chunk`, a chunk between their
 //! batches), and logs the peers' events.
@@ -25,7 +25,7 @@ use crate::sync_node::Node;
 
 /// Longest sleep (the report's period): a worker's change rings the
 /// doorbell instead of waiting for the thread (without a doorbell, 1 ms).
-pub const MAX_SLEEP_MS: i32 = (REPORT_NS / 1_000_000) as i32;
+pub const MAX_SLEEP_NS: u64 = REPORT_NS;
 
 /// How often the thread publishes its [`SyncReport`] (`show sync`, metrics).
 const REPORT_NS: u64 = 100_000_000;
@@ -256,13 +256,15 @@ fn run(
             walk = snapshot_step(&mut link, &live, &pool6, workers, w, now);
         }
         // Up to the next timer or report (`show sync` is at most 100 ms old).
-        let wait = link.next_timeout(now).min(next_report).saturating_sub(now) / 1_000_000;
+        // To the nanosecond: a timer under 1 ms away is slept to, not spun
+        // on (docs/PERFORMANCE.md, "At the gateway").
+        let wait = link.next_timeout(now).min(next_report).saturating_sub(now);
         // A snapshot with room goes on at once; one waiting for the peers'
         // acks sleeps until they arrive on the socket.
         let timeout = if walk.is_some() && link.snapshot_room() > 0 {
             0
         } else {
-            (wait as i32).clamp(0, MAX_SLEEP_MS)
+            wait.min(MAX_SLEEP_NS)
         };
         link.sleep(timeout);
     }

@@ -254,7 +254,7 @@ fn the_thread_sleeps_until_a_worker_rings() {
         port_block_size: 0,
     };
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let link = SyncLink::new(socket, cfg, vec![sync]).unwrap();
+    let mut link = SyncLink::new(socket, cfg, vec![sync]).unwrap();
     assert!(link.bell().is_some());
     // A worker exports 50 ms from now.
     let worker = std::thread::spawn(move || {
@@ -276,7 +276,7 @@ fn the_thread_sleeps_until_a_worker_rings() {
         ends
     });
     let t0 = std::time::Instant::now();
-    link.sleep(5000);
+    link.sleep(5_000_000_000);
     let slept = t0.elapsed();
     assert!(
         slept < std::time::Duration::from_millis(2000),
@@ -285,6 +285,33 @@ fn the_thread_sleeps_until_a_worker_rings() {
     let _ends = worker.join().unwrap();
     // The change is still in the ring (no step ran): no sleep at all.
     let t0 = std::time::Instant::now();
-    link.sleep(5000);
+    link.sleep(5_000_000_000);
     assert!(t0.elapsed() < std::time::Duration::from_millis(100));
+}
+
+/// docs/ha.md, "Workers, rings, sole writers": datagrams are read in
+/// batches of `BATCH` per `recvmmsg` until a short one, each counted; a
+/// sleep that saw the socket quiet makes the next step skip the read, and
+/// one that saw it readable makes it read.
+#[test]
+fn datagrams_are_read_in_batches_and_only_when_the_socket_is_readable() {
+    let key = Key::new(b"k").unwrap();
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let at = socket.local_addr().unwrap();
+    let mut b = node(2, socket, (1, "127.0.0.1:9".parse().unwrap()), &key);
+    // Nothing there: the sleep's timeout passes, the step reads nothing.
+    b.link.sleep(MS);
+    assert_eq!(b.link.polled, Some(false));
+    b.round(0);
+    assert_eq!(b.link.polled, None);
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let n = 2 * BATCH + 3;
+    for _ in 0..n {
+        stranger.send_to(b"SGSY garbage", at).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    b.link.sleep(5_000 * MS);
+    assert_eq!(b.link.polled, Some(true));
+    b.round(0);
+    assert_eq!(b.link.counters.unknown_peer, n as u64);
 }
