@@ -324,6 +324,18 @@ fn iperf3_server(bed: &EcmpBed) -> sixgate_netns::Background {
     server
 }
 
+/// Once both routers have BFD up to both gateways, powers gateway `i` off
+/// ([`power_off`]) and returns when.
+fn power_off_under_bfd(bed: &EcmpBed, routers: &[Bird; 2], i: u8) -> Instant {
+    for r in routers {
+        r.wait_bfd_up(2, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let t_off = Instant::now();
+    power_off(bed, i);
+    t_off
+}
+
 /// Reaps the powered-off gateway `victim` (its sixgate was killed) and
 /// returns the survivor's number and sixgate.
 fn reap<'a>(
@@ -459,12 +471,7 @@ fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
         let carried = both_ways() - at_start;
         println!("{test}: gw{victim} translated {carried} packets of the iperf3 before it went silent");
         assert!(carried > 100, "no iperf3 flow crossed gw{victim}");
-        for r in &routers {
-            r.wait_bfd_up(2, Duration::from_secs(5))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
-        let t_off = Instant::now();
-        power_off(&bed, victim);
+        let t_off = power_off_under_bfd(&bed, &routers, victim);
         // The servers live on across the failure.
         (victim, ping, iperf, t_off, (http, iperf_server))
     });
@@ -852,12 +859,7 @@ fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
         std::thread::sleep(Duration::from_millis(300));
         let victim = gateway_carrying_ping(&bed);
         let iperf = iperf3_over_the_pair(&bed, [&dut1, &dut2], victim);
-        for r in &routers {
-            r.wait_bfd_up(2, Duration::from_secs(5))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
-        let t_off = Instant::now();
-        power_off(&bed, victim);
+        let t_off = power_off_under_bfd(&bed, &routers, victim);
         (victim, ping, iperf, t_off, (http, iperf_server))
     });
     let (survivor, alive) = reap(test, victim, dut1, dut2);
