@@ -31,8 +31,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::ha::{
-    BIN, SERVER4, SERVER6, SyncPath, UDP_CLIENT, UDP_ECHO, UDP_PORT, cli, client_via, gateway_toml,
-    kill_gw1, sessions, start, start_toml, sync_state, take_bed, udp_echo, udp_exchange, wait_for,
+    BIN, SERVER4, SERVER6, SyncPath, UDP_ECHO, UDP_PORT, cli, client_via, gateway_toml, kill_gw1,
+    sessions, start, start_toml, sync_state, take_bed, udp_echo, udp_exchange, wait_for,
     wait_synced, with_pair,
 };
 use common::{HTTP_PORT, fetch_and_compare, http_server, iperf3, pattern, stop_cleanly};
@@ -285,20 +285,13 @@ fn ha_tcp_survives_kill_9_of_gw1() {
 fn ha_restarted_node_gets_the_sessions_by_snapshot() {
     let test = "ha_restarted_node_gets_the_sessions_by_snapshot";
     with_pair(test, SyncPath::Direct, |turn, bed, gw1, first| {
-        let port = UDP_PORT.to_string();
         let _echo = udp_echo(bed);
         let before = turn.run(
             || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), first.log()),
             || {
                 // Three UDP sessions (three client sockets).
                 for _ in 0..3 {
-                    bed.client
-                        .run_timeout(
-                            "python3",
-                            ["-c", UDP_CLIENT, SERVER6, &port],
-                            Duration::from_secs(15),
-                        )
-                        .unwrap_or_else(|e| panic!("UDP: {e}"));
+                    udp_exchange(bed);
                 }
                 sessions(&gw1)
             },
@@ -498,13 +491,7 @@ fn ha_routes_announced_only_when_ready() {
                 .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
                 .unwrap();
             for _ in 0..3 {
-                bed.client
-                    .run_timeout(
-                        "python3",
-                        ["-c", UDP_CLIENT, SERVER6, &port],
-                        Duration::from_secs(15),
-                    )
-                    .unwrap_or_else(|e| panic!("UDP: {e}"));
+                udp_exchange(&bed);
             }
             sessions(&gw1)
         },
