@@ -108,22 +108,13 @@ static __always_inline void nat64_ports(__u8 proto, __u8 icmp, const __u8 *l4, _
 // RFC 6146 §3.5 + RFC 7915 §5: an IPv6 packet of an installed session.
 static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct config *cfg)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip6) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
-		return 0;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ip6 *h = data + ETH_HLEN_;
-	if ((void *)(h + 1) > end)
-		return 0;
-	if ((h->vtc_flow[0] >> 4) != 6)
+	void *end;
+	struct ip6 *h = ip6_in(skb, &end);
+	if (!h)
 		return 0;
 	__u32 plen = bpf_ntohs(h->plen);
-	if (plen == 0 || ETH_HLEN_ + 40 + plen > skb->len || h->hop_limit <= 1)
-		return 0;
 	__u32 len4 = 20 + plen;
-	if (len4 > 0xffff || (cfg->ipv4_mtu && len4 > cfg->ipv4_mtu))
+	if (!ipv4_fits(cfg, len4))
 		return 0;
 	__u8 *l4 = (__u8 *)(h + 1);
 	if ((void *)(l4 + 8) > end)
@@ -199,28 +190,14 @@ static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct co
 // RFC 6146 §3.5 + RFC 7915 §4: an IPv4 packet of an installed session.
 static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct config *cfg)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip4) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
-		return 0;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ip4 *h = data + ETH_HLEN_;
-	if ((void *)(h + 1) > end)
-		return 0;
-	if (h->ver_ihl != 0x45 || fold(words((__u8 *)h, 20)) != 0xffff)
+	void *end;
+	struct ip4 *h = ip4_in(skb, &end);
+	if (!h)
 		return 0;
 	__u32 total = bpf_ntohs(h->total_len);
-	__u16 flags = bpf_ntohs(h->flags_frag);
-	if (total < 20 || ETH_HLEN_ + total > skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
-	    h->ttl <= 1)
-		return 0;
 	__u32 l4_len = total - 20;
 	__u32 out = 40 + l4_len;
-	int df = flags & IPV4_DF;
-	if (df && cfg->ipv6_mtu && out > cfg->ipv6_mtu)
-		return 0;
-	if (!df && out > cfg->v6_fragment_limit)
+	if (!ipv6_fits(cfg, h, out))
 		return 0;
 	__u8 *l4 = (__u8 *)(h + 1);
 	if ((void *)(l4 + 8) > end)

@@ -379,28 +379,18 @@ struct ip4 {
 	__u8 dst[4];
 };
 
+#include "header_in.h"
 #include "header_out.h"
 
 // RFC 7915 §5: IPv6 -> IPv4.
 static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *cfg,
 				    void *xlat)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip6) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
-		return 0;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ip6 *h = data + ETH_HLEN_;
-	if ((void *)(h + 1) > end)
-		return 0;
-	if ((h->vtc_flow[0] >> 4) != 6)
+	void *end;
+	struct ip6 *h = ip6_in(skb, &end);
+	if (!h)
 		return 0;
 	__u32 plen = bpf_ntohs(h->plen);
-	// Link-layer padding beyond Payload Length is trimmed below, as the
-	// core trims it.
-	if (plen == 0 || ETH_HLEN_ + 40 + plen > skb->len || h->hop_limit <= 1)
-		return 0;
 	if (v6_special(h->src) || h->dst[0] == 0xff)
 		return 0;
 	__u32 src4, dst4;
@@ -420,7 +410,7 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	if (mapt_hairpin(cfg, xlat, dst4))
 		return 0;
 	__u32 len4 = 20 + plen;
-	if (len4 > 0xffff || (cfg->ipv4_mtu && len4 > cfg->ipv4_mtu))
+	if (!ipv4_fits(cfg, len4))
 		return 0;
 	// The checks read at most the first 8 bytes of the L4 header.
 	__u8 *l4 = (__u8 *)(h + 1);
@@ -469,25 +459,11 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *cfg,
 				    void *xlat)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip4) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
-		return 0;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ip4 *h = data + ETH_HLEN_;
-	if ((void *)(h + 1) > end)
-		return 0;
-	// No options; a valid header checksum (the core drops a bad one).
-	if (h->ver_ihl != 0x45 || fold(words((__u8 *)h, 20)) != 0xffff)
+	void *end;
+	struct ip4 *h = ip4_in(skb, &end);
+	if (!h)
 		return 0;
 	__u32 total = bpf_ntohs(h->total_len);
-	__u16 flags = bpf_ntohs(h->flags_frag);
-	// Link-layer padding (a short frame on Ethernet) is trimmed below, as
-	// the core trims it.
-	if (total < 20 || ETH_HLEN_ + total > skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
-	    h->ttl <= 1)
-		return 0;
 	if (never_forwarded(h->src) || never_forwarded(h->dst))
 		return 0;
 	// Read before the addresses: a MAP-T BR's destination depends on its port.
@@ -500,10 +476,7 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		return 0;
 	__u32 l4_len = total - 20;
 	__u32 out = 40 + l4_len;
-	int df = flags & IPV4_DF;
-	if (df && cfg->ipv6_mtu && out > cfg->ipv6_mtu)
-		return 0;
-	if (!df && out > cfg->v6_fragment_limit)
+	if (!ipv6_fits(cfg, h, out))
 		return 0;
 	if (!l4_ok(h->proto, IPPROTO_ICMP_, 8, 0, l4, l4_len))
 		return 0;
