@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 
 use common::ha::{
     BIN, SERVER4, SERVER6, SyncPath, UDP_ECHO, UDP_PORT, cli, client_via, gateway_toml, kill_gw1,
-    sessions, start, start_toml, sync_state, take_bed, udp_echo, udp_exchange, wait_for,
-    wait_synced, with_pair,
+    scrape_metrics, sessions, start, start_toml, sync_state, take_bed, udp_echo, udp_exchange,
+    wait_for, wait_synced, with_pair,
 };
 use common::{HTTP_PORT, fetch_and_compare, http_server, iperf3, pattern, stop_cleanly};
 use sixgate_netns::{Netns, Proto, RunningDut, ScratchDir};
@@ -141,13 +141,7 @@ fn ha_asymmetric_udp_and_tcp() {
                 "{table}"
             );
             println!("{test}: gw1 show sync:\n{table}");
-            let scrape = bed
-                .gw2
-                .run(
-                    "curl",
-                    ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
-                )
-                .unwrap();
+            let scrape = scrape_metrics(&bed.gw2);
             let line = scrape
                 .lines()
                 .find(|l| {
@@ -626,13 +620,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
         let line = cli(&gw1, &["show", "sync"]);
         assert!(line.contains("node 1: drained, 1 of 1 live peers acknowledged the drain, not announcing (table 100)"), "{line}");
         println!("{test}: {}", line.lines().last().unwrap_or(""));
-        let scrape = bed
-            .gw1
-            .run(
-                "curl",
-                ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
-            )
-            .unwrap();
+        let scrape = scrape_metrics(&bed.gw1);
         for want in [
             "sixgate_sync_node_state{state=\"drained\"} 1",
             "sixgate_sync_node_state{state=\"ready\"} 0",

@@ -29,8 +29,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::ha::{
-    KEY, SERVER4, SERVER6, SyncPath, client_via, kill_gw1, sessions, sync_state, udp_echo,
-    udp_exchange, wait_for, with_pair,
+    KEY, SERVER4, SERVER6, SyncPath, client_via, kill_gw1, scrape_metrics, sessions, sync_state,
+    udp_echo, udp_exchange, wait_for, with_pair,
 };
 use common::stop_cleanly;
 use sixgate_netns::{Proto, ScratchDir};
@@ -156,13 +156,7 @@ fn ha_forged_and_replayed_sync_datagrams() {
             );
             let v = v.into_inner();
             println!("{test}: gw1 counted {}", v["peers"][0]["drops"]);
-            let scrape = bed
-                .gw1
-                .run(
-                    "curl",
-                    ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
-                )
-                .unwrap();
+            let scrape = scrape_metrics(&bed.gw1);
             for r in reasons {
                 let series =
                     format!("sixgate_sync_dropped_datagrams_total{{peer=\"2\",reason=\"{r}\"}} 1");

@@ -436,6 +436,16 @@ pub fn udp_exchange(bed: &Bed) -> String {
         .unwrap_or_else(|e| panic!("UDP across gw1 and gw2: {e}"))
 }
 
+/// The node's Prometheus scrape (docs/metrics.md), from inside its
+/// namespace.
+pub fn scrape_metrics(gw: &Netns) -> String {
+    gw.run(
+        "curl",
+        ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
+    )
+    .unwrap()
+}
+
 /// `kill -9` of every process in `ns` (a node dies without a word; its TUN
 /// device and routes go with it).
 pub fn kill_9(ns: &Netns) {
