@@ -4,7 +4,7 @@
 
 fn main() {
     // The headers siit_tc.c includes (config_maps.h, mapt_br.h, nat64.h,
-    // forward.h).
+    // forward.h, header_in.h, header_out.h).
     println!("cargo:rerun-if-changed=bpf");
     sixgate_bpf_build::compile(
         "bpf/siit_tc.c",

@@ -108,22 +108,13 @@ static __always_inline void nat64_ports(__u8 proto, __u8 icmp, const __u8 *l4, _
 // RFC 6146 §3.5 + RFC 7915 §5: an IPv6 packet of an installed session.
 static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct config *cfg)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip6) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
-		return 0;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ip6 *h = data + ETH_HLEN_;
-	if ((void *)(h + 1) > end)
-		return 0;
-	if ((h->vtc_flow[0] >> 4) != 6)
+	void *end;
+	struct ip6 *h = ip6_in(skb, &end);
+	if (!h)
 		return 0;
 	__u32 plen = bpf_ntohs(h->plen);
-	if (plen == 0 || ETH_HLEN_ + 40 + plen > skb->len || h->hop_limit <= 1)
-		return 0;
 	__u32 len4 = 20 + plen;
-	if (len4 > 0xffff || (cfg->ipv4_mtu && len4 > cfg->ipv4_mtu))
+	if (!ipv4_fits(cfg, len4))
 		return 0;
 	__u8 *l4 = (__u8 *)(h + 1);
 	if ((void *)(l4 + 8) > end)
@@ -171,48 +162,24 @@ static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct co
 		old_l4 = add16(add16(pseudo, (__u16)l4[0] << 8 | l4[1]), bpf_ntohs(k.sport));
 		new_l4 = add16(add16(0, (__u16)ty4 << 8 | l4[1]), bpf_ntohs(v.sport));
 	}
-	struct ip4 n = {
-		.ver_ihl = 0x45,
-		.tos = cfg->reset_tos ? cfg->new_tos
-				      : (__u8)(((h->vtc_flow[0] & 0x0f) << 4) | (h->vtc_flow[1] >> 4)),
-		.total_len = bpf_htons(len4),
-		.ttl = cfg->decrement_hop_limit ? h->hop_limit - 1 : h->hop_limit,
-		.proto = proto4,
-	};
-	__builtin_memcpy(n.src, v.src, 4);
-	__builtin_memcpy(n.dst, v.dst, 4);
-	if (len4 <= DF_THRESHOLD_V4) {
-		int id = next_id(cfg, src4, dst4, proto4);
-		if (id < 0)
-			return 0;
-		n.id = bpf_htons((__u16)id);
-	} else {
-		n.flags_frag = bpf_htons(IPV4_DF);
-	}
-	n.check = bpf_htons(~fold(words((__u8 *)&n, 20)));
-
-	if (ETH_HLEN_ + 40 + plen < skb->len && bpf_skb_change_tail(skb, ETH_HLEN_ + 40 + plen, 0))
+	struct ip4 n;
+	if (!ipv4_header_5_1(&n, cfg, h, len4, proto4, v.src, v.dst, src4, dst4))
 		return 0;
-	if (bpf_skb_change_proto(skb, bpf_htons(ETH_P_IP_), 0))
-		return 0;
-	// Half translated from here: a failure drops it (counted as aborted).
-	__be16 eth_p = bpf_htons(ETH_P_IP_);
-	if (bpf_skb_store_bytes(skb, 12, &eth_p, 2, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN_, &n, 20, BPF_F_RECOMPUTE_CSUM))
-		return -1;
+	int w = header_out(skb, ETH_HLEN_ + 40 + plen, ETH_P_IP_, &n, 20);
+	if (w <= 0)
+		return w;
 	__u32 l4_at = ETH_HLEN_ + 20;
-	__u32 at = l4_at + csum_off(proto4);
 	if (proto4 == IPPROTO_ICMP_) {
-		if (bpf_skb_store_bytes(skb, l4_at, &ty4, 1, 0) ||
-		    bpf_skb_store_bytes(skb, l4_at + 4, &v.sport, 2, 0) ||
-		    bpf_l4_csum_replace(skb, at, bpf_htons(old_l4), bpf_htons(new_l4), 2))
+		// The checksum move (old_l4 -> new_l4) covers the identifier too.
+		if (bpf_skb_store_bytes(skb, l4_at + 4, &v.sport, 2, 0) ||
+		    icmp_type_out(skb, l4_at, ty4, old_l4, new_l4))
 			return -1;
 	} else {
+		__u32 at = l4_at + csum_off(proto4);
 		__u64 m0 = proto4 == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0;
 		// The addresses in the pseudo-header, then the source port (RFC
 		// 1624; the port is data, so not BPF_F_PSEUDO_HDR).
-		if (bpf_l4_csum_replace(skb, at, bpf_htons(v.sum6), bpf_htons(v.sum4),
-					BPF_F_PSEUDO_HDR | 2 | m0) ||
+		if (pseudo_header_out(skb, at, proto4, v.sum6, v.sum4) ||
 		    bpf_skb_store_bytes(skb, l4_at, &v.sport, 2, 0) ||
 		    bpf_l4_csum_replace(skb, at, k.sport, v.sport, 2 | m0))
 			return -1;
@@ -223,28 +190,14 @@ static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct co
 // RFC 6146 §3.5 + RFC 7915 §4: an IPv4 packet of an installed session.
 static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct config *cfg)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip4) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
-		return 0;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ip4 *h = data + ETH_HLEN_;
-	if ((void *)(h + 1) > end)
-		return 0;
-	if (h->ver_ihl != 0x45 || fold(words((__u8 *)h, 20)) != 0xffff)
+	void *end;
+	struct ip4 *h = ip4_in(skb, &end);
+	if (!h)
 		return 0;
 	__u32 total = bpf_ntohs(h->total_len);
-	__u16 flags = bpf_ntohs(h->flags_frag);
-	if (total < 20 || ETH_HLEN_ + total > skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
-	    h->ttl <= 1)
-		return 0;
 	__u32 l4_len = total - 20;
 	__u32 out = 40 + l4_len;
-	int df = flags & IPV4_DF;
-	if (df && cfg->ipv6_mtu && out > cfg->ipv6_mtu)
-		return 0;
-	if (!df && out > cfg->v6_fragment_limit)
+	if (!ipv6_fits(cfg, h, out))
 		return 0;
 	__u8 *l4 = (__u8 *)(h + 1);
 	if ((void *)(l4 + 8) > end)
@@ -277,16 +230,8 @@ static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct co
 		return 0;
 	nat64_seen(&e->last_seen_ns);
 
-	struct ip6 n = {
-		.plen = bpf_htons(l4_len),
-		.nexthdr = proto6,
-		.hop_limit = cfg->decrement_hop_limit ? h->ttl - 1 : h->ttl,
-	};
-	__u8 tc = cfg->reset_traffic_class ? 0 : h->tos;
-	n.vtc_flow[0] = 0x60 | (tc >> 4);
-	n.vtc_flow[1] = (__u8)(tc << 4);
-	__builtin_memcpy(n.src, v.src, 16);
-	__builtin_memcpy(n.dst, v.dst, 16);
+	struct ip6 n;
+	ipv6_header_4_1(&n, cfg, h, l4_len, proto6, v.src, v.dst);
 	__u16 old_l4 = 0, new_l4 = 0;
 	__u8 ty6 = 0;
 	if (proto4 == IPPROTO_ICMP_) {
@@ -298,25 +243,18 @@ static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct co
 		new_l4 = add16(add16(pseudo, (__u16)ty6 << 8 | l4[1]), bpf_ntohs(v.dport));
 	}
 
-	if (ETH_HLEN_ + total < skb->len && bpf_skb_change_tail(skb, ETH_HLEN_ + total, 0))
-		return 0;
-	if (bpf_skb_change_proto(skb, bpf_htons(ETH_P_IPV6_), 0))
-		return 0;
-	__be16 eth_p = bpf_htons(ETH_P_IPV6_);
-	if (bpf_skb_store_bytes(skb, 12, &eth_p, 2, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN_, &n, 40, BPF_F_RECOMPUTE_CSUM))
-		return -1;
+	int w = header_out(skb, ETH_HLEN_ + total, ETH_P_IPV6_, &n, 40);
+	if (w <= 0)
+		return w;
 	__u32 l4_at = ETH_HLEN_ + 40;
-	__u32 at = l4_at + csum_off(proto6);
 	if (proto6 == IPPROTO_ICMPV6_) {
-		if (bpf_skb_store_bytes(skb, l4_at, &ty6, 1, 0) ||
-		    bpf_skb_store_bytes(skb, l4_at + 4, &v.dport, 2, 0) ||
-		    bpf_l4_csum_replace(skb, at, bpf_htons(old_l4), bpf_htons(new_l4), 2))
+		if (bpf_skb_store_bytes(skb, l4_at + 4, &v.dport, 2, 0) ||
+		    icmp_type_out(skb, l4_at, ty6, old_l4, new_l4))
 			return -1;
 	} else {
+		__u32 at = l4_at + csum_off(proto6);
 		__u64 m0 = proto6 == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0;
-		if (bpf_l4_csum_replace(skb, at, bpf_htons(v.sum4), bpf_htons(v.sum6),
-					BPF_F_PSEUDO_HDR | 2 | m0) ||
+		if (pseudo_header_out(skb, at, proto6, v.sum4, v.sum6) ||
 		    bpf_skb_store_bytes(skb, l4_at + 2, &v.dport, 2, 0) ||
 		    bpf_l4_csum_replace(skb, at, k.dport, v.dport, 2 | m0))
 			return -1;

@@ -379,32 +379,18 @@ struct ip4 {
 	__u8 dst[4];
 };
 
-// The L4 checksum's offset from the L4 header (ICMP: 2).
-static __always_inline int csum_off(__u8 proto)
-{
-	return proto == IPPROTO_TCP_ ? 16 : proto == IPPROTO_UDP_ ? 6 : 2;
-}
+#include "header_in.h"
+#include "header_out.h"
 
 // RFC 7915 §5: IPv6 -> IPv4.
 static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *cfg,
 				    void *xlat)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip6) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
-		return 0;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ip6 *h = data + ETH_HLEN_;
-	if ((void *)(h + 1) > end)
-		return 0;
-	if ((h->vtc_flow[0] >> 4) != 6)
+	void *end;
+	struct ip6 *h = ip6_in(skb, &end);
+	if (!h)
 		return 0;
 	__u32 plen = bpf_ntohs(h->plen);
-	// Link-layer padding beyond Payload Length is trimmed below, as the
-	// core trims it.
-	if (plen == 0 || ETH_HLEN_ + 40 + plen > skb->len || h->hop_limit <= 1)
-		return 0;
 	if (v6_special(h->src) || h->dst[0] == 0xff)
 		return 0;
 	__u32 src4, dst4;
@@ -424,7 +410,7 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 	if (mapt_hairpin(cfg, xlat, dst4))
 		return 0;
 	__u32 len4 = 20 + plen;
-	if (len4 > 0xffff || (cfg->ipv4_mtu && len4 > cfg->ipv4_mtu))
+	if (!ipv4_fits(cfg, len4))
 		return 0;
 	// The checks read at most the first 8 bytes of the L4 header.
 	__u8 *l4 = (__u8 *)(h + 1);
@@ -455,49 +441,17 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 		old_l4 = add16(pseudo, (__u16)l4[0] << 8 | l4[1]);
 		new_l4 = add16(0, (__u16)ty4 << 8 | l4[1]);
 	}
-	struct ip4 n = {
-		.ver_ihl = 0x45,
-		.tos = cfg->reset_tos ? cfg->new_tos
-				      : (__u8)(((h->vtc_flow[0] & 0x0f) << 4) | (h->vtc_flow[1] >> 4)),
-		.total_len = bpf_htons(len4),
-		.ttl = cfg->decrement_hop_limit ? h->hop_limit - 1 : h->hop_limit,
-		.proto = proto4,
-	};
-	__builtin_memcpy(n.src, s4, 4);
-	__builtin_memcpy(n.dst, d4, 4);
-	if (len4 <= DF_THRESHOLD_V4) {
-		int id = next_id(cfg, src4, dst4, proto4);
-		if (id < 0)
-			return 0;
-		n.id = bpf_htons((__u16)id);
-	} else {
-		n.flags_frag = bpf_htons(IPV4_DF);
-	}
-	n.check = bpf_htons(~fold(words((__u8 *)&n, 20)));
-
-	if (ETH_HLEN_ + 40 + plen < skb->len && bpf_skb_change_tail(skb, ETH_HLEN_ + 40 + plen, 0))
+	struct ip4 n;
+	if (!ipv4_header_5_1(&n, cfg, h, len4, proto4, s4, d4, src4, dst4))
 		return 0;
-	// Only padding gone so far: a refusal leaves the same packet to pass up.
-	if (bpf_skb_change_proto(skb, bpf_htons(ETH_P_IP_), 0))
-		return 0;
-	// Past this point the packet is half translated: a failure leaves it
-	// broken, so it is dropped and counted as aborted (never seen: the writes
-	// are within what change_proto left).
-	__be16 eth_p = bpf_htons(ETH_P_IP_);
-	if (bpf_skb_store_bytes(skb, 12, &eth_p, 2, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN_, &n, 20, BPF_F_RECOMPUTE_CSUM))
+	int w = header_out(skb, ETH_HLEN_ + 40 + plen, ETH_P_IP_, &n, 20);
+	if (w <= 0)
+		return w;
+	__u32 l4_at = ETH_HLEN_ + 20;
+	if (proto4 == IPPROTO_ICMP_ ? icmp_type_out(skb, l4_at, (__u8)(new_l4 >> 8), old_l4, new_l4)
+				    : pseudo_header_out(skb, l4_at + csum_off(proto4), proto4, v6sum,
+							v4sum))
 		return -1;
-	__u32 at = ETH_HLEN_ + 20 + csum_off(proto4);
-	if (proto4 == IPPROTO_ICMP_) {
-		__u8 ty4 = (__u8)(new_l4 >> 8);
-		if (bpf_skb_store_bytes(skb, ETH_HLEN_ + 20, &ty4, 1, 0) ||
-		    bpf_l4_csum_replace(skb, at, bpf_htons(old_l4), bpf_htons(new_l4), 2))
-			return -1;
-	} else {
-		__u64 f = BPF_F_PSEUDO_HDR | 2 | (proto4 == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0);
-		if (bpf_l4_csum_replace(skb, at, bpf_htons(v6sum), bpf_htons(v4sum), f))
-			return -1;
-	}
 	return fwd_finish(skb, &fwd);
 }
 
@@ -505,25 +459,11 @@ static __always_inline int v6_to_v4(struct __sk_buff *skb, const struct config *
 static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *cfg,
 				    void *xlat)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip4) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
-		return 0;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ip4 *h = data + ETH_HLEN_;
-	if ((void *)(h + 1) > end)
-		return 0;
-	// No options; a valid header checksum (the core drops a bad one).
-	if (h->ver_ihl != 0x45 || fold(words((__u8 *)h, 20)) != 0xffff)
+	void *end;
+	struct ip4 *h = ip4_in(skb, &end);
+	if (!h)
 		return 0;
 	__u32 total = bpf_ntohs(h->total_len);
-	__u16 flags = bpf_ntohs(h->flags_frag);
-	// Link-layer padding (a short frame on Ethernet) is trimmed below, as
-	// the core trims it.
-	if (total < 20 || ETH_HLEN_ + total > skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
-	    h->ttl <= 1)
-		return 0;
 	if (never_forwarded(h->src) || never_forwarded(h->dst))
 		return 0;
 	// Read before the addresses: a MAP-T BR's destination depends on its port.
@@ -536,10 +476,7 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		return 0;
 	__u32 l4_len = total - 20;
 	__u32 out = 40 + l4_len;
-	int df = flags & IPV4_DF;
-	if (df && cfg->ipv6_mtu && out > cfg->ipv6_mtu)
-		return 0;
-	if (!df && out > cfg->v6_fragment_limit)
+	if (!ipv6_fits(cfg, h, out))
 		return 0;
 	if (!l4_ok(h->proto, IPPROTO_ICMP_, 8, 0, l4, l4_len))
 		return 0;
@@ -553,16 +490,8 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 
 	__u8 proto4 = h->proto;
 	__u8 proto6 = proto4 == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : proto4;
-	struct ip6 n = {
-		.plen = bpf_htons(l4_len),
-		.nexthdr = proto6,
-		.hop_limit = cfg->decrement_hop_limit ? h->ttl - 1 : h->ttl,
-	};
-	__u8 tc = cfg->reset_traffic_class ? 0 : h->tos;
-	n.vtc_flow[0] = 0x60 | (tc >> 4);
-	n.vtc_flow[1] = (__u8)(tc << 4);
-	__builtin_memcpy(n.src, src6, 16);
-	__builtin_memcpy(n.dst, dst6, 16);
+	struct ip6 n;
+	ipv6_header_4_1(&n, cfg, h, l4_len, proto6, src6, dst6);
 	__u16 v4sum = fold(words(h->src, 8));
 	__u16 v6sum = fold(words(n.src, 32));
 	__u16 old_l4 = 0, new_l4 = 0;
@@ -576,24 +505,14 @@ static __always_inline int v4_to_v6(struct __sk_buff *skb, const struct config *
 		new_l4 = add16(pseudo, (__u16)ty6 << 8 | l4[1]);
 	}
 
-	if (ETH_HLEN_ + total < skb->len && bpf_skb_change_tail(skb, ETH_HLEN_ + total, 0))
-		return 0;
-	if (bpf_skb_change_proto(skb, bpf_htons(ETH_P_IPV6_), 0))
-		return 0;
-	__be16 eth_p = bpf_htons(ETH_P_IPV6_);
-	if (bpf_skb_store_bytes(skb, 12, &eth_p, 2, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN_, &n, 40, BPF_F_RECOMPUTE_CSUM))
+	int w = header_out(skb, ETH_HLEN_ + total, ETH_P_IPV6_, &n, 40);
+	if (w <= 0)
+		return w;
+	__u32 l4_at = ETH_HLEN_ + 40;
+	if (proto6 == IPPROTO_ICMPV6_ ? icmp_type_out(skb, l4_at, ty6, old_l4, new_l4)
+				      : pseudo_header_out(skb, l4_at + csum_off(proto6), proto6, v4sum,
+							  v6sum))
 		return -1;
-	__u32 at = ETH_HLEN_ + 40 + csum_off(proto6);
-	if (proto6 == IPPROTO_ICMPV6_) {
-		if (bpf_skb_store_bytes(skb, ETH_HLEN_ + 40, &ty6, 1, 0) ||
-		    bpf_l4_csum_replace(skb, at, bpf_htons(old_l4), bpf_htons(new_l4), 2))
-			return -1;
-	} else {
-		__u64 f = BPF_F_PSEUDO_HDR | 2 | (proto6 == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0);
-		if (bpf_l4_csum_replace(skb, at, bpf_htons(v4sum), bpf_htons(v6sum), f))
-			return -1;
-	}
 	return fwd_finish(skb, &fwd);
 }
 

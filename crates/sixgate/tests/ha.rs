@@ -30,14 +30,13 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use common::Turn;
 use common::ha::{
-    BIN, SERVER4, SERVER6, SyncPath, UDP_CLIENT, UDP_ECHO, UDP_PORT, build, cli, client_via_gw2,
-    gateway_toml, kill_9, sessions, start, start_toml, sync_state, udp_echo, udp_exchange,
+    BIN, SERVER4, SERVER6, SyncPath, UDP_ECHO, UDP_PORT, cli, client_via, gateway_toml, kill_gw1,
+    scrape_metrics, sessions, start, start_toml, sync_state, take_bed, udp_echo, udp_exchange,
     wait_for, wait_synced, with_pair,
 };
 use common::{HTTP_PORT, fetch_and_compare, http_server, iperf3, pattern, stop_cleanly};
-use sixgate_netns::{Netns, Proto, RunningDut, ScratchDir, check_host};
+use sixgate_netns::{Netns, Proto, RunningDut, ScratchDir};
 
 #[test]
 fn ha_asymmetric_udp_and_tcp() {
@@ -142,13 +141,7 @@ fn ha_asymmetric_udp_and_tcp() {
                 "{table}"
             );
             println!("{test}: gw1 show sync:\n{table}");
-            let scrape = bed
-                .gw2
-                .run(
-                    "curl",
-                    ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
-                )
-                .unwrap();
+            let scrape = scrape_metrics(&bed.gw2);
             let line = scrape
                 .lines()
                 .find(|l| {
@@ -254,18 +247,12 @@ fn ha_tcp_survives_kill_9_of_gw1() {
             (client, echo)
         });
         // gw1 dies without a word; its TUN device and routes go with it.
-        kill_9(&bed.gw1);
-        let killed = gw1.stop().unwrap_or_else(|e| panic!("{test}: gw1: {e}"));
-        assert!(
-            !killed.status.success(),
-            "gw1 was killed: {:?}",
-            killed.status
-        );
+        kill_gw1(test, bed, gw1);
         turn.run(
             || gw2.log(),
             || {
                 // The routing daemon's part: the IPv6 side moves to gw2.
-                client_via_gw2(bed);
+                client_via(bed, 2);
                 std::fs::write(&go, b"go").unwrap();
                 wait_for(
                     10,
@@ -292,20 +279,13 @@ fn ha_tcp_survives_kill_9_of_gw1() {
 fn ha_restarted_node_gets_the_sessions_by_snapshot() {
     let test = "ha_restarted_node_gets_the_sessions_by_snapshot";
     with_pair(test, SyncPath::Direct, |turn, bed, gw1, first| {
-        let port = UDP_PORT.to_string();
         let _echo = udp_echo(bed);
         let before = turn.run(
             || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), first.log()),
             || {
                 // Three UDP sessions (three client sockets).
                 for _ in 0..3 {
-                    bed.client
-                        .run_timeout(
-                            "python3",
-                            ["-c", UDP_CLIENT, SERVER6, &port],
-                            Duration::from_secs(15),
-                        )
-                        .unwrap_or_else(|e| panic!("UDP: {e}"));
+                    udp_exchange(bed);
                 }
                 sessions(&gw1)
             },
@@ -439,13 +419,9 @@ print("done", rounds, flush=True)
 #[test]
 fn ha_routes_announced_only_when_ready() {
     let test = "ha_routes_announced_only_when_ready";
-    if let Err(why) = check_host() {
-        println!("skipped: {test}: {why}");
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
         return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.all());
+    };
     // gw1 alone: its peer never answers, so it is ready after join_timeout
     // (3 s), not before.
     let t0 = Instant::now();
@@ -509,13 +485,7 @@ fn ha_routes_announced_only_when_ready() {
                 .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
                 .unwrap();
             for _ in 0..3 {
-                bed.client
-                    .run_timeout(
-                        "python3",
-                        ["-c", UDP_CLIENT, SERVER6, &port],
-                        Duration::from_secs(15),
-                    )
-                    .unwrap_or_else(|e| panic!("UDP: {e}"));
+                udp_exchange(&bed);
             }
             sessions(&gw1)
         },
@@ -582,13 +552,9 @@ fn ha_routes_announced_only_when_ready() {
 #[test]
 fn ha_planned_drain_keeps_20_tcp_connections() {
     let test = "ha_planned_drain_keeps_20_tcp_connections";
-    if let Err(why) = check_host() {
-        println!("skipped: {test}: {why}");
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
         return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.all());
+    };
     let gw1 = route::start(&bed.gw1, 1);
     let gw2 = route::start(&bed.gw2, 2);
     let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
@@ -644,9 +610,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
         // The routing daemon: gw1's routes leave table 100, so its
         // announcement is withdrawn and the client's route moves to gw2.
         wait_for(5, logs, || route::table(&bed.gw1).is_empty());
-        bed.client
-            .ip(["-6", "route", "replace", "2001:db8:64::/96", "via", "fd00:2::1"])
-            .unwrap();
+        client_via(&bed, 2);
         wait_for(10, logs, || {
             let v = sync_state(&gw1);
             v["state"] == "drained" && v["peers"][0]["drain_acked"] == true
@@ -656,13 +620,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
         let line = cli(&gw1, &["show", "sync"]);
         assert!(line.contains("node 1: drained, 1 of 1 live peers acknowledged the drain, not announcing (table 100)"), "{line}");
         println!("{test}: {}", line.lines().last().unwrap_or(""));
-        let scrape = bed
-            .gw1
-            .run(
-                "curl",
-                ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
-            )
-            .unwrap();
+        let scrape = scrape_metrics(&bed.gw1);
         for want in [
             "sixgate_sync_node_state{state=\"drained\"} 1",
             "sixgate_sync_node_state{state=\"ready\"} 0",
@@ -710,16 +668,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
             gw2.log()
         );
         // The routing daemon moves the client back to gw1.
-        bed.client
-            .ip([
-                "-6",
-                "route",
-                "replace",
-                "2001:db8:64::/96",
-                "via",
-                "fd00:1::1",
-            ])
-            .unwrap();
+        client_via(&bed, 1);
         let gw1_before = bed.gw1.link_stats("lan").unwrap().rx_packets;
         let rounds_now = client.stdout().matches("rounds").count();
         wait_for(
@@ -776,13 +725,9 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
 #[test]
 fn ha_routes_of_a_killed_node_are_withdrawn() {
     let test = "ha_routes_of_a_killed_node_are_withdrawn";
-    if let Err(why) = check_host() {
-        println!("skipped: {test}: {why}");
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
         return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.all());
+    };
     let dir = ScratchDir::new("hawithdraw").unwrap();
     let gw1 = route::start(&bed.gw1, 1);
     let conf = dir.path().join("gw1.toml");
@@ -791,9 +736,7 @@ fn ha_routes_of_a_killed_node_are_withdrawn() {
         || gw1.log(),
         || wait_for(10, || gw1.log(), || route::announced(&bed.gw1, 1)),
     );
-    kill_9(&bed.gw1);
-    let killed = gw1.stop().unwrap_or_else(|e| panic!("{test}: gw1: {e}"));
-    assert!(!killed.status.success(), "{:?}", killed.status);
+    kill_gw1(test, &bed, gw1);
     assert!(
         route::announced(&bed.gw1, 1),
         "SIGKILL leaves the routes: {:?}",
@@ -973,13 +916,9 @@ fn xdp_toml(node: u16) -> String {
 }
 
 fn first_packets_cross(test: &str, xdp: bool) {
-    if let Err(why) = check_host() {
-        println!("skipped: {test}: {why}");
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
         return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.all());
+    };
     let (gw1, gw2) = if xdp {
         // AF_XDP gets no checksum offload metadata: the hosts send complete
         // checksums, as the other XDP beds' do.

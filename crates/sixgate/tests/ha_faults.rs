@@ -29,8 +29,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::ha::{
-    KEY, SERVER4, SERVER6, SyncPath, client_via_gw2, kill_9, sessions, sync_state, udp_echo,
-    udp_exchange, wait_for, with_pair,
+    KEY, SERVER4, SERVER6, SyncPath, client_via, kill_gw1, scrape_metrics, sessions, sync_state,
+    udp_echo, udp_exchange, wait_for, with_pair,
 };
 use common::stop_cleanly;
 use sixgate_netns::{Proto, ScratchDir};
@@ -156,13 +156,7 @@ fn ha_forged_and_replayed_sync_datagrams() {
             );
             let v = v.into_inner();
             println!("{test}: gw1 counted {}", v["peers"][0]["drops"]);
-            let scrape = bed
-                .gw1
-                .run(
-                    "curl",
-                    ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
-                )
-                .unwrap();
+            let scrape = scrape_metrics(&bed.gw1);
             for r in reasons {
                 let series =
                     format!("sixgate_sync_dropped_datagrams_total{{peer=\"2\",reason=\"{r}\"}} 1");
@@ -456,18 +450,11 @@ fn ha_kill_9_during_iperf3_and_1000_connections() {
             .nth(1)
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
-        kill_9(&bed.gw1);
-        let killed_at = Instant::now();
-        let killed = gw1.stop().unwrap_or_else(|e| panic!("{test}: gw1: {e}"));
-        assert!(
-            !killed.status.success(),
-            "gw1 was killed: {:?}",
-            killed.status
-        );
+        let killed_at = kill_gw1(test, bed, gw1);
         turn.run(
             || gw2.log(),
             || {
-                client_via_gw2(bed);
+                client_via(bed, 2);
                 std::fs::write(&go, b"go").unwrap();
                 let out = iperf
                     .wait(Duration::from_secs(30))

@@ -290,16 +290,111 @@ fn power_off(bed: &EcmpBed, i: u8) {
     }
 }
 
-#[test]
-fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
-    let test = "siit_two_gateways_behind_ecmp_fail_over_by_bfd";
+/// The bed of `test`, its namespaces to be gone at the end; None (the test
+/// says `skipped:`) without root, `ip netns` tools or BIRD.
+fn take_bed(test: &str) -> Option<(Turn, EcmpBed)> {
     if let Err(why) = check_host().and_then(|()| check_bird()) {
         println!("skipped: {test}: {why}");
-        return;
+        return None;
     }
     let mut turn = Turn::take(test);
     let bed = EcmpBed::build().unwrap_or_else(|e| panic!("{test}: {e}"));
     turn.expect_gone(bed.namespaces());
+    Some((turn, bed))
+}
+
+/// A 1 MiB file `f.bin` for curl to fetch through the gateways, and the URL
+/// host that names the server by its IPv6 address.
+fn web_file(name: &str) -> (ScratchDir, Vec<u8>, String) {
+    let dir = ScratchDir::new(name).unwrap();
+    let content = pattern(1 << 20);
+    dir.write("f.bin", &content).unwrap();
+    (dir, content, format!("[{}]", addr::SERVER_AS_V6))
+}
+
+/// The iperf3 server on the server, listening.
+fn iperf3_server(bed: &EcmpBed) -> sixgate_netns::Background {
+    let server = bed
+        .server
+        .spawn("iperf3", ["-s", "-B", addr::SERVER, "-p", IPERF_PORT])
+        .unwrap();
+    bed.server
+        .wait_listening(Proto::Tcp, 5201, Duration::from_secs(10))
+        .unwrap();
+    server
+}
+
+/// Once both routers have BFD up to both gateways, powers gateway `i` off
+/// ([`power_off`]) and returns when.
+fn power_off_under_bfd(bed: &EcmpBed, routers: &[Bird; 2], i: u8) -> Instant {
+    for r in routers {
+        r.wait_bfd_up(2, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let t_off = Instant::now();
+    power_off(bed, i);
+    t_off
+}
+
+/// Reaps the powered-off gateway `victim` (its sixgate was killed) and
+/// returns the survivor's number and sixgate.
+fn reap<'a>(
+    test: &str,
+    victim: u8,
+    dut1: RunningDut<'a>,
+    dut2: RunningDut<'a>,
+) -> (u8, RunningDut<'a>) {
+    let (killed, alive) = if victim == 1 {
+        (dut1, dut2)
+    } else {
+        (dut2, dut1)
+    };
+    let killed = killed
+        .stop()
+        .unwrap_or_else(|e| panic!("{test}: gw{victim}: {e}"));
+    assert!(!killed.status.success(), "gw{victim} was killed");
+    (3 - victim, alive)
+}
+
+/// Waits for the ping (at most 15 s) and prints its gap.
+fn ping_done(test: &str, at: &str, ping: sixgate_netns::Background) {
+    let out = ping
+        .wait(Duration::from_secs(15))
+        .unwrap_or_else(|e| panic!("ping: {e}"));
+    report_gap(test, at, &out.stdout);
+}
+
+/// The NAT64 pair's routes once node `from` is gone or drained: pool6 and
+/// the aggregate only to `to`, no route for `from`'s shard.
+fn wait_moved(bed: &EcmpBed, from: u8, to: u8) {
+    let gw = format!("gw{to}");
+    let only: &[&str] = &[&gw];
+    wait_routes(
+        &[
+            (&bed.router6, addr::POOL6, only),
+            (&bed.router4, NAT64_SHARDS[usize::from(from - 1)], &[]),
+            (&bed.router4, NAT64_POOL4, only),
+        ],
+        Duration::from_secs(5),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Stops the BIRDs, removes the bed and hands the turn on.
+fn tear_down(turn: Turn, bed: EcmpBed, routers: [Bird; 2], birds: [Bird; 2]) {
+    for b in routers.into_iter().chain(birds) {
+        b.stop();
+    }
+    drop(bed);
+    turn.finish();
+}
+
+#[test]
+fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
+    let test = "siit_two_gateways_behind_ecmp_fail_over_by_bfd";
+    let Some((turn, bed)) = take_bed(test) else {
+        return;
+    };
     let t0 = Instant::now();
     let routers = bed
         .start_routers()
@@ -310,19 +405,12 @@ fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
     });
     let (dut1, dut2) = (start_sixgate(&bed, 1), start_sixgate(&bed, 2));
     let logs = || {
-        let mut s = String::new();
-        for (i, d) in [&dut1, &dut2].into_iter().enumerate() {
-            s += &format!("sixgate gw{}:\n{}\n", i + 1, d.log());
-        }
-        for b in routers.iter().chain(&birds) {
-            s += &format!("bird {}:\n{}\n", b.label(), b.log());
-        }
-        s
+        logs_of(
+            &[("gw1", &dut1), ("gw2", &dut2)],
+            routers.iter().chain(&birds),
+        )
     };
-    let dir = ScratchDir::new("ecmpwww").unwrap();
-    let content = pattern(1 << 20);
-    dir.write("f.bin", &content).unwrap();
-    let url_host = format!("[{}]", addr::SERVER_AS_V6);
+    let (dir, content, url_host) = web_file("ecmpwww");
 
     let (victim, ping, iperf, t_off, servers) = turn.run(logs, || {
         // Both translators are ready: what sixgate's hook then does.
@@ -349,13 +437,7 @@ fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
         fetch_and_compare(&bed.client, &url_host, &dir, "f.bin", &content);
 
         // Several flows spread over both gateways.
-        let iperf_server = bed
-            .server
-            .spawn("iperf3", ["-s", "-B", addr::SERVER, "-p", IPERF_PORT])
-            .unwrap();
-        bed.server
-            .wait_listening(Proto::Tcp, 5201, Duration::from_secs(10))
-            .unwrap();
+        let iperf_server = iperf3_server(&bed);
         let before = translated([&dut1, &dut2]);
         let spread = iperf3_result(iperf3_client(&bed, 12, 2), "iperf3 -P 12");
         let after = translated([&dut1, &dut2]);
@@ -389,32 +471,13 @@ fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
         let carried = both_ways() - at_start;
         println!("{test}: gw{victim} translated {carried} packets of the iperf3 before it went silent");
         assert!(carried > 100, "no iperf3 flow crossed gw{victim}");
-        for r in &routers {
-            r.wait_bfd_up(2, Duration::from_secs(5))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
-        let t_off = Instant::now();
-        power_off(&bed, victim);
+        let t_off = power_off_under_bfd(&bed, &routers, victim);
         // The servers live on across the failure.
         (victim, ping, iperf, t_off, (http, iperf_server))
     });
-    let survivor = 3 - victim;
-    let (killed, alive) = if victim == 1 {
-        (dut1, dut2)
-    } else {
-        (dut2, dut1)
-    };
-    let killed = killed
-        .stop()
-        .unwrap_or_else(|e| panic!("{test}: gw{victim}: {e}"));
-    assert!(!killed.status.success(), "gw{victim} was killed");
-    let logs = || {
-        let mut s = format!("sixgate gw{survivor}:\n{}\n", alive.log());
-        for b in routers.iter().chain(&birds) {
-            s += &format!("bird {}:\n{}\n", b.label(), b.log());
-        }
-        s
-    };
+    let (survivor, alive) = reap(test, victim, dut1, dut2);
+    let gw_survivor = format!("gw{survivor}");
+    let logs = || logs_of(&[(&gw_survivor, &alive)], routers.iter().chain(&birds));
     turn.run(logs, || {
         bed.wait_next_hops(&[&format!("gw{survivor}")], Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("{e}"));
@@ -439,18 +502,11 @@ fn siit_two_gateways_behind_ecmp_fail_over_by_bfd() {
         fetch_and_compare(&bed.client, &url_host, &dir, "f.bin", &content);
         let across = iperf3_result(iperf, "iperf3 across the failure");
         println!("{test}: iperf3 -P 8 across the failure completed: {across}");
-        let out = ping
-            .wait(Duration::from_secs(15))
-            .unwrap_or_else(|e| panic!("ping: {e}"));
-        report_gap(test, "at failover", &out.stdout);
+        ping_done(test, "at failover", ping);
     });
     drop(servers);
-    stop_cleanly(test, &format!("gw{survivor}"), alive);
-    for b in routers.into_iter().chain(birds) {
-        b.stop();
-    }
-    drop(bed);
-    turn.finish();
+    stop_cleanly(test, &gw_survivor, alive);
+    tear_down(turn, bed, routers, birds);
 }
 
 fn dist_dir() -> PathBuf {
@@ -543,13 +599,9 @@ const NAT64_SHARDS: [&str; 2] = ["198.18.0.0/25", "198.18.0.128/25"];
 #[test]
 fn nat64_pair_dist_configs_announce_shards_and_aggregate() {
     let test = "nat64_pair_dist_configs_announce_shards_and_aggregate";
-    if let Err(why) = check_host().and_then(|()| check_bird()) {
-        println!("skipped: {test}: {why}");
+    let Some((turn, bed)) = take_bed(test) else {
         return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = EcmpBed::build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.namespaces());
+    };
     let routers = bed
         .start_routers()
         .unwrap_or_else(|e| panic!("{test}: {e}"));
@@ -636,11 +688,7 @@ fn nat64_pair_dist_configs_announce_shards_and_aggregate() {
             gone.as_millis()
         );
     });
-    for b in routers.into_iter().chain(birds) {
-        b.stop();
-    }
-    drop(bed);
-    turn.finish();
+    tear_down(turn, bed, routers, birds);
 }
 
 /// Node `i` of a NAT64 pair in the bed: the same `[nat64]` on both, `[sync]`
@@ -788,13 +836,9 @@ fn iperf3_over_the_pair(bed: &EcmpBed, duts: [&RunningDut; 2], i: u8) -> sixgate
 #[test]
 fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
     let test = "nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate";
-    if let Err(why) = check_host().and_then(|()| check_bird()) {
-        println!("skipped: {test}: {why}");
+    let Some((turn, bed)) = take_bed(test) else {
         return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = EcmpBed::build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.namespaces());
+    };
     let (routers, birds, dut1, dut2) = start_nat64_pair(test, &bed);
     let logs = || {
         logs_of(
@@ -802,66 +846,27 @@ fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
             routers.iter().chain(&birds),
         )
     };
-    let dir = ScratchDir::new("ecmpnat").unwrap();
-    let content = pattern(1 << 20);
-    dir.write("f.bin", &content).unwrap();
-    let url_host = format!("[{}]", addr::SERVER_AS_V6);
-    let (r6, r4) = (&bed.router6, &bed.router4);
+    let (dir, content, url_host) = web_file("ecmpnat");
 
     let (victim, ping, iperf, t_off, servers) = turn.run(logs, || {
         wait_pair_announced(&bed);
 
         let http = http_server(&bed.server, addr::SERVER.parse().unwrap(), &dir);
         fetch_and_compare(&bed.client, &url_host, &dir, "f.bin", &content);
-        let iperf_server = bed
-            .server
-            .spawn("iperf3", ["-s", "-B", addr::SERVER, "-p", IPERF_PORT])
-            .unwrap();
-        bed.server
-            .wait_listening(Proto::Tcp, 5201, Duration::from_secs(10))
-            .unwrap();
+        let iperf_server = iperf3_server(&bed);
 
         let ping = start_ping(&bed, 9);
         std::thread::sleep(Duration::from_millis(300));
         let victim = gateway_carrying_ping(&bed);
         let iperf = iperf3_over_the_pair(&bed, [&dut1, &dut2], victim);
-        for r in &routers {
-            r.wait_bfd_up(2, Duration::from_secs(5))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
-        let t_off = Instant::now();
-        power_off(&bed, victim);
+        let t_off = power_off_under_bfd(&bed, &routers, victim);
         (victim, ping, iperf, t_off, (http, iperf_server))
     });
-    let survivor = 3 - victim;
-    let (killed, alive) = if victim == 1 {
-        (dut1, dut2)
-    } else {
-        (dut2, dut1)
-    };
-    let killed = killed
-        .stop()
-        .unwrap_or_else(|e| panic!("{test}: gw{victim}: {e}"));
-    assert!(!killed.status.success(), "gw{victim} was killed");
-    let logs = || {
-        let mut s = format!("sixgate gw{survivor}:\n{}\n", alive.log());
-        for b in routers.iter().chain(&birds) {
-            s += &format!("bird {}:\n{}\n", b.label(), b.log());
-        }
-        s
-    };
+    let (survivor, alive) = reap(test, victim, dut1, dut2);
+    let gw_survivor = format!("gw{survivor}");
+    let logs = || logs_of(&[(&gw_survivor, &alive)], routers.iter().chain(&birds));
     turn.run(logs, || {
-        let gw = format!("gw{survivor}");
-        let only: &[&str] = &[&gw];
-        wait_routes(
-            &[
-                (r6, addr::POOL6, only),
-                (r4, NAT64_SHARDS[usize::from(victim - 1)], &[]),
-                (r4, NAT64_POOL4, only),
-            ],
-            Duration::from_secs(5),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        wait_moved(&bed, victim, survivor);
         let gone = t_off.elapsed();
         println!(
             "{test}: {} ms after gw{victim} went silent: pool6 and the aggregate only to gw{survivor}, no route for gw{victim}'s shard",
@@ -870,19 +875,12 @@ fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
         assert!(gone < Duration::from_millis(1500), "{} ms", gone.as_millis());
         let across = iperf3_result(iperf, "iperf3 across the failure");
         println!("{test}: iperf3 -P 16 across the failure completed: {across}");
-        let out = ping
-            .wait(Duration::from_secs(15))
-            .unwrap_or_else(|e| panic!("ping: {e}"));
-        report_gap(test, "at failover", &out.stdout);
+        ping_done(test, "at failover", ping);
         fetch_and_compare(&bed.client, &url_host, &dir, "f.bin", &content);
     });
     drop(servers);
-    stop_cleanly(test, &format!("gw{survivor}"), alive);
-    for b in routers.into_iter().chain(birds) {
-        b.stop();
-    }
-    drop(bed);
-    turn.finish();
+    stop_cleanly(test, &gw_survivor, alive);
+    tear_down(turn, bed, routers, birds);
 }
 
 /// A planned drain behind the routing daemon (docs/ha.md, "Planned drain"):
@@ -894,13 +892,9 @@ fn nat64_pair_with_sync_fails_over_by_bfd_and_the_aggregate() {
 #[test]
 fn nat64_pair_planned_drain_moves_traffic_by_bgp() {
     let test = "nat64_pair_planned_drain_moves_traffic_by_bgp";
-    if let Err(why) = check_host().and_then(|()| check_bird()) {
-        println!("skipped: {test}: {why}");
+    let Some((turn, bed)) = take_bed(test) else {
         return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = EcmpBed::build().unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.namespaces());
+    };
     let (routers, birds, dut1, dut2) = start_nat64_pair(test, &bed);
     let logs = || {
         logs_of(
@@ -910,13 +904,7 @@ fn nat64_pair_planned_drain_moves_traffic_by_bgp() {
     };
     turn.run(logs, || {
         wait_pair_announced(&bed);
-        let _iperf_server = bed
-            .server
-            .spawn("iperf3", ["-s", "-B", addr::SERVER, "-p", IPERF_PORT])
-            .unwrap();
-        bed.server
-            .wait_listening(Proto::Tcp, 5201, Duration::from_secs(10))
-            .unwrap();
+        let _iperf_server = iperf3_server(&bed);
         let ping = start_ping(&bed, 8);
         std::thread::sleep(Duration::from_millis(300));
         let node = gateway_carrying_ping(&bed);
@@ -937,17 +925,7 @@ fn nat64_pair_planned_drain_moves_traffic_by_bgp() {
             String::from_utf8_lossy(&out.stderr)
         );
         let drained = t0.elapsed();
-        let gw = format!("gw{other}");
-        let only: &[&str] = &[&gw];
-        wait_routes(
-            &[
-                (&bed.router6, addr::POOL6, only),
-                (&bed.router4, NAT64_SHARDS[usize::from(node - 1)], &[]),
-                (&bed.router4, NAT64_POOL4, only),
-            ],
-            Duration::from_secs(5),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        wait_moved(&bed, node, other);
         println!(
             "{test}: gw{node} drained in {} ms (its peer acknowledged); the routers send only to gw{other} {} ms after the command",
             drained.as_millis(),
@@ -959,16 +937,9 @@ fn nat64_pair_planned_drain_moves_traffic_by_bgp() {
         }
         let across = iperf3_result(iperf, "iperf3 across the drain");
         println!("{test}: iperf3 -P 16 across the drain completed: {across}");
-        let out = ping
-            .wait(Duration::from_secs(15))
-            .unwrap_or_else(|e| panic!("ping: {e}"));
-        report_gap(test, "at the drain", &out.stdout);
+        ping_done(test, "at the drain", ping);
     });
     stop_cleanly(test, "gw1", dut1);
     stop_cleanly(test, "gw2", dut2);
-    for b in routers.into_iter().chain(birds) {
-        b.stop();
-    }
-    drop(bed);
-    turn.finish();
+    tear_down(turn, bed, routers, birds);
 }

@@ -565,24 +565,6 @@ fn mapt_br_without_bpf_runs_one_worker_and_says_why() {
     common::without_bpf_runs_one_worker(test, config, "sixgate:");
 }
 
-/// The fast path's counters from a daemon's summary line at exit:
-/// (translated 6to4, translated 4to6, passed, aborted).
-fn fastpath_counters(stopped: &Stopped) -> (u64, u64, u64, u64) {
-    let line = stopped
-        .stderr
-        .lines()
-        .find(|l| l.contains("fast path: received"))
-        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
-    let n: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().unwrap())
-        .collect();
-    // "… 6to4 N 4to6 M, passed … P, aborted A": the labels' 6 and 4 too.
-    let t = &n[n.len() - 9..];
-    (t[3], t[6], t[7], t[8])
-}
-
 /// RFC 7599 §7 on the TC fast path (docs/fastpath.md): the BR on TUN with
 /// `fastpath = "tc"` on both its interfaces. Ping and a 1 MiB HTTP fetch
 /// from the LAN host cross it, and the program's counters at exit show it
@@ -627,13 +609,7 @@ fn mapt_br_on_the_fast_path() {
     let Some(stopped) = stopped else {
         return;
     };
-    let (t64, t46, passed, aborted) = fastpath_counters(&stopped);
-    println!("{TEST}: BR fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, aborted {aborted}");
-    assert!(
-        t46 >= 5 && t64 >= 5,
-        "too little on the fast path: {t46} 4to6, {t64} 6to4"
-    );
-    assert_eq!(aborted, 0);
+    common::assert_fast_path_both_ways(TEST, "BR", &stopped, 5);
     let want = format!("mapt_source_outside_port_set {SPOOFED}");
     assert!(
         stopped.stdout.contains(&want),

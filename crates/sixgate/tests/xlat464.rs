@@ -235,11 +235,8 @@ fn clat_on_the_fast_path_follows_a_changed_plat_prefix() {
     let Some(stopped) = follows_a_changed_plat_prefix(test, ClatOn::FastPath) else {
         return;
     };
-    let (t64, t46, passed, aborted) = fastpath_counters(&stopped);
-    println!("{test}: CLAT fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, aborted {aborted}");
     // Six pings got through after the change (the one before it failed).
-    assert!(t64 >= 6 && t46 >= 6, "{t46} 4to6, {t64} 6to4");
-    assert_eq!(aborted, 0);
+    common::assert_fast_path_both_ways(test, "CLAT", &stopped, 6);
 }
 
 fn follows_a_changed_plat_prefix(test: &str, clat_on: impl Into<ClatOn>) -> Option<Stopped> {
@@ -399,24 +396,6 @@ fn iperf3_tcp_xdp_clat() {
     );
 }
 
-/// The fast path's counters from a daemon's summary line at exit:
-/// (translated 6to4, translated 4to6, passed, aborted).
-fn fastpath_counters(stopped: &Stopped) -> (u64, u64, u64, u64) {
-    let line = stopped
-        .stderr
-        .lines()
-        .find(|l| l.contains("fast path: received"))
-        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
-    let n: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().unwrap())
-        .collect();
-    // "… 6to4 N 4to6 M, passed … P, aborted A": the labels' 6 and 4 too.
-    let t = &n[n.len() - 9..];
-    (t[3], t[6], t[7], t[8])
-}
-
 /// RFC 6877 on the TC fast path (docs/fastpath.md): the CLAT with
 /// `fastpath = "tc"` on both its interfaces, its PLAT prefix discovered
 /// (RFC 7050) before the program was loaded. Ping and a 1 MiB HTTP fetch
@@ -442,11 +421,5 @@ fn ping_and_http_through_a_clat_on_the_fast_path() {
     let Some(stopped) = stopped else {
         return;
     };
-    let (t64, t46, passed, aborted) = fastpath_counters(&stopped);
-    println!("{test}: CLAT fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, aborted {aborted}");
-    assert!(
-        t46 >= 5 && t64 >= 5,
-        "too little on the fast path: {t46} 4to6, {t64} 6to4"
-    );
-    assert_eq!(aborted, 0);
+    common::assert_fast_path_both_ways(test, "CLAT", &stopped, 5);
 }

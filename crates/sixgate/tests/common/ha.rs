@@ -275,13 +275,9 @@ pub fn with_pair(
     path: SyncPath,
     body: impl for<'b> FnOnce(&Turn, &'b Bed, RunningDut<'b>, RunningDut<'b>),
 ) {
-    if let Err(why) = check_host() {
-        println!("skipped: {test}: {why}");
+    let Some((turn, bed)) = take_bed(test, path) else {
         return;
-    }
-    let mut turn = Turn::take(test);
-    let bed = build_via(path).unwrap_or_else(|e| panic!("{test}: {e}"));
-    turn.expect_gone(bed.all());
+    };
     let relay: Option<Background> = (path == SyncPath::Relay).then(|| {
         let r = bed
             .gw2
@@ -303,6 +299,19 @@ pub fn with_pair(
     }
     drop(bed);
     turn.finish();
+}
+
+/// The turn and bed of `test`, the bed's namespaces to be gone at the end;
+/// None (the test says `skipped:`) where the host cannot build beds.
+pub fn take_bed(test: &str, path: SyncPath) -> Option<(Turn, Bed)> {
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return None;
+    }
+    let mut turn = Turn::take(test);
+    let bed = build_via(path).unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.all());
+    Some((turn, bed))
 }
 
 /// Both nodes hold the other's snapshot.
@@ -427,6 +436,16 @@ pub fn udp_exchange(bed: &Bed) -> String {
         .unwrap_or_else(|e| panic!("UDP across gw1 and gw2: {e}"))
 }
 
+/// The node's Prometheus scrape (docs/metrics.md), from inside its
+/// namespace.
+pub fn scrape_metrics(gw: &Netns) -> String {
+    gw.run(
+        "curl",
+        ["-sS", "--max-time", "5", "http://127.0.0.1:9464/metrics"],
+    )
+    .unwrap()
+}
+
 /// `kill -9` of every process in `ns` (a node dies without a word; its TUN
 /// device and routes go with it).
 pub fn kill_9(ns: &Netns) {
@@ -437,9 +456,24 @@ pub fn kill_9(ns: &Netns) {
     }
 }
 
-/// The routing daemon's part after gw1 died: the client's route to pool6
-/// moves to gw2.
-pub fn client_via_gw2(bed: &Bed) {
+/// gw1 dies without a word ([`kill_9`]); its sixgate is reaped. Returns
+/// when it died.
+pub fn kill_gw1(test: &str, bed: &Bed, gw1: RunningDut) -> Instant {
+    kill_9(&bed.gw1);
+    let killed_at = Instant::now();
+    let killed = gw1.stop().unwrap_or_else(|e| panic!("{test}: gw1: {e}"));
+    assert!(
+        !killed.status.success(),
+        "gw1 was killed: {:?}",
+        killed.status
+    );
+    killed_at
+}
+
+/// The routing daemon's part when traffic moves (gw1 died or drained, or
+/// is back): the client's route to pool6 goes to node `node`.
+pub fn client_via(bed: &Bed, node: u8) {
+    let via = format!("fd00:{node}::1");
     bed.client
         .ip([
             "-6",
@@ -447,7 +481,7 @@ pub fn client_via_gw2(bed: &Bed) {
             "replace",
             "2001:db8:64::/96",
             "via",
-            "fd00:2::1",
+            via.as_str(),
         ])
         .unwrap();
 }

@@ -363,6 +363,39 @@ pub fn iperf3(
     }
 }
 
+/// The fast path's counters from a daemon's summary line at exit:
+/// (translated 6to4, translated 4to6, passed, aborted).
+pub fn fastpath_counters(stopped: &Stopped) -> (u64, u64, u64, u64) {
+    let line = stopped
+        .stderr
+        .lines()
+        .find(|l| l.contains("fast path: received"))
+        .unwrap_or_else(|| panic!("no fast path summary in the log:\n{}", stopped.stderr));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    // "… 6to4 N 4to6 M, passed … P, aborted A": the labels' 6 and 4 too.
+    let t = &n[n.len() - 9..];
+    (t[3], t[6], t[7], t[8])
+}
+
+/// The fast path at work both ways (docs/fastpath.md): prints its counters
+/// from `stopped`'s summary as `{test}: {what} fast path: …`, and asserts at
+/// least `min` packets translated each way and none aborted.
+pub fn assert_fast_path_both_ways(test: &str, what: &str, stopped: &Stopped, min: u64) {
+    let (t64, t46, passed, aborted) = fastpath_counters(stopped);
+    println!(
+        "{test}: {what} fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, aborted {aborted}"
+    );
+    assert!(
+        t46 >= min && t64 >= min,
+        "too little on the fast path: {t46} 4to6, {t64} 6to4"
+    );
+    assert_eq!(aborted, 0);
+}
+
 /// Packets each worker read, from the exit summary's `per worker:` line.
 pub fn per_worker_rx(stopped: &Stopped) -> Vec<u64> {
     let line = stopped
