@@ -128,6 +128,51 @@ pub(crate) fn l4_ok(proto: u8, icmp: u8, echo: [u8; 2], l4: &[u8]) -> bool {
     }
 }
 
+/// The IPv6 header rules of every fast-path translation (SIIT and NAT64;
+/// `bpf/header_in.h`, `ip6_in` and `ipv4_fits`): a whole header, Payload
+/// Length not 0 (a jumbogram or an empty packet) and within the frame
+/// (link-layer padding beyond it is trimmed, as the core trims it), hop
+/// limit above 1 (RFC 7915 §5.1: Time Exceeded is the core's), and an IPv4
+/// form that needs neither fragmentation nor Packet Too Big (§5.1, §5.4; over
+/// 65535 bytes there is none). The Payload Length, if so.
+pub(crate) fn v6_header_fits(cfg: &Config, ip: &[u8]) -> Option<usize> {
+    if ip.len() < 40 {
+        return None;
+    }
+    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    if plen == 0 || 40 + plen > ip.len() || ip[7] <= 1 {
+        return None;
+    }
+    let len4 = 20 + plen;
+    (len4 <= usize::from(u16::MAX) && cfg.ipv4_mtu.is_none_or(|m| len4 <= usize::from(m)))
+        .then_some(plen)
+}
+
+/// The IPv4 header rules of every fast-path translation (`bpf/header_in.h`,
+/// `ip4_in` and `ipv6_fits`): no options (IHL 5), a valid header checksum,
+/// Total Length within the frame (padding beyond it trimmed, as the core
+/// trims it), not a fragment (MF clear, offset 0), TTL above 1, and an IPv6
+/// form that fits: DF=1 within the IPv6 MTU (RFC 7915 §4.4: else
+/// Fragmentation Needed), DF=0 within the fragment limit (§4.1: else
+/// fragmented). The Total Length, if so.
+pub(crate) fn v4_header_fits(cfg: &Config, ip: &[u8]) -> Option<usize> {
+    if ip.len() < 20 || ip[0] != 0x45 || crate::checksum::sum(&ip[..20]) != 0xffff {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let flags = u16::from_be_bytes([ip[6], ip[7]]);
+    if total < 20 || total > ip.len() || flags & (ipv4::MF | ipv4::OFFSET_MASK) != 0 || ip[8] <= 1 {
+        return None;
+    }
+    let out = 40 + total - 20;
+    let fits = if flags & ipv4::DF != 0 {
+        cfg.ipv6_mtu.is_none_or(|m| out <= usize::from(m))
+    } else {
+        out <= cfg.v6_fragment_limit()
+    };
+    fits.then_some(total)
+}
+
 /// Is `ip` (an IPv4 or IPv6 packet, maybe with link-layer padding) one the fast path
 /// translates under `cfg`? Only when [`unsupported`] is `None`. A candidate has
 /// no IPv4 options or IPv6 extension headers, is no fragment, has a TTL or
@@ -149,15 +194,9 @@ pub fn is_fast_path_candidate(cfg: &Config, ip: &[u8]) -> bool {
 }
 
 fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
-    if ip.len() < 40 {
+    let Some(plen) = v6_header_fits(cfg, ip) else {
         return false;
-    }
-    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-    // Payload Length 0 is a jumbogram or an empty packet. Link-layer padding
-    // beyond Payload Length is trimmed, as the core trims it.
-    if plen == 0 || 40 + plen > ip.len() || ip[7] <= 1 {
-        return false;
-    }
+    };
     let src6 = u128::from_be_bytes(ip[8..24].try_into().unwrap_or_default());
     let dst6 = u128::from_be_bytes(ip[24..40].try_into().unwrap_or_default());
     // RFC 7915 §5.1: multicast, unspecified and loopback sources, multicast
@@ -187,32 +226,15 @@ fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
     if cfg.map.eam.lookup_v4(dst4).is_some() && cfg.map.eam.lookup_v6(dst6).is_none() {
         return false;
     }
-    if cfg
-        .mapt
+    cfg.mapt
         .as_ref()
-        .is_some_and(|m| m.rule_for_v4(dst4).is_some())
-    {
-        return false;
-    }
-    let len4 = 20 + plen;
-    // RFC 7915 §5.1 / §5.4: over the IPv4 MTU the core fragments or answers
-    // Packet Too Big; over 65535 there is no IPv4 form.
-    len4 <= usize::from(u16::MAX) && cfg.ipv4_mtu.is_none_or(|m| len4 <= usize::from(m))
+        .is_none_or(|m| m.rule_for_v4(dst4).is_none())
 }
 
 fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
-    // No options (IHL 5), a valid header checksum; link-layer padding beyond
-    // Total Length is trimmed, as the core trims it.
-    if ip.len() < 20 || ip[0] != 0x45 || crate::checksum::sum(&ip[..20]) != 0xffff {
+    let Some(total) = v4_header_fits(cfg, ip) else {
         return false;
-    }
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    let flags = u16::from_be_bytes([ip[6], ip[7]]);
-    let df = flags & ipv4::DF != 0;
-    // Not a fragment: MF clear, offset 0.
-    if total < 20 || total > ip.len() || flags & (ipv4::MF | ipv4::OFFSET_MASK) != 0 || ip[8] <= 1 {
-        return false;
-    }
+    };
     let (src, dst) = (
         [ip[12], ip[13], ip[14], ip[15]],
         [ip[16], ip[17], ip[18], ip[19]],
@@ -231,16 +253,7 @@ fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
         Some(m) => mapt_destination(m, u32::from_be_bytes(dst), proto, l4).is_some(),
         None => map(dst),
     };
-    if !map(src) || !dst_ok {
-        return false;
-    }
-    let out = 40 + total - 20;
-    // RFC 7915 §4.4: DF=1 over the IPv6 MTU gets Fragmentation Needed; DF=0
-    // over the fragment limit is fragmented (§4.1).
-    if df && cfg.ipv6_mtu.is_some_and(|m| out > usize::from(m)) {
-        return false;
-    }
-    df || out <= cfg.v6_fragment_limit()
+    map(src) && dst_ok
 }
 
 #[cfg(test)]

@@ -228,17 +228,9 @@ fn tcp_settled(proto: u8, l4: &[u8]) -> bool {
 }
 
 fn v6_candidate(cfg: &Config, ip: &[u8], has: impl Fn(&Key6) -> bool) -> bool {
-    if ip.len() < 40 {
+    let Some(plen) = super::v6_header_fits(cfg, ip) else {
         return false;
-    }
-    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-    if plen == 0 || 40 + plen > ip.len() || ip[7] <= 1 {
-        return false;
-    }
-    let len4 = 20 + plen;
-    if len4 > usize::from(u16::MAX) || cfg.ipv4_mtu.is_some_and(|m| len4 > usize::from(m)) {
-        return false;
-    }
+    };
     let (proto, l4) = (ip[6], &ip[40..40 + plen]);
     let echo = [icmp6::ECHO_REQUEST, icmp6::ECHO_REPLY];
     if !super::l4_ok(proto, nh::ICMPV6, echo, l4) || !tcp_settled(proto, l4) {
@@ -256,22 +248,9 @@ fn v6_candidate(cfg: &Config, ip: &[u8], has: impl Fn(&Key6) -> bool) -> bool {
 }
 
 fn v4_candidate(cfg: &Config, ip: &[u8], has: impl Fn(&Key4) -> bool) -> bool {
-    if ip.len() < 20 || ip[0] != 0x45 || crate::checksum::sum(&ip[..20]) != 0xffff {
+    let Some(total) = super::v4_header_fits(cfg, ip) else {
         return false;
-    }
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    let flags = u16::from_be_bytes([ip[6], ip[7]]);
-    let df = flags & ipv4::DF != 0;
-    if total < 20 || total > ip.len() || flags & (ipv4::MF | ipv4::OFFSET_MASK) != 0 || ip[8] <= 1 {
-        return false;
-    }
-    let out = 40 + total - 20;
-    if df && cfg.ipv6_mtu.is_some_and(|m| out > usize::from(m)) {
-        return false;
-    }
-    if !df && out > cfg.v6_fragment_limit() {
-        return false;
-    }
+    };
     let (proto, l4) = (ip[9], &ip[20..total]);
     let echo = [icmp4::ECHO_REQUEST, icmp4::ECHO_REPLY];
     if !super::l4_ok(proto, nh::ICMP, echo, l4) || !tcp_settled(proto, l4) {
