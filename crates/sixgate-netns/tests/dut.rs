@@ -25,6 +25,20 @@ fn stand_in(test: &str) -> Option<(ScratchDir, PathBuf)> {
     let dir = ScratchDir::new("standin").unwrap();
     let path = dir.write("sixgate", STAND_IN).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Another test's fork can hold a copy of our write descriptor until its
+    // child execs: running the file fails with ETXTBSY meanwhile. Once it
+    // has run, no copy is left.
+    for _ in 0..100 {
+        match std::process::Command::new(&path)
+            .args(["run", "--help"])
+            .output()
+        {
+            Err(e) if e.raw_os_error() == Some(26) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => break,
+        }
+    }
     Some((dir, path))
 }
 
