@@ -24,9 +24,11 @@
 #   --quick      2 s trials, <= 8 steps
 #   --out FILE   also write the markdown table to FILE
 #   --only LIST  comma-separated subset of:
-#                self,kernel,tayga,siit1,siit2,xdp1,xdp2,nat44,tayga44,nat64-1,
-#                nat64-2,xdp-nat64-1,xdp-nat64-2,mapt-br-1,mapt-br-2,
-#                xdp-mapt-br-2,mapt-ce-br
+#                self,kernel,tayga,siit1,siit2,siit-fp,xdp1,xdp2,nat44,tayga44,
+#                nat64-1,nat64-2,nat64-fp,xdp-nat64-1,xdp-nat64-2,mapt-br-1,
+#                mapt-br-2,xdp-mapt-br-2,mapt-ce-br
+#                (siit-fp and nat64-fp, the TC fast path in front of one TUN
+#                worker, are not in the default set)
 #   --no-build   use target/release/sixgate as it is (SIXGATE= overrides)
 # Environment: TRIAL_S (10), STEPS (12), REPS (1), BEHIND (0.001 %),
 # LOSS_GOAL (0 %), DUT_CPU (unset: the DUT is not pinned; set, TAYGA and the
@@ -148,6 +150,7 @@ row kernel "kernel IPv6 forwarding (kernel-v6)" --dut kernel-v6
 row tayga "TAYGA $(dpkg-query -W -f='${Version}' tayga 2>/dev/null || echo '?') (tayga)" --dut tayga "${pin[@]}"
 row siit1 "sixgate SIIT, TUN, workers = 1" --dut sixgate --config "$cfg/siit.toml" "${pin[@]}"
 row siit2 "sixgate SIIT, TUN, workers = 2" --dut sixgate --config "$cfg/siit-2w.toml"
+row siit-fp "sixgate SIIT, TC fast path + TUN, workers = 1" --dut sixgate --config "$cfg/siit-fastpath.toml" "${pin[@]}"
 # The XDP rows: the bed's veths have 2 queues; the preset puts as many in use
 # as the configuration has workers (docs/bench.md).
 # WORKERS: the 2-worker TUN configurations with `workers = N`.
@@ -164,6 +167,7 @@ row nat44 "kernel NAT44, nft masquerade (nat44)" --dut nat44 --connections "$CON
 row tayga44 "TAYGA + NAT44 (tayga-nat44)" --dut tayga-nat44 "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-1 "sixgate NAT64, TUN, workers = 1" --dut sixgate --config "$cfg/nat64.toml" "${pin[@]}" --connections "$CONNECTIONS"
 row nat64-2 "sixgate NAT64, TUN, workers = 2" --dut sixgate --config "$cfg/nat64-2w.toml" --connections "$CONNECTIONS"
+row nat64-fp "sixgate NAT64, TC fast path + TUN, workers = 1" --dut sixgate --config "$cfg/nat64-fastpath.toml" "${pin[@]}" --connections "$CONNECTIONS"
 for n in "${worker_counts[@]}"; do
     row "nat64-w$n" "sixgate NAT64, TUN, workers = $n" --dut sixgate --config "$(scaled nat64-2w.toml "$n")" --connections "$CONNECTIONS"
 done

@@ -50,7 +50,8 @@
 #   --only WHAT  part 1 (sync) or part 2 (kill) alone
 #   --out FILE   also write the tables (with the machine and command) to FILE
 # Environment: ROUNDS (2), TRIAL_S (2), STEPS (6), TCP_S (5), FIXED_S (4),
-# FIXED_LONG (50000), FIXED_NEW (30000), WORKERS (1, per node), KILL_SESSIONS
+# FIXED_LONG (50000), FIXED_NEW (30000), WORKERS (1, per node), FASTPATH (auto:
+# [daemon] fastpath of both nodes; "off" keeps every packet on TUN), KILL_SESSIONS
 # (20000), KILL_RATE (2000), KILL_RATE2 (5000), SENDER_CPU (0), SIXGATE=,
 # LOADGEN= (binaries, default target/release), KEEP=1 (keep the logs in /tmp),
 # SYSCALLS=1 (strace -c each node's sync thread during the fixed
@@ -69,6 +70,7 @@ FIXED_LONG=${FIXED_LONG:-50000}
 FIXED_NEW=${FIXED_NEW:-30000}
 FIXED_S=${FIXED_S:-4}
 WORKERS=${WORKERS:-1}
+FASTPATH=${FASTPATH:-auto}
 KILL_SESSIONS=${KILL_SESSIONS:-20000}
 KILL_RATE=${KILL_RATE:-2000}
 KILL_RATE2=${KILL_RATE2:-5000}
@@ -270,6 +272,7 @@ max_sessions = 4194304
 [daemon]
 workers = $WORKERS
 socket = "$tmp/gw$node.sock"
+fastpath = "$FASTPATH"
 
 [tun]
 name = "sixgate0"

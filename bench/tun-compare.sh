@@ -60,7 +60,7 @@
 #   --quick      1 s trials, <= 5 search steps, 3 s TCP (about a minute)
 #   --out FILE   also write the table (with the machine and command) to FILE
 #   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN,
-#                fastpath1,fastpathN,xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,xdp-nat64,xdp-nat64-N,
+#                fastpath1,fastpathN,xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,nat64-fp1,xdp-nat64,xdp-nat64-N,
 #                mapt-br-1,mapt-br-N,xdp-mapt-br-1,xdp-mapt-br-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
 # TCP_S=N sets the iperf3 seconds (TCP_S_QUICK=N with --quick); TCP_ONLY=1
@@ -901,6 +901,7 @@ for sel in "${selected[@]}"; do
         mapt-br-N) case_mapt_br "$WORKERS_N" "sixgate mapt-br, workers = $WORKERS_N ($workers_where)" ;;
         fastpath1) case_sixgate 1 "sixgate + TC fast path, workers = 1" siit tun tc ;;
         fastpathN) case_sixgate "$WORKERS_N" "sixgate + TC fast path, workers = $WORKERS_N ($workers_where)" siit tun tc ;;
+        nat64-fp1) case_sixgate 1 "sixgate nat64 + TC fast path, workers = 1" nat64 tun tc ;;
         xdp1) case_sixgate 1 "sixgate XDP, workers = 1" siit xdp ;;
         xdpN) case_sixgate "$WORKERS_N" "sixgate XDP, workers = $WORKERS_N ($workers_where)" siit xdp ;;
         xdp-nat64) case_sixgate 1 "sixgate nat64 XDP, workers = 1" nat64 xdp ;;

@@ -20,6 +20,10 @@ pub trait SessionOffload: Send {
     /// remove a deleted or unsettled one.
     fn change(&mut self, op: ReplicaOp, r: &Replica);
 
+    /// After a batch's changes: write what [`SessionOffload::change`]
+    /// queued (one run of map calls, not one per session).
+    fn flush(&mut self);
+
     /// Once per tick, before the translator's timers: bounded work that
     /// hands the translator the sessions the fast path saw, so they do not
     /// expire, and drops entries the translator no longer has.

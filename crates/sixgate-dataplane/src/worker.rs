@@ -230,6 +230,9 @@ impl<P: PacketIo> Worker<P> {
                 };
                 s.ends
                     .exchange_tee(io.translator_mut(), now_ns, IMPORT_BUDGET, &mut tee);
+                if let Some(o) = o.as_mut() {
+                    o.flush();
+                }
                 // Packets that overtook their session's record, released by
                 // it (docs/ha.md): out now, not at the next timer round; and
                 // no sleep before the next batch, which also flushes what a
@@ -243,6 +246,7 @@ impl<P: PacketIo> Worker<P> {
             (None, Some(o)) => {
                 io.translator_mut()
                     .drain_replica_changes(|op, r| o.change(op, r));
+                o.flush();
                 false
             }
         }

@@ -13,7 +13,12 @@
 //!   no longer has (its delete record was lost to a full ring) goes too.
 //!
 //! The records are kept in a slab allocated once, at the maps' share of this
-//! worker; no allocation per change.
+//! worker; no allocation per change. Installs and removes are queued and
+//! written at [`Offload::flush`] (the worker calls it after each batch's
+//! changes, and every tick), a run of them at a time in batch calls
+//! (`Nat64Maps::install_all`, `remove_all`): a system call per run per map,
+//! not two per session, which new-session-heavy traffic pays for every
+//! session.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -44,14 +49,41 @@ struct Installed {
     e: Entries,
     /// The last-seen already handed to the core.
     seen: u64,
+    /// Where its install waits in the queue, until [`Offload::flush`].
+    queued: Option<u32>,
+}
+
+/// A map write waiting for [`Offload::flush`].
+enum Queued {
+    /// Install the session of this slot.
+    Install(u32),
+    /// Remove these entries.
+    Remove(Entries),
+    /// An install whose session went before the flush.
+    Void,
 }
 
 /// Least records looked at per tick; more when there are many, so that a
-/// whole round takes at most [`ROUND_TICKS`] ticks (3.2 s at 100 ms), well
-/// within the shortest lifetime.
+/// whole round takes at most [`round_ticks`] ticks.
 pub const SCAN_BUDGET: usize = 256;
-/// Ticks a whole round of the scan takes at most.
-pub const ROUND_TICKS: usize = 32;
+/// Most map writes queued before a flush is forced.
+pub const QUEUE_MAX: usize = 256;
+/// Ticks per second (`sixgate_dataplane::TICK_NS`, 100 ms).
+const TICKS_PER_S: u64 = 10;
+
+/// Ticks a whole round of the scan takes at most: a quarter of the shortest
+/// lifetime an installed session can have (UDP, ICMP query, TCP
+/// established; RFC 6146 §3.5), so a session whose packets all take the
+/// fast path is refreshed in the core at least three times before it would
+/// expire there, and outlives its last packet by at most a quarter of its
+/// lifetime. Defaults: the ICMP query's 60 s, so 15 s (150 ticks).
+pub fn round_ticks(cfg: &Config) -> usize {
+    let shortest = cfg.nat64.as_ref().map_or(60, |n| {
+        let t = &n.timeouts;
+        t.udp.min(t.icmp).min(t.tcp_established)
+    });
+    (u64::from(shortest) * TICKS_PER_S / 4).max(1) as usize
+}
 
 /// One worker's installed sessions and its handle on the maps.
 pub struct Offload {
@@ -62,6 +94,11 @@ pub struct Offload {
     by_id: HashMap<Id, u32>,
     cursor: usize,
     cap: usize,
+    round: usize,
+    queue: Vec<Queued>,
+    /// Scratch of a flush's run (kept: no allocation per flush).
+    run: Vec<Entries>,
+    run_slots: Vec<u32>,
 }
 
 impl Offload {
@@ -69,16 +106,20 @@ impl Offload {
     pub fn new(maps: Nat64Maps, cfg: Arc<Config>, cap: usize) -> Offload {
         Offload {
             maps,
+            round: round_ticks(&cfg),
             cfg,
             slots: Vec::with_capacity(cap),
             free: Vec::with_capacity(cap),
             by_id: HashMap::with_capacity(cap),
             cursor: 0,
             cap,
+            queue: Vec::with_capacity(QUEUE_MAX),
+            run: Vec::with_capacity(QUEUE_MAX),
+            run_slots: Vec::with_capacity(QUEUE_MAX),
         }
     }
 
-    /// Sessions installed now.
+    /// Sessions installed now (or queued to be, until the next flush).
     pub fn len(&self) -> usize {
         self.by_id.len()
     }
@@ -98,6 +139,7 @@ impl Offload {
     /// comes out the same (or not at all, e.g. a remote now in pool4) goes.
     pub fn reconfigure(&mut self, cfg: &Config) {
         self.cfg = Arc::new(cfg.clone());
+        self.round = round_ticks(cfg);
         for i in 0..self.slots.len() {
             let stale = self.slots[i]
                 .as_ref()
@@ -106,6 +148,7 @@ impl Offload {
                 self.drop_slot(i);
             }
         }
+        self.flush();
     }
 
     /// Remove every entry (at exit, or after a configuration change).
@@ -113,9 +156,11 @@ impl Offload {
         for i in 0..self.slots.len() {
             self.drop_slot(i);
         }
+        self.flush();
     }
 
-    /// One exported change of the worker's tables.
+    /// One exported change of the worker's tables (written to the maps at
+    /// the next [`Offload::flush`]).
     pub fn change(&mut self, op: ReplicaOp, r: &Replica) {
         let k = id(r);
         let want = match op {
@@ -141,10 +186,15 @@ impl Offload {
                     self.maps.counters.map_full.fetch_add(1, Relaxed);
                     return;
                 }
-                if self.maps.install(&e).is_err() {
-                    return; // counted; the session stays on the slow path
+                if self.queue.len() >= QUEUE_MAX {
+                    self.flush();
                 }
-                let rec = Installed { r: *r, e, seen: 0 };
+                let rec = Installed {
+                    r: *r,
+                    e,
+                    seen: 0,
+                    queued: Some(self.queue.len() as u32),
+                };
                 let i = match self.free.pop() {
                     Some(i) => {
                         self.slots[i as usize] = Some(rec);
@@ -156,6 +206,7 @@ impl Offload {
                     }
                 };
                 self.by_id.insert(k, i);
+                self.queue.push(Queued::Install(i));
             }
             (None, None) => {}
         }
@@ -163,21 +214,88 @@ impl Offload {
 
     fn drop_slot(&mut self, i: usize) {
         if let Some(rec) = self.slots.get_mut(i).and_then(Option::take) {
-            self.maps.remove(&rec.e);
+            match rec.queued {
+                // Never written: nothing to remove.
+                Some(q) => self.queue[q as usize] = Queued::Void,
+                None => {
+                    if self.queue.len() >= QUEUE_MAX {
+                        self.flush();
+                    }
+                    self.queue.push(Queued::Remove(rec.e));
+                }
+            }
             self.by_id.remove(&id(&rec.r));
             self.free.push(i as u32);
         }
+    }
+
+    /// Write the queued installs and removes to the maps, in their order, a
+    /// run of one kind at a time. An install that fails (a full map,
+    /// another error; counted) leaves its session on the slow path, as if
+    /// it had never been installed.
+    pub fn flush(&mut self) {
+        let mut at = 0;
+        while at < self.queue.len() {
+            let install = match self.queue[at] {
+                Queued::Void => {
+                    at += 1;
+                    continue;
+                }
+                Queued::Install(_) => true,
+                Queued::Remove(_) => false,
+            };
+            self.run.clear();
+            self.run_slots.clear();
+            while at < self.queue.len() {
+                match &self.queue[at] {
+                    Queued::Void => {}
+                    Queued::Install(i) if install => {
+                        let rec = self.slots[*i as usize].as_mut().expect("queued slot");
+                        rec.queued = None;
+                        self.run.push(rec.e);
+                        self.run_slots.push(*i);
+                    }
+                    Queued::Remove(e) if !install => self.run.push(*e),
+                    _ => break,
+                }
+                at += 1;
+            }
+            if install {
+                let Offload {
+                    maps,
+                    run,
+                    run_slots,
+                    slots,
+                    by_id,
+                    free,
+                    ..
+                } = self;
+                maps.install_all(run, &mut |k, r| {
+                    if r.is_err() {
+                        let i = run_slots[k];
+                        if let Some(rec) = slots[i as usize].take() {
+                            by_id.remove(&id(&rec.r));
+                            free.push(i);
+                        }
+                    }
+                });
+            } else {
+                self.maps.remove_all(&self.run);
+            }
+        }
+        self.queue.clear();
     }
 
     /// Per tick: look at a bounded share of the installed sessions; hand the
     /// core those the program saw since the last look, and drop those the
     /// core no longer has in a state the program may carry.
     pub fn tick(&mut self, t: &mut Translator, now_ns: u64) {
+        self.flush();
         let n = self.slots.len();
         if n == 0 {
             return;
         }
-        let budget = SCAN_BUDGET.max(n.div_ceil(ROUND_TICKS)).min(n);
+        let budget = SCAN_BUDGET.max(n.div_ceil(self.round)).min(n);
         for _ in 0..budget {
             let i = self.cursor % n;
             self.cursor = (i + 1) % n;
@@ -200,6 +318,7 @@ impl Offload {
                 self.drop_slot(i);
             }
         }
+        self.flush();
     }
 }
 

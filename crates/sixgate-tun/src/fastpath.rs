@@ -128,6 +128,9 @@ impl SessionOffload for TunOffload {
     fn change(&mut self, op: ReplicaOp, r: &Replica) {
         self.0.change(op, r);
     }
+    fn flush(&mut self) {
+        self.0.flush();
+    }
     fn tick(&mut self, t: &mut Translator, now_ns: u64) {
         self.0.tick(t, now_ns);
     }
