@@ -90,10 +90,14 @@ impl Owned {
         }
         let p = u32::from(port);
         let group = (p / self.g).checked_sub(self.g0)?;
-        if group % self.step != 0 || group / self.step >= self.groups {
+        let k = if self.step == 1 {
+            group
+        } else if group % self.step == 0 {
+            group / self.step
+        } else {
             return None;
-        }
-        Some(group / self.step * self.g + p % self.g)
+        };
+        (k < self.groups).then_some(k * self.g + p % self.g)
     }
 }
 

@@ -34,12 +34,25 @@ struct Slot {
     free: u32,
 }
 
+/// One pool4 entry the map covers.
+struct Entry {
+    pool: Pool4Entry,
+    first: u32,
+    count: u32,
+    /// This worker's ports of each protocol's range.
+    owned: [Owned; 3],
+    /// Its first address's first slot.
+    slot: u32,
+}
+
+/// Most pool4 addresses a map covers (the configuration's limit, a /16).
+const MAX_ADDRESSES: u64 = 1 << 16;
+
 /// The port map of one worker (see the module documentation).
 #[derive(Default)]
 pub(crate) struct PortMap {
-    /// The pool4 entries it was built for (`alloc_pool4` then), with each
-    /// one's owned ports per protocol and its first slot.
-    layout: Vec<(Pool4Entry, [Owned; 3], u32)>,
+    /// The pool4 entries it was built for (`alloc_pool4` then).
+    layout: Vec<Entry>,
     /// Whether each protocol has a bitmap.
     on: [bool; 3],
     /// One per (address, protocol): address-major, `3 * k + proto`.
@@ -63,11 +76,13 @@ impl PortMap {
         if p > 2 || !self.on[p] {
             return None;
         }
-        let (e, owned, first) = self.layout.iter().find(|(e, _, _)| e.contains(v4))?;
-        let k = v4.wrapping_sub(e.first_addr());
+        let e = self
+            .layout
+            .iter()
+            .find(|e| v4.wrapping_sub(e.first) < e.count)?;
         Some(At {
-            slot: (*first + 3 * k) as usize + p,
-            owned: owned[p],
+            slot: (e.slot + 3 * v4.wrapping_sub(e.first)) as usize + p,
+            owned: e.owned[p],
         })
     }
 
@@ -125,6 +140,7 @@ impl PortMap {
         self.set(proto, v4, port, false);
     }
 
+    #[inline]
     fn set(&mut self, proto: u8, v4: u32, port: u16, taken: bool) {
         let Some(at) = self.at(proto, v4) else {
             return;
@@ -147,7 +163,7 @@ impl PortMap {
 
     /// Whether the map covers exactly `pool4` (so a rebuild can be skipped).
     pub fn covers(&self, pool4: &[Pool4Entry]) -> bool {
-        self.layout.len() == pool4.len() && self.layout.iter().zip(pool4).all(|(a, b)| a.0 == *b)
+        self.layout.len() == pool4.len() && self.layout.iter().zip(pool4).all(|(a, b)| a.pool == *b)
     }
 }
 
@@ -156,7 +172,12 @@ impl Nat64 {
     /// entries: at start, and when pool4 or this node's shards change.
     pub(crate) fn port_map_rebuild(&mut self) {
         let mut map = PortMap::default();
-        if self.cfg.port_block_size == 0 {
+        let addrs: u64 = self
+            .alloc_pool4()
+            .iter()
+            .map(|e| u64::from(e.addr_count()))
+            .sum();
+        if self.cfg.port_block_size == 0 && addrs <= MAX_ADDRESSES {
             let budget = budget(self.bibs.capacity());
             let mut words = [0usize; 3];
             for e in self.alloc_pool4() {
@@ -165,8 +186,13 @@ impl Nat64 {
                 for (p, o) in owned.iter().enumerate() {
                     words[p] += o.len().div_ceil(64) as usize * e.addr_count() as usize;
                 }
-                let first = map.slots.len() as u32;
-                map.layout.push((*e, owned, first));
+                map.layout.push(Entry {
+                    pool: *e,
+                    first: e.first_addr(),
+                    count: e.addr_count(),
+                    owned,
+                    slot: map.slots.len() as u32,
+                });
                 map.slots.resize(
                     map.slots.len() + 3 * e.addr_count() as usize,
                     Slot::default(),
@@ -175,13 +201,13 @@ impl Nat64 {
             map.on = [0, 1, 2].map(|p| words[p] > 0 && words[p] * 8 <= budget);
             map.words
                 .reserve_exact((0..3).filter(|&p| map.on[p]).map(|p| words[p]).sum());
-            for (e, owned, first) in &map.layout {
+            for e in &map.layout {
                 for p in (0..3).filter(|&p| map.on[p]) {
                     // The same for every address of the entry: indices that
                     // are no port (edge groups, the last word's tail) taken.
-                    let (template, free) = template(owned[p]);
-                    for k in 0..e.addr_count() as usize {
-                        map.slots[*first as usize + 3 * k + p] = Slot {
+                    let (template, free) = template(e.owned[p]);
+                    for k in 0..e.count as usize {
+                        map.slots[e.slot as usize + 3 * k + p] = Slot {
                             off: map.words.len() as u32,
                             free,
                         };
@@ -226,13 +252,13 @@ mod tests {
     /// counts add up.
     fn check(n: &Nat64) {
         let m = &n.port_map;
-        for (e, owned, _) in &m.layout {
-            for k in 0..e.addr_count() {
-                let v4 = e.first_addr() + k;
+        for e in &m.layout {
+            for k in 0..e.count {
+                let v4 = e.first + k;
                 for p in 0..3u8 {
                     let Some(at) = m.at(p, v4) else { continue };
                     let mut free = 0;
-                    for i in 0..owned[usize::from(p)].len() {
+                    for i in 0..e.owned[usize::from(p)].len() {
                         let Some(port) = at.owned.nth(i) else {
                             assert!(m.taken(at, i));
                             continue;
@@ -347,7 +373,13 @@ mod tests {
         let (words, free) = template(o);
         assert_eq!(free, 200);
         let mut m = PortMap {
-            layout: vec![(Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 1)), [o; 3], 0)],
+            layout: vec![Entry {
+                pool: Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 1)),
+                first: 0xc000_0201,
+                count: 1,
+                owned: [o; 3],
+                slot: 0,
+            }],
             on: [false, true, false],
             slots: vec![Slot::default(); 3],
             words,
