@@ -311,7 +311,8 @@ mod tests {
     }
 
     /// The port map picks exactly the ports probing the BIB picks, through
-    /// filling, exhaustion, expiry, cooling, and pool4 and static changes.
+    /// filling, exhaustion, expiry, cooling, pool4 and static changes, and
+    /// a change of this node's shards.
     #[test]
     fn same_ports_as_probing_the_bib() {
         for (worker, workers) in [(0, 1), (1, 2), (2, 3)] {
@@ -357,6 +358,14 @@ mod tests {
                     c2.static_bib.pop();
                     fast.reconfigure(&c2);
                     slow.reconfigure(&c2);
+                    slow.port_map = PortMap::default();
+                    check(&fast);
+                }
+                if step == 4500 {
+                    // State sync: new mappings only on this node's shard.
+                    let shard = Some(vec![(0xc612_0004, 30)]);
+                    fast.set_own_shards(shard.clone());
+                    slow.set_own_shards(shard);
                     slow.port_map = PortMap::default();
                     check(&fast);
                 }
