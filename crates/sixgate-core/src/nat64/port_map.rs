@@ -219,7 +219,9 @@ impl Nat64 {
         for &(p, v4, port) in &self.reserved {
             map.mark(p, v4, port);
         }
-        for (_, b) in self.live_bibs() {
+        // Every entry in the IPv4-side index (no look-up per slab slot).
+        for &i in self.bib4.iter() {
+            let b = self.bibs.get(i);
             map.mark(b.proto, b.v4, b.port4);
         }
         self.port_map = map;
