@@ -219,9 +219,11 @@ impl Nat64 {
         for &(p, v4, port) in &self.reserved {
             map.mark(p, v4, port);
         }
-        // Every entry in the IPv4-side index (no look-up per slab slot).
-        for &i in self.bib4.iter() {
-            let b = self.bibs.get(i);
+        // Every BIB entry, in slab order (a look-up per slot, or a walk of
+        // the index in hash order, costs a cache miss per entry: with a
+        // million entries a tenth of a second).
+        let live = self.bibs.live_mask();
+        for (b, _) in self.bibs.items.iter().zip(live).filter(|&(_, l)| l) {
             map.mark(b.proto, b.v4, b.port4);
         }
         self.port_map = map;
