@@ -193,3 +193,78 @@ pub fn nat_case(name: &str) -> NatCase {
         packet,
     }
 }
+
+/// The gateway benchmarks' NAT64 (bench/ha-gateway.sh, bench/tun-compare.sh):
+/// pool6 2001:db8:64::/96, pool4 `pool4`/`prefix_len` at the default ports
+/// (61001-65535), one subscriber per IPv6 address (`subscriber_prefix_len =
+/// 128`), room for `max_sessions`.
+pub fn gateway_config(pool4: Ipv4Addr, prefix_len: u8, max_sessions: u32) -> Arc<Config> {
+    let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).expect("pool6");
+    let mut cfg = Config::with_pool6(Some(pool6));
+    let mut entry = Pool4Entry::single(pool4);
+    entry.prefix_len = prefix_len;
+    cfg.nat64 = Some(Nat64Config {
+        pool4: vec![entry],
+        max_sessions,
+        subscriber_prefix_len: 128,
+        ..Nat64Config::default()
+    });
+    Arc::new(cfg)
+}
+
+/// The load generator's RFC 4814 pseudorandom numbers (`sixgate-loadgen`
+/// `PortGen`: xorshift64*, uniform over `first..=last` by multiply-shift).
+pub struct Rfc4814 {
+    state: u64,
+    first: u16,
+    len: u64,
+}
+
+impl Rfc4814 {
+    pub fn new(first: u16, last: u16, seed: u64) -> Self {
+        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        Rfc4814 {
+            state: z | 1,
+            first,
+            len: u64::from(last - first) + 1,
+        }
+    }
+
+    pub fn next(&mut self) -> u16 {
+        let mut x = self.state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state = x;
+        let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
+        self.first + ((r * self.len) >> 32) as u16
+    }
+}
+
+/// The first `n` distinct (source host, source port) pairs of the load
+/// generator's new-session traffic (`--src-hosts hosts --src-port-range
+/// 1024-65535`): host `h` is the source address plus `h`, both numbers
+/// pseudorandom per packet. Repeats (packets of flows that exist) are left
+/// out, so every pair is a new flow; fewer than `n` if the tuples run out.
+pub fn rfc4814_new_flows(n: usize, hosts: u16, seed: u64) -> Vec<(u16, u16)> {
+    let hosts = hosts.max(1);
+    let tuples = usize::from(hosts) * (65536 - 1024);
+    let n = n.min(tuples);
+    let mut ports = Rfc4814::new(1024, 65535, seed);
+    let mut host = Rfc4814::new(1, hosts, seed ^ 0x686f_7374);
+    let mut seen = vec![0u64; usize::from(hosts) * 1024];
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let port = ports.next();
+        let h = host.next() - 1;
+        let bit = usize::from(h) << 16 | usize::from(port);
+        if seen[bit / 64] & 1 << (bit % 64) == 0 {
+            seen[bit / 64] |= 1 << (bit % 64);
+            out.push((h, port));
+        }
+    }
+    out
+}

@@ -135,6 +135,7 @@ impl Nat64 {
             let b = &items[j as usize];
             hasher.hash_one(key4(b.proto, b.v4, b.port4))
         });
+        self.port_map.mark(b.proto, b.v4, b.port4);
         *self.bib_count.get_mut(proto_of(b.proto)) += 1;
         if b.flags & STATIC == 0 && self.cfg.event_log == EventLog::Bib && !self.subs.blocks_on() {
             self.log_bib(EventKind::BibCreated, &b, now_ns);
@@ -155,6 +156,13 @@ impl Nat64 {
             self.cooling.remove(&mut self.bibs.items, i, COOL_LINK);
         }
         self.bibs.free(i);
+        if self
+            .reserved
+            .binary_search(&(b.proto, b.v4, b.port4))
+            .is_err()
+        {
+            self.port_map.unmark(b.proto, b.v4, b.port4);
+        }
         *self.bib_count.get_mut(proto_of(b.proto)) -= 1;
         if b.flags & STATIC == 0 {
             self.subs

@@ -5,6 +5,7 @@
 //! - `bib` / `session`: the §3.1 Binding Information Base and session table;
 //! - [`tcp`]: the §3.5.2 TCP state machine;
 //! - `port_alloc`: RFC 6056 port choice within this worker's share of pool4;
+//!   `port_map`: which of those ports are taken, a bit each, for it;
 //! - `subscriber`: RFC 6888 per-subscriber limits and RFC 7422 port blocks;
 //! - `filtering`: §3.5 "Filtering and Updating Binding and Session Information",
 //!   the step the RFC 7915 paths call;
@@ -33,6 +34,7 @@ pub(crate) mod fragments;
 mod offloaded;
 pub(crate) mod packet;
 mod port_alloc;
+mod port_map;
 pub mod replica;
 mod replica_conflict;
 mod replica_snapshot;
@@ -102,6 +104,8 @@ pub(crate) struct Nat64 {
     /// Alternate mappings of an IPv6 transport address another entry holds
     /// in `bib6` (`replica_conflict`), at most `ALT_CAPACITY`.
     bib6_alt: HashTable<u32>,
+    /// This worker's pool4 ports that are taken (`port_map`), for `port_alloc`.
+    port_map: port_map::PortMap,
     /// Dynamic BIB entries with no session, waiting out `port_reuse` (FIFO).
     cooling: List,
 
@@ -183,6 +187,7 @@ impl Nat64 {
             bib6: HashTable::with_capacity(bib_cap as usize),
             bib4: HashTable::with_capacity(bib_cap as usize),
             bib6_alt: HashTable::with_capacity(replica_conflict::ALT_CAPACITY),
+            port_map: port_map::PortMap::default(),
             cooling: List::default(),
             sessions: Slab::with_capacity(sess_cap),
             session_idx: HashTable::with_capacity(sess_cap as usize),
@@ -210,6 +215,7 @@ impl Nat64 {
         };
         n.set_timeouts();
         n.install_static_bib();
+        n.port_map_rebuild();
         n
     }
 

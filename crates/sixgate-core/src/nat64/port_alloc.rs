@@ -81,6 +81,24 @@ impl Owned {
     pub fn groups(&self) -> u32 {
         self.groups
     }
+
+    /// Index of `port` (the inverse of [`Owned::nth`]), if this worker owns
+    /// it and it lies in the range.
+    pub fn index(&self, port: u16) -> Option<u32> {
+        if !self.range.contains(port) {
+            return None;
+        }
+        let p = u32::from(port);
+        let group = (p / self.g).checked_sub(self.g0)?;
+        let k = if self.step == 1 {
+            group
+        } else if group % self.step == 0 {
+            group / self.step
+        } else {
+            return None;
+        };
+        (k < self.groups).then_some(k * self.g + p % self.g)
+    }
 }
 
 /// Ports of `range` worker `worker` of `workers` owns.
@@ -161,6 +179,33 @@ impl Nat64 {
             let Some((v4, range)) = self.pool4_nth(proto, (a0 + a) % addrs) else {
                 break;
             };
+            // The same choice from the port map, when it covers the address:
+            // a full address is passed over at once.
+            if let Some(at) = self.port_map.at(p, v4) {
+                if self.port_map.full(at) {
+                    continue;
+                }
+                let owned = at.owned;
+                // Port preservation.
+                if let Some(i) = owned.index(port6)
+                    && !self.port_map.taken(at, i)
+                {
+                    self.subs.port_taken(src6);
+                    return Ok((v4, port6));
+                }
+                let len = owned.len();
+                let i0 = ((start % u64::from(len)) as u32 & !1) | u32::from(port6 & 1);
+                for parity_flip in [0, 1] {
+                    let count = (len / 2).clamp(1, MAX_PROBES);
+                    if let Some(i) = self.port_map.first_free(at, i0 ^ parity_flip, count)
+                        && let Some(port) = owned.nth(i)
+                    {
+                        self.subs.port_taken(src6);
+                        return Ok((v4, port));
+                    }
+                }
+                continue;
+            }
             // Port preservation.
             if range.contains(port6) && self.owns_port(port6) && !self.port_taken(p, v4, port6) {
                 self.subs.port_taken(src6);

@@ -40,7 +40,30 @@ impl Nat64 {
         self.set_timeouts();
         self.pool4_changed(&old.pool4);
         self.own_pool4_rebuild();
+        let reserved = self.reserved.clone();
         self.static_bib_changed(&old.static_bib);
+        self.port_map_changed(&reserved);
+    }
+
+    /// Keep the port map (`port_map`) in step: built afresh when the pool4
+    /// entries new mappings use changed, else the static entries' ports that
+    /// came and went (`reserved` is the list before the change; the entries
+    /// this worker installed or removed already went through the BIB).
+    pub(crate) fn port_map_changed(&mut self, reserved: &[(u8, u32, u16)]) {
+        if !self.port_map.covers(self.alloc_pool4()) {
+            self.port_map_rebuild();
+            return;
+        }
+        for &(p, v4, port) in reserved {
+            if self.reserved.binary_search(&(p, v4, port)).is_err()
+                && self.bib_by4(p, v4, port).is_none()
+            {
+                self.port_map.unmark(p, v4, port);
+            }
+        }
+        for &(p, v4, port) in &self.reserved {
+            self.port_map.mark(p, v4, port);
+        }
     }
 
     /// RFC 6146 §3.5.1.1: removed pool4 prefixes drain, re-added ones are live.

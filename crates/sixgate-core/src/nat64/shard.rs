@@ -38,6 +38,7 @@ impl Nat64 {
         }
         self.own_shards = shards;
         self.own_pool4_rebuild();
+        self.port_map_changed(&[]);
     }
 
     /// After a change of pool4 or of the shards (never on the packet path).

@@ -76,6 +76,19 @@ impl<T: Slot> Slab<T> {
         self.live
     }
 
+    /// Which slots of `items` hold a record (the free list walked once;
+    /// allocates, so never on the packet path).
+    pub fn live_mask(&self) -> Vec<bool> {
+        let mut mask = vec![true; self.items.len()];
+        let mut i = self.free_head;
+        while i != NIL {
+            mask[i as usize] = false;
+            let mut v = self.items[i as usize];
+            i = v.free_link().next;
+        }
+        mask
+    }
+
     pub fn is_full(&self) -> bool {
         self.live >= self.cap
     }
