@@ -27,8 +27,8 @@
 #    loss. Then single-stream TCP with iperf3 for TCP_S s, client -> server.
 #  - new-session-heavy: the same search with 4096 source addresses x source
 #    ports pseudorandom in 1024-65535 (268 M tuples: nearly every packet creates
-#    a session), each trial on fresh nodes (restarted, empty tables: creating a
-#    session costs more as the table fills, so trials must start equal); the
+#    a session), each trial on fresh nodes (restarted, empty tables, so that
+#    every trial starts from the same state); the
 #    sessions created per second (gw1's sixgate_nat64_sessions before and
 #    after the best passing trial) and, on, how many gw2 holds against gw1.
 #  - both: each node's CPU time (all threads, /proc/PID/task/*/schedstat) per
