@@ -711,6 +711,62 @@ fn kernel_without_a_helper_runs_on_tun_alone() {
     );
 }
 
+/// docs/config.md: `fastpath = "xdp"` where the XDP program cannot run
+/// (a kernel without `bpf_xdp_adjust_head`, pretended with the probe's test
+/// hook) is one warning naming it, and the TC program instead, which
+/// translates pings both ways.
+#[test]
+fn xdp_falls_back_to_tc_with_one_warning() {
+    let test = "xdp_falls_back_to_tc_with_one_warning";
+    let dir = ScratchDir::new("pretend").unwrap();
+    let wrapper = dir
+        .write(
+            "sixgate",
+            format!(
+                "#!/bin/sh\nSIXGATE_FASTPATH_PRETEND_MISSING=bpf_xdp_adjust_head exec {BIN} \"$@\"\n"
+            ),
+        )
+        .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let Some(dut) = dut_with(test, "xdp", wrapper, "", "") else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, _| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+    });
+    let said: Vec<&str> = stopped
+        .stderr
+        .lines()
+        .filter(|l| l.contains("the TC program instead"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", stopped.stderr);
+    assert!(
+        said[0].contains("WARN")
+            && said[0].contains("fastpath = \"xdp\"")
+            && said[0].contains("lacks what the XDP fast path needs: bpf_xdp_adjust_head"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        stopped.stderr.contains("fast path: TC program attached to"),
+        "{}",
+        stopped.stderr
+    );
+    let c = counters(&stopped);
+    assert!(c.v6to4 >= 2 && c.v4to6 >= 2, "{c:?}");
+}
+
 /// docs/config.md: `fastpath = "auto"` on a kernel that has what the program
 /// needs, for SIIT (in scope), is the TC fast path: it translates pings both
 /// ways, and says nothing is off.
