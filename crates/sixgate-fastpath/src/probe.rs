@@ -28,7 +28,8 @@ pub const PRETEND_MISSING_ENV: &str = "SIXGATE_FASTPATH_PRETEND_MISSING";
 /// under a `clsact` qdisc.
 pub const PROGRAM_TYPE: &str = "sched_cls";
 
-/// Every helper bpf/siit_tc.c calls, by the name the kernel documents
+/// Every helper bpf/siit_tc.c (the TC program: bpf/siit.h behind
+/// bpf/hook_tc.h) calls, by the name the kernel documents
 /// (`bpf-helpers(7)`). `helpers_cover_the_object` checks this list against
 /// the built object, so a helper added to the C is added here too.
 pub const HELPERS: &[(BpfHelper, &str)] = &[

@@ -67,7 +67,7 @@ enum Link {
 }
 const PERMISSION_HINT: &str = " (loading eBPF needs CAP_BPF and CAP_NET_ADMIN, or root)";
 
-/// `struct ids` of bpf/siit_tc.c: one CPU's IPv4 Identification counters.
+/// `struct ids` of bpf/siit.h: one CPU's IPv4 Identification counters.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Ids([u16; SLOTS]);
