@@ -68,6 +68,7 @@ static __always_inline void *hook_pull(hook_ctx *ctx, __u32 n, void **end)
 		n = len;
 	void *data = (void *)(long)ctx->data;
 	*end = (void *)(long)ctx->data_end;
+	// (n is at most the headers and L4_PEEK; the bound is the verifier's.)
 	if (n > 256 || data + n > *end)
 		return 0;
 	return data;
@@ -114,6 +115,7 @@ static __always_inline int hook_header_out(hook_ctx *ctx, __u32 keep, __u16 eth_
 static __always_inline int hook_store(hook_ctx *ctx, __u32 at, const void *from, __u32 n)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	// A bounded offset for the verifier (at most the headers' end).
 	if (at > 256)
 		return -1;
 	__u8 *p = data + at;
@@ -136,6 +138,7 @@ static __always_inline int hook_l4_csum(hook_ctx *ctx, __u32 at, __u16 from, __u
 					int pseudo, int udp)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	// A bounded offset for the verifier (at most the headers' end).
 	if (at > 256)
 		return -1;
 	__u8 *p = data + at;

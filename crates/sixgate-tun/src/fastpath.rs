@@ -27,8 +27,8 @@ use tracing::{info, warn};
 /// Load and attach, or say why not (`cfg`: the plan's configuration, with
 /// the IPv4 Identification key the workers use; `device`: the TUN device,
 /// where the kernel routes what the program may translate). `Err`: the fast
-/// path asked for does not run, and why (logged here: a warning for "tc",
-/// an info line for "auto"; `show stats` repeats it).
+/// path asked for does not run, and why (logged here: a warning for "tc"
+/// and "xdp", an info line for "auto"; `show stats` repeats it).
 pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastPath>, Off> {
     let want = match loaded.daemon.fastpath {
         FastPathMode::Off => return Ok(None),
