@@ -41,11 +41,11 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
         Err(off) if off.is_warning() => warn!("{off}"),
         Err(off) => info!("{off}"),
         Ok(fp) => info!(
-            "fast path: {} attached to {} ({} translated and forwarded in the kernel; the rest \
+            "fast path: {} {} ({} translated and forwarded in the kernel; the rest \
              goes up to the TUN device)",
             match fp.hook() {
-                Hook::Tc => "TC program",
-                Hook::Xdp => "XDP program (native mode)",
+                Hook::Tc => "TC program attached to the ingress of",
+                Hook::Xdp => "XDP program (native mode) attached to",
             },
             fp.interfaces().collect::<Vec<_>>().join(", "),
             match cfg.nat64 {
