@@ -294,20 +294,27 @@ pub(crate) fn build_all(
              ipv6_interface and ipv4_interface, e.g. \"eth0\" and \"eth1\"",
         ));
     }
-    if daemon.fastpath == FastPathMode::Tc {
+    // "tc" and "xdp" are the same program behind two hooks, in front of the
+    // TUN plane alike.
+    if matches!(daemon.fastpath, FastPathMode::Tc | FastPathMode::Xdp) {
+        let name = daemon.fastpath.as_str();
         let span = fastpath_span.clone().unwrap_or(0..0);
         if daemon.dataplane != Dataplane::Tun {
             cx.record(cx.err(
                 span.clone(),
-                "fastpath = \"tc\" sits in front of the TUN data plane, but dataplane is \
-                 \"xdp\"; expected dataplane = \"tun\", or fastpath = \"off\"",
+                format!(
+                    "fastpath = \"{name}\" sits in front of the TUN data plane, but dataplane \
+                     is \"xdp\"; expected dataplane = \"tun\", or fastpath = \"off\""
+                ),
             ));
         } else if daemon.fastpath_interfaces.is_empty() {
             cx.record(cx.err(
                 span.clone(),
-                "fastpath = \"tc\" needs the interfaces to watch; expected \
-                 fastpath_interfaces = the IPv6-side and IPv4-side interfaces, e.g. \
-                 [\"eth0\", \"eth1\"]",
+                format!(
+                    "fastpath = \"{name}\" needs the interfaces to watch; expected \
+                     fastpath_interfaces = the IPv6-side and IPv4-side interfaces, e.g. \
+                     [\"eth0\", \"eth1\"]"
+                ),
             ));
         }
         // The core states the scope for every mode: a CLAT's configuration is
@@ -322,7 +329,7 @@ pub(crate) fn build_all(
             cx.record(cx.err(
                 span,
                 format!(
-                    "fastpath = \"tc\" cannot serve this configuration: {why}; expected \
+                    "fastpath = \"{name}\" cannot serve this configuration: {why}; expected \
                      fastpath = \"off\" (docs/fastpath.md says what the fast path covers)"
                 ),
             ));

@@ -33,6 +33,11 @@ pub enum FastPathMode {
     /// the common packets of the modes in scope and passes the rest up; where
     /// it cannot run, a warning and the data plane alone.
     Tc,
+    /// The same translation as an XDP program, attached in native (driver)
+    /// mode: for NICs with native XDP and small-packet rate. Where the XDP
+    /// program cannot run or attach (generic XDP only, an old kernel), a
+    /// warning and the TC program instead (docs/fastpath.md, "XDP").
+    Xdp,
     /// `Tc` where the kernel has what the program needs, the mode is in scope
     /// and `fastpath_interfaces` are named; otherwise off, with an info line
     /// saying why (never refused by `config check`).
@@ -55,6 +60,7 @@ impl FastPathMode {
         match self {
             FastPathMode::Off => "off",
             FastPathMode::Tc => "tc",
+            FastPathMode::Xdp => "xdp",
             FastPathMode::Auto => "auto",
         }
     }
@@ -167,13 +173,14 @@ pub(crate) fn section(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, C
             out.fastpath = match v.get_ref().as_str() {
                 "off" => FastPathMode::Off,
                 "tc" => FastPathMode::Tc,
+                "xdp" => FastPathMode::Xdp,
                 "auto" => FastPathMode::Auto,
                 other => {
                     return Err(cx.bad(
                         "fastpath",
                         v,
                         format!("unknown fast path {other:?}"),
-                        "\"off\", \"tc\" or \"auto\"",
+                        "\"off\", \"tc\", \"xdp\" or \"auto\"",
                     ));
                 }
             };

@@ -299,7 +299,7 @@ pub struct DaemonSection {
     pub socket: Option<Spanned<String>>,
     /// "tun" (default) or "xdp".
     pub dataplane: Option<Spanned<String>>,
-    /// "off" (default), "tc" or "auto": the in-kernel fast path
+    /// "off", "tc", "xdp" or "auto" (default): the in-kernel fast path
     /// (docs/fastpath.md; "auto" is "tc" where it can run, else off).
     pub fastpath: Option<Spanned<String>>,
     /// Interfaces whose ingress the fast path is attached to.

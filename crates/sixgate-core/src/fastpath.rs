@@ -1,7 +1,7 @@
 //! Which packets an in-kernel fast path may translate (docs/fastpath.md).
 //!
-//! The eBPF translator (`crates/sixgate-fastpath/bpf/siit_tc.c`) takes only the
-//! common, easy packets and passes everything else up unchanged to a data
+//! The eBPF translator (`crates/sixgate-fastpath/bpf/siit.h`, TC and XDP)
+//! takes only the common, easy packets and passes everything else up unchanged to a data
 //! plane running this core. This module is the Rust statement of that scope:
 //! [`unsupported`] says whether a configuration can have a fast path at all,
 //! [`is_fast_path_candidate`] whether one packet is in it. The differential

@@ -18,13 +18,17 @@
 //
 // How translated packets left is counted per CPU in fwd_counters:
 // translated_6to4 + translated_4to6 = redirected + redirected_neigh + kernel.
+//
+// On the XDP hook (hook_xdp.h) there is no bpf_redirect_neigh: a packet whose
+// next hop is unresolved is left untranslated by fwd_lookup, before anything
+// changes, and goes up to the core and the kernel, which resolve it; so
+// redirected_neigh stays 0 there. "kernel" is XDP_PASS of the translated
+// frame: the kernel's IP input routes it, as TC_ACT_OK does on the TC hook.
 
 #ifndef SIXGATE_FORWARD_H
 #define SIXGATE_FORWARD_H
 
-#include <linux/bpf.h>
-#include <linux/pkt_cls.h>
-#include <bpf/bpf_helpers.h>
+// hook_ctx and the hook_* primitives (hook_tc.h or hook_xdp.h) come first.
 
 #define FWD_AF_INET 2
 #define FWD_AF_INET6 10
@@ -32,14 +36,14 @@
 #define FWD_TCP 6
 #define FWD_ICMPV6 58
 
-// fwd_finish's results, > 0 (translated): the TC action is fwd_action's.
+// fwd_finish's results, > 0 (translated): the hook's action is fwd_action's.
 #define FWD_KERNEL 1
 #define FWD_REDIRECT 2
 
 enum {
 	F_REDIRECTED,       // bpf_redirect with the FIB's MAC addresses
 	F_REDIRECTED_NEIGH, // bpf_redirect_neigh: the kernel resolves the next hop
-	F_KERNEL,           // TC_ACT_OK: the kernel routes it
+	F_KERNEL,           // TC_ACT_OK / XDP_PASS: the kernel routes it
 	F_MAX,
 };
 
@@ -83,28 +87,30 @@ struct fwd {
 // and the per-device forwarding switch answer as for them; 0: the ingress
 // interface.
 // Returns 0 when the translated packet (a GSO packet: each segment) would
-// not fit the egress MTU, or with redirect_only when the program could not
-// forward it: the caller passes it up untranslated.
-static __always_inline int fwd_lookup(struct __sk_buff *skb, struct fwd *f, __u32 iif,
+// not fit the egress MTU, with redirect_only when the program could not
+// forward it, or on XDP when its next hop is unresolved: the caller passes
+// it up untranslated.
+static __always_inline int fwd_lookup(hook_ctx *ctx, struct fwd *f, __u32 iif,
 				      int family, const __u8 *src, const __u8 *dst, __u32 len,
 				      __u8 proto, const __u8 *l4, const void *end,
 				      const __u8 *ports)
 {
 	__builtin_memset(f, 0, sizeof(*f));
 	struct bpf_fib_lookup *p = &f->p;
-	p->ifindex = iif ? iif : skb->ingress_ifindex;
+	p->ifindex = iif ? iif : hook_ingress_ifindex(ctx);
 	p->family = family;
 	p->l4_protocol = proto;
 	// A GSO packet leaves as segments of gso_size payload bytes behind the
 	// headers (bpf_skb_change_proto keeps gso_size): the MTU applies to those.
-	if (skb->gso_size) {
+	__u32 gso_size = hook_gso_size(ctx);
+	if (gso_size) {
 		__u32 l4h = 8;
 		if (proto == FWD_TCP) {
 			if ((const void *)(l4 + 13) > end)
 				return 0;
 			l4h = (l4[12] >> 4) * 4;
 		}
-		__u32 seg = (family == FWD_AF_INET6 ? 40 : 20) + l4h + skb->gso_size;
+		__u32 seg = (family == FWD_AF_INET6 ? 40 : 20) + l4h + gso_size;
 		if (seg < len)
 			len = seg;
 	}
@@ -127,8 +133,10 @@ static __always_inline int fwd_lookup(struct __sk_buff *skb, struct fwd *f, __u3
 		__builtin_memcpy(&p->ipv4_src, src, 4);
 		__builtin_memcpy(&p->ipv4_dst, dst, 4);
 	}
-	f->ret = bpf_fib_lookup(skb, p, sizeof(*p), 0);
+	f->ret = bpf_fib_lookup(ctx, p, sizeof(*p), 0);
 	if (f->ret == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return 0;
+	if (!HOOK_HAS_REDIRECT_NEIGH && f->ret == BPF_FIB_LKUP_RET_NO_NEIGH)
 		return 0;
 	if (f->ret != BPF_FIB_LKUP_RET_SUCCESS && f->ret != BPF_FIB_LKUP_RET_NO_NEIGH) {
 		__u32 zero = 0;
@@ -148,31 +156,23 @@ static __always_inline void fwd_count(__u32 which)
 
 // After the translation: send it on. FWD_REDIRECT, FWD_KERNEL, or -1 when a
 // helper failed (the translated packet is dropped as aborted).
-static __always_inline int fwd_finish(struct __sk_buff *skb, const struct fwd *f)
+static __always_inline int fwd_finish(hook_ctx *ctx, const struct fwd *f)
 {
 	if (f->ret == BPF_FIB_LKUP_RET_SUCCESS) {
 		// The Ethernet header: destination, then source.
 		__u8 mac[12];
 		__builtin_memcpy(mac, f->p.dmac, 6);
 		__builtin_memcpy(mac + 6, f->p.smac, 6);
-		// Flags 0: the MAC header is outside the checksum complete covers.
-		if (bpf_skb_store_bytes(skb, 0, mac, 12, 0))
-			return -1;
-		if (bpf_redirect(f->p.ifindex, 0) != TC_ACT_REDIRECT)
+		if (hook_redirect(ctx, mac, f->p.ifindex))
 			return -1;
 		fwd_count(F_REDIRECTED);
 		return FWD_REDIRECT;
 	}
-	if (f->ret == BPF_FIB_LKUP_RET_NO_NEIGH) {
+	if (HOOK_HAS_REDIRECT_NEIGH && f->ret == BPF_FIB_LKUP_RET_NO_NEIGH) {
 		// The FIB left the next hop (the gateway, or the destination
 		// on-link; an IPv4 route may have an IPv6 gateway, RFC 8950) in the
 		// destination field, and its family in family.
-		struct bpf_redir_neigh nh = {.nh_family = f->p.family};
-		if (f->p.family == FWD_AF_INET6)
-			__builtin_memcpy(nh.ipv6_nh, f->p.ipv6_dst, 16);
-		else
-			nh.ipv4_nh = f->p.ipv4_dst;
-		if (bpf_redirect_neigh(f->p.ifindex, &nh, sizeof(nh), 0) != TC_ACT_REDIRECT)
+		if (hook_redirect_neigh(ctx, &f->p))
 			return -1;
 		fwd_count(F_REDIRECTED_NEIGH);
 		return FWD_REDIRECT;
@@ -181,10 +181,10 @@ static __always_inline int fwd_finish(struct __sk_buff *skb, const struct fwd *f
 	return FWD_KERNEL;
 }
 
-// The TC action for a translated packet (fwd_finish's result).
+// The hook's action for a translated packet (fwd_finish's result).
 static __always_inline int fwd_action(int r)
 {
-	return r == FWD_REDIRECT ? TC_ACT_REDIRECT : TC_ACT_OK;
+	return r == FWD_REDIRECT ? HOOK_REDIRECT : HOOK_PASS;
 }
 
 #endif

@@ -1,31 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //
 // The checks on the arriving IP header that the stateless SIIT path
-// (siit_tc.c) and the NAT64 sessions (nat64.h) share: a packet that fails
-// one goes up unchanged to the core, which decides (and counts) what to do
-// with it. Included by siit_tc.c after its helpers (fold, words) and the
-// ip4 / ip6 layouts.
+// (siit.h) and the NAT64 sessions (nat64.h) share, on either hook (the
+// pull is the hook's, hook_tc.h / hook_xdp.h): a packet that fails one goes
+// up unchanged to the core, which decides (and counts) what to do with it.
+// Included by siit.h after the ip4 / ip6 layouts.
 
 // RFC 7915 §5: the IPv6 header, pulled with the first L4_PEEK bytes of its
 // payload, where the fast path translates it: a Payload Length within the
 // frame (link-layer padding beyond it is trimmed later, as the core trims
 // it) and a Hop Limit left. 0 otherwise; `*end` is the data's end.
-static __always_inline struct ip6 *ip6_in(struct __sk_buff *skb, void **end)
+static __always_inline struct ip6 *ip6_in(hook_ctx *ctx, void **end)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip6) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
+	void *data = hook_pull(ctx, ETH_HLEN_ + sizeof(struct ip6) + L4_PEEK, end);
+	if (!data)
 		return 0;
-	void *data = (void *)(long)skb->data;
-	*end = (void *)(long)skb->data_end;
 	struct ip6 *h = data + ETH_HLEN_;
 	if ((void *)(h + 1) > *end)
 		return 0;
 	if ((h->vtc_flow[0] >> 4) != 6)
 		return 0;
 	__u32 plen = bpf_ntohs(h->plen);
-	if (plen == 0 || ETH_HLEN_ + 40 + plen > skb->len || h->hop_limit <= 1)
+	if (plen == 0 || ETH_HLEN_ + 40 + plen > hook_len(ctx) || h->hop_limit <= 1)
 		return 0;
 	return h;
 }
@@ -36,15 +32,11 @@ static __always_inline struct ip6 *ip6_in(struct __sk_buff *skb, void **end)
 // the frame (link-layer padding, a short frame on Ethernet, is trimmed
 // later, as the core trims it) and a TTL left. 0 otherwise; `*end` is the
 // data's end.
-static __always_inline struct ip4 *ip4_in(struct __sk_buff *skb, void **end)
+static __always_inline struct ip4 *ip4_in(hook_ctx *ctx, void **end)
 {
-	__u32 pull = ETH_HLEN_ + sizeof(struct ip4) + L4_PEEK;
-	if (pull > skb->len)
-		pull = skb->len;
-	if (bpf_skb_pull_data(skb, pull))
+	void *data = hook_pull(ctx, ETH_HLEN_ + sizeof(struct ip4) + L4_PEEK, end);
+	if (!data)
 		return 0;
-	void *data = (void *)(long)skb->data;
-	*end = (void *)(long)skb->data_end;
 	struct ip4 *h = data + ETH_HLEN_;
 	if ((void *)(h + 1) > *end)
 		return 0;
@@ -52,7 +44,7 @@ static __always_inline struct ip4 *ip4_in(struct __sk_buff *skb, void **end)
 		return 0;
 	__u32 total = bpf_ntohs(h->total_len);
 	__u16 flags = bpf_ntohs(h->flags_frag);
-	if (total < 20 || ETH_HLEN_ + total > skb->len || (flags & (IPV4_MF | IPV4_OFFSET)) ||
+	if (total < 20 || ETH_HLEN_ + total > hook_len(ctx) || (flags & (IPV4_MF | IPV4_OFFSET)) ||
 	    h->ttl <= 1)
 		return 0;
 	return h;

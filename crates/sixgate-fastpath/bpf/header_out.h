@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //
 // The header-writing tail of a translation, shared by the stateless SIIT
-// path (siit_tc.c) and the NAT64 sessions (nat64.h): the new IP header by
-// RFC 7915 §4.1 / §5.1, put in place of the old one, and the L4 checksum
-// moved across. Included by siit_tc.c after its helpers (fold, words,
-// next_id) and the ip4 / ip6 layouts.
+// path (siit.h) and the NAT64 sessions (nat64.h), on either hook: the new
+// IP header by RFC 7915 §4.1 / §5.1, put in place of the old one (by the
+// hook's hook_header_out), and the L4 checksum moved across (hook_l4_csum).
+// Included by siit.h after its helpers (next_id) and the ip4 / ip6 layouts.
 
 // The L4 checksum's offset from the L4 header (ICMP: 2).
 static __always_inline int csum_off(__u8 proto)
@@ -61,44 +61,20 @@ static __always_inline void ipv6_header_4_1(struct ip6 *n, const struct config *
 	__builtin_memcpy(n->dst, dst6, 16);
 }
 
-// RFC 7915 §4.1 / §5.1: the translated header in place of the old one. The
-// frame is cut to `keep` bytes (link-layer padding beyond the IP length goes,
-// as the core trims it), then the protocol changes and the EtherType and
-// header (`len` bytes) are written. 0: only padding gone, a refusal leaves
-// the same packet to pass up; -1: past change_proto the packet is half
-// translated, so a failure leaves it broken and it is dropped and counted as
-// aborted (never seen: the writes are within what change_proto left); 1:
-// written.
-static __always_inline int header_out(struct __sk_buff *skb, __u32 keep, __u16 eth_proto,
-				      const void *n, __u32 len)
-{
-	if (keep < skb->len && bpf_skb_change_tail(skb, keep, 0))
-		return 0;
-	if (bpf_skb_change_proto(skb, bpf_htons(eth_proto), 0))
-		return 0;
-	__be16 eth_p = bpf_htons(eth_proto);
-	if (bpf_skb_store_bytes(skb, 12, &eth_p, 2, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN_, n, len, BPF_F_RECOMPUTE_CSUM))
-		return -1;
-	return 1;
-}
-
 // RFC 7915 §4.2 / §5.2: an ICMP Echo's new type at `l4_at` and its checksum
 // moved from `old_l4` to `new_l4` (sums that already count the ICMPv6
 // pseudo-header where one side has it). 0 on success.
-static __always_inline int icmp_type_out(struct __sk_buff *skb, __u32 l4_at, __u8 ty,
-					 __u16 old_l4, __u16 new_l4)
+static __always_inline int icmp_type_out(hook_ctx *ctx, __u32 l4_at, __u8 ty, __u16 old_l4,
+					 __u16 new_l4)
 {
-	return bpf_skb_store_bytes(skb, l4_at, &ty, 1, 0) ||
-	       bpf_l4_csum_replace(skb, l4_at + csum_off(IPPROTO_ICMP_), bpf_htons(old_l4),
-				   bpf_htons(new_l4), 2);
+	return hook_store(ctx, l4_at, &ty, 1) ||
+	       hook_l4_csum(ctx, l4_at + csum_off(IPPROTO_ICMP_), old_l4, new_l4, 0, 0);
 }
 
 // RFC 7915 §4.5 / §5.5 (TCP, UDP): the checksum follows the addresses of the
 // pseudo-header, from the sum `from` to `to` (RFC 1624). 0 on success.
-static __always_inline int pseudo_header_out(struct __sk_buff *skb, __u32 at, __u8 proto,
-					     __u16 from, __u16 to)
+static __always_inline int pseudo_header_out(hook_ctx *ctx, __u32 at, __u8 proto, __u16 from,
+					     __u16 to)
 {
-	__u64 f = BPF_F_PSEUDO_HDR | 2 | (proto == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0);
-	return bpf_l4_csum_replace(skb, at, bpf_htons(from), bpf_htons(to), f);
+	return hook_l4_csum(ctx, at, from, to, 1, proto == IPPROTO_UDP_);
 }

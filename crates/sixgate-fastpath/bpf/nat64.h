@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //
-// Stateful NAT64 (RFC 6146) established sessions on the TC fast path
-// (docs/fastpath.md, "NAT64 established sessions"). Included by siit_tc.c
+// Stateful NAT64 (RFC 6146) established sessions on the fast path, either
+// hook (docs/fastpath.md, "NAT64 established sessions"). Included by siit.h
 // after its helpers; used when the configuration says mode nat64, in place
 // of the stateless SIIT mapping.
 //
@@ -12,7 +12,7 @@
 // entries: the key is the packet as it arrives (addresses, ports or Echo
 // identifier, protocol), the value what it leaves with and the two address
 // sums its L4 checksum moves between. A packet that matches, with the SIIT
-// header rules of siit_tc.c and no TCP SYN, FIN or RST (they change the
+// header rules of siit.h and no TCP SYN, FIN or RST (they change the
 // session's state, §3.5.2.2), is translated here and marks the entry's
 // coarse last-seen, which the data plane hands back to the core before the
 // session would expire. Anything else goes up unchanged to the core.
@@ -106,10 +106,10 @@ static __always_inline void nat64_ports(__u8 proto, __u8 icmp, const __u8 *l4, _
 }
 
 // RFC 6146 §3.5 + RFC 7915 §5: an IPv6 packet of an installed session.
-static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct config *cfg)
+static HOOK_PATH int nat64_v6_to_v4(hook_ctx *ctx, const struct config *cfg)
 {
 	void *end;
-	struct ip6 *h = ip6_in(skb, &end);
+	struct ip6 *h = ip6_in(ctx, &end);
 	if (!h)
 		return 0;
 	__u32 plen = bpf_ntohs(h->plen);
@@ -136,7 +136,7 @@ static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct co
 		return 0;
 	// A copy: the data plane may remove the entry meanwhile.
 	struct nat64_to4 v = *e;
-	if (!routed_to_slow_path(skb, cfg, 1, h->src, h->dst, 40 + plen))
+	if (!routed_to_slow_path(ctx, cfg, 1, h->src, h->dst, 40 + plen))
 		return 0;
 	__u8 proto4 = proto6 == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : proto6;
 	// Where the translation goes (forward.h), by its own header and ports;
@@ -145,7 +145,7 @@ static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct co
 	__builtin_memcpy(ports, &v.sport, 2);
 	__builtin_memcpy(ports + 2, &v.dport, 2);
 	struct fwd fwd;
-	if (!fwd_lookup(skb, &fwd, cfg->slow_ifindex, AF_INET_, v.src, v.dst, len4, proto4, l4, end,
+	if (!fwd_lookup(ctx, &fwd, cfg->slow_ifindex, AF_INET_, v.src, v.dst, len4, proto4, l4, end,
 			ports))
 		return 0;
 	nat64_seen(&e->last_seen_ns);
@@ -165,33 +165,33 @@ static __always_inline int nat64_v6_to_v4(struct __sk_buff *skb, const struct co
 	struct ip4 n;
 	if (!ipv4_header_5_1(&n, cfg, h, len4, proto4, v.src, v.dst, src4, dst4))
 		return 0;
-	int w = header_out(skb, ETH_HLEN_ + 40 + plen, ETH_P_IP_, &n, 20);
+	int w = hook_header_out(ctx, ETH_HLEN_ + 40 + plen, ETH_P_IP_, &n, 20);
 	if (w <= 0)
 		return w;
 	__u32 l4_at = ETH_HLEN_ + 20;
 	if (proto4 == IPPROTO_ICMP_) {
 		// The checksum move (old_l4 -> new_l4) covers the identifier too.
-		if (bpf_skb_store_bytes(skb, l4_at + 4, &v.sport, 2, 0) ||
-		    icmp_type_out(skb, l4_at, ty4, old_l4, new_l4))
+		if (hook_store(ctx, l4_at + 4, &v.sport, 2) ||
+		    icmp_type_out(ctx, l4_at, ty4, old_l4, new_l4))
 			return -1;
 	} else {
 		__u32 at = l4_at + csum_off(proto4);
-		__u64 m0 = proto4 == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0;
 		// The addresses in the pseudo-header, then the source port (RFC
-		// 1624; the port is data, so not BPF_F_PSEUDO_HDR).
-		if (pseudo_header_out(skb, at, proto4, v.sum6, v.sum4) ||
-		    bpf_skb_store_bytes(skb, l4_at, &v.sport, 2, 0) ||
-		    bpf_l4_csum_replace(skb, at, k.sport, v.sport, 2 | m0))
+		// 1624; the port is data, not pseudo-header).
+		if (pseudo_header_out(ctx, at, proto4, v.sum6, v.sum4) ||
+		    hook_store(ctx, l4_at, &v.sport, 2) ||
+		    hook_l4_csum(ctx, at, bpf_ntohs(k.sport), bpf_ntohs(v.sport), 0,
+				 proto4 == IPPROTO_UDP_))
 			return -1;
 	}
-	return fwd_finish(skb, &fwd);
+	return fwd_finish(ctx, &fwd);
 }
 
 // RFC 6146 §3.5 + RFC 7915 §4: an IPv4 packet of an installed session.
-static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct config *cfg)
+static HOOK_PATH int nat64_v4_to_v6(hook_ctx *ctx, const struct config *cfg)
 {
 	void *end;
-	struct ip4 *h = ip4_in(skb, &end);
+	struct ip4 *h = ip4_in(ctx, &end);
 	if (!h)
 		return 0;
 	__u32 total = bpf_ntohs(h->total_len);
@@ -218,14 +218,14 @@ static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct co
 	if (!e)
 		return 0;
 	struct nat64_to6 v = *e;
-	if (!routed_to_slow_path(skb, cfg, 0, h->src, h->dst, total))
+	if (!routed_to_slow_path(ctx, cfg, 0, h->src, h->dst, total))
 		return 0;
 	__u8 proto6 = proto4 == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : proto4;
 	__u8 ports[4];
 	__builtin_memcpy(ports, &v.sport, 2);
 	__builtin_memcpy(ports + 2, &v.dport, 2);
 	struct fwd fwd;
-	if (!fwd_lookup(skb, &fwd, cfg->slow_ifindex, AF_INET6_, v.src, v.dst, out, proto6, l4, end,
+	if (!fwd_lookup(ctx, &fwd, cfg->slow_ifindex, AF_INET6_, v.src, v.dst, out, proto6, l4, end,
 			ports))
 		return 0;
 	nat64_seen(&e->last_seen_ns);
@@ -243,37 +243,37 @@ static __always_inline int nat64_v4_to_v6(struct __sk_buff *skb, const struct co
 		new_l4 = add16(add16(pseudo, (__u16)ty6 << 8 | l4[1]), bpf_ntohs(v.dport));
 	}
 
-	int w = header_out(skb, ETH_HLEN_ + total, ETH_P_IPV6_, &n, 40);
+	int w = hook_header_out(ctx, ETH_HLEN_ + total, ETH_P_IPV6_, &n, 40);
 	if (w <= 0)
 		return w;
 	__u32 l4_at = ETH_HLEN_ + 40;
 	if (proto6 == IPPROTO_ICMPV6_) {
-		if (bpf_skb_store_bytes(skb, l4_at + 4, &v.dport, 2, 0) ||
-		    icmp_type_out(skb, l4_at, ty6, old_l4, new_l4))
+		if (hook_store(ctx, l4_at + 4, &v.dport, 2) ||
+		    icmp_type_out(ctx, l4_at, ty6, old_l4, new_l4))
 			return -1;
 	} else {
 		__u32 at = l4_at + csum_off(proto6);
-		__u64 m0 = proto6 == IPPROTO_UDP_ ? BPF_F_MARK_MANGLED_0 : 0;
-		if (pseudo_header_out(skb, at, proto6, v.sum4, v.sum6) ||
-		    bpf_skb_store_bytes(skb, l4_at + 2, &v.dport, 2, 0) ||
-		    bpf_l4_csum_replace(skb, at, k.dport, v.dport, 2 | m0))
+		if (pseudo_header_out(ctx, at, proto6, v.sum4, v.sum6) ||
+		    hook_store(ctx, l4_at + 2, &v.dport, 2) ||
+		    hook_l4_csum(ctx, at, bpf_ntohs(k.dport), bpf_ntohs(v.dport), 0,
+				 proto6 == IPPROTO_UDP_))
 			return -1;
 	}
-	return fwd_finish(skb, &fwd);
+	return fwd_finish(ctx, &fwd);
 }
 
 // Mode nat64: only installed sessions; `which` gets the counter of the
 // direction.
-static __always_inline int nat64_translate(struct __sk_buff *skb, const struct config *cfg,
-					   __u32 *which)
+static __always_inline int nat64_translate(hook_ctx *ctx, const struct config *cfg,
+					   __be16 eth_proto, __u32 *which)
 {
-	if (skb->protocol == bpf_htons(ETH_P_IPV6_)) {
+	if (eth_proto == bpf_htons(ETH_P_IPV6_)) {
 		*which = C_TRANSLATED_6TO4;
-		return nat64_v6_to_v4(skb, cfg);
+		return nat64_v6_to_v4(ctx, cfg);
 	}
-	if (skb->protocol == bpf_htons(ETH_P_IP_)) {
+	if (eth_proto == bpf_htons(ETH_P_IP_)) {
 		*which = C_TRANSLATED_4TO6;
-		return nat64_v4_to_v6(skb, cfg);
+		return nat64_v4_to_v6(ctx, cfg);
 	}
 	return 0;
 }

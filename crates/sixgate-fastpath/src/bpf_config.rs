@@ -1,11 +1,11 @@
 //! The program's configuration element: the parts of the core's [`Config`]
 //! that the fast-path packets depend on, in the layout of `struct config` in
-//! bpf/siit_tc.c (held in the configuration trie, `crate::xlat`).
+//! bpf/siit.h (held in the configuration trie, `crate::xlat`).
 
 use sixgate_core::Config;
 use sixgate_core::fastpath;
 
-/// `struct config` of bpf/siit_tc.c (same field order, same padding).
+/// `struct config` of bpf/siit.h (same field order, same padding).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BpfConfig {
@@ -82,7 +82,7 @@ impl BpfConfig {
 mod tests {
     use super::*;
 
-    /// The layout of `struct config` in bpf/siit_tc.c.
+    /// The layout of `struct config` in bpf/siit.h.
     #[test]
     fn layout_matches_the_c_struct() {
         assert_eq!(core::mem::size_of::<BpfConfig>(), 40);

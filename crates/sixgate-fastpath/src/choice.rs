@@ -24,6 +24,10 @@ use crate::probe::Unsupported;
 pub enum Want {
     /// `fastpath = "tc"`: the TC program, or a warning saying why not.
     Tc,
+    /// `fastpath = "xdp"`: the XDP program in native mode, or a warning and
+    /// the TC program (the data plane's fallback,
+    /// `sixgate-tun/src/fastpath.rs`), or a warning saying why neither.
+    Xdp,
     /// `fastpath = "auto"`: the TC program where it can run, else off with
     /// an info line saying why.
     Auto,
@@ -34,6 +38,7 @@ impl Want {
     pub fn as_str(self) -> &'static str {
         match self {
             Want::Tc => "tc",
+            Want::Xdp => "xdp",
             Want::Auto => "auto",
         }
     }
@@ -59,7 +64,7 @@ pub struct Off {
 impl Off {
     /// A warning (asked for by name), or an info line (`auto`).
     pub fn is_warning(&self) -> bool {
-        self.want == Want::Tc
+        self.want != Want::Auto
     }
 }
 

@@ -1,5 +1,6 @@
 //! sixgate's in-kernel fast path (docs/fastpath.md): a TC ingress program
-//! (tcx where the kernel has it, else clsact) that translates the common
+//! (tcx where the kernel has it, else clsact), or the same translation as
+//! an XDP program ([`Hook`]), that translates the common
 //! packets of stateless SIIT, a CLAT or a MAP-T BR, and the packets of the
 //! stateful NAT64 sessions the workers install ([`Nat64Maps`]), in place and
 //! passes every other packet up, unchanged, to the data plane that runs the
@@ -22,4 +23,4 @@ mod xlat;
 pub use bpf_config::BpfConfig;
 pub use nat64_maps::{InstallError, MAX_SESSIONS, Nat64Maps, SessionCounters};
 pub use offload::Offload;
-pub use program::{Counters, FastPath};
+pub use program::{Counters, FastPath, Hook};

@@ -28,7 +28,8 @@ pub const PRETEND_MISSING_ENV: &str = "SIXGATE_FASTPATH_PRETEND_MISSING";
 /// under a `clsact` qdisc.
 pub const PROGRAM_TYPE: &str = "sched_cls";
 
-/// Every helper bpf/siit_tc.c calls, by the name the kernel documents
+/// Every helper bpf/siit_tc.c (the TC program: bpf/siit.h behind
+/// bpf/hook_tc.h) calls, by the name the kernel documents
 /// (`bpf-helpers(7)`). `helpers_cover_the_object` checks this list against
 /// the built object, so a helper added to the C is added here too.
 pub const HELPERS: &[(BpfHelper, &str)] = &[
@@ -48,6 +49,25 @@ pub const HELPERS: &[(BpfHelper, &str)] = &[
     // addresses, or with the kernel resolving the next hop (Linux 5.10).
     (BpfHelper::BPF_FUNC_redirect, "bpf_redirect"),
     (BpfHelper::BPF_FUNC_redirect_neigh, "bpf_redirect_neigh"),
+];
+
+/// The XDP program type (`xdp`; native mode is the attach's question, not
+/// the probe's).
+pub const PROGRAM_TYPE_XDP: &str = "xdp";
+
+/// Every helper bpf/siit_xdp.c calls, checked against its object as
+/// [`HELPERS`] against the TC one.
+pub const HELPERS_XDP: &[(BpfHelper, &str)] = &[
+    (BpfHelper::BPF_FUNC_map_lookup_elem, "bpf_map_lookup_elem"),
+    // RFC 7915 §4.1 / §5.1: the header swap (±20 bytes at the front) and
+    // link-layer padding trimmed.
+    (BpfHelper::BPF_FUNC_xdp_adjust_head, "bpf_xdp_adjust_head"),
+    (BpfHelper::BPF_FUNC_xdp_adjust_tail, "bpf_xdp_adjust_tail"),
+    // A multi-buffer frame's whole length (Linux 5.18).
+    (BpfHelper::BPF_FUNC_xdp_get_buff_len, "bpf_xdp_get_buff_len"),
+    (BpfHelper::BPF_FUNC_fib_lookup, "bpf_fib_lookup"),
+    (BpfHelper::BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns"),
+    (BpfHelper::BPF_FUNC_redirect, "bpf_redirect"),
 ];
 
 /// The map types the object declares.
@@ -72,6 +92,15 @@ pub fn features() -> impl Iterator<Item = &'static str> {
         .chain(std::iter::once(LPM_IN_ARRAY_OF_MAPS))
 }
 
+/// Every feature name [`kernel_xdp`] may report, in the order it probes
+/// them.
+pub fn xdp_features() -> impl Iterator<Item = &'static str> {
+    std::iter::once(PROGRAM_TYPE_XDP)
+        .chain(HELPERS_XDP.iter().map(|(_, n)| *n))
+        .chain(MAPS.iter().map(|(_, n)| *n))
+        .chain(std::iter::once(LPM_IN_ARRAY_OF_MAPS))
+}
+
 /// Why this kernel cannot run the fast path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Unsupported {
@@ -82,20 +111,25 @@ pub enum Unsupported {
     Unknown(&'static str, String),
 }
 
-impl fmt::Display for Unsupported {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Unsupported {
+    /// The line for the `hook`'s program ("TC", "XDP").
+    pub fn for_hook(&self, hook: &str) -> String {
         match self {
-            Unsupported::Missing(m) => write!(
-                f,
-                "this kernel lacks what the TC fast path needs: {}",
+            Unsupported::Missing(m) => format!(
+                "this kernel lacks what the {hook} fast path needs: {}",
                 m.join(", ")
             ),
-            Unsupported::Unknown(what, e) => write!(
-                f,
-                "cannot probe the kernel for the TC fast path ({what}: {e}; probing needs \
+            Unsupported::Unknown(what, e) => format!(
+                "cannot probe the kernel for the {hook} fast path ({what}: {e}; probing needs \
                  CAP_BPF and CAP_NET_ADMIN, or root)"
             ),
         }
+    }
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.for_hook("TC"))
     }
 }
 
@@ -106,8 +140,33 @@ pub fn kernel() -> Result<(), Unsupported> {
     kernel_pretending(&pretend.split(',').map(str::trim).collect::<Vec<_>>())
 }
 
+/// [`kernel`] for the XDP program (bpf/siit_xdp.c). Honours
+/// [`PRETEND_MISSING_ENV`] with [`xdp_features`]' names.
+pub fn kernel_xdp() -> Result<(), Unsupported> {
+    let pretend = std::env::var(PRETEND_MISSING_ENV).unwrap_or_default();
+    probe_pretending(
+        (ProgramType::Xdp, PROGRAM_TYPE_XDP),
+        HELPERS_XDP,
+        &pretend.split(',').map(str::trim).collect::<Vec<_>>(),
+    )
+}
+
 /// [`kernel`], with the features in `pretend` reported missing unprobed.
 pub(crate) fn kernel_pretending(pretend: &[&str]) -> Result<(), Unsupported> {
+    probe_pretending(
+        (ProgramType::SchedClassifier, PROGRAM_TYPE),
+        HELPERS,
+        pretend,
+    )
+}
+
+/// The program type, its helpers (called from a program of that type),
+/// the maps and the configuration slot; `pretend` reported missing.
+pub(crate) fn probe_pretending(
+    (program, program_name): (ProgramType, &'static str),
+    helpers: &[(BpfHelper, &'static str)],
+    pretend: &[&str],
+) -> Result<(), Unsupported> {
     let mut missing = Vec::new();
     let mut has = |name: &'static str, probe: &dyn Fn() -> Result<bool, String>| {
         if pretend.contains(&name) {
@@ -123,12 +182,12 @@ pub(crate) fn kernel_pretending(pretend: &[&str]) -> Result<(), Unsupported> {
             Err(e) => Err(Unsupported::Unknown(name, e)),
         }
     };
-    has(PROGRAM_TYPE, &|| {
-        is_program_supported(ProgramType::SchedClassifier).map_err(|e| e.to_string())
+    has(program_name, &|| {
+        is_program_supported(program).map_err(|e| e.to_string())
     })?;
-    for &(helper, name) in HELPERS {
+    for &(helper, name) in helpers {
         has(name, &|| {
-            is_helper_supported(ProgramType::SchedClassifier, helper).map_err(|e| e.to_string())
+            is_helper_supported(program, helper).map_err(|e| e.to_string())
         })?;
     }
     for &(map, name) in MAPS {

@@ -1,9 +1,14 @@
-//! Load the TC program, fill its maps, attach it to interfaces and read its
-//! counters.
+//! Load the TC or the XDP program (one translation, bpf/siit.h, behind
+//! either hook), fill its maps, attach it to interfaces and read its
+//! counters. Both objects declare the same maps, so everything but the load
+//! and the attach is the same for either.
 
 use aya::maps::{Array, ArrayOfMaps, MapData, PerCpuArray, PerCpuValues};
-use aya::programs::SchedClassifier;
 use aya::programs::tc::{self, SchedClassifierLinkId, TcAttachType};
+use aya::programs::xdp::XdpLinkId;
+use aya::programs::{
+    ProgramError, SchedClassifier, TestRun, TestRunOptions, TestRunResult, Xdp, XdpMode,
+};
 use aya::util::KernelVersion;
 use aya::{Ebpf, EbpfLoader};
 use sixgate_core::Config;
@@ -16,10 +21,53 @@ use crate::nat64_maps::{self, Nat64Maps, SessionCounters};
 use crate::xlat::{self, Trie};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_tc.o"));
+static OBJECT_XDP: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_xdp.o"));
 const PROGRAM: &str = "sixgate_fastpath";
+const PROGRAM_XDP: &str = "sixgate_fastpath_xdp";
+
+/// Where the program runs (docs/fastpath.md, "XDP").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    /// TC ingress (tcx, or under clsact): every driver, GSO super-packets
+    /// whole, `bpf_redirect_neigh` for unresolved next hops.
+    Tc,
+    /// XDP in the driver (native mode only), before any skb: the
+    /// small-packet rate of NICs with native XDP; multi-buffer frames.
+    Xdp,
+}
+
+impl Hook {
+    /// How the logs name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Hook::Tc => "TC",
+            Hook::Xdp => "XDP",
+        }
+    }
+
+    fn object(self) -> &'static [u8] {
+        match self {
+            Hook::Tc => OBJECT,
+            Hook::Xdp => OBJECT_XDP,
+        }
+    }
+
+    fn program(self) -> &'static str {
+        match self {
+            Hook::Tc => PROGRAM,
+            Hook::Xdp => PROGRAM_XDP,
+        }
+    }
+}
+
+/// One attachment, to undo at detach.
+enum Link {
+    Tc(SchedClassifierLinkId),
+    Xdp(XdpLinkId),
+}
 const PERMISSION_HINT: &str = " (loading eBPF needs CAP_BPF and CAP_NET_ADMIN, or root)";
 
-/// `struct ids` of bpf/siit_tc.c: one CPU's IPv4 Identification counters.
+/// `struct ids` of bpf/siit.h: one CPU's IPv4 Identification counters.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Ids([u16; SLOTS]);
@@ -66,8 +114,9 @@ pub struct Counters {
 
 /// The loaded fast path: one program, attached to any number of interfaces.
 pub struct FastPath {
+    hook: Hook,
     ebpf: Ebpf,
-    links: Vec<(String, SchedClassifierLinkId)>,
+    links: Vec<(String, Link)>,
     /// Interfaces that got a clsact qdisc from us (kernels without tcx).
     clsact_added: Vec<String>,
     /// The `xlat` slot: the configuration trie the program reads.
@@ -99,44 +148,65 @@ impl FastPath {
     /// `slow_ifindex`: the slow path's device (the TUN device), 0 for none
     /// (tests: every candidate is translated).
     pub fn load(cfg: &Config, slow_ifindex: u32) -> Result<FastPath, String> {
+        Self::load_on(Hook::Tc, cfg, slow_ifindex)
+    }
+
+    /// [`FastPath::load`] for `hook`.
+    pub fn load_on(hook: Hook, cfg: &Config, slow_ifindex: u32) -> Result<FastPath, String> {
         // NAT64's preallocated session maps, sized for the sessions (one
         // entry elsewhere: SIIT never reads them).
         let sessions = cfg
             .nat64
             .as_ref()
             .map_or(1, |n| n.max_sessions.clamp(1, nat64_maps::MAX_SESSIONS));
-        Self::load_sized(cfg, slow_ifindex, sessions)
+        Self::load_sized_on(hook, cfg, slow_ifindex, sessions)
     }
 
     /// [`FastPath::load`] with NAT64 session maps of `sessions` entries each.
     pub fn load_sized(cfg: &Config, slow_ifindex: u32, sessions: u32) -> Result<FastPath, String> {
+        Self::load_sized_on(Hook::Tc, cfg, slow_ifindex, sessions)
+    }
+
+    /// [`FastPath::load_sized`] for `hook`.
+    pub fn load_sized_on(
+        hook: Hook,
+        cfg: &Config,
+        slow_ifindex: u32,
+        sessions: u32,
+    ) -> Result<FastPath, String> {
         let mut bpf_cfg = BpfConfig::from_config(cfg).map_err(str::to_owned)?;
         bpf_cfg.slow_ifindex = slow_ifindex;
-        if OBJECT.is_empty() {
-            return Err(
-                "the TC fast path was not built (clang was missing when sixgate was \
-                        compiled; scripts/setup.sh installs it)"
-                    .to_owned(),
-            );
+        let name = hook.name();
+        if hook.object().is_empty() {
+            return Err(format!(
+                "the {name} fast path was not built (clang was missing when sixgate was \
+                 compiled; scripts/setup.sh installs it)"
+            ));
         }
         let mut ebpf = EbpfLoader::new()
             .map_max_entries("nat64_6to4", sessions)
             .map_max_entries("nat64_4to6", sessions)
-            .load(OBJECT)
+            .load(hook.object())
             .map_err(|e| {
                 format!(
-                    "cannot load the TC fast path: {}{PERMISSION_HINT}",
+                    "cannot load the {name} fast path: {}{PERMISSION_HINT}",
                     chain(&e)
                 )
             })?;
-        let prog: &mut SchedClassifier = ebpf
-            .program_mut(PROGRAM)
-            .ok_or("the fast path object has no program sixgate_fastpath")?
-            .try_into()
-            .map_err(|e| format!("fast path program: {e}"))?;
-        prog.load().map_err(|e| {
+        let prog = ebpf
+            .program_mut(hook.program())
+            .ok_or_else(|| format!("the fast path object has no program {}", hook.program()))?;
+        let loaded = match hook {
+            Hook::Tc => <&mut SchedClassifier>::try_from(prog)
+                .map_err(|e| format!("fast path program: {e}"))?
+                .load(),
+            Hook::Xdp => <&mut Xdp>::try_from(prog)
+                .map_err(|e| format!("fast path program: {e}"))?
+                .load(),
+        };
+        loaded.map_err(|e| {
             format!(
-                "the kernel refused the TC fast path: {}{PERMISSION_HINT}",
+                "the kernel refused the {name} fast path: {}{PERMISSION_HINT}",
                 chain(&e)
             )
         })?;
@@ -145,6 +215,7 @@ impl FastPath {
             .ok_or("the fast path object has no map xlat")?;
         let xlat = ArrayOfMaps::try_from(xlat).map_err(|e| format!("xlat map: {e}"))?;
         let mut fp = FastPath {
+            hook,
             ebpf,
             links: Vec::new(),
             clsact_added: Vec::new(),
@@ -237,18 +308,40 @@ impl FastPath {
         m.set(0, v, 0).map_err(|e| format!("ids map: {e}"))
     }
 
-    /// Attach to `interface`'s ingress: tcx on kernels that have it (6.6+),
-    /// else a clsact qdisc's filter (the qdisc added if missing).
+    /// The hook it was loaded for.
+    pub fn hook(&self) -> Hook {
+        self.hook
+    }
+
+    /// Attach to `interface`'s ingress. TC: tcx on kernels that have it
+    /// (6.6+), else a clsact qdisc's filter (the qdisc added if missing).
+    /// XDP: in native (driver) mode only; a driver without it is an error
+    /// (generic XDP would cost more than TC and lose GSO).
     pub fn attach(&mut self, interface: &str) -> Result<(), String> {
+        let name = self.hook.name();
         // The program reads an Ethernet header first (ARPHRD_ETHER, veth
         // included); an L3 device (tun, WireGuard) would be misread.
         let kind = link_type(interface)
-            .map_err(|e| format!("cannot attach the TC fast path to {interface}: {e}"))?;
+            .map_err(|e| format!("cannot attach the {name} fast path to {interface}: {e}"))?;
         if kind != libc::ARPHRD_ETHER {
             return Err(format!(
-                "cannot attach the TC fast path to {interface}: not an Ethernet interface \
+                "cannot attach the {name} fast path to {interface}: not an Ethernet interface \
                  (link type {kind}); expected the IPv6-side and IPv4-side Ethernet interfaces"
             ));
+        }
+        if self.hook == Hook::Xdp {
+            let id = self
+                .xdp_mut()
+                .attach(interface, XdpMode::Driver)
+                .map_err(|e| {
+                    format!(
+                        "cannot attach the XDP fast path to {interface} in native (driver) \
+                         mode: {}",
+                        chain(&e)
+                    )
+                })?;
+            self.links.push((interface.to_owned(), Link::Xdp(id)));
+            return Ok(());
         }
         // Without tcx (Linux < 6.6) aya attaches through netlink, under a
         // clsact qdisc: add one if missing, and remove it again at detach.
@@ -265,15 +358,18 @@ impl FastPath {
                     chain(&e)
                 )
             })?;
-        self.links.push((interface.to_owned(), id));
+        self.links.push((interface.to_owned(), Link::Tc(id)));
         Ok(())
     }
 
     /// Detach from every interface (also done when dropped), and remove the
     /// clsact qdiscs [`FastPath::attach`] added.
     pub fn detach_all(&mut self) {
-        for (_, id) in std::mem::take(&mut self.links) {
-            let _ = self.program_mut().detach(id);
+        for (_, link) in std::mem::take(&mut self.links) {
+            let _ = match link {
+                Link::Tc(id) => self.program_mut().detach(id),
+                Link::Xdp(id) => self.xdp_mut().detach(id),
+            };
         }
         for iface in std::mem::take(&mut self.clsact_added) {
             // aya has no qdisc removal; tc(8) does it. Failing that, an
@@ -333,7 +429,32 @@ impl FastPath {
         )
     }
 
-    /// The loaded program (for `BPF_PROG_TEST_RUN` in tests).
+    /// One `BPF_PROG_TEST_RUN` of the loaded program, either hook (tests).
+    pub fn test_run(&self, opts: TestRunOptions<'_>) -> Result<TestRunResult, ProgramError> {
+        match self.hook {
+            Hook::Tc => self.program().test_run(opts),
+            Hook::Xdp => self.xdp().test_run(opts),
+        }
+    }
+
+    /// The loaded XDP program (for `BPF_PROG_TEST_RUN` in tests); panics on
+    /// the TC hook.
+    pub fn xdp(&self) -> &Xdp {
+        self.ebpf
+            .program(PROGRAM_XDP)
+            .and_then(|p| <&Xdp>::try_from(p).ok())
+            .expect("loaded in FastPath::load_on(Hook::Xdp, ..)")
+    }
+
+    fn xdp_mut(&mut self) -> &mut Xdp {
+        self.ebpf
+            .program_mut(PROGRAM_XDP)
+            .and_then(|p| <&mut Xdp>::try_from(p).ok())
+            .expect("loaded in FastPath::load_on(Hook::Xdp, ..)")
+    }
+
+    /// The loaded TC program (for `BPF_PROG_TEST_RUN` in tests); panics on
+    /// the XDP hook.
     pub fn program(&self) -> &SchedClassifier {
         self.ebpf
             .program(PROGRAM)

@@ -1,6 +1,7 @@
 //! The in-kernel fast path in front of the TUN device (`[daemon] fastpath =
-//! "tc"` or `"auto"`, docs/fastpath.md): a TC ingress program on the
-//! interfaces named for it translates the common packets of stateless SIIT, a
+//! "tc"`, `"xdp"` or `"auto"`, docs/fastpath.md): a TC ingress program (or
+//! the same translation as an XDP program in native mode, falling back to
+//! TC where that cannot attach) on the interfaces named for it translates the common packets of stateless SIIT, a
 //! CLAT or a MAP-T BR, and those of the NAT64 sessions the workers install in
 //! it ([`offloads`]), and forwards them itself by the kernel's FIB (redirect);
 //! every other packet goes up unchanged and reaches the device by the routes
@@ -20,18 +21,19 @@ use sixgate_dataplane::offload::SessionOffload;
 use sixgate_dataplane::{FastPathCounters, FastPathSessions};
 use sixgate_fastpath::choice::{self, Forwarding, Off, Want};
 use sixgate_fastpath::probe;
-use sixgate_fastpath::{FastPath, MAX_SESSIONS, Offload};
+use sixgate_fastpath::{FastPath, Hook, MAX_SESSIONS, Offload};
 use tracing::{info, warn};
 
 /// Load and attach, or say why not (`cfg`: the plan's configuration, with
 /// the IPv4 Identification key the workers use; `device`: the TUN device,
 /// where the kernel routes what the program may translate). `Err`: the fast
-/// path asked for does not run, and why (logged here: a warning for "tc",
-/// an info line for "auto"; `show stats` repeats it).
+/// path asked for does not run, and why (logged here: a warning for "tc"
+/// and "xdp", an info line for "auto"; `show stats` repeats it).
 pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastPath>, Off> {
     let want = match loaded.daemon.fastpath {
         FastPathMode::Off => return Ok(None),
         FastPathMode::Tc => Want::Tc,
+        FastPathMode::Xdp => Want::Xdp,
         FastPathMode::Auto => Want::Auto,
     };
     let started = attach(want, loaded, cfg, device);
@@ -39,8 +41,12 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
         Err(off) if off.is_warning() => warn!("{off}"),
         Err(off) => info!("{off}"),
         Ok(fp) => info!(
-            "fast path: TC program attached to the ingress of {} ({} translated and forwarded \
-             in the kernel; the rest goes up to the TUN device)",
+            "fast path: {} {} ({} translated and forwarded in the kernel; the rest \
+             goes up to the TUN device)",
+            match fp.hook() {
+                Hook::Tc => "TC program attached to the ingress of",
+                Hook::Xdp => "XDP program (native mode) attached to",
+            },
             fp.interfaces().collect::<Vec<_>>().join(", "),
             match cfg.nat64 {
                 Some(_) => {
@@ -54,7 +60,10 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
 }
 
 /// The decision (scope, interfaces, the kernel probe, how to forward), then
-/// the load and the attach; the first refusal is the answer.
+/// the load and the attach; the first refusal is the answer. Under "xdp",
+/// what stops the XDP program (the kernel probe, the load, a driver without
+/// native XDP) is a warning, and the TC program is tried instead: the scope
+/// and the interfaces are the same for both, so they are not.
 fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<FastPath, Off> {
     let named = &loaded.daemon.fastpath_interfaces;
     let found;
@@ -65,12 +74,36 @@ fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<Fas
         named
     };
     let strict = interfaces.iter().find_map(|i| strict_rp_filter(i));
-    let forwarding = choice::choose(want, interfaces, cfg, strict, probe::kernel)?;
     let ifindex =
         ifindex(device).ok_or_else(|| want.off(format!("no interface index for {device}")))?;
-    // The probe passed; a kernel that still refuses the program says why.
-    let mut fp = FastPath::load(cfg, ifindex).map_err(|why| want.off(why))?;
-    if let Forwarding::RedirectOnly(why) = &forwarding {
+    if want == Want::Xdp {
+        // Scope and interfaces first: refused there, TC would be too.
+        let forwarding = choice::choose(want, interfaces, cfg, strict.clone(), || Ok(()))?;
+        let xdp = probe::kernel_xdp()
+            .map_err(|u| want.off(u.for_hook("XDP")))
+            .and_then(|()| load_and_attach(Hook::Xdp, want, &forwarding, interfaces, cfg, ifindex));
+        match xdp {
+            Ok(fp) => return Ok(fp),
+            Err(off) => warn!("fastpath = \"xdp\": {}; the TC program instead", off.why),
+        }
+    }
+    let forwarding = choice::choose(want, interfaces, cfg, strict, probe::kernel)?;
+    load_and_attach(Hook::Tc, want, &forwarding, interfaces, cfg, ifindex)
+}
+
+/// Load the `hook`'s program (the probe passed; a kernel that still refuses
+/// it says why), set how it forwards, and attach it to every interface (all
+/// or none).
+fn load_and_attach(
+    hook: Hook,
+    want: Want,
+    forwarding: &Forwarding,
+    interfaces: &[String],
+    cfg: &Config,
+    ifindex: u32,
+) -> Result<FastPath, Off> {
+    let mut fp = FastPath::load_on(hook, cfg, ifindex).map_err(|why| want.off(why))?;
+    if let Forwarding::RedirectOnly(why) = forwarding {
         fp.set_redirect_only(true)
             .map_err(|e| want.off(format!("{why}, and {e}")))?;
         info!(

@@ -321,6 +321,78 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
     assert!(c.redirected >= fast - c.redirected_neigh, "{c:?}");
 }
 
+/// The XDP program (`fastpath = "xdp"`, docs/fastpath.md, "XDP") on the
+/// gateway's two veths, attached in native mode: ping both ways and a 4 MiB
+/// HTTP transfer each way, translated and redirected by it (XDP_REDIRECT),
+/// the TUN device carrying only the rest. The bed as XDP on veth needs it:
+/// complete checksums from the hosts (an XDP frame carries no
+/// CHECKSUM_PARTIAL) and GRO on the gateway's peers, without which a veth
+/// refuses frames redirected into it (no NAPI to take them).
+#[test]
+fn xdp_ping_and_http_both_ways_on_the_fast_path() {
+    let test = "xdp_ping_and_http_both_ways_on_the_fast_path";
+    let Some(dut) = dut_with(test, "xdp", BIN.into(), "", "") else {
+        return;
+    };
+    let content = pattern(4 << 20);
+    let options = TopologyOptions {
+        complete_checksums: true,
+        ..TopologyOptions::default()
+    };
+    let stopped = run_bed(test, options, &dut, |bed, running| {
+        bed.v6host
+            .run("ethtool", ["-K", ifname::V6_HOST, "gro", "on"])
+            .unwrap();
+        bed.router
+            .run("ethtool", ["-K", ifname::ROUTER_GW, "gro", "on"])
+            .unwrap();
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 3).len(),
+            3
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 3).len(),
+            3
+        );
+        let dir = ScratchDir::new("www").unwrap();
+        dir.write("file.bin", &content).unwrap();
+        {
+            let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &dir);
+            let url = format!("[{}]", addr::V4_HOST_AS_V6);
+            fetch_and_compare(&bed.v6host, &url, &dir, "file.bin", &content);
+        }
+        let _server = http_server(&bed.v6host, addr::V6_HOST.into(), &dir);
+        let url = addr::V6_HOST_AS_V4.to_string();
+        fetch_and_compare(&bed.v4host, &url, &dir, "file.bin", &content);
+        let socket = running.api_socket().expect("an API socket");
+        check_stats_add_up(socket);
+    });
+    assert!(
+        stopped
+            .stderr
+            .contains("XDP program (native mode) attached to"),
+        "not on XDP:\n{}",
+        stopped.stderr
+    );
+    assert!(!stopped.stderr.contains("the TC program instead"));
+    let c = counters(&stopped);
+    let into_tun = stopped.tun_stats.as_ref().map_or(0, |s| s.tx_packets);
+    println!("{test}: fast path {c:?}; {into_tun} packets into the TUN device");
+    // No bpf_redirect_neigh on XDP: an unresolved next hop went up.
+    assert_eq!(c.redirected_neigh, 0, "{c:?}");
+    assert!(c.v6to4 >= 3 && c.v4to6 >= 3, "{c:?}");
+    let fast = c.v6to4 + c.v4to6;
+    // No GSO through an XDP veth: every segment is a packet, thousands of
+    // them for 8 MiB.
+    assert!(fast >= 2000, "{c:?}");
+    assert!(
+        fast >= 10 * into_tun.max(1),
+        "fast path {fast} packets, TUN device {into_tun}"
+    );
+    assert_eq!(c.to_kernel, 0, "{c:?}");
+    assert_eq!(c.redirected, fast, "{c:?}");
+}
+
 /// Forwarding in the program (docs/fastpath.md, "Forwarding") with the
 /// gateway's neighbour caches flushed first: the first packets of each
 /// find the next hop unresolved and leave by `bpf_redirect_neigh` (the
@@ -637,6 +709,62 @@ fn kernel_without_a_helper_runs_on_tun_alone() {
         "{}",
         stopped.stderr
     );
+}
+
+/// docs/config.md: `fastpath = "xdp"` where the XDP program cannot run
+/// (a kernel without `bpf_xdp_adjust_head`, pretended with the probe's test
+/// hook) is one warning naming it, and the TC program instead, which
+/// translates pings both ways.
+#[test]
+fn xdp_falls_back_to_tc_with_one_warning() {
+    let test = "xdp_falls_back_to_tc_with_one_warning";
+    let dir = ScratchDir::new("pretend").unwrap();
+    let wrapper = dir
+        .write(
+            "sixgate",
+            format!(
+                "#!/bin/sh\nSIXGATE_FASTPATH_PRETEND_MISSING=bpf_xdp_adjust_head exec {BIN} \"$@\"\n"
+            ),
+        )
+        .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let Some(dut) = dut_with(test, "xdp", wrapper, "", "") else {
+        return;
+    };
+    let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, _| {
+        assert_eq!(
+            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+            2
+        );
+        assert_eq!(
+            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+            2
+        );
+    });
+    let said: Vec<&str> = stopped
+        .stderr
+        .lines()
+        .filter(|l| l.contains("the TC program instead"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", stopped.stderr);
+    assert!(
+        said[0].contains("WARN")
+            && said[0].contains("fastpath = \"xdp\"")
+            && said[0].contains("lacks what the XDP fast path needs: bpf_xdp_adjust_head"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        stopped.stderr.contains("fast path: TC program attached to"),
+        "{}",
+        stopped.stderr
+    );
+    let c = counters(&stopped);
+    assert!(c.v6to4 >= 2 && c.v4to6 >= 2, "{c:?}");
 }
 
 /// docs/config.md: `fastpath = "auto"` on a kernel that has what the program

@@ -64,14 +64,28 @@ fn key_fastpath() {
     ));
     assert_eq!(l.daemon.fastpath, FastPathMode::Tc);
     assert_eq!(l.daemon.fastpath_interfaces, ["veth6", "veth4"]);
+    let l = ok(&in_section(
+        "daemon",
+        "fastpath = \"xdp\"\nfastpath_interfaces = [\"veth6\", \"veth4\"]",
+    ));
+    assert_eq!(l.daemon.fastpath, FastPathMode::Xdp);
+    err_at(
+        &in_section("daemon", "fastpath = \"ebpf\""),
+        6,
+        12,
+        &[
+            "fastpath = \"ebpf\"",
+            "unknown fast path",
+            "\"off\", \"tc\", \"xdp\" or \"auto\"",
+        ],
+    );
     err_at(
         &in_section("daemon", "fastpath = \"xdp\""),
         6,
         12,
         &[
-            "fastpath = \"xdp\"",
-            "unknown fast path",
-            "\"off\", \"tc\" or \"auto\"",
+            "fastpath = \"xdp\" needs the interfaces",
+            "fastpath_interfaces",
         ],
     );
     err_at(

@@ -3,6 +3,7 @@
 use super::*;
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_tc.o"));
+static OBJECT_XDP: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_xdp.o"));
 
 fn root() -> bool {
     // SAFETY: no arguments, no side effects.
@@ -37,35 +38,54 @@ fn helpers_called(elf: &[u8]) -> Vec<u32> {
     ids
 }
 
-/// Every helper the built program calls is probed: a helper added to
-/// bpf/siit_tc.c without a line in `HELPERS` fails here.
+/// Every helper the built programs call is probed: a helper added to
+/// bpf/siit_tc.c (or to the shared code) without a line in `HELPERS` fails
+/// here, and one the XDP object calls without a line in `HELPERS_XDP`.
 #[test]
 fn helpers_cover_the_object() {
-    if OBJECT.is_empty() {
-        println!("skipped: the fast path was not built (no clang)");
-        return;
+    for (object, helpers, name) in [
+        (OBJECT, HELPERS, "bpf/siit_tc.c"),
+        (OBJECT_XDP, HELPERS_XDP, "bpf/siit_xdp.c"),
+    ] {
+        if object.is_empty() {
+            println!("skipped: the fast path was not built (no clang)");
+            return;
+        }
+        let called = helpers_called(object);
+        assert!(!called.is_empty());
+        let probed: Vec<u32> = helpers.iter().map(|(h, _)| *h as u32).collect();
+        let unprobed: Vec<u32> = called
+            .iter()
+            .filter(|c| !probed.contains(c))
+            .copied()
+            .collect();
+        assert!(
+            unprobed.is_empty(),
+            "{name} calls helpers {unprobed:?} (bpf_func_id) that probe.rs does not probe"
+        );
+        // And nothing probed that it does not call (a probe that could
+        // leave the fast path off for nothing).
+        let uncalled: Vec<&str> = helpers
+            .iter()
+            .filter(|(h, _)| !called.contains(&(*h as u32)))
+            .map(|(_, n)| *n)
+            .collect();
+        assert!(uncalled.is_empty(), "{name} does not call {uncalled:?}");
     }
-    let called = helpers_called(OBJECT);
-    assert!(!called.is_empty());
-    let probed: Vec<u32> = HELPERS.iter().map(|(h, _)| *h as u32).collect();
-    let unprobed: Vec<u32> = called
-        .iter()
-        .filter(|c| !probed.contains(c))
-        .copied()
-        .collect();
-    assert!(
-        unprobed.is_empty(),
-        "bpf/siit_tc.c calls helpers {unprobed:?} (bpf_func_id) that probe.rs does not probe"
-    );
 }
 
 #[test]
 fn every_feature_has_a_distinct_name() {
-    let mut names: Vec<&str> = features().collect();
-    let n = names.len();
-    names.sort_unstable();
-    names.dedup();
-    assert_eq!(names.len(), n);
+    for names in [
+        features().collect::<Vec<&str>>(),
+        xdp_features().collect::<Vec<&str>>(),
+    ] {
+        let mut names = names;
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
 }
 
 /// The development machine's kernel runs the fast path (the e2e tests load
@@ -77,6 +97,10 @@ fn this_kernel_passes() {
         return;
     }
     assert_eq!(kernel_pretending(&[]), Ok(()));
+    assert_eq!(
+        probe_pretending((ProgramType::Xdp, PROGRAM_TYPE_XDP), HELPERS_XDP, &["none"]),
+        Ok(())
+    );
 }
 
 /// The test hook reports what it names, and only that, in probing order.

@@ -1,0 +1,10 @@
+//! The differential test of stateful NAT64 on the XDP fast path
+//! (docs/fastpath.md, "NAT64 established sessions"): the shared harness and
+//! sessions (tests/common/nat64_differential.rs) through the XDP program.
+
+use sixgate_fastpath::Hook;
+
+const HOOK: Hook = Hook::Xdp;
+
+#[path = "common/nat64_differential.rs"]
+mod nat64_differential;
