@@ -92,20 +92,7 @@ pub struct SyncLink {
     /// Whether the last [`SyncLink::sleep`] saw the socket readable; `None`
     /// when none polled since the last receive (so it must look).
     polled: Option<bool>,
-    /// After the doorbell woke the thread: until when it sleeps without
-    /// arming it ([`NAP_NS`]).
-    nap_until: Option<std::time::Instant>,
 }
-
-/// After the workers' doorbell woke the thread, it sleeps this long on the
-/// socket and its timers alone, the doorbell unarmed: under a stream of new
-/// sessions the thread then wakes at most 4000 times a second and takes the
-/// records of many worker batches at once, and the workers, which write the
-/// eventfd only while it is armed, write it as seldom (a write per batch
-/// cost each worker a system call, and the thread a wake-up, per few
-/// sessions). A record waits at most this long more; a lone one, on a quiet
-/// link, none.
-pub const NAP_NS: u64 = 250_000;
 
 impl SyncLink {
     /// A link on `socket` (bound to `[sync] bind`; made non-blocking here)
@@ -133,7 +120,6 @@ impl SyncLink {
             last_now: 0,
             rx_bufs: Some(Box::new(RecvBatch::new())),
             polled: None,
-            nap_until: None,
             socket,
             peers,
             workers,
@@ -390,22 +376,9 @@ impl SyncLink {
     /// all if a change is waiting already. `ppoll` takes the timeout to the
     /// nanosecond: a timer less than 1 ms away is slept to, not spun on with
     /// zero timeouts. The next [`SyncLink::step`] reads the socket only if
-    /// it was readable, and the doorbell is read only when it rang. For
-    /// [`NAP_NS`] after the doorbell rang, the doorbell is left unarmed and
-    /// out of the poll.
+    /// it was readable, and the doorbell is read only when it rang.
     pub fn sleep(&mut self, timeout_ns: u64) {
-        let now = std::time::Instant::now();
-        let nap_ns = self
-            .nap_until
-            .and_then(|t| t.checked_duration_since(now))
-            .map(|d| d.as_nanos() as u64);
-        if nap_ns.is_none() {
-            self.nap_until = None;
-        }
-        let bell = match nap_ns {
-            Some(_) => None,
-            None => self.workers.first().and_then(|w| w.bell.as_deref()),
-        };
+        let bell = self.workers.first().and_then(|w| w.bell.as_deref());
         if let Some(b) = bell {
             b.arm();
             if self.workers.iter().any(|w| !w.export.is_empty()) {
@@ -421,10 +394,10 @@ impl SyncLink {
             revents: 0,
         };
         let mut fds = [pollfd(self.fd()), pollfd(bell.map_or(-1, |b| b.fd()))];
-        let timeout_ns = match nap_ns {
-            Some(nap) => timeout_ns.min(nap),
-            None if bell.is_some() => timeout_ns,
-            None => timeout_ns.min(1_000_000),
+        let timeout_ns = if bell.is_some() {
+            timeout_ns
+        } else {
+            timeout_ns.min(1_000_000)
         };
         let ts = libc::timespec {
             tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
@@ -438,8 +411,6 @@ impl SyncLink {
         if let Some(b) = bell {
             if n < 0 || fds[1].revents != 0 {
                 b.disarm();
-                self.nap_until =
-                    Some(std::time::Instant::now() + std::time::Duration::from_nanos(NAP_NS));
             } else {
                 b.quiet();
             }
