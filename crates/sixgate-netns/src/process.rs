@@ -378,6 +378,38 @@ impl ScratchDir {
             .map_err(|e| Error::new(format!("cannot write {}: {e}", p.display())))?;
         Ok(p)
     }
+
+    /// Write an executable script into it (mode 0755) and return its path
+    /// once it can be run. Another test's fork can hold a copy of our write
+    /// descriptor until its child execs, and running the file fails with
+    /// `ETXTBSY` meanwhile; once one run has started, no copy is left. The
+    /// script is run with `probe` as its arguments until it starts: it must
+    /// do nothing lasting with them.
+    pub fn write_script(
+        &self,
+        name: &str,
+        contents: impl AsRef<[u8]>,
+        probe: &[&str],
+    ) -> Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.write(name, contents)?;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::new(format!("cannot chmod {}: {e}", p.display())))?;
+        for _ in 0..200 {
+            let run = std::process::Command::new(&p)
+                .args(probe)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+            match run {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                _ => break,
+            }
+        }
+        Ok(p)
+    }
 }
 
 impl Drop for ScratchDir {

@@ -2,7 +2,6 @@
 //! before `sixgate run` exists: a shell script stands in for the binary and runs
 //! TAYGA behind sixgate's command line. Skipped where namespaces cannot be made.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use sixgate_netns::{Dataplane, Dut, ScratchDir, Topology, TopologyOptions, addr, check_host};
@@ -23,22 +22,9 @@ fn stand_in(test: &str) -> Option<(ScratchDir, PathBuf)> {
         .check_available()
         .unwrap_or_else(|why| panic!("{test}: {why}"));
     let dir = ScratchDir::new("standin").unwrap();
-    let path = dir.write("sixgate", STAND_IN).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    // Another test's fork can hold a copy of our write descriptor until its
-    // child execs: running the file fails with ETXTBSY meanwhile. Once it
-    // has run, no copy is left.
-    for _ in 0..100 {
-        match std::process::Command::new(&path)
-            .args(["run", "--help"])
-            .output()
-        {
-            Err(e) if e.raw_os_error() == Some(26) => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            _ => break,
-        }
-    }
+    let path = dir
+        .write_script("sixgate", STAND_IN, &["run", "--help"])
+        .unwrap();
     Some((dir, path))
 }
 

@@ -648,6 +648,15 @@ fn pmtu_download_v4_to_v6_over_1280_link_through_the_fast_path() {
     assert!(c.v4to6 > 10 && c.v6to4 > 10, "{c:?}");
 }
 
+/// A wrapper of the daemon that makes its kernel probe report `feature`
+/// missing (`SIXGATE_FASTPATH_PRETEND_MISSING`).
+fn pretend_missing(dir: &ScratchDir, feature: &str) -> std::path::PathBuf {
+    let script =
+        format!("#!/bin/sh\nSIXGATE_FASTPATH_PRETEND_MISSING={feature} exec {BIN} \"$@\"\n");
+    dir.write_script("sixgate", script, &["run", "--help"])
+        .unwrap()
+}
+
 /// docs/fastpath.md, "Kernel requirements": a kernel without
 /// `bpf_skb_change_proto` (pretended with the probe's test hook, through a
 /// wrapper that sets it for the daemon only) gets one warning naming it,
@@ -657,19 +666,7 @@ fn pmtu_download_v4_to_v6_over_1280_link_through_the_fast_path() {
 fn kernel_without_a_helper_runs_on_tun_alone() {
     let test = "kernel_without_a_helper_runs_on_tun_alone";
     let dir = ScratchDir::new("pretend").unwrap();
-    let wrapper = dir
-        .write(
-            "sixgate",
-            format!(
-                "#!/bin/sh\nSIXGATE_FASTPATH_PRETEND_MISSING=bpf_skb_change_proto exec {BIN} \"$@\"\n"
-            ),
-        )
-        .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let wrapper = pretend_missing(&dir, "bpf_skb_change_proto");
     let Some(dut) = dut_with(test, "tc", wrapper, "", "") else {
         return;
     };
@@ -719,19 +716,7 @@ fn kernel_without_a_helper_runs_on_tun_alone() {
 fn xdp_falls_back_to_tc_with_one_warning() {
     let test = "xdp_falls_back_to_tc_with_one_warning";
     let dir = ScratchDir::new("pretend").unwrap();
-    let wrapper = dir
-        .write(
-            "sixgate",
-            format!(
-                "#!/bin/sh\nSIXGATE_FASTPATH_PRETEND_MISSING=bpf_xdp_adjust_head exec {BIN} \"$@\"\n"
-            ),
-        )
-        .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let wrapper = pretend_missing(&dir, "bpf_xdp_adjust_head");
     let Some(dut) = dut_with(test, "xdp", wrapper, "", "") else {
         return;
     };

@@ -1031,13 +1031,12 @@ fn nat64_default_pool4_setup_failure_undoes_everything() {
     let before = diversion_state(&bed.gateway);
     let dir = ScratchDir::new("failnft").unwrap();
     // An `nft` that refuses everything, first on the PATH.
-    let fake = dir
-        .write(
-            "nft",
-            "#!/bin/sh\necho 'Error: refused by the test' >&2\nexit 1\n",
-        )
-        .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    dir.write_script(
+        "nft",
+        "#!/bin/sh\necho 'Error: refused by the test' >&2\nexit 1\n",
+        &[],
+    )
+    .unwrap();
     let cfg = dir
         .write(
             "sixgate.toml",

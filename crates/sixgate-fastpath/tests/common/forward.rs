@@ -586,6 +586,7 @@ fn run_nat64() {
         bed.twin.import_replica(op, r, 0).expect("twin import");
         port4 = Some(r.port4);
     });
+    offload.flush();
     assert_eq!(offload.len(), 1, "the UDP session installed");
     let p4 = |len| Ip4::new(H4.into(), POOL4.into()).udp(53, port4.unwrap(), len);
     let to_h4 = Want::Redirect(H4_MAC, V4_MAC);

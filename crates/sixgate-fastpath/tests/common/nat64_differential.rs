@@ -155,8 +155,13 @@ impl Bed {
         let mut changes = Vec::new();
         self.authority
             .drain_replica_changes(|op, r| changes.push((op, *r)));
+        // All of a drain's changes, then one flush, as the worker does (one
+        // run of batch map calls).
         for (op, r) in &changes {
             self.offload.change(*op, r);
+        }
+        self.offload.flush();
+        for (op, r) in &changes {
             self.twin.import_replica(*op, r, 0).expect("twin import");
             // The session's keys whatever its state; there when installed
             // (settled, and room in the maps).
@@ -548,6 +553,35 @@ fn full_map_is_counted_and_the_session_stays_slow() {
     b.expect("map full: slow path", &p6().udp(42005, 53, 8), false);
 }
 
+/// docs/fastpath.md: the installs of one batch of packets are one run of
+/// batch map calls. A run that overflows the maps: the kernel stops the
+/// batch at the first session that does not fit (`E2BIG`); it and the rest
+/// are counted full and stay on the slow path, the others are in. Then the
+/// removal of all of them in one run.
+#[test]
+fn one_run_of_installs_over_a_full_map_then_one_of_removes() {
+    let Some(mut b) = Bed::with(config(), 4) else {
+        return;
+    };
+    pin_to_one_cpu();
+    let p6 = |port| Ip6::new(h6(), r6()).udp(port, 53, 8);
+    for port in 42100..42106 {
+        let (v, _) = run_core(&mut b.authority, &mut b.scratch, &p6(port), 0);
+        assert!(matches!(v, Verdict::Translated), "{v:?}");
+    }
+    assert_eq!(b.sync().len(), 6, "one drain of six sessions");
+    let c = b.fp.counters().unwrap();
+    assert_eq!((c.sessions_installed, c.map_full), (4, 2), "{c:?}");
+    b.expect("installed", &p6(42100), true);
+    b.expect("installed", &p6(42103), true);
+    b.expect("map full: slow path", &p6(42104), false);
+    b.expect("map full: slow path", &p6(42105), false);
+    b.offload.clear();
+    let c = b.fp.counters().unwrap();
+    assert_eq!((c.sessions_removed, c.map_errors), (4, 0), "{c:?}");
+    assert!(b.offload.is_empty());
+}
+
 /// A configuration change reaches the installed sessions: one whose entries
 /// come out otherwise (here its remote joined pool4, RFC 6146 §3.8: now a
 /// hairpin) is removed; the others stay.
@@ -589,6 +623,7 @@ fn a_new_session_on_the_same_ids_replaces_the_old_entries() {
     let mut other = r;
     other.v6 = "2001:db8:1::6".parse().unwrap();
     b.offload.change(ReplicaOp::Upsert, &other);
+    b.offload.flush();
     assert_eq!(b.offload.len(), 1);
     let frame = ether_frame(&Ip4::new(R4, POOL4).udp(53, r.port4, 8));
     let (_, out) = b.run_frame("4to6", &frame);
