@@ -51,7 +51,8 @@
 #   --out FILE   also write the tables (with the machine and command) to FILE
 # Environment: ROUNDS (2), TRIAL_S (2), STEPS (6), TCP_S (5), FIXED_S (4),
 # FIXED_LONG (50000), FIXED_NEW (30000), WORKERS (1, per node), FASTPATH (auto:
-# [daemon] fastpath of both nodes; "off" keeps every packet on TUN), KILL_SESSIONS
+# [daemon] fastpath of both nodes; "off" keeps every packet on TUN), SYNC_MTU
+# (1500: the sync veth's MTU and [sync] mtu; 9000 for a jumbo-frame link), KILL_SESSIONS
 # (20000), KILL_RATE (2000), KILL_RATE2 (5000), SENDER_CPU (0), SIXGATE=,
 # LOADGEN= (binaries, default target/release), KEEP=1 (keep the logs in /tmp),
 # SYSCALLS=1 (strace -c each node's sync thread during the fixed
@@ -71,6 +72,7 @@ FIXED_NEW=${FIXED_NEW:-30000}
 FIXED_S=${FIXED_S:-4}
 WORKERS=${WORKERS:-1}
 FASTPATH=${FASTPATH:-auto}
+SYNC_MTU=${SYNC_MTU:-1500}
 KILL_SESSIONS=${KILL_SESSIONS:-20000}
 KILL_RATE=${KILL_RATE:-2000}
 KILL_RATE2=${KILL_RATE2:-5000}
@@ -218,7 +220,7 @@ build_bed() {
     ip link add c2 netns "$NSC" type veth peer name lan netns "$NS2"
     ip link add wan netns "$NS1" address "$MAC_W1" type veth peer name s1 netns "$NSS" address "$MAC_S1"
     ip link add wan netns "$NS2" type veth peer name s2 netns "$NSS"
-    ip link add sync netns "$NS1" type veth peer name sync netns "$NS2"
+    ip link add sync netns "$NS1" mtu "$SYNC_MTU" type veth peer name sync netns "$NS2" mtu "$SYNC_MTU"
     for i in 1 2; do
         ns=$NS1
         ((i == 2)) && ns=$NS2
@@ -288,6 +290,7 @@ EOF
 [sync]
 node_id = $node
 bind = "10.5.0.$node:7464"
+mtu = $SYNC_MTU
 peers = [ { node_id = $peer, address = "10.5.0.$peer:7464" } ]
 key = "$KEY"
 shards = [
