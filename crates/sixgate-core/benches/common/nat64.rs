@@ -8,6 +8,7 @@ use std::sync::Arc;
 use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::nat64::{Nat64Config, Pool4Entry, steering};
 use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_loadgen::ports::{PortGen, PortRange};
 use sixgate_testkit::{Ip4, Ip6, tcp_flag};
 
 /// The IPv4 server every flow talks to.
@@ -212,38 +213,6 @@ pub fn gateway_config(pool4: Ipv4Addr, prefix_len: u8, max_sessions: u32) -> Arc
     Arc::new(cfg)
 }
 
-/// The load generator's RFC 4814 pseudorandom numbers (`sixgate-loadgen`
-/// `PortGen`: xorshift64*, uniform over `first..=last` by multiply-shift).
-pub struct Rfc4814 {
-    state: u64,
-    first: u16,
-    len: u64,
-}
-
-impl Rfc4814 {
-    pub fn new(first: u16, last: u16, seed: u64) -> Self {
-        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        Rfc4814 {
-            state: z | 1,
-            first,
-            len: u64::from(last - first) + 1,
-        }
-    }
-
-    pub fn next(&mut self) -> u16 {
-        let mut x = self.state;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.state = x;
-        let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
-        self.first + ((r * self.len) >> 32) as u16
-    }
-}
-
 /// The first `n` distinct (source host, source port) pairs of the load
 /// generator's new-session traffic (`--src-hosts hosts --src-port-range
 /// 1024-65535`): host `h` is the source address plus `h`, both numbers
@@ -253,13 +222,25 @@ pub fn rfc4814_new_flows(n: usize, hosts: u16, seed: u64) -> Vec<(u16, u16)> {
     let hosts = hosts.max(1);
     let tuples = usize::from(hosts) * (65536 - 1024);
     let n = n.min(tuples);
-    let mut ports = Rfc4814::new(1024, 65535, seed);
-    let mut host = Rfc4814::new(1, hosts, seed ^ 0x686f_7374);
+    let mut ports = PortGen::new(
+        PortRange {
+            first: 1024,
+            last: 65535,
+        },
+        seed,
+    );
+    let mut host = PortGen::new(
+        PortRange {
+            first: 1,
+            last: hosts,
+        },
+        seed ^ 0x686f_7374,
+    );
     let mut seen = vec![0u64; usize::from(hosts) * 1024];
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
-        let port = ports.next();
-        let h = host.next() - 1;
+        let port = ports.next_port();
+        let h = host.next_port() - 1;
         let bit = usize::from(h) << 16 | usize::from(port);
         if seen[bit / 64] & 1 << (bit % 64) == 0 {
             seen[bit / 64] |= 1 << (bit % 64);
