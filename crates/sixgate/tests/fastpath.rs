@@ -482,14 +482,7 @@ fn strict_rp_filter_translates_only_what_the_program_forwards() {
     turn.run(
         || running.log(),
         || {
-            assert_eq!(
-                ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
-                2
-            );
-            assert_eq!(
-                ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
-                2
-            );
+            pings_both_ways(&bed);
             assert_eq!(ping(&bed.v6host, &gateway_as_v6, 2).len(), 2);
         },
     );
@@ -648,6 +641,18 @@ fn pmtu_download_v4_to_v6_over_1280_link_through_the_fast_path() {
     assert!(c.v4to6 > 10 && c.v6to4 > 10, "{c:?}");
 }
 
+/// Two pings each way across the translator, all answered.
+fn pings_both_ways(bed: &Topology) {
+    assert_eq!(
+        ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
+        2
+    );
+    assert_eq!(
+        ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
+        2
+    );
+}
+
 /// A wrapper of the daemon that makes its kernel probe report `feature`
 /// missing (`SIXGATE_FASTPATH_PRETEND_MISSING`).
 fn pretend_missing(dir: &ScratchDir, feature: &str) -> std::path::PathBuf {
@@ -671,14 +676,7 @@ fn kernel_without_a_helper_runs_on_tun_alone() {
         return;
     };
     let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
-        assert_eq!(
-            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
-            2
-        );
-        assert_eq!(
-            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
-            2
-        );
+        pings_both_ways(bed);
         let socket = running.api_socket().expect("an API socket");
         let text = cli(socket, &["show", "stats"]);
         assert!(
@@ -721,14 +719,7 @@ fn xdp_falls_back_to_tc_with_one_warning() {
         return;
     };
     let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, _| {
-        assert_eq!(
-            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
-            2
-        );
-        assert_eq!(
-            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
-            2
-        );
+        pings_both_ways(bed);
     });
     let said: Vec<&str> = stopped
         .stderr
@@ -762,14 +753,7 @@ fn auto_takes_the_fast_path_where_it_can() {
         return;
     };
     let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
-        assert_eq!(
-            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
-            2
-        );
-        assert_eq!(
-            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
-            2
-        );
+        pings_both_ways(bed);
         let socket = running.api_socket().expect("an API socket");
         assert!(!cli(socket, &["show", "stats"]).contains("fast path off"));
     });
@@ -803,14 +787,7 @@ fn default_config_takes_the_fast_path_on_every_ethernet_interface() {
         return;
     }
     let stopped = run_bed(test, TopologyOptions::default(), &dut, |bed, _| {
-        assert_eq!(
-            ping(&bed.v6host, &addr::V4_HOST_AS_V6.to_string(), 2).len(),
-            2
-        );
-        assert_eq!(
-            ping(&bed.v4host, &addr::V6_HOST_AS_V4.to_string(), 2).len(),
-            2
-        );
+        pings_both_ways(bed);
     });
     let attached = stopped
         .stderr
