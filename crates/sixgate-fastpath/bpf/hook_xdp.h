@@ -111,15 +111,24 @@ static __always_inline int hook_header_out(hook_ctx *ctx, __u32 keep, __u16 eth_
 	return 1;
 }
 
-// `n` bytes (2 at most) of `from` at offset `at`. 0 on success.
-static __always_inline int hook_store(hook_ctx *ctx, __u32 at, const void *from, __u32 n)
+// The two bytes at offset `at` of the frame, or 0 when they are not in it.
+static __always_inline __u8 *hook_two_bytes(hook_ctx *ctx, __u32 at)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	// A bounded offset for the verifier (at most the headers' end).
 	if (at > 256)
-		return -1;
+		return 0;
 	__u8 *p = data + at;
 	if ((void *)(p + 2) > end)
+		return 0;
+	return p;
+}
+
+// `n` bytes (2 at most) of `from` at offset `at`. 0 on success.
+static __always_inline int hook_store(hook_ctx *ctx, __u32 at, const void *from, __u32 n)
+{
+	__u8 *p = hook_two_bytes(ctx, at);
+	if (!p)
 		return -1;
 	p[0] = ((const __u8 *)from)[0];
 	if (n == 2)
@@ -137,12 +146,8 @@ static __always_inline int hook_store(hook_ctx *ctx, __u32 at, const void *from,
 static __always_inline int hook_l4_csum(hook_ctx *ctx, __u32 at, __u16 from, __u16 to,
 					int pseudo, int udp)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	// A bounded offset for the verifier (at most the headers' end).
-	if (at > 256)
-		return -1;
-	__u8 *p = data + at;
-	if ((void *)(p + 2) > end)
+	__u8 *p = hook_two_bytes(ctx, at);
+	if (!p)
 		return -1;
 	__u16 hc = ((__u16)p[0] << 8) | p[1];
 	// As BPF_F_MARK_MANGLED_0: a UDP checksum of 0 (none) stays 0.

@@ -152,32 +152,27 @@ fn errno(r: Result<(), MapError>) -> i32 {
 
 /// A second handle on map `m` (a duplicated descriptor).
 pub(crate) fn dup(m: &Map) -> Result<Map, String> {
-    let Map::HashMap(d) = m else {
-        return Err("not a hash map".to_owned());
-    };
-    let fd = d
-        .fd()
-        .as_fd()
-        .try_clone_to_owned()
-        .map_err(|e| format!("dup: {e}"))?;
-    MapData::from_fd(fd)
+    MapData::from_fd(dup_fd(m)?)
         .map(Map::HashMap)
         .map_err(|e| e.to_string())
 }
 
+/// A duplicate of hash map `m`'s descriptor.
+fn dup_fd(m: &Map) -> Result<OwnedFd, String> {
+    let Map::HashMap(d) = m else {
+        return Err("not a hash map".to_owned());
+    };
+    d.fd()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| format!("dup: {e}"))
+}
+
 impl Nat64Maps {
     pub(crate) fn new(to4: Map, to6: Map, counters: Arc<SessionCounters>) -> Result<Self, String> {
-        let fd = |m: &Map| match m {
-            Map::HashMap(d) => d
-                .fd()
-                .as_fd()
-                .try_clone_to_owned()
-                .map_err(|e| format!("dup: {e}")),
-            _ => Err("not a hash map".to_owned()),
-        };
         Ok(Nat64Maps {
-            fd4: fd(&to4)?,
-            fd6: fd(&to6)?,
+            fd4: dup_fd(&to4)?,
+            fd6: dup_fd(&to6)?,
             to4: HashMap::try_from(to4).map_err(|e| format!("nat64_6to4 map: {e}"))?,
             to6: HashMap::try_from(to6).map_err(|e| format!("nat64_4to6 map: {e}"))?,
             batch: true,
