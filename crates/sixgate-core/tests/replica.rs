@@ -199,6 +199,56 @@ fn a_full_export_ring_counts_what_it_lost() {
     assert_eq!(changes(&mut a).len(), 1, "room again once drained");
 }
 
+/// RFC 6146 §3.5.1.1 / §3.5.3 (docs/fastpath.md): a UDP or ICMP query
+/// session is settled, once, by its third packet in either direction; a
+/// request and its reply are not enough. The hint is this node's: a peer
+/// importing it changes nothing, and an imported session is settled only by
+/// packets here.
+#[test]
+fn rfc6146_s3_5_1_1_a_session_settles_at_its_third_packet() {
+    let (mut a, mut b) = (node(), node());
+    let out = Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10);
+    let port4 = src_port4(&a.one(&out));
+    let ops = |v: Vec<(ReplicaOp, Replica)>| v.into_iter().map(|(op, _)| op).collect::<Vec<_>>();
+    let created = changes(&mut a);
+    assert_eq!(ops(created.clone()), [ReplicaOp::Upsert]);
+    let reply = Ip4::new(SERVER4, POOL4).udp(53, port4, 10);
+    a.one(&reply);
+    assert_eq!(ops(changes(&mut a)), [], "request and reply: not settled");
+    a.one(&out);
+    let settled = changes(&mut a);
+    assert_eq!(ops(settled.clone()), [ReplicaOp::Settled]);
+    assert_eq!(settled[0].1.port4, port4);
+    for _ in 0..5 {
+        a.one(&reply);
+    }
+    assert_eq!(ops(changes(&mut a)), [], "settled once");
+
+    // ICMP query (§3.5.3): the same.
+    let ping = Ip6::new(CLIENT6, SERVER6).echo_request(7, 1, 8);
+    for n in 0..3 {
+        a.one(&ping);
+        let want: &[ReplicaOp] = match n {
+            0 => &[ReplicaOp::Upsert],
+            1 => &[],
+            _ => &[ReplicaOp::Settled],
+        };
+        assert_eq!(ops(changes(&mut a)), want, "ping {n}");
+    }
+
+    // The peer: the hint applies nothing; the replica settles by its own
+    // packets (two here after the import: it never saw the first).
+    b.t.import_replica(created[0].0, &created[0].1, b.now_ns)
+        .unwrap();
+    b.t.import_replica(ReplicaOp::Settled, &settled[0].1, b.now_ns)
+        .unwrap();
+    assert_eq!(ops(changes(&mut b)), [], "imports are not exported");
+    b.one(&reply);
+    assert_eq!(ops(changes(&mut b)), []);
+    b.one(&reply);
+    assert_eq!(ops(changes(&mut b)), [ReplicaOp::Settled]);
+}
+
 #[test]
 fn refreshes_are_coalesced_and_keep_the_replica_alive() {
     let (mut a, mut b) = (node(), node());
@@ -210,9 +260,12 @@ fn refreshes_are_coalesced_and_keep_the_replica_alive() {
         a.now_ns = S + step * 10 * S;
         b.now_ns = a.now_ns;
         port4 = src_port4(&a.one(&out));
+        // What the peer gets: not the fast path's hint.
         for (op, r) in changes(&mut a) {
-            exported += 1;
-            b.t.import_replica(op, &r, b.now_ns).unwrap();
+            if op != ReplicaOp::Settled {
+                exported += 1;
+                b.t.import_replica(op, &r, b.now_ns).unwrap();
+            }
         }
         tick_all(&mut b);
     }

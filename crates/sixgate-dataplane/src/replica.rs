@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use sixgate_core::Translator;
+use sixgate_core::nat64::tcp::TcpState;
 use sixgate_core::nat64::{ImportError, Replica, ReplicaOp};
 
 use crate::doorbell::Doorbell;
@@ -163,6 +164,10 @@ impl WorkerEnds {
         let export = &mut self.export;
         t.drain_replica_changes(|op, r| {
             tee(op, r);
+            // The fast path's hint, not the peers'.
+            if op == ReplicaOp::Settled {
+                return;
+            }
             if export.push((op, *r)) {
                 exported += 1;
             } else {
@@ -192,7 +197,18 @@ impl WorkerEnds {
             match item {
                 Inbound::Change { peer, op, record } => {
                     match t.import_replica_from(peer, op, &record, now_ns) {
-                        Ok(()) => applied += 1,
+                        Ok(()) => {
+                            applied += 1;
+                            // A peer's delete, or its TCP state out of
+                            // ESTABLISHED, takes the session off this
+                            // node's fast path now (imports are not
+                            // exported, so the tee hears it only here).
+                            if op == ReplicaOp::Delete
+                                || record.tcp_state.is_some_and(|s| s != TcpState::Established)
+                            {
+                                tee(ReplicaOp::Delete, &record);
+                            }
+                        }
                         Err(ImportError::NotNat64) => return applied,
                         Err(_) => refused += 1,
                     }

@@ -3,8 +3,9 @@
 //! (`Translator::drain_replica_changes`) and keeps the program's maps in
 //! step with the core, the only RFC 6146 authority:
 //!
-//! - a session the core settled (`sixgate_core::fastpath::nat64::entries`:
-//!   TCP ESTABLISHED, UDP, ICMP query) is installed, both directions;
+//! - a session the core settled (TCP ESTABLISHED; UDP or ICMP query at its
+//!   third packet, `ReplicaOp::Settled`) is installed, both directions
+//!   (`sixgate_core::fastpath::nat64::entries`);
 //! - a session the core deleted, or that left ESTABLISHED, is removed;
 //! - before the core would expire a session it never sees packets of, a
 //!   bounded scan per tick reads the entries' last-seen and, when the
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use sixgate_core::fastpath::nat64::{Entries, entries};
-use sixgate_core::nat64::{Replica, ReplicaOp};
+use sixgate_core::nat64::{Proto, Replica, ReplicaOp};
 use sixgate_core::{Config, Translator};
 
 use crate::Nat64Maps;
@@ -164,9 +165,13 @@ impl Offload {
     pub fn change(&mut self, op: ReplicaOp, r: &Replica) {
         let k = id(r);
         let want = match op {
-            ReplicaOp::Upsert => entries(&self.cfg, r),
+            ReplicaOp::Upsert | ReplicaOp::Settled => entries(&self.cfg, r),
             ReplicaOp::Delete => None,
         };
+        // Installed when settled: TCP at ESTABLISHED (an upsert), UDP and
+        // ICMP query at their third packet (`ReplicaOp::Settled`), so that
+        // one-packet and request-reply sessions never cost map writes.
+        let settles = op == ReplicaOp::Settled || r.proto == Proto::Tcp;
         let mut had = self.by_id.get(&k).copied();
         if let (Some(i), Some(e)) = (had, want.as_ref())
             && self.slots[i as usize]
@@ -181,6 +186,7 @@ impl Offload {
         match (had, want) {
             (Some(_), Some(_)) => {} // a refresh or the same state
             (Some(i), None) => self.drop_slot(i as usize),
+            (None, Some(_)) if !settles => {} // a refresh before it settled
             (None, Some(e)) => {
                 if self.by_id.len() >= self.cap {
                     self.maps.counters.map_full.fetch_add(1, Relaxed);

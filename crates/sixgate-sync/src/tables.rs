@@ -39,7 +39,9 @@ pub fn to_record(op: ReplicaOp, r: &Replica, pool6: &Rfc6052Prefix) -> Record {
     };
     Record {
         op: match op {
-            ReplicaOp::Upsert => Op::SessionUpsert,
+            // A settled session is an upsert to a peer (the workers keep the
+            // hint to themselves; the same session again is harmless).
+            ReplicaOp::Upsert | ReplicaOp::Settled => Op::SessionUpsert,
             ReplicaOp::Delete => Op::SessionDelete,
         },
         proto,

@@ -513,9 +513,9 @@ fn strict_rp_filter_translates_only_what_the_program_forwards() {
 const SHORT_UDP_TIMEOUT: u32 = 2;
 
 /// docs/fastpath.md, "NAT64 established sessions": in mode nat64 the
-/// workers install the sessions they settled (TCP ESTABLISHED, UDP, ICMP
-/// Echo) and the program carries their packets; SYN, FIN and the first
-/// packets go through the TUN device. A 6-second UDP flow with a 2-second
+/// workers install the sessions they settled (TCP ESTABLISHED; UDP and ICMP
+/// Echo at their third packet) and the program carries their packets; SYN,
+/// FIN and the first packets go through the TUN device. A 6-second UDP flow with a 2-second
 /// UDP timeout keeps its one session (RFC 6146 §3.5.1.1: each packet
 /// refreshes it; here the program's last-seen, read by the worker). Two
 /// workers.

@@ -40,8 +40,8 @@ impl Nat64 {
         if let Some((b, s)) = found {
             match proto {
                 Proto::Tcp => self.session_tcp(s, Side::V6, flags, now),
-                Proto::Udp => self.session_refresh(s, UDP, now),
-                Proto::Icmp => self.session_refresh(s, ICMP, now),
+                Proto::Udp => self.session_again(s, UDP, now),
+                Proto::Icmp => self.session_again(s, ICMP, now),
             }
             let b = self.bibs.get(b);
             return Ok((b.v4, b.port4));
@@ -158,8 +158,8 @@ impl Nat64 {
         if let Some(s) = self.session_find(b, src4, sport) {
             match proto {
                 Proto::Tcp => self.session_tcp(s, Side::V4, flags, now),
-                Proto::Udp => self.session_refresh(s, UDP, now),
-                Proto::Icmp => self.session_refresh(s, ICMP, now),
+                Proto::Udp => self.session_again(s, UDP, now),
+                Proto::Icmp => self.session_again(s, ICMP, now),
             }
             return Ok(to);
         }

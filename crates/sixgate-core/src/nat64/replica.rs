@@ -55,7 +55,18 @@ pub enum ReplicaOp {
     Upsert,
     /// Remove.
     Delete,
+    /// A UDP or ICMP query session carried its third packet
+    /// ([`SETTLE_AFTER`]): an in-kernel fast path may take it now
+    /// (docs/fastpath.md). This node's own hint: never sent to peers, never
+    /// imported.
+    Settled,
 }
+
+/// Packets a UDP or ICMP query session carries on the slow path before it is
+/// [`ReplicaOp::Settled`]: its third one settles it, so that a request and its
+/// reply (a DNS query, one ping) never cost the fast path's map writes, as a
+/// TCP session is installed only once its handshake is done.
+pub const SETTLE_AFTER: u8 = 2;
 
 /// Why an imported record was not applied (counted by the caller; the tables
 /// are unchanged).
@@ -254,6 +265,8 @@ impl Nat64 {
             ReplicaOp::Upsert => self.import_upsert(p, r, now, now_ns).map(|b| {
                 self.mark_restated(b, from);
             }),
+            // A node's own hint, nothing to apply.
+            ReplicaOp::Settled => Ok(()),
         };
         self.importing = false;
         out

@@ -6,7 +6,7 @@
 use super::bib::{COOLING, proto_of};
 use super::config::{Proto, Timeouts};
 use super::event::{Event, EventKind};
-use super::replica::ReplicaOp;
+use super::replica::{ReplicaOp, SETTLE_AFTER};
 use super::slab::{Link, LinkOf, NIL, Slot};
 use super::tcp::{self, Lifetime, TcpState};
 use super::{EventLog, Nat64};
@@ -46,7 +46,8 @@ pub(crate) struct Session {
     pub bib: u32,
     pub remote4: u32,
     pub rport: u16,
-    /// [`TcpState`] for TCP.
+    /// [`TcpState`] for TCP; for UDP and ICMP, the packets after the first,
+    /// up to [`SETTLE_AFTER`] (`session_again`).
     pub state: u8,
     pub class: u8,
     pub deadline: u32,
@@ -179,6 +180,22 @@ impl Nat64 {
         }
         if export {
             self.export(ReplicaOp::Upsert, i, now_ms);
+        }
+    }
+
+    /// §3.5.1.1, §3.5.2.2 (UDP), §3.5.3 (ICMP query): a packet of existing
+    /// session `i` restarts its lifetime; its [`SETTLE_AFTER`]-th packet
+    /// after the first also exports it as [`ReplicaOp::Settled`] (one byte
+    /// compared per packet; no record while nothing reads them).
+    #[inline]
+    pub(crate) fn session_again(&mut self, i: u32, class: u8, now_ms: u32) {
+        self.session_refresh(i, class, now_ms);
+        let s = self.sessions.get_mut(i);
+        if s.state < SETTLE_AFTER {
+            s.state += 1;
+            if s.state == SETTLE_AFTER {
+                self.export(ReplicaOp::Settled, i, now_ms);
+            }
         }
     }
 

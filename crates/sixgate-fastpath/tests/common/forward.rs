@@ -569,17 +569,20 @@ fn run_nat64() {
         fp,
         scratch: Scratch::new(),
     };
-    // The session's first packet takes the slow path (the authority), which
-    // installs it, as a worker does.
+    // The session's first three packets take the slow path (the
+    // authority), whose third settles it and so installs it, as a worker
+    // does.
     let p6 = |len| Ip6::new(h6(), as_v6(H4)).udp(5000, 53, len);
     let mut buf = vec![0u8; HEADROOM + 200];
     let first = p6(40);
-    buf[HEADROOM..HEADROOM + first.len()].copy_from_slice(&first);
-    let mut pkt = PacketBuf::new(&mut buf, HEADROOM, first.len());
-    assert_eq!(
-        authority.translate(&mut pkt, &mut Scratch::new(), 0),
-        Verdict::Translated
-    );
+    for _ in 0..3 {
+        buf[HEADROOM..HEADROOM + first.len()].copy_from_slice(&first);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, first.len());
+        assert_eq!(
+            authority.translate(&mut pkt, &mut Scratch::new(), 0),
+            Verdict::Translated
+        );
+    }
     let mut port4 = None;
     authority.drain_replica_changes(|op, r| {
         offload.change(op, r);

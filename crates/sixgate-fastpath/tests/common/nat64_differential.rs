@@ -151,6 +151,17 @@ impl Bed {
         self.sync()
     }
 
+    /// A UDP or ICMP query session's first three packets through the slow
+    /// path: the third settles it (`ReplicaOp::Settled`), which installs it.
+    /// Returns its record.
+    fn settle(&mut self, ip: &[u8]) -> Replica {
+        let first = self.slow(ip);
+        assert!(self.slow(ip).is_empty(), "the second packet: no change");
+        let settled = self.slow(ip);
+        assert_eq!(settled, first, "the third: the session again");
+        settled[0]
+    }
+
     fn sync(&mut self) -> Vec<Replica> {
         let mut changes = Vec::new();
         self.authority
@@ -170,7 +181,7 @@ impl Bed {
                 est.tcp_state = Some(sixgate_core::nat64::tcp::TcpState::Established);
             }
             if let Some(e) = entries(&self.cfg, &est) {
-                if *op == ReplicaOp::Upsert && self.offload.contains(r) {
+                if *op != ReplicaOp::Delete && self.offload.contains(r) {
                     self.keys6.insert(e.key6);
                     self.keys4.insert(e.key4);
                 } else {
@@ -370,10 +381,18 @@ fn rfc6146_established_sessions_program_and_core_agree() {
         b.expect(what, &ip, fast);
     }
 
-    // UDP (§3.5.1) and ICMP queries (§3.5.3): installed at once.
+    // UDP (§3.5.1) and ICMP queries (§3.5.3): installed at their third
+    // packet; a request and its reply stay on the slow path.
     let udp = *b.slow(&p6().udp(40000, 53, 20)).last().unwrap();
     let u4 = udp.port4;
-    let icmp = *b.slow(&p6().echo_request(0x4242, 1, 56)).last().unwrap();
+    b.expect(
+        "rfc6146_s3_5_1 UDP, the second packet (slow)",
+        &p4().udp(53, u4, 20),
+        false,
+    );
+    b.slow(&p4().udp(53, u4, 20));
+    b.slow(&p6().udp(40000, 53, 20));
+    let icmp = b.settle(&p6().echo_request(0x4242, 1, 56));
     let i4 = icmp.port4;
     for (what, ip, fast) in [
         ("rfc6146_s3_5_1 UDP 6to4", p6().udp(40000, 53, 20), true),
@@ -435,7 +454,7 @@ fn rfc6146_established_sessions_program_and_core_agree() {
     // Every UDP checksum and TCP port pair: the incremental updates agree.
     for i in 0..200u16 {
         let sport = 30000 + i * 7;
-        b.slow(&p6().udp(sport, 1000 + i, 1));
+        b.settle(&p6().udp(sport, 1000 + i, 1));
         let u = b.offload.len();
         assert!(u > 0);
         b.expect(
@@ -475,8 +494,8 @@ fn generated_packets_agree() {
     pin_to_one_cpu();
     let p6 = || Ip6::new(h6(), r6());
     let tcp = open_tcp(&mut b, 41000, 443);
-    let udp = *b.slow(&p6().udp(41000, 4500, 8)).last().unwrap();
-    let icmp = *b.slow(&p6().echo_request(7, 1, 8)).last().unwrap();
+    let udp = b.settle(&p6().udp(41000, 4500, 8));
+    let icmp = b.settle(&p6().echo_request(7, 1, 8));
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut rnd = move |n: u64| {
         x ^= x << 13;
@@ -545,7 +564,7 @@ fn full_map_is_counted_and_the_session_stays_slow() {
     pin_to_one_cpu();
     let p6 = || Ip6::new(h6(), r6());
     for i in 0..6 {
-        b.slow(&p6().udp(42000 + i, 53, 8));
+        b.settle(&p6().udp(42000 + i, 53, 8));
     }
     let c = b.fp.counters().unwrap();
     assert_eq!((c.sessions_installed, c.map_full), (4, 2), "{c:?}");
@@ -566,10 +585,16 @@ fn one_run_of_installs_over_a_full_map_then_one_of_removes() {
     pin_to_one_cpu();
     let p6 = |port| Ip6::new(h6(), r6()).udp(port, 53, 8);
     for port in 42100..42106 {
-        let (v, _) = run_core(&mut b.authority, &mut b.scratch, &p6(port), 0);
-        assert!(matches!(v, Verdict::Translated), "{v:?}");
+        for _ in 0..3 {
+            let (v, _) = run_core(&mut b.authority, &mut b.scratch, &p6(port), 0);
+            assert!(matches!(v, Verdict::Translated), "{v:?}");
+        }
     }
-    assert_eq!(b.sync().len(), 6, "one drain of six sessions");
+    assert_eq!(
+        b.sync().len(),
+        12,
+        "one drain of six sessions, created and settled"
+    );
     let c = b.fp.counters().unwrap();
     assert_eq!((c.sessions_installed, c.map_full), (4, 2), "{c:?}");
     b.expect("installed", &p6(42100), true);
@@ -592,7 +617,7 @@ fn reconfiguration_removes_what_no_longer_holds() {
     };
     pin_to_one_cpu();
     let p6 = || Ip6::new(h6(), r6());
-    b.slow(&p6().udp(43000, 53, 8));
+    b.settle(&p6().udp(43000, 53, 8));
     b.expect("installed", &p6().udp(43000, 53, 8), true);
     b.offload.reconfigure(&b.cfg.clone());
     assert_eq!(b.offload.len(), 1, "the same configuration keeps it");
@@ -616,16 +641,19 @@ fn a_new_session_on_the_same_ids_replaces_the_old_entries() {
         return;
     };
     pin_to_one_cpu();
-    let r = *b
-        .slow(&Ip6::new(h6(), r6()).udp(44000, 53, 8))
-        .last()
-        .unwrap();
+    let r = b.settle(&Ip6::new(h6(), r6()).udp(44000, 53, 8));
     let mut other = r;
     other.v6 = "2001:db8:1::6".parse().unwrap();
+    // Its creation takes the old entries out; its third packet puts its own in.
     b.offload.change(ReplicaOp::Upsert, &other);
     b.offload.flush();
-    assert_eq!(b.offload.len(), 1);
+    assert_eq!(b.offload.len(), 0, "the old entries are gone");
     let frame = ether_frame(&Ip4::new(R4, POOL4).udp(53, r.port4, 8));
+    let (_, out) = b.run_frame("4to6, not settled", &frame);
+    assert_eq!(out, frame, "passed up");
+    b.offload.change(ReplicaOp::Settled, &other);
+    b.offload.flush();
+    assert_eq!(b.offload.len(), 1);
     let (_, out) = b.run_frame("4to6", &frame);
     assert_eq!(out[14 + 24..14 + 40], other.v6.octets(), "the new host");
 }
