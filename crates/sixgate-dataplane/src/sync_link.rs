@@ -377,8 +377,20 @@ impl SyncLink {
     /// nanosecond: a timer less than 1 ms away is slept to, not spun on with
     /// zero timeouts. The next [`SyncLink::step`] reads the socket only if
     /// it was readable, and the doorbell is read only when it rang.
+    ///
+    /// While records wait for a datagram to fill ([`Peer::lingering`]: a
+    /// busy link), the doorbell is not armed: what the workers export until
+    /// the flush deadline (at most `flush_delay`, 1 ms) leaves with those
+    /// records anyway, so it waits in their rings and is taken in one step
+    /// at the deadline, with no `write` by the workers and no wake-up per
+    /// batch (docs/ha.md, "Workers, rings, sole writers").
     pub fn sleep(&mut self, timeout_ns: u64) {
-        let bell = self.workers.first().and_then(|w| w.bell.as_deref());
+        let lingering = self.peers.iter().any(|p| p.peer.lingering());
+        let bell = self
+            .workers
+            .first()
+            .and_then(|w| w.bell.as_deref())
+            .filter(|_| !lingering);
         if let Some(b) = bell {
             b.arm();
             if self.workers.iter().any(|w| !w.export.is_empty()) {

@@ -592,6 +592,14 @@ impl Peer {
         None
     }
 
+    /// Records wait for their datagram to fill, up to a deadline in
+    /// [`Peer::next_timeout`]: whoever feeds this peer need not hurry until
+    /// then (the sync thread sleeps to it without its doorbell, and takes
+    /// the workers' records of the meantime in one step).
+    pub fn lingering(&self) -> bool {
+        self.tx.has_pending() && !self.tx.batch_full() && self.flush_delay() > 0
+    }
+
     /// How long the pending records may wait: `idle_flush_delay_ns` on an
     /// idle link (nothing sent is waiting for its ack, as Nagle's
     /// algorithm), else `flush_delay_ns`.

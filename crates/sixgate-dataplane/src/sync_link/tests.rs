@@ -289,6 +289,88 @@ fn the_thread_sleeps_until_a_worker_rings() {
     assert!(t0.elapsed() < std::time::Duration::from_millis(100));
 }
 
+/// docs/ha.md, "Workers, rings, sole writers": on a busy link (a datagram
+/// sent and not acked) records wait up to `flush_delay` for their datagram
+/// to fill; meanwhile the thread sleeps without its doorbell, so a worker's
+/// export neither writes the eventfd nor cuts the sleep short, and what it
+/// exported leaves in the same datagram at the deadline.
+#[test]
+fn a_lingering_datagram_takes_the_workers_records_without_the_doorbell() {
+    let bell = Arc::new(crate::doorbell::Doorbell::new().unwrap());
+    let (mut ends, mut sync) = replica_rings(64, vec![]);
+    ends.bell = Some(bell.clone());
+    sync.bell = Some(bell.clone());
+    // The peer: a socket that is there (no ICMP error) and never answers.
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_nonblocking(true).unwrap();
+    let cfg = LinkConfig {
+        node: 1,
+        peers: vec![(2, peer.local_addr().unwrap())],
+        key: None,
+        config_hash: 0x5157,
+        epoch: 1,
+        max_datagram: 1452,
+        pool6: pool6(),
+        port_block_size: 0,
+    };
+    let mut link = SyncLink::new(UdpSocket::bind("127.0.0.1:0").unwrap(), cfg, vec![sync]).unwrap();
+    let mut t = translator();
+    let session = |t: &mut Translator, ends: &mut WorkerEnds, port: u16| {
+        let out = Ip6::new(
+            Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5),
+            Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6407),
+        )
+        .udp(port, 53, 10);
+        let mut buf = vec![0u8; HEADROOM + out.len() + 64];
+        buf[HEADROOM..HEADROOM + out.len()].copy_from_slice(&out);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, out.len());
+        assert_eq!(
+            t.translate(&mut pkt, &mut Scratch::new(), 1),
+            Verdict::Translated
+        );
+        ends.exchange(t, 1, IMPORT_BUDGET);
+    };
+    let datagrams = |peer: &UdpSocket| {
+        let mut b = [0u8; 2048];
+        std::iter::from_fn(|| peer.recv(&mut b).ok()).count()
+    };
+    // An idle link: the first record leaves at once (docs/ha.md, Nagle).
+    session(&mut t, &mut ends, 5000);
+    link.step(0, &mut |_, _| {}).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(datagrams(&peer), 1);
+    // Unacked now: the next record waits for company.
+    session(&mut t, &mut ends, 5001);
+    link.step(MS / 10, &mut |_, _| {}).unwrap();
+    assert!(link.peers[0].peer.lingering());
+    // A worker exports while the thread sleeps: no doorbell write, no wake.
+    let t0 = std::time::Instant::now();
+    session(&mut t, &mut ends, 5002);
+    link.sleep(MS / 2);
+    assert!(
+        t0.elapsed() >= std::time::Duration::from_micros(450),
+        "slept to the deadline though a change waited: {:?}",
+        t0.elapsed()
+    );
+    let mut p = libc::pollfd {
+        fd: bell.fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    assert_eq!(
+        unsafe { libc::poll(&mut p, 1, 0) },
+        0,
+        "the doorbell was not written"
+    );
+    // At the deadline both records go, in one datagram.
+    link.step(MS + MS / 10, &mut |_, _| {}).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(datagrams(&peer), 1);
+    assert!(!link.peers[0].peer.lingering());
+    assert_eq!(link.peers[0].peer.counters().records_out, 3);
+}
+
 /// docs/ha.md, "Workers, rings, sole writers": datagrams are read in
 /// batches of `BATCH` per `recvmmsg` until a short one, each counted; a
 /// sleep that saw the socket quiet makes the next step skip the read, and
