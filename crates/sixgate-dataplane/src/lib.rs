@@ -18,7 +18,8 @@
 //! - [`offload`]: a worker's sessions on an in-kernel fast path.
 //! - [`replica`]: a worker's side of NAT64 state sync (docs/ha.md), over
 //!   [`spsc`] rings, [`sync_link`], the sync thread's UDP link to the
-//!   peers, [`sync_thread`], and the [`doorbell`] workers wake it with.
+//!   peers (a run of datagrams per `sendmsg`, `udp_gso`), [`sync_thread`],
+//!   and the [`doorbell`] workers wake it with.
 
 use std::fmt;
 
@@ -40,6 +41,7 @@ pub mod sync_link;
 pub mod sync_node;
 pub mod sync_thread;
 pub mod system;
+mod udp_gso;
 pub mod worker;
 
 pub use crew::Crew;

@@ -15,6 +15,7 @@ use sixgate_sync::{Event, Key, Peer, PeerConfig, Record, ResyncReason, Status, t
 
 use crate::doorbell::Doorbell;
 use crate::replica::{Inbound, SyncEnds};
+use crate::udp_gso::Gso;
 
 /// Most datagrams one step reads, so a flood cannot starve the sending side.
 const RECV_BUDGET: usize = 256;
@@ -74,6 +75,8 @@ pub struct SyncLink {
     pool6: Rfc6052Prefix,
     port_block_size: u16,
     buf: Vec<u8>,
+    /// Datagrams waiting to leave in one `sendmsg`.
+    gso: Gso,
     /// What one datagram brought, reused.
     inbound: Vec<Inbound>,
     /// The link's own counters.
@@ -126,6 +129,7 @@ impl SyncLink {
             pool6: cfg.pool6,
             port_block_size: cfg.port_block_size,
             buf: vec![0; SLOT],
+            gso: Gso::default(),
             inbound: Vec::with_capacity(256),
             counters: LinkCounters::default(),
         })
@@ -286,14 +290,21 @@ impl SyncLink {
         }
     }
 
+    /// Every peer's datagrams due, a run of them per `sendmsg`
+    /// ([`crate::udp_gso`]).
     fn transmit(&mut self, now: u64) {
+        let fd = self.fd();
         for slot in &mut self.peers {
             while let Some(n) = slot.peer.poll_transmit(now, &mut self.buf) {
-                if self.socket.send_to(&self.buf[..n], slot.addr).is_err() {
-                    self.counters.send_errors += 1;
-                }
+                self.gso.push(
+                    fd,
+                    slot.addr,
+                    &self.buf[..n],
+                    &mut self.counters.send_errors,
+                );
             }
         }
+        self.gso.flush(fd, &mut self.counters.send_errors);
     }
 
     /// Starts a snapshot to every peer that wants one; then feed it with
