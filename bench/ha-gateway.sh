@@ -52,7 +52,10 @@
 # Environment: ROUNDS (2), TRIAL_S (2), STEPS (6), TCP_S (5), FIXED_S (4),
 # FIXED_LONG (50000), FIXED_NEW (30000), WORKERS (1, per node), FASTPATH (auto:
 # [daemon] fastpath of both nodes; "off" keeps every packet on TUN), SYNC_MTU
-# (1500: the sync veth's MTU and [sync] mtu; 9000 for a jumbo-frame link), KILL_SESSIONS
+# (1500: the sync veth's MTU and [sync] mtu; 9000 for a jumbo-frame link),
+# GW1_CPUS, GW2_CPUS (unset: unpinned; a taskset list for each node's whole
+# process, e.g. GW1_CPUS=1 GW2_CPUS=0: gw2's import beside the sender, not on
+# gw1's CPU, as on two boxes), KILL_SESSIONS
 # (20000), KILL_RATE (2000), KILL_RATE2 (5000), SENDER_CPU (0), SIXGATE=,
 # LOADGEN= (binaries, default target/release), KEEP=1 (keep the logs in /tmp),
 # SYSCALLS=1 (strace -c each node's sync thread during the fixed
@@ -322,7 +325,11 @@ start_node() {
     local node=$1 sync=$2 ns=$NS1 i
     ((node == 2)) && ns=$NS2
     gateway_toml "$node" "$sync" >"$tmp/gw$node.toml"
-    ip netns exec "$ns" "$SIXGATE" run --config "$tmp/gw$node.toml" >"$tmp/gw$node.log" 2>&1 &
+    local cpus=${GW1_CPUS:-}
+    ((node == 2)) && cpus=${GW2_CPUS:-}
+    local pin=()
+    [[ -n $cpus ]] && pin=(taskset -c "$cpus")
+    ip netns exec "$ns" "${pin[@]}" "$SIXGATE" run --config "$tmp/gw$node.toml" >"$tmp/gw$node.log" 2>&1 &
     if ((node == 1)); then GW1_PID=$!; else GW2_PID=$!; fi
     for i in $(seq 100); do
         ip -n "$ns" -6 route show "$POOL6" 2>/dev/null | grep -q sixgate0 && return 0
