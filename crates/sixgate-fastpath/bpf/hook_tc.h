@@ -75,8 +75,14 @@ static __always_inline int hook_header_out(hook_ctx *skb, __u32 keep, __u16 eth_
 {
 	if (keep < skb->len && bpf_skb_change_tail(skb, keep, 0))
 		return 0;
+	// change_proto clears the flow hash; the translated packet is the same
+	// flow, so it keeps it, and the egress device's queue choice (and RPS
+	// behind it) does not dissect and hash the packet again.
+	__u32 hash = skb->hash;
 	if (bpf_skb_change_proto(skb, bpf_htons(eth_proto), 0))
 		return 0;
+	if (hash)
+		bpf_set_hash(skb, hash);
 	__be16 eth_p = bpf_htons(eth_proto);
 	if (bpf_skb_store_bytes(skb, 12, &eth_p, 2, 0) ||
 	    bpf_skb_store_bytes(skb, ETH_HLEN_, n, len, BPF_F_RECOMPUTE_CSUM))

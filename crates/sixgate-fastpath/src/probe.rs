@@ -40,6 +40,8 @@ pub const HELPERS: &[(BpfHelper, &str)] = &[
     (BpfHelper::BPF_FUNC_skb_change_proto, "bpf_skb_change_proto"),
     (BpfHelper::BPF_FUNC_skb_change_tail, "bpf_skb_change_tail"),
     (BpfHelper::BPF_FUNC_skb_pull_data, "bpf_skb_pull_data"),
+    // The flow hash change_proto clears, given back (bpf/hook_tc.h; Linux 4.13).
+    (BpfHelper::BPF_FUNC_set_hash, "bpf_set_hash"),
     // "Would the kernel route it into the TUN device?", and where the
     // translation goes (bpf/forward.h).
     (BpfHelper::BPF_FUNC_fib_lookup, "bpf_fib_lookup"),
