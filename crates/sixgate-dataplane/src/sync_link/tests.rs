@@ -234,18 +234,16 @@ fn a_draining_node_stops_allocating_and_its_peer_acks_the_drain() {
     assert_eq!(a.translate(&old, now).0, Verdict::Translated);
 }
 
-/// docs/ha.md, "Workers, rings, sole writers": the sync thread sleeps until
-/// a worker's doorbell, not until its timeout, and not at all while a
-/// change waits in a ring.
-#[test]
-fn the_thread_sleeps_until_a_worker_rings() {
+/// One worker's rings and a link to `peer` (node 2, no key), both ends
+/// sharing one doorbell.
+fn belled_link(peer: SocketAddr) -> (SyncLink, WorkerEnds, Arc<crate::doorbell::Doorbell>) {
     let bell = Arc::new(crate::doorbell::Doorbell::new().unwrap());
     let (mut ends, mut sync) = replica_rings(64, vec![]);
     ends.bell = Some(bell.clone());
     sync.bell = Some(bell.clone());
     let cfg = LinkConfig {
         node: 1,
-        peers: vec![(2, "127.0.0.1:9".parse().unwrap())],
+        peers: vec![(2, peer)],
         key: None,
         config_hash: 0x5157,
         epoch: 1,
@@ -254,25 +252,40 @@ fn the_thread_sleeps_until_a_worker_rings() {
         port_block_size: 0,
     };
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let mut link = SyncLink::new(socket, cfg, vec![sync]).unwrap();
+    let link = SyncLink::new(socket, cfg, vec![sync]).unwrap();
+    (link, ends, bell)
+}
+
+/// The worker's side: a new UDP session from source port `port` translated,
+/// its record moved into the export ring (ringing the doorbell if armed).
+fn export_session(t: &mut Translator, ends: &mut WorkerEnds, port: u16) {
+    let out = Ip6::new(
+        Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5),
+        Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6407),
+    )
+    .udp(port, 53, 10);
+    let mut buf = vec![0u8; HEADROOM + out.len() + 64];
+    buf[HEADROOM..HEADROOM + out.len()].copy_from_slice(&out);
+    let mut pkt = PacketBuf::new(&mut buf, HEADROOM, out.len());
+    assert_eq!(
+        t.translate(&mut pkt, &mut Scratch::new(), 1),
+        Verdict::Translated
+    );
+    ends.exchange(t, 1, IMPORT_BUDGET);
+}
+
+/// docs/ha.md, "Workers, rings, sole writers": the sync thread sleeps until
+/// a worker's doorbell, not until its timeout, and not at all while a
+/// change waits in a ring.
+#[test]
+fn the_thread_sleeps_until_a_worker_rings() {
+    let (mut link, mut ends, _bell) = belled_link("127.0.0.1:9".parse().unwrap());
     assert!(link.bell().is_some());
     // A worker exports 50 ms from now.
     let worker = std::thread::spawn(move || {
         let mut t = translator();
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let out = Ip6::new(
-            Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5),
-            Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6407),
-        )
-        .udp(5000, 53, 10);
-        let mut buf = vec![0u8; HEADROOM + out.len() + 64];
-        buf[HEADROOM..HEADROOM + out.len()].copy_from_slice(&out);
-        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, out.len());
-        assert_eq!(
-            t.translate(&mut pkt, &mut Scratch::new(), 1),
-            Verdict::Translated
-        );
-        ends.exchange(&mut t, 1, IMPORT_BUDGET);
+        export_session(&mut t, &mut ends, 5000);
         ends
     });
     let t0 = std::time::Instant::now();
@@ -296,56 +309,27 @@ fn the_thread_sleeps_until_a_worker_rings() {
 /// exported leaves in the same datagram at the deadline.
 #[test]
 fn a_lingering_datagram_takes_the_workers_records_without_the_doorbell() {
-    let bell = Arc::new(crate::doorbell::Doorbell::new().unwrap());
-    let (mut ends, mut sync) = replica_rings(64, vec![]);
-    ends.bell = Some(bell.clone());
-    sync.bell = Some(bell.clone());
     // The peer: a socket that is there (no ICMP error) and never answers.
     let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
     peer.set_nonblocking(true).unwrap();
-    let cfg = LinkConfig {
-        node: 1,
-        peers: vec![(2, peer.local_addr().unwrap())],
-        key: None,
-        config_hash: 0x5157,
-        epoch: 1,
-        max_datagram: 1452,
-        pool6: pool6(),
-        port_block_size: 0,
-    };
-    let mut link = SyncLink::new(UdpSocket::bind("127.0.0.1:0").unwrap(), cfg, vec![sync]).unwrap();
+    let (mut link, mut ends, bell) = belled_link(peer.local_addr().unwrap());
     let mut t = translator();
-    let session = |t: &mut Translator, ends: &mut WorkerEnds, port: u16| {
-        let out = Ip6::new(
-            Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 5),
-            Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xc633, 0x6407),
-        )
-        .udp(port, 53, 10);
-        let mut buf = vec![0u8; HEADROOM + out.len() + 64];
-        buf[HEADROOM..HEADROOM + out.len()].copy_from_slice(&out);
-        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, out.len());
-        assert_eq!(
-            t.translate(&mut pkt, &mut Scratch::new(), 1),
-            Verdict::Translated
-        );
-        ends.exchange(t, 1, IMPORT_BUDGET);
-    };
     let datagrams = |peer: &UdpSocket| {
         let mut b = [0u8; 2048];
         std::iter::from_fn(|| peer.recv(&mut b).ok()).count()
     };
     // An idle link: the first record leaves at once (docs/ha.md, Nagle).
-    session(&mut t, &mut ends, 5000);
+    export_session(&mut t, &mut ends, 5000);
     link.step(0, &mut |_, _| {}).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(5));
     assert_eq!(datagrams(&peer), 1);
     // Unacked now: the next record waits for company.
-    session(&mut t, &mut ends, 5001);
+    export_session(&mut t, &mut ends, 5001);
     link.step(MS / 10, &mut |_, _| {}).unwrap();
     assert!(link.peers[0].peer.lingering());
     // A worker exports while the thread sleeps: no doorbell write, no wake.
     let t0 = std::time::Instant::now();
-    session(&mut t, &mut ends, 5002);
+    export_session(&mut t, &mut ends, 5002);
     link.sleep(MS / 2);
     assert!(
         t0.elapsed() >= std::time::Duration::from_micros(450),
