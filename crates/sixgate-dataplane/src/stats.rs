@@ -321,6 +321,8 @@ mod tests {
             redirected: 5,
             redirected_neigh: 1,
             to_kernel: 1,
+            route_kept: 6,
+            route_asked: 1,
         };
         assert!(f.adds_up());
         assert!(!FastPathCounters { received: 11, ..f }.adds_up());
@@ -341,7 +343,8 @@ mod tests {
         assert_eq!(
             f.forwarding_summary(),
             "fast path forwarding: translated packets redirected 5, redirected to an \
-             unresolved neighbour 1, routed by the kernel 1"
+             unresolved neighbour 1, routed by the kernel 1; route check answers kept 6, \
+             asked of the FIB 1"
         );
         assert!(!f.summary().contains("NAT64"));
         let n = FastPathCounters {
@@ -381,6 +384,12 @@ pub struct FastPathCounters {
     pub redirected_neigh: u64,
     /// Handed to the kernel's routing: the FIB had no forwarding answer.
     pub to_kernel: u64,
+    /// The route check ("would the kernel route it into the slow path's
+    /// device?"): answered from the answer kept for the flow in this
+    /// routing generation, or by asking the kernel's FIB.
+    pub route_kept: u64,
+    /// The route check asked the FIB.
+    pub route_asked: u64,
     /// NAT64 sessions, by what the workers did with them in the program's
     /// maps: installed, removed, refreshed in the core (the program saw
     /// them), left on the slow path for a full map, or for another failed
@@ -447,13 +456,19 @@ impl FastPathCounters {
         s
     }
 
-    /// One line for humans: how the translated packets left (bpf/forward.h).
-    /// A line of its own, after [`FastPathCounters::summary`]'s.
+    /// One line for humans: how the translated packets left (bpf/forward.h),
+    /// and how the route check answered (bpf/route_cache.h). A line of its
+    /// own, after [`FastPathCounters::summary`]'s.
     pub fn forwarding_summary(&self) -> String {
         format!(
             "fast path forwarding: translated packets redirected {}, redirected to an \
-             unresolved neighbour {}, routed by the kernel {}",
-            self.redirected, self.redirected_neigh, self.to_kernel
+             unresolved neighbour {}, routed by the kernel {}; route check answers kept {}, \
+             asked of the FIB {}",
+            self.redirected,
+            self.redirected_neigh,
+            self.to_kernel,
+            self.route_kept,
+            self.route_asked
         )
     }
 

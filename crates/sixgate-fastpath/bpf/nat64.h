@@ -136,7 +136,7 @@ static HOOK_PATH int nat64_v6_to_v4(hook_ctx *ctx, const struct config *cfg)
 		return 0;
 	// A copy: the data plane may remove the entry meanwhile.
 	struct nat64_to4 v = *e;
-	if (!routed_to_slow_path(ctx, cfg, 1, h->src, h->dst, 40 + plen))
+	if (!routed_to_slow_path(ctx, cfg, 1, h->src, 40 + plen))
 		return 0;
 	__u8 proto4 = proto6 == IPPROTO_ICMPV6_ ? IPPROTO_ICMP_ : proto6;
 	// Where the translation goes (forward.h), by its own header and ports;
@@ -218,7 +218,7 @@ static HOOK_PATH int nat64_v4_to_v6(hook_ctx *ctx, const struct config *cfg)
 	if (!e)
 		return 0;
 	struct nat64_to6 v = *e;
-	if (!routed_to_slow_path(ctx, cfg, 0, h->src, h->dst, total))
+	if (!routed_to_slow_path(ctx, cfg, 0, h->src, total))
 		return 0;
 	__u8 proto6 = proto4 == IPPROTO_ICMP_ ? IPPROTO_ICMPV6_ : proto4;
 	__u8 ports[4];

@@ -63,6 +63,8 @@ struct config {
 
 // The configuration and the EAM entries, one trie swapped whole (config_maps.h).
 #include "config_maps.h"
+// The route check's answers, per CPU and routing generation.
+#include "route_cache.h"
 
 // RFC 6864 per-flow IPv4 ID counters, one table per CPU as the core keeps one
 // per worker (sixgate_core::ipv4_id), seeded with the same start values.
@@ -146,31 +148,57 @@ static __always_inline int next_id(const struct config *cfg, __u32 src, __u32 ds
 
 // The slow path only sees what the kernel routes into its device: the
 // translator's prefixes, not the host's own addresses (which pool6 can
-// embed) nor anything else. Ask the kernel's FIB, policy rules included.
-// A packet too big for the device (BPF_FIB_LKUP_RET_FRAG_NEEDED) goes up
-// too: the kernel answers it as it would without the fast path.
-static __always_inline int routed_to_slow_path(hook_ctx *ctx, const struct config *cfg,
-					       int v6, const __u8 *src, const __u8 *dst,
-					       __u32 ip_len)
+// embed) nor anything else. Ask the kernel's FIB, policy rules included, or
+// the answer it gave this flow in the same routing generation
+// (route_cache.h). A packet too big for the device
+// (BPF_FIB_LKUP_RET_FRAG_NEEDED) goes up too: the kernel answers it as it
+// would without the fast path. `addrs`: the source address and the
+// destination right after it, as both headers have them. A function of its
+// own (and five arguments, BPF's most): inlined into the four paths it
+// would take the program past its 512 bytes of stack.
+static __always_inline int routed_to_slow_path(hook_ctx *ctx, const struct config *cfg, int v6,
+					  const __u8 *addrs, __u32 ip_len)
 {
-	if (!cfg->slow_ifindex)
+	__u32 slow = cfg->slow_ifindex;
+	if (!slow)
 		return 1;
-	struct bpf_fib_lookup p = {};
-	p.ifindex = hook_ingress_ifindex(ctx);
+	__u32 zero = 0;
+	struct route_question *q = bpf_map_lookup_elem(&route_question, &zero);
+	if (!q)
+		return 0;
+	// Everything in q: only ctx and q stay live across the calls below.
+	q->ifindex = hook_ingress_ifindex(ctx);
+	q->v6 = v6;
 	// A GSO super-packet is segmented for the device: its length says
 	// nothing about the MTU.
-	p.tot_len = hook_gso_segs(ctx) > 1 ? 0 : ip_len;
-	if (v6) {
-		p.family = AF_INET6_;
-		__builtin_memcpy(p.ipv6_src, src, 16);
-		__builtin_memcpy(p.ipv6_dst, dst, 16);
-	} else {
-		p.family = AF_INET_;
-		__builtin_memcpy(&p.ipv4_src, src, 4);
-		__builtin_memcpy(&p.ipv4_dst, dst, 4);
+	q->len = hook_gso_segs(ctx) > 1 ? 0 : ip_len;
+	route_words(v6, addrs, q->src);
+	route_words(v6, addrs + (v6 ? 16 : 4), q->dst);
+	q->gen = route_generation();
+	struct route_entry *e = route_slot(q);
+	if (route_known(e, q)) {
+		route_count(R_KEPT);
+		return 1;
 	}
-	long r = bpf_fib_lookup(ctx, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
-	return r == BPF_FIB_LKUP_RET_SUCCESS && p.ifindex == cfg->slow_ifindex;
+	route_count(R_ASKED);
+	struct bpf_fib_lookup *p = &q->fib;
+	__builtin_memset(p, 0, sizeof(*p));
+	p->ifindex = q->ifindex;
+	p->tot_len = q->len;
+	if (v6) {
+		p->family = AF_INET6_;
+		__builtin_memcpy(p->ipv6_src, q->src, 16);
+		__builtin_memcpy(p->ipv6_dst, q->dst, 16);
+	} else {
+		p->family = AF_INET_;
+		p->ipv4_src = (__u32)q->src[0];
+		p->ipv4_dst = (__u32)q->dst[0];
+	}
+	long r = bpf_fib_lookup(ctx, p, sizeof(*p), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	if (r != BPF_FIB_LKUP_RET_SUCCESS || p->ifindex != slow)
+		return 0;
+	route_keep(e, q);
+	return 1;
 }
 
 // --- address checks, as sixgate_core::fastpath ---
@@ -389,7 +417,7 @@ static HOOK_PATH int v6_to_v4(hook_ctx *ctx, const struct config *cfg,
 	    !mapt_source_port_ok(cfg, &claim, h->nexthdr, l4))
 		return 0;
 	// Last, being the dearest check.
-	if (!routed_to_slow_path(ctx, cfg, 1, h->src, h->dst, 40 + plen))
+	if (!routed_to_slow_path(ctx, cfg, 1, h->src, 40 + plen))
 		return 0;
 	struct fwd fwd;
 	if (!fwd_lookup(ctx, &fwd, cfg->slow_ifindex, AF_INET_, s4, d4, len4,
@@ -450,7 +478,7 @@ static HOOK_PATH int v4_to_v6(hook_ctx *ctx, const struct config *cfg,
 	if (!l4_ok(h->proto, IPPROTO_ICMP_, 8, 0, l4, l4_len))
 		return 0;
 	// Last, being the dearest check.
-	if (!routed_to_slow_path(ctx, cfg, 0, h->src, h->dst, total))
+	if (!routed_to_slow_path(ctx, cfg, 0, h->src, total))
 		return 0;
 	struct fwd fwd;
 	if (!fwd_lookup(ctx, &fwd, cfg->slow_ifindex, AF_INET6_, src6, dst6, out,

@@ -18,6 +18,7 @@ mod nat64_maps;
 mod offload;
 pub mod probe;
 mod program;
+mod route_watch;
 mod xlat;
 
 pub use bpf_config::BpfConfig;

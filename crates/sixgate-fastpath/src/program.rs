@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::BpfConfig;
 use crate::nat64_maps::{self, Nat64Maps, SessionCounters};
+use crate::route_watch::RouteWatch;
 use crate::xlat::{self, Trie};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/siit_tc.o"));
@@ -110,6 +111,12 @@ pub struct Counters {
     /// Handed to the kernel's routing (`TC_ACT_OK`): the FIB had no
     /// forwarding answer (a local destination, no route, forwarding off, …).
     pub to_kernel: u64,
+    /// The route check ("would the kernel route it into the slow path's
+    /// device?") answered from the answer kept for the flow in this routing
+    /// generation (bpf/route_cache.h).
+    pub route_kept: u64,
+    /// The route check asked the kernel's FIB.
+    pub route_asked: u64,
 }
 
 /// The loaded fast path: one program, attached to any number of interfaces.
@@ -127,6 +134,9 @@ pub struct FastPath {
     current: BpfConfig,
     /// What the workers did to the NAT64 session maps.
     sessions: Arc<SessionCounters>,
+    /// The route check's per-flow answers (bpf/route_cache.h), kept valid
+    /// by this thread; `Err`: not kept, every packet asks the FIB.
+    routes: Result<RouteWatch, String>,
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -214,6 +224,14 @@ impl FastPath {
             .take_map("xlat")
             .ok_or("the fast path object has no map xlat")?;
         let xlat = ArrayOfMaps::try_from(xlat).map_err(|e| format!("xlat map: {e}"))?;
+        let routes = if slow_ifindex == 0 {
+            Err("no route check".to_owned())
+        } else {
+            ebpf.take_map("route_gen")
+                .ok_or_else(|| "the fast path object has no map route_gen".to_owned())
+                .and_then(|m| Array::try_from(m).map_err(|e| format!("route_gen map: {e}")))
+                .and_then(RouteWatch::start)
+        };
         let mut fp = FastPath {
             hook,
             ebpf,
@@ -223,6 +241,7 @@ impl FastPath {
             off: xlat::build(cfg, None)?,
             current: bpf_cfg,
             sessions: Arc::default(),
+            routes,
         };
         // NAT64 seeds with the program's own key (BpfConfig::from_config).
         fp.seed_ids(bpf_cfg.ipv4_id_key)?;
@@ -306,6 +325,12 @@ impl FastPath {
                 .map_err(|e| format!("ids map: {e}"))?;
         let v = PerCpuValues::try_from(vec![start; cpus]).map_err(|e| format!("ids map: {e}"))?;
         m.set(0, v, 0).map_err(|e| format!("ids map: {e}"))
+    }
+
+    /// Why the route check asks the FIB for every packet rather than keep
+    /// its answers per flow (bpf/route_cache.h), if it does.
+    pub fn route_cache_off(&self) -> Option<&str> {
+        self.routes.as_ref().err().map(String::as_str)
     }
 
     /// The hook it was loaded for.
@@ -394,6 +419,12 @@ impl FastPath {
         let f: PerCpuArray<_, u64> =
             PerCpuArray::try_from(self.ebpf.map("fwd_counters").ok_or("no map fwd_counters")?)
                 .map_err(|e| format!("fwd_counters map: {e}"))?;
+        let r: PerCpuArray<_, u64> = PerCpuArray::try_from(
+            self.ebpf
+                .map("route_counters")
+                .ok_or("no map route_counters")?,
+        )
+        .map_err(|e| format!("route_counters map: {e}"))?;
         let sum = |m: &PerCpuArray<_, u64>, i: u32| -> Result<u64, String> {
             let v = m.get(&i, 0).map_err(|e| format!("counters map: {e}"))?;
             Ok(v.iter().sum())
@@ -407,6 +438,8 @@ impl FastPath {
             redirected: sum(&f, 0)?,
             redirected_neigh: sum(&f, 1)?,
             to_kernel: sum(&f, 2)?,
+            route_kept: sum(&r, 0)?,
+            route_asked: sum(&r, 1)?,
             sessions_installed: self.sessions.installed.load(Relaxed),
             sessions_removed: self.sessions.removed.load(Relaxed),
             sessions_refreshed: self.sessions.refreshed.load(Relaxed),

@@ -56,6 +56,11 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
             }
         ),
     }
+    if let Ok(fp) = &started
+        && let Some(why) = fp.route_cache_off()
+    {
+        warn!("fast path: the route check asks the FIB for every packet: {why}");
+    }
     started.map(Some)
 }
 
@@ -150,6 +155,8 @@ pub fn counters(fp: &FastPath) -> Option<FastPathCounters> {
         redirected: c.redirected,
         redirected_neigh: c.redirected_neigh,
         to_kernel: c.to_kernel,
+        route_kept: c.route_kept,
+        route_asked: c.route_asked,
     })
 }
 

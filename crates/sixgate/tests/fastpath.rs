@@ -28,6 +28,8 @@ struct Summary {
     redirected: u64,
     redirected_neigh: u64,
     to_kernel: u64,
+    route_kept: u64,
+    route_asked: u64,
 }
 
 fn counters(stopped: &Stopped) -> Summary {
@@ -59,6 +61,8 @@ fn counters(stopped: &Stopped) -> Summary {
         redirected: after(f, "packets redirected "),
         redirected_neigh: after(f, "unresolved neighbour "),
         to_kernel: after(f, "by the kernel "),
+        route_kept: after(f, "answers kept "),
+        route_asked: after(f, "asked of the FIB "),
     };
     assert_eq!(
         s.received,
@@ -455,6 +459,9 @@ fn unresolved_neighbours_then_iperf3_redirected_by_the_program() {
     // redirected by the program: the TUN plane translated nothing.
     assert!(c.v6to4 > 1000 && c.v4to6 > 1000, "{c:?}");
     assert_eq!(out_of_tun, 0, "the TUN plane translated packets");
+    // bpf/route_cache.h: the route check asked the FIB for a flow's first
+    // packets on each CPU, and once a second, and kept the answer between.
+    assert!(c.route_kept > 10 * c.route_asked, "{c:?}");
 }
 
 /// Strict reverse-path filtering on the gateway would drop an IPv4 packet the

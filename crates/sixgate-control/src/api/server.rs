@@ -417,6 +417,8 @@ fn fast_path_rows(
         ("fastpath_redirected", f.redirected),
         ("fastpath_redirected_neigh", f.redirected_neigh),
         ("fastpath_to_kernel", f.to_kernel),
+        ("fastpath_route_kept", f.route_kept),
+        ("fastpath_route_asked", f.route_asked),
         ("translated_fast_and_slow_6to4", v6to4),
         ("translated_fast_and_slow_4to6", v4to6),
     ]
@@ -996,6 +998,8 @@ mod tests {
             redirected: 5,
             redirected_neigh: 1,
             to_kernel: 1,
+            route_kept: 6,
+            route_asked: 1,
         };
         let mut slow = sixgate_dataplane::Snapshot::default();
         slow.core.translated_6to4 = 2;
@@ -1010,6 +1014,8 @@ mod tests {
         assert_eq!(row("fastpath_redirected"), Some(5));
         assert_eq!(row("fastpath_redirected_neigh"), Some(1));
         assert_eq!(row("fastpath_to_kernel"), Some(1));
+        assert_eq!(row("fastpath_route_kept"), Some(6));
+        assert_eq!(row("fastpath_route_asked"), Some(1));
         assert_eq!(row("translated_fast_and_slow_6to4"), Some(6));
         assert_eq!(row("translated_fast_and_slow_4to6"), Some(8));
     }

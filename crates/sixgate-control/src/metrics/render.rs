@@ -382,6 +382,16 @@ fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters, s: &Scrap
             .with(via("redirect_neigh"), f.redirected_neigh)
             .with(via("kernel"), f.to_kernel),
     );
+    let answer = |name: &str| vec![("answer", name.to_string())];
+    r.register(
+        "fastpath_route_checks",
+        "The fast path's route checks (would the kernel route the packet into the slow \
+         path's device?) by how they were answered (bpf/route_cache.h): kept (the flow's \
+         answer in this routing generation), asked (of the kernel's FIB)",
+        Samples::counter()
+            .with(answer("kept"), f.route_kept)
+            .with(answer("asked"), f.route_asked),
+    );
     let mut slow = sixgate_dataplane::Snapshot::default();
     for w in &s.workers {
         slow.merge(w);

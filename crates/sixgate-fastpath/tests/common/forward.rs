@@ -36,6 +36,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::Command;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use aya::programs::TestRunOptions;
 use sixgate_core::addr::{Eam, Rfc6052Prefix};
@@ -193,17 +194,16 @@ impl Bed {
         (v, pkt.data().to_vec())
     }
 
-    /// Run `ip` as received on `iface` (a GSO packet of `gso_size` when not
-    /// 0) and check it leaves as `want`.
-    fn check(&mut self, what: &str, iface: &str, ip: &[u8], gso_size: u32, want: Want) {
-        if crate::HOOK == Hook::Xdp && gso_size != 0 {
-            // XDP sees wire frames: there is no GSO packet to test.
-            return;
-        }
-        let want = match (crate::HOOK, want) {
-            (Hook::Xdp, Want::RedirectNeigh) => Want::Passed,
-            (_, w) => w,
-        };
+    /// One `BPF_PROG_TEST_RUN` of `ip` as a frame received on `iface` (a
+    /// GSO packet of `gso_size` when not 0): the return value, the frame
+    /// that came out and the frame that went in.
+    fn run_frame(
+        &self,
+        what: &str,
+        iface: &str,
+        ip: &[u8],
+        gso_size: u32,
+    ) -> (u32, Vec<u8>, Vec<u8>) {
         let ethertype: u16 = if ip[0] >> 4 == 6 { 0x86dd } else { 0x0800 };
         let mut frame = FRAME_MACS.to_vec();
         frame.extend_from_slice(&ethertype.to_be_bytes());
@@ -244,10 +244,25 @@ impl Bed {
             })
             .unwrap_or_else(|e| panic!("{what}: BPF_PROG_TEST_RUN: {e}"));
         out.truncate(r.data_size_out as usize);
+        (r.return_value, out, frame)
+    }
+
+    /// Run `ip` as received on `iface` (a GSO packet of `gso_size` when not
+    /// 0) and check it leaves as `want`.
+    fn check(&mut self, what: &str, iface: &str, ip: &[u8], gso_size: u32, want: Want) {
+        if crate::HOOK == Hook::Xdp && gso_size != 0 {
+            // XDP sees wire frames: there is no GSO packet to test.
+            return;
+        }
+        let want = match (crate::HOOK, want) {
+            (Hook::Xdp, Want::RedirectNeigh) => Want::Passed,
+            (_, w) => w,
+        };
+        let (ret, out, frame) = self.run_frame(what, iface, ip, gso_size);
 
         let candidate = is_fast_path_candidate(&self.cfg, ip);
         if want == Want::Passed {
-            assert_eq!(r.return_value, PASS, "{what}: return value");
+            assert_eq!(ret, PASS, "{what}: return value");
             assert_eq!(out, frame, "{what}: passed up changed");
         } else {
             // NAT64's candidates are its installed sessions
@@ -265,12 +280,12 @@ impl Bed {
             );
             let want_type: u16 = if core[0] >> 4 == 6 { 0x86dd } else { 0x0800 };
             assert_eq!(out[12..14], want_type.to_be_bytes(), "{what}: EtherType");
-            let (ret, macs) = match want {
+            let (want_ret, macs) = match want {
                 Want::Redirect(d, s) => (REDIRECT, [d, s].concat()),
                 Want::RedirectNeigh => (REDIRECT, FRAME_MACS.to_vec()),
                 _ => (PASS, FRAME_MACS.to_vec()),
             };
-            assert_eq!(r.return_value, ret, "{what}: return value");
+            assert_eq!(ret, want_ret, "{what}: return value");
             assert_eq!(out[..12], macs[..], "{what}: MAC addresses");
         }
 
@@ -519,6 +534,123 @@ fn run() {
         0,
         Want::Kernel,
     );
+}
+
+impl Bed {
+    /// Whether the program translates `ip` (received on `iface`), without
+    /// the checks of [`Bed::check`]; the counters move on.
+    fn translates(&mut self, iface: &str, ip: &[u8]) -> bool {
+        let (_, out, frame) = self.run_frame("a probe", iface, ip, 0);
+        self.last = self.fp.counters().expect("counters");
+        out != frame
+    }
+
+    /// After a change of the kernel's routing: the program answers `want`
+    /// for `ip` within 3 s (the route watcher's new generation retires the
+    /// route check's kept answers: at once for what rtnetlink announces,
+    /// within a second for anything else). Returns how long it took.
+    fn follows(&mut self, what: &str, iface: &str, ip: &[u8], want: bool) -> Duration {
+        let t0 = Instant::now();
+        while self.translates(iface, ip) != want {
+            assert!(
+                t0.elapsed() < Duration::from_secs(3),
+                "{what}: the program still {} after 3 s",
+                if want {
+                    "passes it up"
+                } else {
+                    "translates it"
+                }
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        t0.elapsed()
+    }
+}
+
+/// The route check keeps its answers per flow (bpf/route_cache.h) and
+/// follows the kernel's routing when it changes: a more specific route out
+/// of the slow path's device, the destination becoming the host's own
+/// address, the device's MTU; and back.
+fn run_route_changes() {
+    if !enter_bed() {
+        return;
+    }
+    pin_to_one_cpu();
+    let mut cfg = Config::with_pool6(Some(pool6()));
+    let eam = Eam::new(H6_AS_V4.into(), 32, h6(), 128).unwrap();
+    cfg.map.eam.insert(eam).unwrap();
+    let fp = match FastPath::load_on(crate::HOOK, &cfg, ifindex("slow")) {
+        Ok(fp) => fp,
+        Err(e) if e.contains("not built") => {
+            println!("skipped: the fast path does not load here: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(fp.route_cache_off(), None, "the route watcher runs");
+    let cfg = Arc::new(cfg);
+    let mut bed = Bed {
+        twin: Translator::new(cfg.clone()),
+        cfg,
+        last: fp.counters().unwrap(),
+        fp,
+        scratch: Scratch::new(),
+    };
+    let dst = as_v6(H4);
+    let small = Ip6::new(h6(), dst).udp(1000, 53, 40);
+    // 1300 bytes: fits the IPv4 side's 1300 once translated (1280).
+    let big = Ip6::new(h6(), dst).udp(1000, 53, 1300 - 48);
+    assert!(
+        bed.translates("v6", &small),
+        "the first packet asks the FIB"
+    );
+    assert!(bed.translates("v6", &big), "a bigger one too, then kept");
+    let before = bed.fp.counters().unwrap();
+    for _ in 0..100 {
+        assert!(bed.translates("v6", &small), "a kept answer");
+    }
+    let after = bed.fp.counters().unwrap();
+    let (kept, asked) = (
+        after.route_kept - before.route_kept,
+        after.route_asked - before.route_asked,
+    );
+    // The once-a-second new generation may fall in the loop: one more ask.
+    assert_eq!(kept + asked, 100, "one route check a packet");
+    assert!(asked <= 2, "the FIB asked {asked} times for one flow");
+
+    let mut took = Vec::new();
+    sh(&format!("ip -6 route add {dst}/128 dev v6"));
+    took.push(bed.follows("a /128 out of v6", "v6", &small, false));
+    sh(&format!("ip -6 route del {dst}/128 dev v6"));
+    took.push(bed.follows("the /128 gone", "v6", &small, true));
+
+    sh(&format!("ip -6 addr add {dst}/128 dev lo nodad"));
+    took.push(bed.follows("the host's own address", "v6", &small, false));
+    sh(&format!("ip -6 addr del {dst}/128 dev lo"));
+    took.push(bed.follows("no longer the host's", "v6", &small, true));
+
+    assert!(
+        bed.translates("v6", &big),
+        "1300 bytes into a 1500-byte device"
+    );
+    sh("ip link set slow mtu 1280");
+    took.push(bed.follows("the device's MTU 1280 < 1300", "v6", &big, false));
+    assert!(bed.translates("v6", &small), "a small one still fits");
+    sh("ip link set slow mtu 1500");
+    took.push(bed.follows("the device's MTU back", "v6", &big, true));
+    println!("route changes followed after {took:?}");
+    // rtnetlink's messages, not the once-a-second new generation: each
+    // within half a second (six in a row by the timer alone: 1.6 %).
+    let slowest = took.iter().max().unwrap();
+    assert!(
+        *slowest < Duration::from_millis(500),
+        "a change took {slowest:?} to follow"
+    );
+}
+
+#[test]
+fn the_route_check_follows_route_changes() {
+    std::thread::spawn(run_route_changes).join().unwrap();
 }
 
 #[test]

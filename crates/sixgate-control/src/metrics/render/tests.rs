@@ -86,6 +86,8 @@ pub(crate) fn full_scrape() -> Scrape {
             redirected: 5,
             redirected_neigh: 1,
             to_kernel: 1,
+            route_kept: 6,
+            route_asked: 1,
         }),
         sync: Some(sixgate_dataplane::sync_thread::SyncReport {
             node_id: 1,
@@ -488,6 +490,11 @@ fn fastpath_packets_by_verdict() {
     let t = "sixgate_fastpath_forwarded_packets_total";
     for (via, n) in [("redirect", 5.0), ("redirect_neigh", 1.0), ("kernel", 1.0)] {
         assert_eq!(value(&samples, t, &[("via", via)]), n, "{via}");
+    }
+    // bpf/route_cache.h: how the route checks were answered.
+    let t = "sixgate_fastpath_route_checks_total";
+    for (answer, n) in [("kept", 6.0), ("asked", 1.0)] {
+        assert_eq!(value(&samples, t, &[("answer", answer)]), n, "{answer}");
     }
     // Translated, fast and slow path together: the program's 4 and 3 plus
     // the workers'.
