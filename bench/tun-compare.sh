@@ -15,7 +15,9 @@
 # workers = nproc, sixgate with the TC fast path (docs/fastpath.md; rows
 # fastpath1 and fastpathN, not in the default set: [daemon] fastpath = "tc" on
 # the DUT's two veths, same SIIT config; the exit log's "fast path:" line says
-# how many packets the program translated and redirected), and on the AF_XDP
+# how many packets the program translated and redirected; fastpath-xdp1: the
+# same with fastpath = "xdp", native XDP on the veths, GRO on and complete
+# checksums on the hosts' ends for that row), and on the AF_XDP
 # data plane (docs/xdp.md) sixgate XDP
 # workers = 1 and = nproc (the sixgate rows need `sixgate run`; without it they
 # say "skipped: sixgate run not available"). The DUT's veths have nproc queues
@@ -60,11 +62,16 @@
 #   --quick      1 s trials, <= 5 search steps, 3 s TCP (about a minute)
 #   --out FILE   also write the table (with the machine and command) to FILE
 #   --only LIST  comma-separated subset of: kernel,tayga,sixgate1,sixgateN,
-#                fastpath1,fastpathN,xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,nat64-fp1,xdp-nat64,xdp-nat64-N,
+#                fastpath1,fastpathN,fastpath-xdp1,xdp1,xdpN,nat44,tayga44,nat64-1,nat64-N,nat64-fp1,xdp-nat64,xdp-nat64-N,
 #                mapt-br-1,mapt-br-N,xdp-mapt-br-1,xdp-mapt-br-N
 #   --no-build   use the binaries already built (LOADGEN=, SIXGATE= override paths)
 # TCP_S=N sets the iperf3 seconds (TCP_S_QUICK=N with --quick); TCP_ONLY=1
-# skips the UDP search (for A/B runs of single-stream TCP).
+# skips the UDP search (for A/B runs of single-stream TCP). DUT_RATE=N adds a
+# column: the DUT CPU's receive work per packet at N pps (measure_dut_cpu;
+# with RPS=1 RECEIVER_CPU=0 DUT_CPU=1, the DUT's cost apart from the
+# sender's; bpftrace, from scripts/setup.sh --bench, makes it exact;
+# DUT_RATE_S=5 seconds), PERF_DUT=PREFIX
+# a perf profile of DUT_CPU during that trial.
 #
 # Pinning (environment): SENDER_CPU=0, RECEIVER_CPU=last, DUT_CPU=last. TAYGA
 # and sixgate workers = 1 run on DUT_CPU; sixgate workers = nproc is not pinned.
@@ -96,6 +103,8 @@ PAYLOAD=18        # UDP payload: 46-byte IPv4 / 66-byte IPv6 packets (64 / 84-by
 SRC_PORTS=${SRC_PORTS:-1024-65535} # RFC 4814 pseudorandom source ports
 UDP_PORT=5001
 TCP_ONLY=${TCP_ONLY:-0} # 1: skip the UDP search, measure single-stream TCP only
+DUT_RATE=${DUT_RATE:-0}   # N: also the DUT CPU's ns per packet at N pps (measure_dut_cpu)
+DUT_RATE_S=${DUT_RATE_S:-5}
 TCP_PORT=5201
 out=""
 only="kernel,tayga,sixgate1,sixgateN,xdp1,xdpN"
@@ -580,6 +589,9 @@ run_case() {
     else
         measure_udp "$dst" "$bind"
     fi
+    # Before the flush below: a stateful row's sessions are established.
+    R_DUT_NS=-
+    if ((DUT_RATE > 0)); then measure_dut_cpu "$dst" "$bind"; fi
     # The UDP search leaves a stateful sixgate's table full of sessions (one
     # per pseudorandom port, 5 min each): empty it so that TCP gets one.
     if [[ -S $tmp/sixgate-api.sock ]] && "$SIXGATE" session flush --socket "$tmp/sixgate-api.sock" >"$tmp/flush.txt" 2>&1; then
@@ -587,7 +599,78 @@ run_case() {
     fi
     measure_tcp "$tcp_dst"
     add_row "$name" "$R_ZERO" "$R_PEAK" "$R_OVER_OFFERED" "$R_OVER_DELIVERED" "$R_OVER_LOSS" "$R_TCP" \
-        "$R_MAX_OFFERED" "$R_MAX_DELIVERED"
+        "$R_MAX_OFFERED" "$R_MAX_DELIVERED" "$R_DUT_NS"
+}
+
+# DUT_RATE=N: one trial at N pps, and the DUT CPU's receive work per packet
+# (R_DUT_NS, ns): the DUT's cost rather than the bed's, which on this machine
+# sets every row's throughput (the sender's CPU runs out first). It means
+# something when the DUT's work has DUT_CPU to itself: RPS=1 RECEIVER_CPU=0
+# DUT_CPU=1 on two CPUs puts the sender and the receiver on CPU 0 and every
+# DUT veth's receive work (forwarding, the TC program, the TUN queueing) in
+# CPU 1's NET_RX softirq. With bpftrace, that softirq's time on DUT_CPU,
+# measured to the nanosecond over the middle of the trial; without it,
+# /proc/stat's busy ticks of DUT_CPU (250 Hz sampling: noisy at a few % busy).
+# An XDP program on a veth runs in the sender's NAPI: not measurable this way.
+measure_dut_cpu() {
+    local dst=$1 bind=$2 before after hz bt_pid="" window_ms i
+    COUNT_ZERO=0
+    if command -v bpftrace >/dev/null 2>&1 && [[ ! -d /sys/kernel/tracing/events ]]; then
+        mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+    fi
+    if command -v bpftrace >/dev/null 2>&1 && [[ -d /sys/kernel/tracing/events/irq ]]; then
+        # From 0.7 s after the probes are attached (the trial starts right
+        # after) to 0.8 s before the sender stops.
+        window_ms=$((DUT_RATE_S * 1000 - 1500))
+        cat >"$tmp/softirq.bt" <<EOF
+BEGIN { @t0 = nsecs; printf("ready\\n"); }
+tracepoint:irq:softirq_entry /cpu == $DUT_CPU && args->vec == 3/ { @s = nsecs; }
+tracepoint:irq:softirq_exit /cpu == $DUT_CPU && args->vec == 3 && @s > @t0 + 700000000/ { @ns = sum(nsecs - @s); @s = 0; }
+interval:ms:$((window_ms + 700)) { exit(); }
+EOF
+        bpftrace "$tmp/softirq.bt" >"$tmp/softirq.out" 2>&1 &
+        bt_pid=$!
+        for i in $(seq 200); do
+            grep -q ready "$tmp/softirq.out" && break
+            sleep 0.05
+        done
+    fi
+    local perf_pid="" perf_out
+    if [[ -n ${PERF_DUT:-} ]]; then
+        # PERF_DUT=PREFIX: a profile of DUT_CPU during that trial, one file a row.
+        perf_out="$PERF_DUT.${#ROWS[@]}"
+        perf record -C "$DUT_CPU" -g -o "$perf_out" -- sleep "$DUT_RATE_S" >/dev/null 2>&1 &
+        perf_pid=$!
+    fi
+    before=$(cpu_busy "$DUT_CPU")
+    trial "$dst" "$bind" "$DUT_RATE" "$DUT_RATE_S"
+    after=$(cpu_busy "$DUT_CPU")
+    COUNT_ZERO=1
+    if [[ -n $perf_pid ]]; then
+        wait "$perf_pid" || true
+        log "  perf profile of CPU $DUT_CPU written to $perf_out"
+    fi
+    hz=$(getconf CLK_TCK)
+    trial_log "cpu" "$DUT_RATE" "DUT CPU $DUT_CPU busy $(((after - before) * 100 / hz / DUT_RATE_S)) %"
+    if [[ -n $bt_pid ]]; then
+        wait "$bt_pid" || true
+        # No NET_RX softirq on DUT_CPU at all: the work ran elsewhere (XDP
+        # on a veth runs in the sender's NAPI).
+        R_DUT_NS=$(awk -v d="$T_DELIVERED" -v w="$window_ms" \
+            '/^@ns:/ { if (d > 0) printf "%.0f", $2 / (d * w / 1000); else print "-"; found = 1; exit }
+             END { if (!found) print "-" }' "$tmp/softirq.out")
+        log "  DUT CPU $DUT_CPU: $R_DUT_NS ns of NET_RX softirq per packet at $T_DELIVERED pps delivered"
+    else
+        R_DUT_NS=$(awk -v a="$after" -v b="$before" -v hz="$hz" -v n="$T_RECV" \
+            'BEGIN { if (n > 0) printf "%.0f", (a - b) / hz * 1e9 / n; else print "-" }')
+        log "  DUT CPU $DUT_CPU: $R_DUT_NS ns busy per packet at $T_DELIVERED pps delivered (/proc/stat)"
+    fi
+}
+
+# Busy time of CPU $1 so far, in USER_HZ ticks (/proc/stat: user, nice,
+# system, irq and softirq; not idle, iowait or steal).
+cpu_busy() {
+    awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 }' /proc/stat
 }
 
 case_kernel() {
@@ -740,10 +823,11 @@ case_sixgate() {
     else
         plane=$(printf '\n[tun]\nname = "sixgate0"\noffload = true\nmanage_routes = true\n')
     fi
-    if [[ $fastpath == tc ]]; then
-        # docs/fastpath.md: the TC program on both DUT interfaces translates
-        # and forwards the common packets; the TUN plane gets the rest.
-        fp_keys=$(printf 'fastpath = "tc"\nfastpath_interfaces = ["d6", "d4"]\n')
+    if [[ $fastpath != off ]]; then
+        # docs/fastpath.md: the TC (or native XDP) program on both DUT
+        # interfaces translates and forwards the common packets; the TUN
+        # plane gets the rest.
+        fp_keys=$(printf 'fastpath = "%s"\nfastpath_interfaces = ["d6", "d4"]\n' "$fastpath")
     fi
     cat >"$conf" <<EOF
 $section
@@ -791,15 +875,21 @@ EOF
         ip -n "$NSD" route replace "$POOL6" dev sixgate0
         ip -n "$NSD" route replace "$EAM4" dev sixgate0
     fi
-    if [[ $fastpath == tc ]] && ! grep -q "fast path: TC program attached" "$tmp/sixgate.log"; then
-        log "  warning: the fast path is not attached: $(grep -i 'fastpath' "$tmp/sixgate.log" | tail -n 1)"
+    local attached="fast path: TC program attached"
+    [[ $fastpath == xdp ]] && attached="fast path: XDP program (native mode) attached"
+    if [[ $fastpath != off ]] && ! grep -q "$attached" "$tmp/sixgate.log"; then
+        log "  warning: the fast path is not attached: $(grep -i 'fast path' "$tmp/sixgate.log" | tail -n 1)"
         label="$label (fast path NOT attached)"
     fi
+    # XDP on veth (docs/fastpath.md, "veth"): a redirected frame needs NAPI on
+    # the egress veth's peer (GRO on), and the hosts send complete checksums.
+    if [[ $fastpath == xdp ]]; then xdp_hosts on; fi
     run_case "$label" "[$V4H_VIA_POOL6]:$UDP_PORT" "0.0.0.0:$UDP_PORT" "$V4H_VIA_POOL6"
+    if [[ $fastpath == xdp ]]; then xdp_hosts off; fi
     stop_dut "$pid"
     # sixgate run prints its counters on exit.
     log "  sixgate at exit: $(grep '^sixgate: ' "$tmp/sixgate.log" | tr '\n' ' ')"
-    if [[ $fastpath == tc ]]; then
+    if [[ $fastpath != off ]]; then
         log "  $(grep -o 'fast path: received.*' "$tmp/sixgate.log" | tail -n 1)"
     fi
     if ip -n "$NSD" link show sixgate0 >/dev/null 2>&1; then
@@ -824,6 +914,16 @@ case_mapt_br() {
     nsx "$NS6" sysctl -qw net.ipv4.ip_local_port_range="$old_range"
     ip -n "$NS6" -6 route del "$POOL6" via "$D6" dev v6h
     ip -n "$NS6" addr del "$MAPT_CE6/128" dev v6h
+}
+
+# The hosts' veths as an XDP fast path on the DUT needs them (on) and as the
+# other rows have them (off): GRO (NAPI, so that a frame redirected into the
+# DUT's veth reaches its peer) and complete checksums.
+xdp_hosts() {
+    local gro=off tx=on
+    if [[ $1 == on ]]; then gro=on tx=off; fi
+    nsx "$NS6" ethtool -K v6h gro "$gro" tx "$tx" >/dev/null
+    nsx "$NS4" ethtool -K v4h gro "$gro" tx "$tx" >/dev/null
 }
 
 # Receive and transmit queues in use on the four veth ends (at most XDP_QUEUES).
@@ -901,6 +1001,7 @@ for sel in "${selected[@]}"; do
         mapt-br-N) case_mapt_br "$WORKERS_N" "sixgate mapt-br, workers = $WORKERS_N ($workers_where)" ;;
         fastpath1) case_sixgate 1 "sixgate + TC fast path, workers = 1" siit tun tc ;;
         fastpathN) case_sixgate "$WORKERS_N" "sixgate + TC fast path, workers = $WORKERS_N ($workers_where)" siit tun tc ;;
+        fastpath-xdp1) case_sixgate 1 "sixgate + XDP fast path, workers = 1" siit tun xdp ;;
         nat64-fp1) case_sixgate 1 "sixgate nat64 + TC fast path, workers = 1" nat64 tun tc ;;
         xdp1) case_sixgate 1 "sixgate XDP, workers = 1" siit xdp ;;
         xdpN) case_sixgate "$WORKERS_N" "sixgate XDP, workers = $WORKERS_N ($workers_where)" siit xdp ;;
@@ -915,13 +1016,20 @@ done
 # --- the table ---------------------------------------------------------------------
 fmt_k() { awk -v v="$1" 'BEGIN { printf "%.0f k", v / 1000 }'; }
 table() {
-    echo "| system | zero-loss pps | peak delivered | ${OVERLOAD}× overload: offered (× zero-loss) → delivered | delivered at ${OVERLOAD}× / peak | sender's max offered → delivered | TCP Gb/s | vs $REF_NAME: pps / TCP |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-    local row name zero peak off del oloss tcp moff mdel ratio pct factor
+    local dut_h="" dut_c=""
+    if ((DUT_RATE > 0)); then
+        dut_h=" DUT CPU $DUT_CPU ns/packet at $(fmt_k "$DUT_RATE") pps |"
+        dut_c="---:|"
+    fi
+    echo "| system | zero-loss pps | peak delivered | ${OVERLOAD}× overload: offered (× zero-loss) → delivered | delivered at ${OVERLOAD}× / peak | sender's max offered → delivered | TCP Gb/s | vs $REF_NAME: pps / TCP |$dut_h"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|$dut_c"
+    local row name zero peak off del oloss tcp moff mdel dut ratio pct factor cell
     for row in "${ROWS[@]}"; do
-        IFS=$'\t' read -r name zero peak off del oloss tcp moff mdel <<<"$row"
+        IFS=$'\t' read -r name zero peak off del oloss tcp moff mdel dut <<<"$row"
+        cell=""
+        ((DUT_RATE > 0)) && cell=" ${dut:--} |"
         if [[ ! $zero =~ ^[0-9]+$ ]]; then
-            echo "| $name | $zero | | | | | | |"
+            echo "| $name | $zero | | | | | | |$cell"
             continue
         fi
         pct=$(awk -v d="$del" -v p="$peak" 'BEGIN { if (p > 0) printf "%.0f %%", 100 * d / p; else print "-" }')
@@ -931,7 +1039,7 @@ table() {
                 'BEGIN { r = sprintf("%.2f", z / k); if (t + 0 > 0 && kt + 0 > 0) r = r sprintf(" / %.2f", t / kt); else r = r " / -"; print r }')
         fi
         factor=$(awk -v o="$off" -v z="$zero" 'BEGIN { printf "%.1f×", o / z }')
-        echo "| $name | $(fmt_k "$zero") | $(fmt_k "$peak") | $(fmt_k "$off") ($factor) → $(fmt_k "$del") ($(printf '%.0f' "$oloss") % lost) | $pct | $(fmt_k "$moff") → $(fmt_k "$mdel") | $tcp | $ratio |"
+        echo "| $name | $(fmt_k "$zero") | $(fmt_k "$peak") | $(fmt_k "$off") ($factor) → $(fmt_k "$del") ($(printf '%.0f' "$oloss") % lost) | $pct | $(fmt_k "$moff") → $(fmt_k "$mdel") | $tcp | $ratio |$cell"
     done
 }
 

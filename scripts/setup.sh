@@ -5,8 +5,9 @@
 # so a second run is a quick no-op. It prints every action it takes.
 #
 #   scripts/setup.sh           Debian packages, Rust (if cargo is absent), cargo-fuzz
-#   scripts/setup.sh --bench   also gungraun-runner, for scripts/bench.sh, and
-#                              dnsperf and unbound, for bench/dns64-compare.sh
+#   scripts/setup.sh --bench   also gungraun-runner, for scripts/bench.sh,
+#                              dnsperf and unbound, for bench/dns64-compare.sh,
+#                              and bpftrace, for bench/tun-compare.sh DUT_RATE=
 set -euo pipefail
 
 # Debian packages the tests and the planned network tests use:
@@ -67,9 +68,10 @@ as_root() {
 }
 
 # --- Debian packages -------------------------------------------------------
-# The DNS64 comparison's other servers and load generator (bench only).
+# The DNS64 comparison's other servers and load generator, and the DUT CPU
+# column's softirq timer (bench only).
 if ((bench)); then
-    PACKAGES+=(dnsperf unbound)
+    PACKAGES+=(dnsperf unbound bpftrace)
 fi
 missing=()
 for pkg in "${PACKAGES[@]}"; do
