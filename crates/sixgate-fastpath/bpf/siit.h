@@ -153,9 +153,7 @@ static __always_inline int next_id(const struct config *cfg, __u32 src, __u32 ds
 // (route_cache.h). A packet too big for the device
 // (BPF_FIB_LKUP_RET_FRAG_NEEDED) goes up too: the kernel answers it as it
 // would without the fast path. `addrs`: the source address and the
-// destination right after it, as both headers have them. A function of its
-// own (and five arguments, BPF's most): inlined into the four paths it
-// would take the program past its 512 bytes of stack.
+// destination right after it, as both headers have them.
 static __always_inline int routed_to_slow_path(hook_ctx *ctx, const struct config *cfg, int v6,
 					  const __u8 *addrs, __u32 ip_len)
 {
