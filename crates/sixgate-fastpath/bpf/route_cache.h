@@ -9,9 +9,10 @@
 // (src/route_watch.rs) starts a new generation for every rtnetlink message
 // that can change an answer (routes, rules, addresses, links, nexthops,
 // forwarding netconf) and once a second for what rtnetlink does not
-// announce (PMTU exceptions); an answer of an older generation is not used.
-// Generation 0 is no cache: every packet asks the FIB, as BPF_PROG_TEST_RUN
-// does and as a daemon without the watcher would.
+// announce (PMTU exceptions); an answer of an older generation is not used,
+// nor one of a generation over 3 s old (a watcher that stopped). Generation
+// 0 is no cache: every packet asks the FIB, as BPF_PROG_TEST_RUN does and as
+// a daemon without the watcher would.
 //
 // Only "yes, into the device, at this length" is kept; every other answer
 // passes the packet up and is asked again next time.
@@ -93,12 +94,24 @@ static __always_inline void route_count(__u32 which)
 		*c += 1;
 }
 
-// The routing generation now (0: no cache).
+// A generation stands for at most this long without a new one (the daemon
+// starts one a second): if its thread stops, or its writes fail, the kept
+// answers age out and every packet asks the FIB again.
+#define ROUTE_GEN_MAX_AGE_NS 3000000000LL
+
+// The routing generation now (0: no cache). The daemon writes
+// CLOCK_MONOTONIC at each new one, the clock bpf_ktime_get_coarse_ns reads
+// (up to a tick behind: a generation a little "in the future" is current).
 static __always_inline __u64 route_generation(void)
 {
 	__u32 zero = 0;
 	__u64 *g = bpf_map_lookup_elem(&route_gen, &zero);
-	return g ? *g : 0;
+	if (!g || !*g)
+		return 0;
+	__u64 gen = *g;
+	if ((__s64)(bpf_ktime_get_coarse_ns() - gen) > ROUTE_GEN_MAX_AGE_NS)
+		return 0;
+	return gen;
 }
 
 // An address as two words (IPv4: the first word's low half, the rest 0).

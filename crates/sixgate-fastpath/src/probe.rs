@@ -47,6 +47,11 @@ pub const HELPERS: &[(BpfHelper, &str)] = &[
     (BpfHelper::BPF_FUNC_fib_lookup, "bpf_fib_lookup"),
     // NAT64: a session entry's coarse last-seen (bpf/nat64.h).
     (BpfHelper::BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns"),
+    // The route check's kept answers age out (bpf/route_cache.h; Linux 5.11).
+    (
+        BpfHelper::BPF_FUNC_ktime_get_coarse_ns,
+        "bpf_ktime_get_coarse_ns",
+    ),
     // Forwarding the translation (bpf/forward.h): out with the FIB's MAC
     // addresses, or with the kernel resolving the next hop (Linux 5.10).
     (BpfHelper::BPF_FUNC_redirect, "bpf_redirect"),
@@ -69,6 +74,10 @@ pub const HELPERS_XDP: &[(BpfHelper, &str)] = &[
     (BpfHelper::BPF_FUNC_xdp_get_buff_len, "bpf_xdp_get_buff_len"),
     (BpfHelper::BPF_FUNC_fib_lookup, "bpf_fib_lookup"),
     (BpfHelper::BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns"),
+    (
+        BpfHelper::BPF_FUNC_ktime_get_coarse_ns,
+        "bpf_ktime_get_coarse_ns",
+    ),
     (BpfHelper::BPF_FUNC_redirect, "bpf_redirect"),
 ];
 

@@ -56,7 +56,7 @@ impl RouteWatch {
         let wake = unsafe { OwnedFd::from_raw_fd(raw) };
         let stop = wake.try_clone().map_err(|e| format!("eventfd: {e}"))?;
         generation
-            .set(0, 1, 0)
+            .set(0, monotonic_ns(), 0)
             .map_err(|e| format!("route_gen map: {e}"))?;
         let thread = std::thread::Builder::new()
             .name("sixgate-routes".to_owned())
@@ -82,9 +82,10 @@ impl Drop for RouteWatch {
 
 /// The thread: a new generation after every burst of messages and every
 /// [`REFRESH`]; generation 0 when stopped, or when a map write fails (the
-/// program then asks the FIB for every packet rather than trust old answers).
+/// program then asks the FIB for every packet rather than trust old answers;
+/// should that write fail too, the generation ages out in the program).
 fn watch(sock: &OwnedFd, stop: &OwnedFd, generation: &mut Array<MapData, u64>) {
-    let mut now: u64 = 1;
+    let mut now = monotonic_ns();
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let mut fds = [
@@ -111,12 +112,25 @@ fn watch(sock: &OwnedFd, stop: &OwnedFd, generation: &mut Array<MapData, u64>) {
             drain(sock, &mut buf);
         }
         // A timeout, messages or an overflow: a new generation each time.
-        now = now.wrapping_add(1).max(1);
+        now = monotonic_ns().max(now + 1);
         if generation.set(0, now, 0).is_err() {
             break;
         }
     }
     let _ = generation.set(0, 0, 0);
+}
+
+/// A new generation's number: CLOCK_MONOTONIC, which the program reads
+/// (`bpf_ktime_get_coarse_ns`) to age out a generation the thread stopped
+/// renewing (bpf/route_cache.h).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Read every queued message (their content does not matter: each is a

@@ -638,6 +638,23 @@ fn run_route_changes() {
     assert!(bed.translates("v6", &small), "a small one still fits");
     sh("ip link set slow mtu 1500");
     took.push(bed.follows("the device's MTU back", "v6", &big, true));
+    // A generation the watcher stopped renewing ages out (bpf/route_cache.h):
+    // one from long ago in every route_gen map (ours, and any other test's
+    // beside it, whose watchers renew theirs within a second), then the next
+    // packet asks the FIB.
+    assert!(bed.translates("v6", &small), "kept again");
+    let before = bed.fp.counters().unwrap();
+    age_route_generations();
+    assert!(bed.translates("v6", &small), "translated, the FIB asked");
+    let after = bed.fp.counters().unwrap();
+    assert_eq!(
+        (
+            after.route_kept - before.route_kept,
+            after.route_asked - before.route_asked
+        ),
+        (0, 1),
+        "an aged generation keeps no answers"
+    );
     println!("route changes followed after {took:?}");
     // rtnetlink's messages, not the once-a-second new generation: each
     // within half a second (six in a row by the timer alone: 1.6 %).
@@ -646,6 +663,23 @@ fn run_route_changes() {
         *slowest < Duration::from_millis(500),
         "a change took {slowest:?} to follow"
     );
+}
+
+/// Generation 1 (CLOCK_MONOTONIC's first nanosecond, long past) into every
+/// loaded route_gen map.
+fn age_route_generations() {
+    use aya::maps::{Array, Map, MapData};
+    let mut n = 0;
+    for info in aya::maps::loaded_maps().flatten() {
+        if info.name_as_str() != Some("route_gen") {
+            continue;
+        }
+        let data = MapData::from_id(info.id()).expect("route_gen by id");
+        let mut a: Array<MapData, u64> = Array::try_from(Map::Array(data)).unwrap();
+        a.set(0, 1, 0).unwrap();
+        n += 1;
+    }
+    assert!(n > 0, "no route_gen map loaded");
 }
 
 #[test]
