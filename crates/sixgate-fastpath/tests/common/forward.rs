@@ -344,9 +344,12 @@ fn pin_to_one_cpu() {
     }
 }
 
-fn run() {
+/// The SIIT bed: this thread in the namespace of [`enter_bed`], pool6 and
+/// one EAM entry (the IPv6 host), the program loaded with the slow path's
+/// device. `None` (said why) where it cannot be.
+fn siit_bed() -> Option<Bed> {
     if !enter_bed() {
-        return;
+        return None;
     }
     pin_to_one_cpu();
     let mut cfg = Config::with_pool6(Some(pool6()));
@@ -356,17 +359,23 @@ fn run() {
         Ok(fp) => fp,
         Err(e) if e.contains("not built") => {
             println!("skipped: the fast path does not load here: {e}");
-            return;
+            return None;
         }
         Err(e) => panic!("{e}"),
     };
     let cfg = Arc::new(cfg);
-    let mut bed = Bed {
+    Some(Bed {
         twin: Translator::new(cfg.clone()),
         cfg,
         last: fp.counters().unwrap(),
         fp,
         scratch: Scratch::new(),
+    })
+}
+
+fn run() {
+    let Some(mut bed) = siit_bed() else {
+        return;
     };
     let p6 = || Ip6::new(h6(), as_v6(H4));
     let p4 = || Ip4::new(H4.into(), H6_AS_V4.into());
@@ -572,30 +581,10 @@ impl Bed {
 /// of the slow path's device, the destination becoming the host's own
 /// address, the device's MTU; and back.
 fn run_route_changes() {
-    if !enter_bed() {
+    let Some(mut bed) = siit_bed() else {
         return;
-    }
-    pin_to_one_cpu();
-    let mut cfg = Config::with_pool6(Some(pool6()));
-    let eam = Eam::new(H6_AS_V4.into(), 32, h6(), 128).unwrap();
-    cfg.map.eam.insert(eam).unwrap();
-    let fp = match FastPath::load_on(crate::HOOK, &cfg, ifindex("slow")) {
-        Ok(fp) => fp,
-        Err(e) if e.contains("not built") => {
-            println!("skipped: the fast path does not load here: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
     };
-    assert_eq!(fp.route_cache_off(), None, "the route watcher runs");
-    let cfg = Arc::new(cfg);
-    let mut bed = Bed {
-        twin: Translator::new(cfg.clone()),
-        cfg,
-        last: fp.counters().unwrap(),
-        fp,
-        scratch: Scratch::new(),
-    };
+    assert_eq!(bed.fp.route_cache_off(), None, "the route watcher runs");
     let dst = as_v6(H4);
     let small = Ip6::new(h6(), dst).udp(1000, 53, 40);
     // 1300 bytes: fits the IPv4 side's 1300 once translated (1280).
