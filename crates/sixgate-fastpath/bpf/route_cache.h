@@ -155,15 +155,12 @@ static __always_inline int route_known(const struct route_entry *e,
 
 // Keep the FIB's "into the device" for the question, in the generation read
 // before the FIB was asked: a change since has a newer one and retires it.
+// The slot is written whole: it held another question or generation, or
+// this one at a shorter length (route_known missed), so `len` is its reach.
 static __always_inline void route_keep(struct route_entry *e, const struct route_question *q)
 {
 	if (!e || !q->gen)
 		return;
-	if (e->gen == q->gen && route_same(e, q)) {
-		if (q->len > e->ok_len)
-			e->ok_len = q->len;
-		return;
-	}
 	// The generation last: a half-written entry never matches.
 	e->gen = 0;
 	e->src[0] = q->src[0];

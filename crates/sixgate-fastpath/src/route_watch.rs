@@ -44,7 +44,7 @@ pub struct RouteWatch {
 
 impl RouteWatch {
     /// Subscribe in the caller's network namespace (the one whose FIB the
-    /// program asks), set generation 1 and start the thread.
+    /// program asks), start the first generation and the thread.
     pub fn start(mut generation: Array<MapData, u64>) -> Result<RouteWatch, String> {
         let sock = subscribe().map_err(|e| format!("rtnetlink: {e}"))?;
         // SAFETY: plain eventfd(2).
