@@ -579,6 +579,9 @@ add_row() {
 run_case() {
     local name=$1 dst=$2 bind=$3 tcp_dst=$4
     log "== $name"
+    # The last row's figures ("-" after TCP_ONLY) are not this row's.
+    R_PEAK=0
+    R_ZERO=0
     if ! sanity "$dst" "$bind"; then
         log "  sanity check failed: $T_RECV of $T_SENT packets arrived"
         add_row "$name" "failed: no traffic through ($T_RECV/$T_SENT)" - - - - - - -
@@ -613,10 +616,13 @@ run_case() {
 # /proc/stat's busy ticks of DUT_CPU (250 Hz sampling: noisy at a few % busy).
 # An XDP program on a veth runs in the sender's NAPI: not measurable this way.
 measure_dut_cpu() {
-    local dst=$1 bind=$2 before after hz bt_pid="" window_ms i
+    local dst=$1 bind=$2 before after hz bt_pid="" window_ms i peak=$R_PEAK
+    # A trial of its own: it counts towards neither the zero-loss rate nor
+    # the peak (which are "-" with TCP_ONLY).
     COUNT_ZERO=0
-    if command -v bpftrace >/dev/null 2>&1 && [[ ! -d /sys/kernel/tracing/events ]]; then
-        mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+    R_PEAK=0
+    if command -v bpftrace >/dev/null 2>&1; then
+        [[ -d /sys/kernel/tracing/events ]] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
     fi
     if command -v bpftrace >/dev/null 2>&1 && [[ -d /sys/kernel/tracing/events/irq ]]; then
         # From 0.7 s after the probes are attached (the trial starts right
@@ -646,13 +652,13 @@ EOF
     trial "$dst" "$bind" "$DUT_RATE" "$DUT_RATE_S"
     after=$(cpu_busy "$DUT_CPU")
     COUNT_ZERO=1
+    R_PEAK=$peak
     if [[ -n $perf_pid ]]; then
         wait "$perf_pid" || true
         log "  perf profile of CPU $DUT_CPU written to $perf_out"
     fi
-    hz=$(getconf CLK_TCK)
-    trial_log "cpu" "$DUT_RATE" "DUT CPU $DUT_CPU busy $(((after - before) * 100 / hz / DUT_RATE_S)) %"
     if [[ -n $bt_pid ]]; then
+        trial_log "cpu" "$DUT_RATE" "DUT CPU $DUT_CPU"
         wait "$bt_pid" || true
         # No NET_RX softirq on DUT_CPU at all: the work ran elsewhere (XDP
         # on a veth runs in the sender's NAPI).
@@ -661,6 +667,8 @@ EOF
              END { if (!found) print "-" }' "$tmp/softirq.out")
         log "  DUT CPU $DUT_CPU: $R_DUT_NS ns of NET_RX softirq per packet at $T_DELIVERED pps delivered"
     else
+        hz=$(getconf CLK_TCK)
+        trial_log "cpu" "$DUT_RATE" "DUT CPU $DUT_CPU busy $(((after - before) * 100 / hz / DUT_RATE_S)) % (/proc/stat)"
         R_DUT_NS=$(awk -v a="$after" -v b="$before" -v hz="$hz" -v n="$T_RECV" \
             'BEGIN { if (n > 0) printf "%.0f", (a - b) / hz * 1e9 / n; else print "-" }')
         log "  DUT CPU $DUT_CPU: $R_DUT_NS ns busy per packet at $T_DELIVERED pps delivered (/proc/stat)"
