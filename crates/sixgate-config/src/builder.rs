@@ -40,6 +40,9 @@ pub struct Loaded {
     /// `[sync]`, if the file has one (mode nat64 only; not yet used by the
     /// daemon, docs/ha.md).
     pub sync: Option<SyncSettings>,
+    /// `[log_export]`, if the file has one: where the NAT64 event log goes
+    /// (without it, to `[log]`).
+    pub log_export: Option<crate::LogExportSettings>,
     /// Values that load but go against an RFC (timeouts below RFC 6146's minimums,
     /// for instance). `sixgate config check` and the daemon print them.
     pub warnings: Vec<ConfigWarning>,
@@ -373,13 +376,28 @@ pub(crate) fn build_all(
             let user = daemon.user.as_deref();
             cx.keep(crate::sync::section(&cx, s.into_inner(), span, pool4, user))
         });
+    // A [translator] that failed has its own error here too.
+    let log_export = file
+        .log_export
+        .zip(mode_sections.as_ref())
+        .and_then(|(s, (c, ..))| {
+            let span = s.span();
+            let on = c
+                .nat64
+                .as_ref()
+                .map(|n| n.event_log != sixgate_core::nat64::EventLog::Off);
+            cx.keep(crate::log_export::section(&cx, s.into_inner(), span, on))
+        });
     if let (Some((config, ..)), Some(d), Some(span)) = (&mode_sections, &dns64, dns64_prefixes_span)
     {
         crate::lint::dns64_prefixes_differ_from_pool6(&cx, config, d, span);
     }
-    let Some((config, mode, clat)) = mode_sections.filter(|_| !cx.failed()) else {
+    let Some((mut config, mode, clat)) = mode_sections.filter(|_| !cx.failed()) else {
         return (None, cx.into_parts().0);
     };
+    if let (Some(n), Some(le)) = (config.nat64.as_mut(), &log_export) {
+        n.refuse_unlogged = le.on_overflow == crate::log_export::Overflow::Refuse;
+    }
     let (_, warnings) = cx.into_parts();
     let loaded = Loaded {
         config,
@@ -393,6 +411,7 @@ pub(crate) fn build_all(
         metrics,
         log,
         sync,
+        log_export,
         warnings,
     };
     (Some(loaded), Vec::new())

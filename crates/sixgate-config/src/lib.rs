@@ -25,6 +25,7 @@ pub use daemon::{DEFAULT_SOCKET, DaemonSettings, Dataplane, FASTPATH_DEFAULT, Fa
 pub use dns64::Dns64Settings;
 pub use error::{ConfigError, ConfigWarning, Position};
 pub use log::{LogFormat, LogSettings, LogTarget};
+pub use log_export::{Collector, ExportProtocol, LogExportSettings, Overflow, Transport};
 pub use metrics::MetricsSettings;
 pub use pref64::Pref64Settings;
 pub use sync::{Shard, SyncKey, SyncPeer, SyncSettings};
@@ -40,6 +41,7 @@ pub mod dns64;
 mod error;
 mod lint;
 pub mod log;
+pub mod log_export;
 mod mapt;
 pub mod metrics;
 mod nat64;

@@ -219,12 +219,13 @@ pub(crate) fn section(
                 "off" => EventLog::Off,
                 "sessions" => EventLog::Sessions,
                 "bib" => EventLog::Bib,
+                "all" => EventLog::All,
                 _ => {
                     return Err(cx.bad(
                         "event_log",
                         e,
                         "unknown event log",
-                        "\"off\", \"sessions\" or \"bib\" (RFC 6888 §4)",
+                        "\"off\", \"sessions\", \"bib\" or \"all\" (RFC 6888 §4)",
                     ));
                 }
             };

@@ -45,6 +45,8 @@ pub struct File {
     /// `[mapt]`: the MAP-T domain (RFC 7599); only with `mode = "mapt-br"` or
     /// `mode = "mapt-ce"`.
     pub mapt: Option<Spanned<MaptSection>>,
+    /// `[log_export]`: NAT event export to collectors, see [`crate::log_export`].
+    pub log_export: Option<Spanned<LogExportSection>>,
 }
 
 /// Top-level sections a file may have.
@@ -61,6 +63,7 @@ pub const SECTIONS: &[&str] = &[
     "log",
     "mapt",
     "sync",
+    "log_export",
 ];
 
 /// Keys of `[translator]`, in the order of [`TranslatorSection`]'s fields.
@@ -528,6 +531,59 @@ pub const METRICS_KEYS: &[&str] = &["listen"];
 pub struct MetricsSection {
     /// TCP address serving `GET /metrics`: `"ADDR:PORT"` or `"[V6]:PORT"`.
     pub listen: Option<Spanned<String>>,
+}
+
+/// Keys of `[log_export]`, in the order of [`LogExportSection`]'s fields.
+pub const LOG_EXPORT_KEYS: &[&str] = &[
+    "collector",
+    "file",
+    "on_overflow",
+    "interim",
+    "observation_domain",
+    "hostname",
+];
+
+/// Keys of one `[[log_export.collector]]`, in the order of [`CollectorEntry`]'s fields.
+pub const LOG_EXPORT_COLLECTOR_KEYS: &[&str] = &[
+    "protocol",
+    "transport",
+    "address",
+    "mtu",
+    "template_refresh",
+];
+
+/// `[log_export]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogExportSection {
+    /// Where the events go: `[[log_export.collector]]` tables.
+    pub collector: Option<Vec<Spanned<CollectorEntry>>>,
+    /// JSON lines appended to this file.
+    pub file: Option<Spanned<String>>,
+    /// `"drop"` or `"refuse"`.
+    pub on_overflow: Option<Spanned<String>>,
+    /// Seconds between interim records of held port blocks; 0: none.
+    pub interim: Option<Spanned<i64>>,
+    /// IPFIX observation domain / NetFlow v9 source id.
+    pub observation_domain: Option<Spanned<i64>>,
+    /// Syslog HOSTNAME.
+    pub hostname: Option<Spanned<String>>,
+}
+
+/// One collector as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectorEntry {
+    /// `"ipfix"`, `"netflow9"` or `"syslog"`.
+    pub protocol: Spanned<String>,
+    /// `"udp"` or `"tcp"`.
+    pub transport: Option<Spanned<String>>,
+    /// `"ADDR:PORT"`, or `"ADDR"` for the protocol's port.
+    pub address: Spanned<String>,
+    /// UDP: the largest datagram, IP and UDP headers included.
+    pub mtu: Option<Spanned<i64>>,
+    /// IPFIX / NetFlow v9 over UDP: seconds between template resends.
+    pub template_refresh: Option<Spanned<i64>>,
 }
 
 /// Keys of `[log]`, in the order of [`LogSection`]'s fields.

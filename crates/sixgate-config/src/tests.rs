@@ -416,7 +416,8 @@ fn key_list_matches_schema() {
             "metrics",
             "log",
             "mapt",
-            "sync"
+            "sync",
+            "log_export"
         ]
     );
 
@@ -671,6 +672,18 @@ fn docs_document_exactly_the_schema_keys() {
             .iter()
             .map(|k| format!("sync.shards.{k}")),
     );
+    // [log_export] keys are documented qualified: file and address are
+    // keys elsewhere.
+    accepted.extend(
+        crate::schema::LOG_EXPORT_KEYS
+            .iter()
+            .map(|k| format!("log_export.{k}")),
+    );
+    accepted.extend(
+        crate::schema::LOG_EXPORT_COLLECTOR_KEYS
+            .iter()
+            .map(|k| format!("log_export.collector.{k}")),
+    );
     accepted.extend(crate::schema::MAPT_KEYS.iter().map(|k| k.to_string()));
     accepted.extend(
         crate::schema::MAP_RULE_KEYS
@@ -697,6 +710,8 @@ fn docs_document_exactly_the_schema_keys() {
             + crate::schema::SYNC_KEYS.len()
             + crate::schema::SYNC_PEER_KEYS.len()
             + crate::schema::SYNC_SHARD_KEYS.len()
+            + crate::schema::LOG_EXPORT_KEYS.len()
+            + crate::schema::LOG_EXPORT_COLLECTOR_KEYS.len()
             + crate::schema::MAPT_KEYS.len()
             + crate::schema::MAP_RULE_KEYS.len(),
         "a key name is shared between sections"

@@ -26,6 +26,7 @@ pub const SECTION_ORDER: &[&str] = &[
     "pref64",
     "metrics",
     "log",
+    "log_export",
     "sync",
 ];
 

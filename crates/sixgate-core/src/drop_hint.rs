@@ -151,6 +151,12 @@ const HINTS: &[(DropReason, &str)] = &[
          widen their port ranges",
     ),
     (
+        DropReason::EventLogFull,
+        "the NAT event log could not keep up and on_overflow = \"refuse\" turned new \
+         sessions away; see sixgate_nat64_events_lost_total, the collectors and \
+         docs/logging.md",
+    ),
+    (
         DropReason::SynHeld,
         "an unsolicited IPv4 SYN is held for a simultaneous open (RFC 6146 §3.5.2.2); \
          normal, answered with Port Unreachable after 6 s",

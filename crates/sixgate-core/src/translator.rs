@@ -193,6 +193,17 @@ impl Translator {
         }
     }
 
+    /// [`Translator::drain_events`] until `f` refuses one (its ring to the
+    /// exporter is full): that event and those after it wait here, and what
+    /// no longer fits behind them is counted lost (or, with
+    /// `refuse_unlogged`, refused before it is made).
+    #[inline]
+    pub fn drain_events_while(&mut self, f: impl FnMut(&nat64::Event) -> bool) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.events.drain_while(f);
+        }
+    }
+
     /// Export this worker's NAT64 session changes (created, TCP state changed,
     /// deleted) for other gateway nodes into a ring of `capacity`, allocated
     /// now (docs/ha.md). Call before the first packet; no effect without NAT64.

@@ -150,6 +150,10 @@ drop_reasons! {
     SubscriberLimit => "subscriber_limit",
     /// NAT64: no free pool4 port (or identifier) this worker owns, or no pool4.
     Pool4Exhausted => "pool4_exhausted",
+    /// NAT64, RFC 6888 REQ-12 with `[log_export] on_overflow = "refuse"`: the
+    /// worker's event ring had no room for the new state's records, and an
+    /// unlogged mapping is refused rather than made.
+    EventLogFull => "event_log_full",
     /// NAT64 §3.5.2.2: an unsolicited IPv4 SYN is held for a simultaneous open
     /// (up to `syn_hold` seconds; a later IPv6 SYN releases it, else `tick` answers
     /// it with Port Unreachable).

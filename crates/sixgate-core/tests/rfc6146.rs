@@ -711,6 +711,58 @@ fn rfc6888_req12_session_log_without_destinations_by_default() {
     assert_eq!(ev[1].kind, EventKind::SessionExpired);
 }
 
+#[test]
+fn rfc6888_req12_all_logs_blocks_and_sessions_with_the_subscriber_prefix() {
+    let mut h = nat(|n| {
+        n.port_block_size = 64;
+        n.subscriber_prefix_len = 56;
+        n.event_log = EventLog::All;
+    });
+    udp_out(&mut h, CLIENT6, 5000);
+    let mut ev = Vec::new();
+    h.t.drain_events(|e| ev.push(*e));
+    let kinds: Vec<_> = ev.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [EventKind::BlockAllocated, EventKind::SessionCreated]
+    );
+    assert_eq!(ev[0].prefix_len, 56, "a block names its subscriber prefix");
+    assert_eq!(ev[1].prefix_len, 128, "a session names its host");
+    assert_eq!(ev[1].v6, CLIENT6);
+}
+
+/// RFC 6888 REQ-12 leaves open what a full log does; with
+/// `on_overflow = "refuse"` no session is made that could not be logged, and
+/// the sessions that exist go on.
+#[test]
+fn rfc6888_req12_refuse_unlogged_sessions_when_the_ring_is_full() {
+    let mut h = nat(|n| {
+        n.event_log = EventLog::Sessions;
+        n.refuse_unlogged = true;
+        n.max_sessions = 1 << 16;
+    });
+    let first = udp_out(&mut h, CLIENT6, 1);
+    let mut made = 1u16;
+    loop {
+        let p = out6(CLIENT6, SERVER6).udp(1 + made, 53, 10);
+        match h.run(&p).0 {
+            Verdict::Translated => made += 1,
+            _ => break,
+        }
+        assert!(made < 10_000, "the ring never filled");
+    }
+    let p = out6(CLIENT6, SERVER6).udp(1 + made, 53, 10);
+    assert_eq!(dropped(&mut h, &p), DropReason::EventLogFull);
+    assert_eq!(stats(&h).events_lost, 0, "refused, not lost");
+    // An existing session still translates, both ways.
+    assert_eq!(udp_out(&mut h, CLIENT6, 1), first);
+    // Drained, the ring takes new sessions again.
+    let mut n = 0;
+    h.t.drain_events(|_| n += 1);
+    assert_eq!(n, usize::from(made));
+    udp_out(&mut h, CLIENT6, 60_000);
+}
+
 // ---- multi-core: port_owner and subscriber_worker --------------------------------------
 
 #[test]

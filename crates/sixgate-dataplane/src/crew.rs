@@ -26,6 +26,18 @@ pub struct Crew {
     /// `[sync]`: the workers' ring ends not handed out yet, and the sync
     /// thread's ([`Crew::take_sync_ends`]).
     sync: Mutex<SyncSlots>,
+    /// `[nat64] event_log`: the workers' event rings not handed out yet, and
+    /// the exporter's ([`Crew::take_event_rings`]).
+    events: Mutex<EventSlots>,
+    /// The workers' clock (`now_ns` 0).
+    epoch: std::time::Instant,
+}
+
+#[derive(Default)]
+struct EventSlots {
+    created: bool,
+    workers: Vec<Option<crate::event_export::WorkerEvents>>,
+    exporter: Option<Vec<crate::spsc::Consumer<sixgate_core::nat64::Event>>>,
 }
 
 /// Entries of each ring between a worker and the sync thread, and of the
@@ -53,6 +65,8 @@ impl Crew {
             signals,
             threads: Vec::with_capacity(n),
             sync: Mutex::default(),
+            events: Mutex::default(),
+            epoch: std::time::Instant::now(),
         })
     }
 
@@ -81,7 +95,8 @@ impl Crew {
             wake: self.signals.waker().map_err(|e| e.to_string())?,
             failure: self.signals.failure(),
             stateful: plan.stateful,
-            event_log: plan.event_log,
+            events: plan.event_log.then(|| self.event_ring(index)).flatten(),
+            epoch: self.epoch,
             follower,
             sync: plan.sync.as_ref().and_then(|s| self.sync_ends(index, s)),
             offload: None,
@@ -132,6 +147,37 @@ impl Crew {
                 .collect(),
             export_capacity: SYNC_RING,
         })
+    }
+
+    /// Worker `index`'s event ring; every worker's are made at the first call.
+    fn event_ring(&self, index: usize) -> Option<crate::event_export::WorkerEvents> {
+        let mut slots = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        if !slots.created {
+            let (workers, exporter) = crate::event_export::event_rings(self.stats.len());
+            *slots = EventSlots {
+                created: true,
+                workers: workers.into_iter().map(Some).collect(),
+                exporter: Some(exporter),
+            };
+        }
+        slots.workers.get_mut(index)?.take()
+    }
+
+    /// The exporter's ends of every worker's event ring, once the workers
+    /// are made (`None` when the event log is off, or taken already).
+    pub fn take_event_rings(
+        &self,
+    ) -> Option<Vec<crate::spsc::Consumer<sixgate_core::nat64::Event>>> {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .exporter
+            .take()
+    }
+
+    /// The workers' clock: their `now_ns` counts from it.
+    pub fn epoch(&self) -> std::time::Instant {
+        self.epoch
     }
 
     /// The sync thread's ends of every worker's rings, in worker order, once

@@ -1,34 +1,37 @@
-//! The NAT64 event log (RFC 6888 REQ-12, RFC 7422) as `tracing` records: target
-//! `sixgate::nat64`, one record per event, every field structured, so a log
-//! collector can index them. Only with `[nat64] event_log` on; the core decides
-//! which events exist (sessions, BIB entries or port blocks).
+//! The NAT64 event log (RFC 6888 REQ-12, RFC 7422) as `tracing` records, when
+//! there is no `[log_export]`: target `sixgate::nat64`, one record per event,
+//! every field structured, so a log collector can index them. Written by the
+//! exporter thread ([`crate::event_export`]), never by a worker; the core
+//! decides which events exist (`[nat64] event_log`).
 
-use sixgate_core::nat64::{Event, EventKind};
+use sixgate_natlog::NatRecord;
+use sixgate_natlog::time::rfc3339_ms_string;
 use tracing::info;
 
-/// Log one event drained from worker `worker`'s translator.
-pub fn log(worker: usize, e: &Event) {
-    let kind = e.kind.as_str();
-    let proto = e.proto.as_str();
-    let t_ms = e.time_ns / 1_000_000;
-    match (e.kind, e.remote) {
-        (EventKind::BlockAllocated | EventKind::BlockReleased, _) => info!(
+/// Log one event.
+pub fn log(r: &NatRecord) {
+    let event = r.kind.as_str();
+    let proto = r.proto.as_str();
+    let time = rfc3339_ms_string(r.unix_ms);
+    match r.remote {
+        _ if r.kind.is_block() => info!(
             target: "sixgate::nat64",
-            event = kind, worker, t_ms, proto,
-            subscriber = %e.v6, v4 = %e.v4, port_first = e.port4, port_last = e.port4_last,
+            event, time, proto,
+            subscriber = %format_args!("{}/{}", r.inside, r.prefix_len),
+            v4 = %r.outside, port_first = r.outside_port, port_last = r.outside_port_last,
             "port block"
         ),
-        (_, Some((raddr, rport))) => info!(
+        Some((raddr, rport)) => info!(
             target: "sixgate::nat64",
-            event = kind, worker, t_ms, proto,
-            v6 = %e.v6, port6 = e.port6, v4 = %e.v4, port4 = e.port4,
+            event, time, proto,
+            v6 = %r.inside, port6 = r.inside_port, v4 = %r.outside, port4 = r.outside_port,
             remote = %raddr, remote_port = rport,
             "mapping"
         ),
-        (_, None) => info!(
+        None => info!(
             target: "sixgate::nat64",
-            event = kind, worker, t_ms, proto,
-            v6 = %e.v6, port6 = e.port6, v4 = %e.v4, port4 = e.port4,
+            event, time, proto,
+            v6 = %r.inside, port6 = r.inside_port, v4 = %r.outside, port4 = r.outside_port,
             "mapping"
         ),
     }

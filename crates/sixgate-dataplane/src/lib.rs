@@ -14,7 +14,9 @@
 //! - [`signals`]: SIGINT/SIGTERM, SIGHUP, the stop pipe.
 //! - [`destinations`]: the prefixes a gateway must receive;
 //!   [`pool4_default`]: the default pool4's address.
-//! - [`events`]: the NAT64 event log; [`system`]: CPUs, users, sysctls, `ip`.
+//! - [`event_export`]: the NAT64 event log, from the workers' rings to
+//!   collectors or [`events`] (`[log]`) on one thread; [`system`]: CPUs,
+//!   users, sysctls, `ip`.
 //! - [`offload`]: a worker's sessions on an in-kernel fast path.
 //! - [`replica`]: a worker's side of NAT64 state sync (docs/ha.md), over
 //!   [`spsc`] rings, [`sync_link`], the sync thread's UDP link to the
@@ -27,6 +29,7 @@ pub mod announce;
 pub mod crew;
 pub mod destinations;
 pub mod doorbell;
+pub mod event_export;
 pub mod events;
 mod io_counters;
 pub mod live;

@@ -186,6 +186,19 @@ pub fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// This machine's host name (`gethostname`), `"-"` when it has none.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is valid for its length; gethostname NUL-terminates within it
+    // or truncates (the last byte stays 0).
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    match std::str::from_utf8(&buf[..end]) {
+        Ok(h) if r == 0 && !h.is_empty() => h.to_owned(),
+        _ => "-".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -90,8 +90,12 @@ pub struct Worker<P> {
     pub failure: Arc<Mutex<Option<String>>>,
     /// Stateful (NAT64, a MAP-T CE's NAPT44): the timers run.
     pub stateful: bool,
-    /// Log NAT64 events (`[nat64] event_log`).
-    pub event_log: bool,
+    /// NAT64 events (`[nat64] event_log`): its ring to the exporter thread
+    /// (docs/logging.md); `None`: the log is off.
+    pub events: Option<crate::event_export::WorkerEvents>,
+    /// The gateway's clock: every worker's `now_ns` counts from it, so the
+    /// exporter reads the workers' event times alike.
+    pub epoch: Instant,
     /// New configurations and questions from the control plane.
     pub follower: Follower,
     /// NAT64 state sync (`[sync]`): `None` when it is off, and then the loop
@@ -143,7 +147,7 @@ impl<P: PacketIo> Worker<P> {
     }
 
     fn run_loop(&mut self) -> Result<(), String> {
-        let start = Instant::now();
+        let start = self.epoch;
         let mut next_tick = 0u64;
         self.io.start()?;
         if let Some(s) = &self.sync {
@@ -174,6 +178,9 @@ impl<P: PacketIo> Worker<P> {
             let busy = self.io.batch(now_ns)?;
             // Per batch, never per packet: one branch when sync is off.
             let more = self.exchange(now_ns);
+            if let Some(ev) = self.events.as_mut() {
+                ev.drain(self.io.translator_mut());
+            }
             self.publish();
             if self.stop.load(Relaxed) {
                 return Ok(());
@@ -195,13 +202,13 @@ impl<P: PacketIo> Worker<P> {
         // What is left goes on after the next batch.
         let _ = self.exchange(now_ns);
         self.follower.after_tick(self.io.translator());
-        let (index, log) = (self.index, self.event_log);
         let t = self.io.translator_mut();
-        t.drain_events(|e| {
-            if log {
-                crate::events::log(index, e);
-            }
-        });
+        match self.events.as_mut() {
+            Some(ev) => ev.drain(t),
+            // A log turned on by a reload has no ring (nor exporter): the
+            // events go nowhere, as before the reload.
+            None => t.drain_events(|_| {}),
+        }
         self.stats.publish_nat64(if t.config().nat64.is_some() {
             t.nat64_stats()
         } else {

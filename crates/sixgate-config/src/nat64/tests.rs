@@ -571,14 +571,15 @@ fn key_event_log_and_log_destinations() {
         EventLog::Sessions
     );
     assert_eq!(nat64(&with("event_log = \"bib\"")).event_log, EventLog::Bib);
+    assert_eq!(nat64(&with("event_log = \"all\"")).event_log, EventLog::All);
     assert_eq!(nat64(&with("event_log = \"off\"")).event_log, EventLog::Off);
     err_at(
-        &with("event_log = \"all\""),
+        &with("event_log = \"both\""),
         5,
         13,
         &[
-            "event_log = \"all\": unknown event log",
-            "\"off\", \"sessions\" or \"bib\"",
+            "event_log = \"both\": unknown event log",
+            "\"off\", \"sessions\", \"bib\" or \"all\"",
         ],
     );
     assert!(nat64(&with("log_destinations = true")).log_destinations);

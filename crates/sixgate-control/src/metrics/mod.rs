@@ -31,6 +31,8 @@ pub struct Scrape {
     pub fastpath: Option<sixgate_dataplane::FastPathCounters>,
     /// NAT64 state sync, when `[sync]` runs (docs/ha.md).
     pub sync: Option<sixgate_dataplane::sync_thread::SyncReport>,
+    /// The NAT64 event exporter, when the event log is on (docs/logging.md).
+    pub log_export: Option<sixgate_dataplane::event_export::ExportReport>,
 }
 
 /// What the endpoint calls for every scrape.

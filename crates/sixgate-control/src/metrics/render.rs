@@ -34,6 +34,9 @@ pub fn render(s: &Scrape) -> String {
     if let Some(d) = &s.dns64 {
         dns64(&mut r, d);
     }
+    if let Some(x) = &s.log_export {
+        log_export(&mut r, x);
+    }
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = encode(&mut out, &r);
@@ -410,6 +413,56 @@ fn fastpath(r: &mut Registry, f: &sixgate_dataplane::FastPathCounters, s: &Scrap
 
 /// docs/ha.md: each peer's protocol state and counters, the workers' rings
 /// and the link's own counters.
+/// The NAT64 event exporter (docs/logging.md, docs/metrics.md).
+fn log_export(r: &mut Registry, x: &sixgate_dataplane::event_export::ExportReport) {
+    r.register(
+        "nat64_events_exported",
+        "NAT64 events the exporter thread read from the workers' rings",
+        Samples::counter().value(x.events),
+    );
+    r.register(
+        "nat64_events_interim",
+        "Interim records of port blocks still held ([log_export] interim)",
+        Samples::counter().value(x.interim),
+    );
+    r.register(
+        "log_export_file_errors",
+        "Records that could not be written to [log_export] file",
+        Samples::counter().value(x.file_errors),
+    );
+    let who = |c: &sixgate_dataplane::event_export::CollectorReport| {
+        vec![
+            ("collector", c.address.clone()),
+            ("protocol", c.protocol.to_string()),
+            ("transport", c.transport.to_string()),
+        ]
+    };
+    let each =
+        |m: Samples, f: &dyn Fn(&sixgate_dataplane::event_export::CollectorReport) -> u64| {
+            x.collectors.iter().fold(m, |m, c| m.with(who(c), f(c)))
+        };
+    r.register(
+        "log_export_records_sent",
+        "NAT event records handed to the collector's socket",
+        each(Samples::counter(), &|c| c.records_sent),
+    );
+    r.register(
+        "log_export_records_dropped",
+        "NAT event records lost on the way to the collector (refused by the socket, a full TCP queue, a cut connection)",
+        each(Samples::counter(), &|c| c.records_dropped),
+    );
+    r.register(
+        "log_export_errors",
+        "Failed sends, and failed or lost TCP connections, to the collector",
+        each(Samples::counter(), &|c| c.errors),
+    );
+    r.register(
+        "log_export_connected",
+        "1 while the collector is connected (TCP; UDP always 1)",
+        each(Samples::gauge(), &|c| u64::from(c.connected)),
+    );
+}
+
 fn sync(r: &mut Registry, y: &sixgate_dataplane::sync_thread::SyncReport) {
     let peer = |id: u16| vec![("peer", id.to_string())];
     let both =

@@ -3,10 +3,10 @@
 //! `u32` (by either side). A dynamic entry lives while it has sessions, then waits
 //! out `port_reuse` (RFC 6888 REQ-8) on the cooling list before its port is free.
 
+use super::Nat64;
 use super::config::Proto;
 use super::event::{Event, EventKind};
 use super::slab::{Link, LinkOf, NIL, Slot};
-use super::{EventLog, Nat64};
 use std::hash::BuildHasher;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -137,7 +137,7 @@ impl Nat64 {
         });
         self.port_map.mark(b.proto, b.v4, b.port4);
         *self.bib_count.get_mut(proto_of(b.proto)) += 1;
-        if b.flags & STATIC == 0 && self.cfg.event_log == EventLog::Bib && !self.subs.blocks_on() {
+        if b.flags & STATIC == 0 && self.cfg.event_log.bib() && !self.subs.blocks_on() {
             self.log_bib(EventKind::BibCreated, &b, now_ns);
         }
         Some(i)
@@ -167,7 +167,7 @@ impl Nat64 {
         if b.flags & STATIC == 0 {
             self.subs
                 .port_released(&b, now_ns, &mut self.events, &self.cfg);
-            if self.cfg.event_log == EventLog::Bib && !self.subs.blocks_on() {
+            if self.cfg.event_log.bib() && !self.subs.blocks_on() {
                 self.log_bib(why, &b, now_ns);
             }
         }
@@ -233,6 +233,7 @@ impl Nat64 {
             time_ns: now_ns,
             proto: proto_of(b.proto),
             v6: Ipv6Addr::from(b.v6),
+            prefix_len: 128,
             port6: b.port6,
             v4: Ipv4Addr::from(b.v4),
             port4: b.port4,

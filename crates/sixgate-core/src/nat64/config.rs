@@ -206,6 +206,22 @@ pub enum EventLog {
     /// Every BIB entry's creation and deletion; with `port_block_size > 0`, every
     /// port block's allocation and release instead (RFC 7422: one line per block).
     Bib,
+    /// Both: sessions, and BIB entries or port blocks.
+    All,
+}
+
+impl EventLog {
+    /// Sessions are logged.
+    #[inline]
+    pub const fn sessions(self) -> bool {
+        matches!(self, EventLog::Sessions | EventLog::All)
+    }
+
+    /// BIB entries (or, with port blocks, the blocks) are logged.
+    #[inline]
+    pub const fn bib(self) -> bool {
+        matches!(self, EventLog::Bib | EventLog::All)
+    }
 }
 
 /// The stateful NAT64 (RFC 6146). `Config::nat64 = Some(_)` turns it on.
@@ -245,6 +261,11 @@ pub struct Nat64Config {
     /// RFC 6888 REQ-12: put the IPv4 destination in session events (off by
     /// default: a CGN should not log where subscribers go).
     pub log_destinations: bool,
+    /// `[log_export] on_overflow = "refuse"`: no new session (nor BIB entry or
+    /// port block) whose events the event ring has no room for
+    /// ([`crate::DropReason::EventLogFull`]); false: the events are lost and
+    /// counted.
+    pub refuse_unlogged: bool,
     /// RFC 6056 secret for port selection; the data plane seeds it from the OS.
     pub hash_key: u64,
 }
@@ -265,6 +286,7 @@ impl Default for Nat64Config {
             static_bib: Vec::new(),
             event_log: EventLog::default(),
             log_destinations: false,
+            refuse_unlogged: false,
             hash_key: 0x6e61_7436_345f_6b65,
         }
     }

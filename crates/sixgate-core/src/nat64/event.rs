@@ -54,6 +54,9 @@ pub struct Event {
     pub proto: Proto,
     /// IPv6 side: the host's address (for blocks: the subscriber's prefix).
     pub v6: Ipv6Addr,
+    /// Length of [`Event::v6`] as a prefix: 128 for a host, the
+    /// subscriber prefix length (`subscriber_prefix_len`) for a block.
+    pub prefix_len: u8,
     /// IPv6 port or ICMP identifier (blocks: 0).
     pub port6: u16,
     /// Pool4 address.
@@ -83,6 +86,7 @@ impl EventRing {
             time_ns: 0,
             proto: Proto::Tcp,
             v6: Ipv6Addr::UNSPECIFIED,
+            prefix_len: 128,
             port6: 0,
             v4: Ipv4Addr::UNSPECIFIED,
             port4: 0,
@@ -107,9 +111,27 @@ impl EventRing {
         self.len += 1;
     }
 
+    /// Free slots: `[log_export] on_overflow = "refuse"` creates no state
+    /// whose events would not fit.
+    #[inline]
+    pub(crate) fn room(&self) -> usize {
+        self.buf.len() - self.len
+    }
+
     pub(crate) fn drain(&mut self, mut f: impl FnMut(&Event)) {
+        self.drain_while(|e| {
+            f(e);
+            true
+        });
+    }
+
+    /// Hand events to `f`, oldest first, until it returns false (the event
+    /// it refused stays, first in line).
+    pub(crate) fn drain_while(&mut self, mut f: impl FnMut(&Event) -> bool) {
         while self.len > 0 {
-            f(&self.buf[self.head]);
+            if !f(&self.buf[self.head]) {
+                return;
+            }
             self.head = (self.head + 1) % self.buf.len();
             self.len -= 1;
         }
@@ -135,5 +157,25 @@ mod tests {
         r.push(e);
         r.drain(|e| seen.push(e.port4));
         assert_eq!(seen, [0, 1, 2]);
+    }
+
+    #[test]
+    fn rfc6888_req12_a_refused_event_stays_first_in_line() {
+        let mut r = EventRing::new(4);
+        let mut e = r.buf[0];
+        for i in 0..3 {
+            e.port4 = i;
+            r.push(e);
+        }
+        assert_eq!(r.room(), 1);
+        let mut seen = Vec::new();
+        r.drain_while(|e| {
+            seen.push(e.port4);
+            seen.len() < 2
+        });
+        assert_eq!(seen, [0, 1], "the second was offered and refused");
+        r.drain(|e| seen.push(e.port4));
+        assert_eq!(seen, [0, 1, 1, 2]);
+        assert_eq!(r.room(), 4);
     }
 }

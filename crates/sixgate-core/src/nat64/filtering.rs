@@ -60,6 +60,9 @@ impl Nat64 {
         if !self.session_room() {
             return Err(DropReason::SessionTableFull);
         }
+        if !self.log_room() {
+            return Err(DropReason::EventLogFull);
+        }
         if !self.subs.has_room_for(src6) {
             return Err(DropReason::SessionTableFull);
         }
@@ -191,6 +194,9 @@ impl Nat64 {
         }
         if !self.session_room() {
             return Err(DropReason::SessionTableFull);
+        }
+        if !self.log_room() {
+            return Err(DropReason::EventLogFull);
         }
         if !self.subs.has_room_for(entry.v6_int()) {
             return Err(DropReason::SessionTableFull);

@@ -3,13 +3,13 @@
 //! its pool6 form and the local side is the BIB's, in both directions, so one index
 //! serves 6→4 and 4→6. Expiry: one FIFO per lifetime class (no per-flow timers).
 
+use super::Nat64;
 use super::bib::{COOLING, proto_of};
 use super::config::{Proto, Timeouts};
 use super::event::{Event, EventKind};
 use super::replica::{ReplicaOp, SETTLE_AFTER};
 use super::slab::{Link, LinkOf, NIL, Slot};
 use super::tcp::{self, Lifetime, TcpState};
-use super::{EventLog, Nat64};
 use std::hash::BuildHasher;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -113,6 +113,17 @@ impl Nat64 {
         !self.sessions.is_full()
     }
 
+    /// RFC 6888 REQ-12 with `on_overflow = "refuse"`: room in the event ring
+    /// for everything a new session may log (a port block or BIB entry, and
+    /// the session). Always true when nothing is logged or loss is allowed.
+    #[inline]
+    pub(crate) fn log_room(&self) -> bool {
+        const NEW_SESSION_EVENTS: usize = 3;
+        !self.cfg.refuse_unlogged
+            || self.cfg.event_log == super::EventLog::Off
+            || self.events.room() >= NEW_SESSION_EVENTS
+    }
+
     /// Create a session of BIB `bib` in lifetime class `class` (the caller checked
     /// room and limits).
     #[allow(clippy::too_many_arguments)]
@@ -157,7 +168,7 @@ impl Nat64 {
         let proto = proto_of(b.proto);
         *self.session_count.get_mut(proto) += 1;
         self.subs.session_added(u128::from_be_bytes(b.v6));
-        if self.cfg.event_log == EventLog::Sessions {
+        if self.cfg.event_log.sessions() {
             self.log_session(EventKind::SessionCreated, i, now_ns);
         }
         self.export(ReplicaOp::Upsert, i, now_ms);
@@ -216,7 +227,7 @@ impl Nat64 {
     /// Delete session `i`; `why` is what the event log says
     /// ([`EventKind::SessionExpired`] or [`EventKind::SessionFlushed`]).
     pub(crate) fn session_remove(&mut self, i: u32, why: EventKind, now_ms: u32, now_ns: u64) {
-        if self.cfg.event_log == EventLog::Sessions {
+        if self.cfg.event_log.sessions() {
             self.log_session(why, i, now_ns);
         }
         self.export(ReplicaOp::Delete, i, now_ms);
@@ -283,6 +294,7 @@ impl Nat64 {
             time_ns: now_ns,
             proto: proto_of(b.proto),
             v6: Ipv6Addr::from(b.v6),
+            prefix_len: 128,
             port6: b.port6,
             v4: Ipv4Addr::from(b.v4),
             port4: b.port4,

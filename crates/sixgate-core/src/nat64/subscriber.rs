@@ -274,7 +274,7 @@ impl Subscribers {
         let s = self.subs.get_mut(sub);
         s.blocks = i;
         s.ports += u32::from(self.block);
-        if log == EventLog::Bib {
+        if log.bib() {
             self.log_block(EventKind::BlockAllocated, i, now_ns, events);
         }
         Some(i)
@@ -309,7 +309,7 @@ impl Subscribers {
             return;
         }
         // RFC 7422: the whole block goes back.
-        if cfg.event_log == EventLog::Bib {
+        if cfg.event_log.bib() {
             self.log_block(EventKind::BlockReleased, bi, now_ns, events);
         }
         let blk = *self.blocks.get(bi);
@@ -347,6 +347,7 @@ impl Subscribers {
             time_ns: now_ns,
             proto: proto_of(b.proto),
             v6: Ipv6Addr::from(self.subs.get(b.sub).prefix),
+            prefix_len: self.prefix_len,
             port6: 0,
             v4: Ipv4Addr::from(b.v4),
             port4: b.first,

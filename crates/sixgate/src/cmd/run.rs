@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use sixgate_control::ReloadStatus;
 use sixgate_control::metrics::{Collect, MetricsServer, Scrape};
+use sixgate_dataplane::event_export::{ExportStats, Exporter, Outputs, Prepared};
 
 use super::CmdResult;
 
@@ -88,9 +89,17 @@ pub fn run(args: &Args) -> CmdResult {
     let workers: Arc<OnceLock<sixgate_dataplane::StatsHandle>> = Arc::new(OnceLock::new());
     // The fast path's counters come through the data plane's Live.
     let live: Arc<OnceLock<Arc<sixgate_dataplane::Live>>> = Arc::new(OnceLock::new());
+    let exported: Arc<OnceLock<Arc<ExportStats>>> = Arc::new(OnceLock::new());
     let metrics = match &loaded.metrics {
         Some(m) => {
-            let collect = collector(&loaded, &workers, &live, dns64.as_ref(), &reloads);
+            let collect = collector(
+                &loaded,
+                &workers,
+                &live,
+                &exported,
+                dns64.as_ref(),
+                &reloads,
+            );
             let srv =
                 MetricsServer::spawn(m.listen, collect).map_err(|e| format!("sixgate run: {e}"))?;
             tracing::info!("metrics on http://{}/metrics", srv.local_addr());
@@ -113,7 +122,29 @@ pub fn run(args: &Args) -> CmdResult {
         }
         None => None,
     };
+    // The NAT64 event log (docs/logging.md): [log_export]'s file opened and
+    // its sockets made before privileges are dropped.
+    let outputs = match &loaded.log_export {
+        Some(le) => Outputs::Export(
+            Prepared::open(le, loaded.sync.as_ref().map(|s| s.node_id))
+                .map_err(|e| format!("sixgate run: {e}"))?,
+        ),
+        None => Outputs::Log,
+    };
     let gw = Gateway::start(&loaded, args.keep).map_err(|e| format!("sixgate run: {e}"))?;
+    let exporter = match gw.crew().take_event_rings() {
+        Some(rings) => match Exporter::spawn(outputs, rings, gw.crew().epoch()) {
+            Ok(x) => {
+                let _ = exported.set(x.stats());
+                Some(x)
+            }
+            Err(e) => {
+                let _ = gw.stop();
+                return Err(format!("sixgate run: cannot start the event exporter: {e}"));
+            }
+        },
+        None => None,
+    };
     let sync = match (
         sync_bound,
         &loaded.sync,
@@ -247,6 +278,11 @@ pub fn run(args: &Args) -> CmdResult {
         f.stop();
     }
     let report = gw.stop();
+    // After the workers: what they left on the rings, and the port blocks
+    // still held, logged as released.
+    if let Some(x) = exporter {
+        x.stop();
+    }
     println!("sixgate: {}", report.totals.summary());
     // The workers' line counts what the fast path passed up; this one adds
     // what it translated in the kernel (docs/fastpath.md, "Counters").
@@ -352,12 +388,14 @@ fn collector(
     loaded: &sixgate_config::Loaded,
     workers: &Arc<OnceLock<sixgate_dataplane::StatsHandle>>,
     live: &Arc<OnceLock<Arc<sixgate_dataplane::Live>>>,
+    exported: &Arc<OnceLock<Arc<ExportStats>>>,
     dns64: Option<&sixgate_dns64::ServerThread>,
     reloads: &Arc<ReloadStatus>,
 ) -> Collect {
     let mode = loaded.mode.as_str().to_string();
     let workers = workers.clone();
     let live = live.clone();
+    let exported = exported.clone();
     let dns64 = dns64.map(|d| d.stats().clone());
     let reloads = reloads.clone();
     Arc::new(move || Scrape {
@@ -370,6 +408,7 @@ fn collector(
         reload: reloads.read(),
         fastpath: live.get().and_then(|l| l.fast_path()),
         sync: live.get().and_then(|l| l.sync_report()),
+        log_export: exported.get().map(|x| x.report()),
     })
 }
 

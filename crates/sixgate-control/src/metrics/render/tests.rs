@@ -118,7 +118,41 @@ pub(crate) fn full_scrape() -> Scrape {
             announce: Some((100, vec!["2001:db8:64::/96".into()])),
             announcing: true,
         }),
+        log_export: Some(sixgate_dataplane::event_export::ExportReport {
+            events: 40,
+            interim: 2,
+            file_errors: 0,
+            collectors: vec![sixgate_dataplane::event_export::CollectorReport {
+                protocol: "ipfix",
+                transport: "udp",
+                address: "192.0.2.10:4739".into(),
+                records_sent: 38,
+                records_dropped: 2,
+                messages_sent: 3,
+                errors: 1,
+                connects: 0,
+                connected: true,
+            }],
+        }),
     }
+}
+
+#[test]
+fn log_export_counts_per_collector() {
+    let text = render(&full_scrape());
+    for line in [
+        "sixgate_nat64_events_exported_total 40",
+        "sixgate_log_export_records_sent_total{collector=\"192.0.2.10:4739\",protocol=\"ipfix\",transport=\"udp\"} 38",
+        "sixgate_log_export_records_dropped_total{collector=\"192.0.2.10:4739\",protocol=\"ipfix\",transport=\"udp\"} 2",
+        "sixgate_log_export_connected{collector=\"192.0.2.10:4739\",protocol=\"ipfix\",transport=\"udp\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} not in\n{text}");
+    }
+    let without = Scrape {
+        log_export: None,
+        ..full_scrape()
+    };
+    assert!(!render(&without).contains("log_export"));
 }
 
 /// One sample line: `name{labels} value`.
@@ -346,6 +380,7 @@ fn nat64_tables_summed_with_utilisation() {
     // Without NAT64 state (siit), no nat64 series at all.
     let mut siit = full_scrape();
     siit.workers.iter_mut().for_each(|w| w.nat64 = None);
+    siit.log_export = None;
     assert!(!render(&siit).contains("sixgate_nat64_"));
 }
 
