@@ -348,7 +348,8 @@ fn log_event(peer: u16, e: &Event) {
             if *sweep {
                 ""
             } else {
-                "; it drained before it restarted: the entries it handed over stay"
+                "; not swept (its first since it started, or begun before it had ours): \
+                 the entries this node holds for it stay"
             }
         ),
         Event::PeerDrained { records, .. } => tracing::warn!(
