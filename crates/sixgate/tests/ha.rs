@@ -23,6 +23,10 @@
 //!   its session's record (held, then translated); with tshark, the export
 //!   and import times. `…_xdp`: the same on the AF_XDP data plane.
 //!
+//! - `ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections`: 20 TCP
+//!   connections live through `kill -9` of gw1, its restart and a second
+//!   `kill -9` (the restarted node's empty snapshot sweeps nothing at gw2).
+//!
 //! Root and `ip netns` needed (else `skipped:`), and python3 and curl.
 
 mod common;
@@ -359,12 +363,13 @@ mod route {
         out
     }
 
-    /// gw`node`'s announcement: pool6 and its own shard, as blackholes.
+    /// gw`node`'s announcement: pool6 and its own shard, through its TUN
+    /// device (so that they die with the process).
     pub fn announced(ns: &Netns, node: u16) -> bool {
         let t = table(ns);
-        let shard = format!("blackhole 198.18.0.{}", node - 1);
+        let shard = format!("198.18.0.{} dev sixgate0 ", node - 1);
         t.iter()
-            .any(|l| l.starts_with("blackhole 2001:db8:64::/96"))
+            .any(|l| l.starts_with("2001:db8:64::/96 dev sixgate0 "))
             && t.iter().any(|l| l.starts_with(&shard))
             && t.len() == 2
     }
@@ -663,7 +668,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
         assert_eq!(tcp(&gw2), 20, "gw2 kept what gw1 handed over");
         assert_eq!(tcp(&gw1), 20, "gw1 got them back by gw2's snapshot");
         assert!(
-            gw2.log().contains("it drained before it restarted"),
+            gw2.log().contains("not swept (its first since it started"),
             "{}",
             gw2.log()
         );
@@ -716,12 +721,143 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
     turn.finish();
 }
 
-/// A node killed with SIGKILL leaves its routes in table 100, where the
-/// routing daemon would go on announcing a dead node: `sixgate sync withdraw
-/// --config` (the unit's `ExecStopPost`, dist/sixgate.service) takes them
-/// away, and a node that starts again removes stale ones at once, long
-/// before it is ready (docs/ha.md: a rejoining node announces nothing
-/// until its snapshot has arrived or `join_timeout` has passed).
+/// Failover that survives the failback (issue 31): 20 TCP connections
+/// through gw1 (their replies crossing gw2), then `kill -9` of gw1, its
+/// restart, and `kill -9` again, the client's route moved as a routing
+/// daemon would. The killed node's routes go with its TUN device; the
+/// restarted gw1's first (empty) snapshot sweeps nothing at gw2, which
+/// carries gw1's sessions and hands them back; so every connection lives
+/// through both kills. With the former sweep gw2 lost all 20 at the
+/// restart.
+#[test]
+fn ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections() {
+    let test = "ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections";
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
+        return;
+    };
+    let gw1 = route::start(&bed.gw1, 1);
+    let gw2 = route::start(&bed.gw2, 2);
+    let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    let port = "9003";
+    let dir = ScratchDir::new("hakill2").unwrap();
+    let stop = dir.path().join("stop");
+    let tcp = |dut: &RunningDut| {
+        sessions(dut)
+            .iter()
+            .filter(|s| s.starts_with("\"tcp\"") && s.ends_with(":9003"))
+            .count()
+    };
+    let (mut client, _echo) = turn.run(logs, || {
+        wait_for(10, logs, || {
+            route::announced(&bed.gw1, 1) && route::announced(&bed.gw2, 2)
+        });
+        let echo = bed
+            .server
+            .spawn("python3", ["-c", route::ECHO, SERVER4, port])
+            .unwrap();
+        bed.server
+            .wait_listening(Proto::Tcp, 9003, Duration::from_secs(10))
+            .unwrap();
+        let client = bed
+            .client
+            .spawn(
+                "python3",
+                [
+                    "-c",
+                    route::CLIENT,
+                    SERVER6,
+                    port,
+                    "20",
+                    &stop.to_string_lossy(),
+                ],
+            )
+            .unwrap();
+        wait_for(
+            30,
+            || format!("20 connections: {} {}", client.stdout(), client.stderr()),
+            || client.stdout().contains("rounds 10"),
+        );
+        wait_for(5, logs, || tcp(&gw2) == 20);
+        (client, echo)
+    });
+    let kill = |gw1: RunningDut| {
+        kill_gw1(test, &bed, gw1);
+        assert!(
+            route::table(&bed.gw1).is_empty(),
+            "gone with the TUN device: {:?}",
+            route::table(&bed.gw1)
+        );
+        client_via(&bed, 2);
+    };
+    kill(gw1);
+    turn.run(
+        || gw2.log(),
+        || more_rounds(test, &client, "after the first kill -9"),
+    );
+    let gw1 = route::start(&bed.gw1, 1);
+    let logs = || format!("gw1 (restarted):\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    turn.run(logs, || {
+        wait_for(10, logs, || route::announced(&bed.gw1, 1));
+        wait_for(5, logs, || {
+            gw2.log().matches("snapshot from peer 1 received").count() >= 2
+        });
+        assert_eq!(tcp(&gw2), 20, "gw2 kept gw1's sessions through its restart");
+        assert_eq!(tcp(&gw1), 20, "gw1 got them back by gw2's snapshot");
+        client_via(&bed, 1);
+        more_rounds(test, &client, "through the restarted gw1");
+    });
+    kill(gw1);
+    turn.run(
+        || gw2.log(),
+        || {
+            more_rounds(test, &client, "after the second kill -9");
+            std::fs::write(&stop, b"stop").unwrap();
+            let t0 = Instant::now();
+            let status = loop {
+                if let Some(s) = client.exited() {
+                    break s;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(15),
+                    "the client did not end"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            assert!(
+                status.success() && client.stdout().contains("done"),
+                "a connection was lost: {status:?} {} {}",
+                client.stdout(),
+                client.stderr()
+            );
+        },
+    );
+    drop(client);
+    stop_cleanly(test, "gw2", gw2);
+    drop(bed);
+    turn.finish();
+}
+
+/// Three more rounds of echoes on every connection of `client`
+/// (`route::CLIENT`, which exits on any loss, reset or 10 s stall).
+fn more_rounds(test: &str, client: &sixgate_netns::Background, what: &str) {
+    let now = client.stdout().matches("rounds").count();
+    wait_for(
+        20,
+        || format!("{what}: {} {}", client.stdout(), client.stderr()),
+        || client.stdout().matches("rounds").count() >= now + 3,
+    );
+    println!("{test}: {what}: every connection carries data");
+}
+
+/// A node killed with SIGKILL takes its routes in table 100 with it: they
+/// go through its TUN device, which the kernel removes with the process,
+/// so the routing daemon stops announcing a dead node (docs/ha.md).
+/// Blackhole routes (an AF_XDP node's, or an older sixgate's) outlive it:
+/// `sixgate sync withdraw --config` (the unit's `ExecStopPost`,
+/// dist/sixgate.service) takes them away, and a node that starts again
+/// removes stale ones at once, long before it is ready (a rejoining node
+/// announces nothing until its snapshot has arrived or `join_timeout` has
+/// passed).
 #[test]
 fn ha_routes_of_a_killed_node_are_withdrawn() {
     let test = "ha_routes_of_a_killed_node_are_withdrawn";
@@ -738,10 +874,22 @@ fn ha_routes_of_a_killed_node_are_withdrawn() {
     );
     kill_gw1(test, &bed, gw1);
     assert!(
-        route::announced(&bed.gw1, 1),
-        "SIGKILL leaves the routes: {:?}",
+        route::table(&bed.gw1).is_empty(),
+        "SIGKILL takes the routes with the TUN device: {:?}",
         route::table(&bed.gw1)
     );
+    let stale = |ns: &Netns| {
+        ns.ip([
+            "route",
+            "replace",
+            "blackhole",
+            "198.18.0.0/32",
+            "table",
+            "100",
+        ])
+        .unwrap()
+    };
+    stale(&bed.gw1);
     let conf = conf.to_string_lossy();
     let out = bed
         .gw1
@@ -760,18 +908,9 @@ fn ha_routes_of_a_killed_node_are_withdrawn() {
     bed.gw1
         .run(BIN, ["sync", "withdraw", "--config", &conf])
         .unwrap_or_else(|e| panic!("{test}: second sync withdraw: {e}"));
-    // A stale route (as SIGKILL leaves it) is gone as soon as a new gw1
-    // runs, while it waits for its silent peer (join_timeout, 3 s).
-    bed.gw1
-        .ip([
-            "route",
-            "replace",
-            "blackhole",
-            "198.18.0.0/32",
-            "table",
-            "100",
-        ])
-        .unwrap();
+    // A stale route is gone as soon as a new gw1 runs, while it waits for
+    // its silent peer (join_timeout, 3 s).
+    stale(&bed.gw1);
     let t0 = Instant::now();
     let gw1 = route::start(&bed.gw1, 1);
     turn.run(

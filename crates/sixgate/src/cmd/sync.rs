@@ -92,6 +92,7 @@ fn withdraw(path: &std::path::Path) -> CmdResult {
         table,
         (pool6.addr(), pool6.len()),
         &s.own_shards(),
+        None,
     );
     let problems = a.withdraw_all();
     if problems.is_empty() {
