@@ -35,9 +35,9 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::ha::{
-    BIN, SERVER4, SERVER6, SyncPath, UDP_ECHO, UDP_PORT, cli, client_via, gateway_toml, kill_gw1,
-    scrape_metrics, sessions, start, start_toml, sync_state, take_bed, udp_echo, udp_exchange,
-    wait_for, wait_synced, with_pair,
+    BIN, SERVER4, SERVER6, SyncPath, TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, UDP_ECHO, UDP_PORT, cli,
+    client_via, gateway_toml, kill_gw1, more_rounds, scrape_metrics, sessions, start, start_toml,
+    sync_state, take_bed, udp_echo, udp_exchange, wait_for, wait_synced, with_pair,
 };
 use common::{HTTP_PORT, fetch_and_compare, http_server, iperf3, pattern, stop_cleanly};
 use sixgate_netns::{Netns, Proto, RunningDut, ScratchDir};
@@ -373,52 +373,6 @@ mod route {
             && t.iter().any(|l| l.starts_with(&shard))
             && t.len() == 2
     }
-
-    /// A threaded TCP echo server.
-    pub const ECHO: &str = r#"
-import socketserver, sys
-class H(socketserver.BaseRequestHandler):
-    def handle(self):
-        while True:
-            d = self.request.recv(65536)
-            if not d:
-                return
-            self.request.sendall(d)
-class S(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-S((sys.argv[1], int(sys.argv[2])), H).serve_forever()
-"#;
-
-    /// argv[3] connections (opened in parallel), then rounds of an echo on
-    /// each until the file argv[4] exists; any loss, reset or 10 s stall
-    /// ends it non-zero.
-    pub const CLIENT: &str = r#"
-import concurrent.futures, os, socket, sys, time
-host, port, n, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-with concurrent.futures.ThreadPoolExecutor(n) as ex:
-    conns = list(ex.map(lambda _: socket.create_connection((host, port), timeout=10), range(n)))
-print("connected", n, flush=True)
-rounds = 0
-while not os.path.exists(stop):
-    for i, c in enumerate(conns):
-        msg = (b"%d:%d;" % (i, rounds)) * 50
-        c.sendall(msg)
-        got = b""
-        while len(got) < len(msg):
-            d = c.recv(65536)
-            if not d:
-                sys.exit("connection %d closed by the peer" % i)
-            got += d
-        assert got == msg, i
-    rounds += 1
-    if rounds % 10 == 0:
-        print("rounds", rounds, flush=True)
-    time.sleep(0.02)
-for c in conns:
-    c.close()
-print("done", rounds, flush=True)
-"#;
 }
 
 #[test]
@@ -572,7 +526,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
         });
         let echo = bed
             .server
-            .spawn("python3", ["-c", route::ECHO, SERVER4, port])
+            .spawn("python3", ["-c", TCP_ECHO_THREADED, SERVER4, port])
             .unwrap();
         bed.server
             .wait_listening(Proto::Tcp, 9002, Duration::from_secs(10))
@@ -583,7 +537,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
                 "python3",
                 [
                     "-c",
-                    route::CLIENT,
+                    TCP_ROUNDS_CLIENT,
                     SERVER6,
                     port,
                     "20",
@@ -753,7 +707,7 @@ fn ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections() {
         });
         let echo = bed
             .server
-            .spawn("python3", ["-c", route::ECHO, SERVER4, port])
+            .spawn("python3", ["-c", TCP_ECHO_THREADED, SERVER4, port])
             .unwrap();
         bed.server
             .wait_listening(Proto::Tcp, 9003, Duration::from_secs(10))
@@ -764,7 +718,7 @@ fn ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections() {
                 "python3",
                 [
                     "-c",
-                    route::CLIENT,
+                    TCP_ROUNDS_CLIENT,
                     SERVER6,
                     port,
                     "20",
@@ -835,18 +789,6 @@ fn ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections() {
     stop_cleanly(test, "gw2", gw2);
     drop(bed);
     turn.finish();
-}
-
-/// Three more rounds of echoes on every connection of `client`
-/// (`route::CLIENT`, which exits on any loss, reset or 10 s stall).
-fn more_rounds(test: &str, client: &sixgate_netns::Background, what: &str) {
-    let now = client.stdout().matches("rounds").count();
-    wait_for(
-        20,
-        || format!("{what}: {} {}", client.stdout(), client.stderr()),
-        || client.stdout().matches("rounds").count() >= now + 3,
-    );
-    println!("{test}: {what}: every connection carries data");
 }
 
 /// A node killed with SIGKILL takes its routes in table 100 with it: they
