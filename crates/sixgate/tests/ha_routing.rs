@@ -994,9 +994,9 @@ fn nat64_pair_planned_drain_moves_traffic_by_bgp() {
 
 /// Failover that survives the failback (issue 31), behind the routers:
 /// 100 TCP connections spread over the pair (each node maps its flows on
-/// its own shard), echoing in rounds. gw1 dies whole (`kill -9` of its
-/// sixgate and its BIRD): BFD or the closed BGP session moves everything to
-/// gw2, which carries gw1's sessions from its replica. gw1 restarts (BIRD,
+/// its own shard), echoing in rounds. gw1 loses power ([`power_off`]: silent,
+/// then `kill -9` of its sixgate and its BIRD): BFD moves everything to
+/// gw2, which carries gw1's sessions from its replica. gw1 boots again (BIRD,
 /// then sixgate): the routers take it back within seconds (the dist/
 /// routers' short `error wait time`), its first, empty snapshot sweeps
 /// nothing at gw2, and it announces once it has gw2's. Then `kill -9` of
@@ -1070,25 +1070,28 @@ fn nat64_pair_kill_9_restart_and_kill_9_again_keep_every_connection() {
         (client, echo, at1[0])
     });
 
-    // 1. gw1 dies whole: sixgate and BIRD killed.
-    for pid in bed.gw(1).pids() {
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    }
-    let t_kill = Instant::now();
+    // 1. gw1 dies whole, as a box that loses power: silent at once, its
+    // sixgate and BIRD killed; the routers learn it by BFD.
+    let t_kill = power_off_under_bfd(&bed, &routers, 1);
     let (_, dut2) = reap(test, 1, dut1, dut2);
     let _ = bird1.stop();
     let logs = || logs_of(&[("gw2", &dut2)], routers.iter().chain([&bird2]));
     turn.run(logs, || {
         wait_moved(&bed, 1, 2);
         println!(
-            "{test}: gw1 killed whole: the routers send only to gw2 after {} ms",
+            "{test}: gw1 powered off: the routers send only to gw2 after {} ms",
             t_kill.elapsed().as_millis()
         );
         more_rounds(test, &client, "after gw1 was killed");
     });
 
-    // 2. gw1 comes back: BIRD, then sixgate (empty tables).
+    // 2. gw1 comes back (the box boots: no filter, empty tables): BIRD,
+    // then sixgate. BFD's failure put the routers' sessions to it in
+    // BIRD's error wait, which the dist/ configs keep short.
     let t_start = Instant::now();
+    bed.gw(1)
+        .run("nft", ["delete table inet dead"])
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
     let bird1 = Bird::start(bed.gw(1), "gw1", &dist_config_in_bed(1))
         .unwrap_or_else(|e| panic!("{test}: {e}"));
     let dut1 = start_nat64_node(test, &bed, 1);
