@@ -91,8 +91,8 @@ pub struct SyncSettings {
     /// Every pool4 address, each owned by exactly one node.
     pub shards: Vec<Shard>,
     /// Kernel routing table for the routing daemon (docs/ha.md, "Failover
-    /// and scale-out"): blackhole routes for pool6 and this node's shards
-    /// while it is ready; `None`: nothing announced.
+    /// and scale-out"): routes for pool6 and this node's shards while it is
+    /// ready; `None`: nothing announced.
     pub announce_table: Option<u32>,
     /// How long a starting node waits for its peers' snapshots before it is
     /// ready without them (none answered), seconds.

@@ -1,12 +1,16 @@
 //! The routing daemon's hook (docs/ha.md, "Failover and scale-out: a routing
-//! daemon decides"): while the node is ready, blackhole routes for pool6 and
-//! for each of its own pool4 shards in the kernel routing table `[sync]
+//! daemon decides"): while the node is ready, routes for pool6 and for each
+//! of its own pool4 shards in the kernel routing table `[sync]
 //! announce_table`, which BIRD or FRR imports and announces. sixgate runs no
 //! routing protocol and no command of the daemon's; these routes never carry
 //! traffic (the table is not in the routing policy), they only say "this
-//! node is ready". Changed with `ip` (iproute2), as the TUN data plane's
-//! routes, from the sync thread: a few process starts at ready, drain and
-//! stop, never on the packet path.
+//! node is ready". With the TUN data plane they go through its device, so
+//! the kernel removes them when the process dies in any way (the device goes
+//! with its last descriptor), `kill -9` included; without one (AF_XDP) they
+//! are blackhole routes, which `sixgate sync withdraw` removes after a crash.
+//! Changed with `ip` (iproute2), as the TUN data plane's routes, from the
+//! sync thread: a few process starts at ready, drain and stop, never on the
+//! packet path.
 
 use crate::destinations::Route;
 use crate::system::ip;
@@ -15,17 +19,22 @@ use crate::system::ip;
 #[derive(Debug)]
 pub struct Announcer {
     table: String,
+    /// The device the routes go through (`None`: blackhole routes).
+    device: Option<String>,
     routes: Vec<Route>,
     /// Routes added and not withdrawn yet.
     added: Vec<Route>,
 }
 
 impl Announcer {
-    /// Routes for `pool6` and `shards` in `table`; nothing added yet.
+    /// Routes for `pool6` and `shards` in `table`, through `device` (the
+    /// TUN device, which dies with the process) or blackhole routes;
+    /// nothing added yet.
     pub fn new(
         table: u32,
         pool6: (std::net::Ipv6Addr, u8),
         shards: &[(std::net::Ipv4Addr, u8)],
+        device: Option<&str>,
     ) -> Announcer {
         let mut routes = vec![Route {
             prefix: format!("{}/{}", pool6.0, pool6.1),
@@ -37,6 +46,7 @@ impl Announcer {
         }));
         Announcer {
             table: table.to_string(),
+            device: device.map(str::to_owned),
             routes,
             added: Vec::new(),
         }
@@ -63,16 +73,18 @@ impl Announcer {
     pub fn announce(&mut self) -> Result<(), String> {
         for i in 0..self.routes.len() {
             let r = &self.routes[i];
-            let args = [
-                "route",
-                "replace",
-                "blackhole",
-                &r.prefix,
-                "table",
-                &self.table,
-            ];
+            let mut args = vec!["route", "replace"];
+            match &self.device {
+                Some(dev) => args.extend([r.prefix.as_str(), "dev", dev]),
+                None => args.extend(["blackhole", r.prefix.as_str()]),
+            }
+            args.extend(["table", &self.table]);
             if let Err(e) = ip(r.v6, &args) {
-                let why = format!("cannot add blackhole {r} to table {}: {e}", self.table);
+                let why = format!(
+                    "cannot add {} to table {}: {e}",
+                    self.describe(r),
+                    self.table
+                );
                 for p in self.withdraw() {
                     tracing::warn!("while undoing the announcement: {p}");
                 }
@@ -81,6 +93,13 @@ impl Announcer {
             self.added.push(r.clone());
         }
         Ok(())
+    }
+
+    fn describe(&self, r: &Route) -> String {
+        match &self.device {
+            Some(dev) => format!("{r} dev {dev}"),
+            None => format!("blackhole {r}"),
+        }
     }
 
     /// Removes the routes added; returns what could not be removed (a route
@@ -104,19 +123,25 @@ impl Announcer {
     fn remove(&self, routes: &[Route]) -> Vec<String> {
         let mut problems = Vec::new();
         for r in routes {
-            let args = ["route", "del", "blackhole", &r.prefix, "table", &self.table];
+            // Whatever its type: a blackhole route of an older sixgate or one
+            // through the device (gone already when the device went).
+            let args = ["route", "del", &r.prefix, "table", &self.table];
             if let Err(e) = ip(r.v6, &args)
-                && !e.contains("No such process")
-                && !e.contains("not found")
+                && !absent(&e)
             {
-                problems.push(format!(
-                    "cannot remove blackhole {r} from table {}: {e}",
-                    self.table
-                ));
+                problems.push(format!("cannot remove {r} from table {}: {e}", self.table));
             }
         }
         problems
     }
+}
+
+/// `ip route del`'s answers when there is nothing to remove: no such route,
+/// or (IPv4) no such table yet, as on a clean start.
+fn absent(e: &str) -> bool {
+    ["No such process", "not found", "FIB table does not exist"]
+        .iter()
+        .any(|m| e.contains(m))
 }
 
 impl Drop for Announcer {
@@ -141,6 +166,7 @@ mod tests {
                 ("198.18.0.0".parse().unwrap(), 32),
                 ("198.18.1.0".parse().unwrap(), 24),
             ],
+            None,
         );
         let r: Vec<String> = a
             .routes()
@@ -157,5 +183,12 @@ mod tests {
         );
         assert_eq!(a.table(), "100");
         assert!(!a.announcing());
+    }
+
+    #[test]
+    fn nothing_to_remove_is_not_a_problem() {
+        assert!(absent("RTNETLINK answers: No such process"));
+        assert!(absent("Error: FIB table does not exist."));
+        assert!(!absent("RTNETLINK answers: Operation not permitted"));
     }
 }

@@ -227,8 +227,9 @@ impl SyncLink {
             },
             Event::SnapshotBegin { .. } => inbound.push(Inbound::SnapshotBegin { peer: peer_id }),
             Event::SnapshotEnd { sweep, .. } => {
-                // A drained peer's first snapshot after its restart:
-                // what it handed over stays (docs/ha.md, "Planned drain").
+                // A restarted peer's first snapshot, or one begun before
+                // it had ours: what this node carries for it stays
+                // (docs/ha.md, "A restarted node's snapshot").
                 if sweep {
                     inbound.push(Inbound::SnapshotEnd { peer: peer_id });
                 }

@@ -80,12 +80,15 @@ pub fn bind(s: &SyncSettings) -> Result<Bound, String> {
 impl SyncThread {
     /// Starts the thread on `bound` ([`bind`]) for the workers whose sync
     /// ends are `ends` (`Crew::take_sync_ends`), with `live` to walk their
-    /// tables for snapshots. Errors: no pool6, no thread.
+    /// tables for snapshots. `device`: the TUN device the announced routes
+    /// go through (`None`: blackhole routes; `crate::announce`). Errors: no
+    /// pool6, no thread.
     pub fn spawn(
         bound: Bound,
         s: &SyncSettings,
         ends: Vec<SyncEnds>,
         live: Arc<Live>,
+        device: Option<&str>,
     ) -> Result<SyncThread, String> {
         let config = live.config();
         let workers = ends.len();
@@ -111,7 +114,7 @@ impl SyncThread {
         };
         let counters: Vec<_> = ends.iter().map(|e| e.counters.clone()).collect();
         let announcer = s.announce_table.map(|t| {
-            let mut a = Announcer::new(t, (pool6.addr(), pool6.len()), &s.own_shards());
+            let mut a = Announcer::new(t, (pool6.addr(), pool6.len()), &s.own_shards(), device);
             // A node restarted after SIGKILL announces nothing before it is
             // ready again (docs/ha.md): its old routes go first.
             for p in a.withdraw_all() {
@@ -348,7 +351,8 @@ fn log_event(peer: u16, e: &Event) {
             if *sweep {
                 ""
             } else {
-                "; it drained before it restarted: the entries it handed over stay"
+                "; not swept (its first since it started, or begun before it had ours): \
+                 the entries this node holds for it stay"
             }
         ),
         Event::PeerDrained { records, .. } => tracing::warn!(

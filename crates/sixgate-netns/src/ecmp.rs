@@ -14,9 +14,9 @@
 //!   (`fib_multipath_hash_policy = 1`), so flows spread over both gateways.
 //! - Each gateway's BIRD learns what is in kernel table [`ANNOUNCE_TABLE`]
 //!   (`protocol kernel { kernel table 100; learn; }`) and announces it: pool6
-//!   to router6, the IPv4 prefix to router4. [`EcmpBed::announce`] puts the
+//!   to router6, the IPv4 prefix to router4. [`EcmpBed::announce`] puts
 //!   blackhole routes there, as sixgate's `[sync] announce_table` hook does
-//!   when it is ready. Nothing else reaches the routers: a gateway without
+//!   when it is ready (through its TUN device, or blackholes). Nothing else reaches the routers: a gateway without
 //!   them gets no traffic.
 //! - The gateways reach the client's and the server's networks by static
 //!   routes; BIRD does not touch their main table. A `sync` link joins them

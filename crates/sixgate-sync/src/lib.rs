@@ -48,9 +48,10 @@ pub enum Event {
         /// Records received between BEGIN and END.
         received: u64,
         /// Remove the peer's entries the snapshot did not restate. `false`
-        /// for the first snapshot of a peer that drained and then
-        /// restarted: it handed its entries over (docs/ha.md, "Planned
-        /// drain"), and its empty tables must not take them away.
+        /// for the peer's first snapshot of its epoch (a restarted peer's
+        /// tables are empty, while this node may carry its sessions: killed,
+        /// or drained) and for one it began before it had acknowledged ours
+        /// (docs/ha.md, "A restarted node's snapshot").
         sweep: bool,
     },
     /// The peer drains (a DRAIN message, in stream order after everything

@@ -127,6 +127,10 @@ pub struct Peer {
     up: bool,
     /// Our running snapshot: id, records pushed.
     snapshot: Option<(u32, u64)>,
+    /// Our running snapshot began in the peer's current epoch.
+    snapshot_this_epoch: bool,
+    /// The sequence number of such a snapshot's SNAP_END, until acked.
+    snapshot_end: Option<u32>,
     next_snapshot_id: u32,
     snapshot_wanted: Option<ResyncReason>,
     /// A resync request to send, and when the last one went.
@@ -172,6 +176,8 @@ impl Peer {
             last_heard: None,
             up: false,
             snapshot: None,
+            snapshot_this_epoch: false,
+            snapshot_end: None,
             next_snapshot_id: 1,
             snapshot_wanted: None,
             resync_to_send: None,
@@ -236,6 +242,9 @@ impl Peer {
                 self.replay = ReplayWindow::default();
                 self.reset_rx_timers();
                 self.peer_epoch = Some(h.epoch);
+                // What we sent before reached the old process, not this one.
+                self.snapshot_this_epoch = false;
+                self.snapshot_end = None;
                 ev(Event::PeerRestarted);
             }
             Some(_) => {}
@@ -250,8 +259,19 @@ impl Peer {
             self.up = true;
             ev(Event::PeerUp);
         }
+        // Our snapshot acknowledged by this datagram counts from the next
+        // one on: a SNAP_BEGIN riding with the ack may have been queued
+        // before our records were in the peer's tables.
+        let mut has_ours = false;
         if let Some(ack) = h.ack {
             self.tx.on_ack(ack);
+            if let Some(seq) = self.snapshot_end
+                && crate::replay::before(seq, ack)
+                && !crate::replay::before(self.tx.next_seq, ack)
+            {
+                self.snapshot_end = None;
+                has_ours = true;
+            }
             if let Some(d) = &mut self.drain
                 && let Some(seq) = d.seq
                 && crate::replay::before(seq, ack)
@@ -304,6 +324,7 @@ impl Peer {
                 Ok(())
             }
         };
+        self.rx.peer_has_ours |= has_ours;
         if self.rx.expected != before_expected {
             self.ack_waiting_since.get_or_insert(now);
             if !self.rx.gap() {
@@ -414,6 +435,8 @@ impl Peer {
         // The queue was just emptied, so SNAP_BEGIN always fits.
         let _ = self.tx.push_control(Kind::SnapBegin, &id.to_be_bytes());
         self.snapshot = Some((id, 0));
+        self.snapshot_this_epoch = true;
+        self.snapshot_end = None;
         self.snapshot_wanted = None;
         self.counters.resync_started += 1;
         id
@@ -430,6 +453,9 @@ impl Peer {
         b[4..].copy_from_slice(&n.to_be_bytes());
         if !self.tx.push_control(Kind::SnapEnd, &b) {
             return false;
+        }
+        if self.snapshot_this_epoch {
+            self.snapshot_end = Some(self.tx.next_seq.wrapping_sub(1));
         }
         self.snapshot = None;
         self.queue_drain();

@@ -27,14 +27,17 @@ pub(crate) struct Receiver {
     /// Highest sequence number known to exist (received, or announced by a
     /// keepalive).
     pub(crate) highest: Option<u32>,
-    /// The running snapshot: id and records received in it.
-    snapshot: Option<(u32, u64)>,
+    /// The running snapshot: id, records received in it, and whether it may
+    /// sweep (the peer had our snapshot when it began).
+    snapshot: Option<(u32, u64, bool)>,
     /// A snapshot of this stream has been received to its end.
     pub(crate) synced: bool,
     /// The peer sent DRAIN in this epoch.
     pub(crate) drained: bool,
-    /// The peer drained, then restarted: its next snapshot does not sweep.
-    keep_entries: bool,
+    /// The peer holds what this node carries for it: false from its restart
+    /// until it acknowledged a whole snapshot of ours sent since (kept by
+    /// [`crate::Peer`]). A peer first heard of had nothing taken from it.
+    pub(crate) peer_has_ours: bool,
 }
 
 impl Receiver {
@@ -51,16 +54,14 @@ impl Receiver {
             snapshot: None,
             synced: false,
             drained: false,
-            keep_entries: false,
+            peer_has_ours: true,
         }
     }
 
-    /// Forgets the stream (the peer restarted).
+    /// Forgets the stream (the peer restarted, and with it what it had).
     pub(crate) fn reset(&mut self) {
-        // A drained peer handed us its entries: its first snapshot after the
-        // restart (empty) must not sweep them, even if it restarts again
-        // before that snapshot ends.
-        self.keep_entries |= std::mem::take(&mut self.drained);
+        self.drained = false;
+        self.peer_has_ours = false;
         self.expected = None;
         self.highest = None;
         self.snapshot = None;
@@ -192,7 +193,7 @@ impl Receiver {
                         continue; // checked at decode
                     };
                     counters.records_in += 1;
-                    if let Some((_, n)) = &mut self.snapshot {
+                    if let Some((_, n, _)) = &mut self.snapshot {
                         *n += 1;
                     }
                     ev(Event::Record(r));
@@ -202,7 +203,7 @@ impl Receiver {
                 let id = body
                     .get(..4)
                     .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-                self.snapshot = Some((id, 0));
+                self.snapshot = Some((id, 0, self.peer_has_ours));
                 ev(Event::SnapshotBegin { id });
             }
             Kind::SnapEnd => {
@@ -210,17 +211,23 @@ impl Receiver {
                 let id = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
                 let announced =
                     u64::from_be_bytes([b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]]);
-                if let Some((begun, received)) = self.snapshot
+                if let Some((begun, received, had_ours)) = self.snapshot
                     && begun == id
                 {
                     self.snapshot = None;
+                    // A peer's tables are complete only once it has what we
+                    // carry for it: not at its first snapshot of an epoch
+                    // (restarted empty, or drained and restarted), nor at
+                    // one begun before ours reached it (docs/ha.md,
+                    // "A restarted node's snapshot").
+                    let sweep = self.synced && had_ours;
                     self.synced = true;
                     counters.snapshots_received += 1;
                     ev(Event::SnapshotEnd {
                         id,
                         announced,
                         received,
-                        sweep: !std::mem::take(&mut self.keep_entries),
+                        sweep,
                     });
                 }
             }

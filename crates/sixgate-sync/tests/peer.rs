@@ -318,8 +318,64 @@ fn a_restarted_peer_is_resynced() {
     run(&mut a, &mut b2, &mut now, 50);
     assert!(a.events.contains(&Event::PeerRestarted));
     assert_eq!(b2.replica, a.table, "a sent b2 a snapshot");
-    // b2's (empty) snapshot swept a's replica of what b had.
-    assert!(a.replica.is_empty() && b2.table.is_empty());
+    // b2's first snapshot is empty, but a may be carrying b's sessions
+    // (b was killed): it sweeps nothing.
+    assert!(b2.table.is_empty());
+    assert_eq!(a.replica.len(), 40, "b's entries kept at a");
+}
+
+/// A restarted peer's snapshots sweep nothing until it has acknowledged
+/// ours: neither its first (empty) one nor one it begins while ours is
+/// still on its way. Once it has ours, its snapshots sweep again.
+#[test]
+fn a_restarted_peers_snapshots_sweep_only_once_it_has_ours() {
+    let (mut a, mut b, mut now) = synced_pair(None);
+    for i in 0..40 {
+        a.change(now, session(1, i, Op::SessionUpsert, TcpState::Established));
+        b.change(now, session(2, i, Op::SessionUpsert, TcpState::Established));
+    }
+    run(&mut a, &mut b, &mut now, 20);
+    assert_eq!(a.replica, b.table);
+    let mut b2 = Node::new(2, 1, 300, None);
+    // a's datagrams to b2 are lost: b2's snapshots reach a, a's never b2.
+    let one_way = |a: &mut Node, b2: &mut Node, now: &mut u64| {
+        for _ in 0..20 {
+            let _ = a.step(*now);
+            for d in b2.step(*now) {
+                a.receive(*now, &d);
+            }
+            *now += MS;
+        }
+    };
+    b2.peer.snapshot_due(ResyncReason::PeerRestarted);
+    one_way(&mut a, &mut b2, &mut now);
+    b2.peer.snapshot_due(ResyncReason::Gap);
+    one_way(&mut a, &mut b2, &mut now);
+    let ends = |n: &Node| -> Vec<bool> {
+        n.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::SnapshotEnd { sweep, .. } => Some(*sweep),
+                _ => None,
+            })
+            .collect()
+    };
+    let before = ends(&a).len();
+    assert!(a.events.contains(&Event::PeerRestarted));
+    assert_eq!(a.peer.counters().snapshots_received, 3, "{:?}", a.events);
+    assert_eq!(ends(&a)[before - 2..], [false, false]);
+    assert_eq!(a.replica.len(), 40, "b's entries kept at a");
+    // The link heals: b2 gets a's snapshot and acknowledges it.
+    // (a's next keepalive, 1 s, is the first b2 hears of it.)
+    run(&mut a, &mut b2, &mut now, 1200);
+    assert_eq!(b2.replica, a.table);
+    b2.peer.snapshot_due(ResyncReason::Gap);
+    run(&mut a, &mut b2, &mut now, 20);
+    assert_eq!(ends(&a).last(), Some(&true));
+    assert!(
+        a.replica.is_empty(),
+        "b2's own tables are authoritative again"
+    );
 }
 
 #[test]

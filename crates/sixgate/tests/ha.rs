@@ -23,6 +23,10 @@
 //!   its session's record (held, then translated); with tshark, the export
 //!   and import times. `…_xdp`: the same on the AF_XDP data plane.
 //!
+//! - `ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections`: 20 TCP
+//!   connections live through `kill -9` of gw1, its restart and a second
+//!   `kill -9` (the restarted node's empty snapshot sweeps nothing at gw2).
+//!
 //! Root and `ip netns` needed (else `skipped:`), and python3 and curl.
 
 mod common;
@@ -31,9 +35,9 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::ha::{
-    BIN, SERVER4, SERVER6, SyncPath, UDP_ECHO, UDP_PORT, cli, client_via, gateway_toml, kill_gw1,
-    scrape_metrics, sessions, start, start_toml, sync_state, take_bed, udp_echo, udp_exchange,
-    wait_for, wait_synced, with_pair,
+    BIN, SERVER4, SERVER6, SyncPath, TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, UDP_ECHO, UDP_PORT, cli,
+    client_via, gateway_toml, kill_gw1, more_rounds, scrape_metrics, sessions, start, start_toml,
+    sync_state, take_bed, udp_echo, udp_exchange, wait_for, wait_synced, with_pair,
 };
 use common::{HTTP_PORT, fetch_and_compare, http_server, iperf3, pattern, stop_cleanly};
 use sixgate_netns::{Netns, Proto, RunningDut, ScratchDir};
@@ -359,61 +363,16 @@ mod route {
         out
     }
 
-    /// gw`node`'s announcement: pool6 and its own shard, as blackholes.
+    /// gw`node`'s announcement: pool6 and its own shard, through its TUN
+    /// device (so that they die with the process).
     pub fn announced(ns: &Netns, node: u16) -> bool {
         let t = table(ns);
-        let shard = format!("blackhole 198.18.0.{}", node - 1);
+        let shard = format!("198.18.0.{} dev sixgate0 ", node - 1);
         t.iter()
-            .any(|l| l.starts_with("blackhole 2001:db8:64::/96"))
+            .any(|l| l.starts_with("2001:db8:64::/96 dev sixgate0 "))
             && t.iter().any(|l| l.starts_with(&shard))
             && t.len() == 2
     }
-
-    /// A threaded TCP echo server.
-    pub const ECHO: &str = r#"
-import socketserver, sys
-class H(socketserver.BaseRequestHandler):
-    def handle(self):
-        while True:
-            d = self.request.recv(65536)
-            if not d:
-                return
-            self.request.sendall(d)
-class S(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-S((sys.argv[1], int(sys.argv[2])), H).serve_forever()
-"#;
-
-    /// argv[3] connections (opened in parallel), then rounds of an echo on
-    /// each until the file argv[4] exists; any loss, reset or 10 s stall
-    /// ends it non-zero.
-    pub const CLIENT: &str = r#"
-import concurrent.futures, os, socket, sys, time
-host, port, n, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-with concurrent.futures.ThreadPoolExecutor(n) as ex:
-    conns = list(ex.map(lambda _: socket.create_connection((host, port), timeout=10), range(n)))
-print("connected", n, flush=True)
-rounds = 0
-while not os.path.exists(stop):
-    for i, c in enumerate(conns):
-        msg = (b"%d:%d;" % (i, rounds)) * 50
-        c.sendall(msg)
-        got = b""
-        while len(got) < len(msg):
-            d = c.recv(65536)
-            if not d:
-                sys.exit("connection %d closed by the peer" % i)
-            got += d
-        assert got == msg, i
-    rounds += 1
-    if rounds % 10 == 0:
-        print("rounds", rounds, flush=True)
-    time.sleep(0.02)
-for c in conns:
-    c.close()
-print("done", rounds, flush=True)
-"#;
 }
 
 #[test]
@@ -567,7 +526,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
         });
         let echo = bed
             .server
-            .spawn("python3", ["-c", route::ECHO, SERVER4, port])
+            .spawn("python3", ["-c", TCP_ECHO_THREADED, SERVER4, port])
             .unwrap();
         bed.server
             .wait_listening(Proto::Tcp, 9002, Duration::from_secs(10))
@@ -578,7 +537,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
                 "python3",
                 [
                     "-c",
-                    route::CLIENT,
+                    TCP_ROUNDS_CLIENT,
                     SERVER6,
                     port,
                     "20",
@@ -663,7 +622,7 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
         assert_eq!(tcp(&gw2), 20, "gw2 kept what gw1 handed over");
         assert_eq!(tcp(&gw1), 20, "gw1 got them back by gw2's snapshot");
         assert!(
-            gw2.log().contains("it drained before it restarted"),
+            gw2.log().contains("not swept (its first since it started"),
             "{}",
             gw2.log()
         );
@@ -716,12 +675,131 @@ fn ha_planned_drain_keeps_20_tcp_connections() {
     turn.finish();
 }
 
-/// A node killed with SIGKILL leaves its routes in table 100, where the
-/// routing daemon would go on announcing a dead node: `sixgate sync withdraw
-/// --config` (the unit's `ExecStopPost`, dist/sixgate.service) takes them
-/// away, and a node that starts again removes stale ones at once, long
-/// before it is ready (docs/ha.md: a rejoining node announces nothing
-/// until its snapshot has arrived or `join_timeout` has passed).
+/// Failover that survives the failback (issue 31): 20 TCP connections
+/// through gw1 (their replies crossing gw2), then `kill -9` of gw1, its
+/// restart, and `kill -9` again, the client's route moved as a routing
+/// daemon would. The killed node's routes go with its TUN device; the
+/// restarted gw1's first (empty) snapshot sweeps nothing at gw2, which
+/// carries gw1's sessions and hands them back; so every connection lives
+/// through both kills. With the former sweep gw2 lost all 20 at the
+/// restart.
+#[test]
+fn ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections() {
+    let test = "ha_kill_9_restart_and_kill_9_again_keep_20_tcp_connections";
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
+        return;
+    };
+    let gw1 = route::start(&bed.gw1, 1);
+    let gw2 = route::start(&bed.gw2, 2);
+    let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    let port = "9003";
+    let dir = ScratchDir::new("hakill2").unwrap();
+    let stop = dir.path().join("stop");
+    let tcp = |dut: &RunningDut| {
+        sessions(dut)
+            .iter()
+            .filter(|s| s.starts_with("\"tcp\"") && s.ends_with(":9003"))
+            .count()
+    };
+    let (mut client, _echo) = turn.run(logs, || {
+        wait_for(10, logs, || {
+            route::announced(&bed.gw1, 1) && route::announced(&bed.gw2, 2)
+        });
+        let echo = bed
+            .server
+            .spawn("python3", ["-c", TCP_ECHO_THREADED, SERVER4, port])
+            .unwrap();
+        bed.server
+            .wait_listening(Proto::Tcp, 9003, Duration::from_secs(10))
+            .unwrap();
+        let client = bed
+            .client
+            .spawn(
+                "python3",
+                [
+                    "-c",
+                    TCP_ROUNDS_CLIENT,
+                    SERVER6,
+                    port,
+                    "20",
+                    &stop.to_string_lossy(),
+                ],
+            )
+            .unwrap();
+        wait_for(
+            30,
+            || format!("20 connections: {} {}", client.stdout(), client.stderr()),
+            || client.stdout().contains("rounds 10"),
+        );
+        wait_for(5, logs, || tcp(&gw2) == 20);
+        (client, echo)
+    });
+    let kill = |gw1: RunningDut| {
+        kill_gw1(test, &bed, gw1);
+        assert!(
+            route::table(&bed.gw1).is_empty(),
+            "gone with the TUN device: {:?}",
+            route::table(&bed.gw1)
+        );
+        client_via(&bed, 2);
+    };
+    kill(gw1);
+    turn.run(
+        || gw2.log(),
+        || more_rounds(test, &client, "after the first kill -9"),
+    );
+    let gw1 = route::start(&bed.gw1, 1);
+    let logs = || format!("gw1 (restarted):\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    turn.run(logs, || {
+        wait_for(10, logs, || route::announced(&bed.gw1, 1));
+        wait_for(5, logs, || {
+            gw2.log().matches("snapshot from peer 1 received").count() >= 2
+        });
+        assert_eq!(tcp(&gw2), 20, "gw2 kept gw1's sessions through its restart");
+        assert_eq!(tcp(&gw1), 20, "gw1 got them back by gw2's snapshot");
+        client_via(&bed, 1);
+        more_rounds(test, &client, "through the restarted gw1");
+    });
+    kill(gw1);
+    turn.run(
+        || gw2.log(),
+        || {
+            more_rounds(test, &client, "after the second kill -9");
+            std::fs::write(&stop, b"stop").unwrap();
+            let t0 = Instant::now();
+            let status = loop {
+                if let Some(s) = client.exited() {
+                    break s;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(15),
+                    "the client did not end"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            assert!(
+                status.success() && client.stdout().contains("done"),
+                "a connection was lost: {status:?} {} {}",
+                client.stdout(),
+                client.stderr()
+            );
+        },
+    );
+    drop(client);
+    stop_cleanly(test, "gw2", gw2);
+    drop(bed);
+    turn.finish();
+}
+
+/// A node killed with SIGKILL takes its routes in table 100 with it: they
+/// go through its TUN device, which the kernel removes with the process,
+/// so the routing daemon stops announcing a dead node (docs/ha.md).
+/// Blackhole routes (an AF_XDP node's, or an older sixgate's) outlive it:
+/// `sixgate sync withdraw --config` (the unit's `ExecStopPost`,
+/// dist/sixgate.service) takes them away, and a node that starts again
+/// removes stale ones at once, long before it is ready (a rejoining node
+/// announces nothing until its snapshot has arrived or `join_timeout` has
+/// passed).
 #[test]
 fn ha_routes_of_a_killed_node_are_withdrawn() {
     let test = "ha_routes_of_a_killed_node_are_withdrawn";
@@ -738,10 +816,22 @@ fn ha_routes_of_a_killed_node_are_withdrawn() {
     );
     kill_gw1(test, &bed, gw1);
     assert!(
-        route::announced(&bed.gw1, 1),
-        "SIGKILL leaves the routes: {:?}",
+        route::table(&bed.gw1).is_empty(),
+        "SIGKILL takes the routes with the TUN device: {:?}",
         route::table(&bed.gw1)
     );
+    let stale = |ns: &Netns| {
+        ns.ip([
+            "route",
+            "replace",
+            "blackhole",
+            "198.18.0.0/32",
+            "table",
+            "100",
+        ])
+        .unwrap()
+    };
+    stale(&bed.gw1);
     let conf = conf.to_string_lossy();
     let out = bed
         .gw1
@@ -760,18 +850,9 @@ fn ha_routes_of_a_killed_node_are_withdrawn() {
     bed.gw1
         .run(BIN, ["sync", "withdraw", "--config", &conf])
         .unwrap_or_else(|e| panic!("{test}: second sync withdraw: {e}"));
-    // A stale route (as SIGKILL leaves it) is gone as soon as a new gw1
-    // runs, while it waits for its silent peer (join_timeout, 3 s).
-    bed.gw1
-        .ip([
-            "route",
-            "replace",
-            "blackhole",
-            "198.18.0.0/32",
-            "table",
-            "100",
-        ])
-        .unwrap();
+    // A stale route is gone as soon as a new gw1 runs, while it waits for
+    // its silent peer (join_timeout, 3 s).
+    stale(&bed.gw1);
     let t0 = Instant::now();
     let gw1 = route::start(&bed.gw1, 1);
     turn.run(

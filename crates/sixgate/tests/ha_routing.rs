@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::ha::{TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, more_rounds, wait_for};
 use common::{Turn, fetch_and_compare, http_server, pattern, stop_cleanly};
 use sixgate_netns::bird::{Bird, check_bird, parse_check};
 use sixgate_netns::ecmp::{EcmpBed, addr, wait_routes};
@@ -586,6 +587,39 @@ fn dist_config_in_bed(i: u8) -> String {
         .replace("log syslog all;", "log stderr all;")
 }
 
+/// dist/bird/router-ipv`family`-side.conf with the bed's values: its
+/// gateways' addresses, pool6 and pool4 (the protocols are named gw1 and
+/// gw2, as the bed's own router configs name them).
+fn dist_router_config_in_bed(family: u8) -> String {
+    let path = dist_dir().join(format!("router-ipv{family}-side.conf"));
+    let mut c =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let gw = |i: u8| {
+        if family == 6 {
+            sixgate_netns::ecmp::addr::gw_v6(i)
+        } else {
+            sixgate_netns::ecmp::addr::gw_v4(i)
+        }
+    };
+    let (prefix_name, prefix) = if family == 6 {
+        ("POOL6", addr::POOL6.to_owned())
+    } else {
+        ("POOL4_ROUTES", format!("[ {NAT64_POOL4}+ ]"))
+    };
+    for (name, value) in [
+        ("ROUTER_ID", format!("10.255.0.{family}")),
+        ("GW1", gw(1)),
+        ("GW2", gw(2)),
+        (prefix_name, prefix),
+    ] {
+        c = set_define(&c, name, &value);
+    }
+    c.replace(
+        "log syslog all;",
+        "log stderr all;\ndebug protocols { states };",
+    )
+}
+
 const NAT64_POOL4: &str = "198.18.0.0/24";
 const NAT64_SHARDS: [&str; 2] = ["198.18.0.0/25", "198.18.0.128/25"];
 
@@ -753,28 +787,42 @@ fn tcp_sessions_on(dut: &RunningDut, shard: &str) -> usize {
         .count()
 }
 
-/// What runs in the bed for a NAT64 pair: the routers' BIRD, the gateways'
-/// BIRD on the dist/ configs, and sixgate on both gateways ([`nat64_toml`]).
+/// What runs in the bed for a NAT64 pair: BIRD on the routers and the
+/// gateways, all on the dist/ configs, and sixgate on both gateways
+/// ([`nat64_toml`]).
 type Nat64Pair<'a> = ([Bird; 2], [Bird; 2], RunningDut<'a>, RunningDut<'a>);
 
 fn start_nat64_pair<'a>(test: &str, bed: &'a EcmpBed) -> Nat64Pair<'a> {
-    let routers = bed
-        .start_routers()
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    // The routers on the dist/ configs too (only the site values changed).
+    let routers = [(&bed.router6, 6u8), (&bed.router4, 4)].map(|(ns, family)| {
+        Bird::start(
+            ns,
+            &format!("router{family}"),
+            &dist_router_config_in_bed(family),
+        )
+        .unwrap_or_else(|e| panic!("{test}: {e}"))
+    });
     let birds = [1u8, 2].map(|i| {
         Bird::start(bed.gw(i), &format!("gw{i}"), &dist_config_in_bed(i))
             .unwrap_or_else(|e| panic!("{test}: {e}"))
     });
-    let start = |i: u8| {
-        start_sixgate_with_config(
-            bed.gw(i),
-            Path::new(BIN),
-            &nat64_toml(i),
-            &[addr::POOL6, NAT64_POOL4],
-        )
-        .unwrap_or_else(|e| panic!("{test}: gw{i}: {e}"))
-    };
-    (routers, birds, start(1), start(2))
+    (
+        routers,
+        birds,
+        start_nat64_node(test, bed, 1),
+        start_nat64_node(test, bed, 2),
+    )
+}
+
+/// sixgate on gateway `i` of the NAT64 pair ([`nat64_toml`]).
+fn start_nat64_node<'a>(test: &str, bed: &'a EcmpBed, i: u8) -> RunningDut<'a> {
+    start_sixgate_with_config(
+        bed.gw(i),
+        Path::new(BIN),
+        &nat64_toml(i),
+        &[addr::POOL6, NAT64_POOL4],
+    )
+    .unwrap_or_else(|e| panic!("{test}: gw{i}: {e}"))
 }
 
 /// The logs of the sixgates in `duts` (named) and of the BIRDs in `birds`.
@@ -943,3 +991,178 @@ fn nat64_pair_planned_drain_moves_traffic_by_bgp() {
     stop_cleanly(test, "gw2", dut2);
     tear_down(turn, bed, routers, birds);
 }
+
+/// Failover that survives the failback (issue 31), behind the routers:
+/// 100 TCP connections spread over the pair (each node maps its flows on
+/// its own shard), echoing in rounds. gw1 loses power ([`power_off`]: silent,
+/// then `kill -9` of its sixgate and its BIRD): BFD moves everything to
+/// gw2, which carries gw1's sessions from its replica. gw1 boots again (BIRD,
+/// then sixgate): the routers take it back within seconds (the dist/
+/// routers' short `error wait time`), its first, empty snapshot sweeps
+/// nothing at gw2, and it announces once it has gw2's. Then `kill -9` of
+/// gw1's sixgate alone: its routes go with its TUN device, its BIRD (still
+/// running) withdraws them, and gw2 carries every connection again.
+#[test]
+fn nat64_pair_kill_9_restart_and_kill_9_again_keep_every_connection() {
+    let test = "nat64_pair_kill_9_restart_and_kill_9_again_keep_every_connection";
+    let Some((turn, bed)) = take_bed(test) else {
+        return;
+    };
+    let (routers, [bird1, bird2], dut1, dut2) = start_nat64_pair(test, &bed);
+    let logs = || {
+        logs_of(
+            &[("gw1", &dut1), ("gw2", &dut2)],
+            routers.iter().chain([&bird1, &bird2]),
+        )
+    };
+    let dir = ScratchDir::new("ecmpkill2").unwrap();
+    let stop = dir.path().join("stop");
+    let port = "9003";
+    let shard1 = NAT64_SHARDS[0];
+    let (mut client, _echo, before) = turn.run(logs, || {
+        wait_pair_announced(&bed);
+        let echo = bed
+            .server
+            .spawn("python3", ["-c", TCP_ECHO_THREADED, addr::SERVER, port])
+            .unwrap();
+        bed.server
+            .wait_listening(Proto::Tcp, 9003, Duration::from_secs(10))
+            .unwrap();
+        let client = bed
+            .client
+            .spawn(
+                "python3",
+                [
+                    "-c",
+                    TCP_ROUNDS_CLIENT,
+                    addr::SERVER_AS_V6,
+                    port,
+                    &CONNECTIONS.to_string(),
+                    &stop.to_string_lossy(),
+                ],
+            )
+            .unwrap();
+        wait_for(
+            30,
+            || {
+                format!(
+                    "{CONNECTIONS} connections: {} {}",
+                    client.stdout(),
+                    client.stderr()
+                )
+            },
+            || client.stdout().contains("rounds 10"),
+        );
+        let on = |d: &RunningDut| {
+            [
+                tcp_sessions_on(d, shard1),
+                tcp_sessions_on(d, NAT64_SHARDS[1]),
+            ]
+        };
+        let (at1, at2) = (on(&dut1), on(&dut2));
+        println!("{test}: sessions on gw1's and gw2's shards: gw1 {at1:?}, gw2 {at2:?}");
+        assert_eq!(at1[0] + at1[1], CONNECTIONS, "gw1 lists every session");
+        assert!(
+            at1[0] >= 1 && at1[1] >= 1,
+            "the flows spread over both nodes"
+        );
+        assert_eq!(at1, at2, "both nodes list the same sessions");
+        (client, echo, at1[0])
+    });
+
+    // 1. gw1 dies whole, as a box that loses power: silent at once, its
+    // sixgate and BIRD killed; the routers learn it by BFD.
+    let t_kill = power_off_under_bfd(&bed, &routers, 1);
+    let (_, dut2) = reap(test, 1, dut1, dut2);
+    let _ = bird1.stop();
+    let logs = || logs_of(&[("gw2", &dut2)], routers.iter().chain([&bird2]));
+    turn.run(logs, || {
+        wait_moved(&bed, 1, 2);
+        println!(
+            "{test}: gw1 powered off: the routers send only to gw2 after {} ms",
+            t_kill.elapsed().as_millis()
+        );
+        more_rounds(test, &client, "after gw1 was killed");
+    });
+
+    // 2. gw1 comes back (the box boots: no filter, empty tables): BIRD,
+    // then sixgate. BFD's failure put the routers' sessions to it in
+    // BIRD's error wait, which the dist/ configs keep short.
+    let t_start = Instant::now();
+    bed.gw(1)
+        .run("nft", ["delete table inet dead"])
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let bird1 = Bird::start(bed.gw(1), "gw1", &dist_config_in_bed(1))
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let dut1 = start_nat64_node(test, &bed, 1);
+    let logs = || {
+        logs_of(
+            &[("gw1 (restarted)", &dut1), ("gw2", &dut2)],
+            routers.iter().chain([&bird1, &bird2]),
+        )
+    };
+    turn.run(logs, || {
+        wait_pair_announced(&bed);
+        println!(
+            "{test}: gw1 restarted: announced again and taken back by both routers after {} ms",
+            t_start.elapsed().as_millis()
+        );
+        assert!(
+            dut2.log().contains("not swept (its first since it started"),
+            "{}",
+            dut2.log()
+        );
+        assert_eq!(
+            tcp_sessions_on(&dut2, shard1),
+            before,
+            "gw2 kept gw1's sessions"
+        );
+        assert_eq!(tcp_sessions_on(&dut1, shard1), before, "gw1 got them back");
+        more_rounds(test, &client, "through the restarted gw1");
+    });
+
+    // 3. gw1's sixgate alone killed: its BIRD lives on and withdraws the
+    // routes the kernel removed with the TUN device.
+    for pid in bed.gw(1).pids().into_iter().filter(|p| *p != bird1.pid()) {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    let t_kill = Instant::now();
+    let (_, dut2) = reap(test, 1, dut1, dut2);
+    let logs = || logs_of(&[("gw2", &dut2)], routers.iter().chain([&bird1, &bird2]));
+    turn.run(logs, || {
+        wait_moved(&bed, 1, 2);
+        println!(
+            "{test}: gw1's sixgate killed (BIRD alive): the routers send only to gw2 after {} ms",
+            t_kill.elapsed().as_millis()
+        );
+        more_rounds(test, &client, "after gw1's sixgate was killed again");
+        std::fs::write(&stop, b"stop").unwrap();
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = client.exited() {
+                break s;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "the client did not end"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(
+            status.success() && client.stdout().contains("done"),
+            "a connection was lost: {status:?} {} {}",
+            client.stdout(),
+            client.stderr()
+        );
+        println!(
+            "{test}: all {CONNECTIONS} connections lived through both kills and the restart: {}",
+            client.stdout().lines().last().unwrap_or("")
+        );
+    });
+    drop(client);
+    stop_cleanly(test, "gw2", dut2);
+    tear_down(turn, bed, routers, [bird1, bird2]);
+}
+
+/// TCP connections of [`nat64_pair_kill_9_restart_and_kill_9_again_keep_every_connection`].
+const CONNECTIONS: usize = 100;

@@ -152,7 +152,13 @@ pub fn run(args: &Args) -> CmdResult {
         gw.live(),
     ) {
         (Some(bound), Some(s), Some(ends), Some(live)) => {
-            match sixgate_dataplane::sync_thread::SyncThread::spawn(bound, s, ends, live) {
+            // Announced routes through the TUN device die with the process
+            // (docs/ha.md); a kept device outlives it, so blackholes then.
+            let device = match &gw {
+                Gateway::Tun(g) if !args.keep && !loaded.tun.keep => Some(g.name()),
+                _ => None,
+            };
+            match sixgate_dataplane::sync_thread::SyncThread::spawn(bound, s, ends, live, device) {
                 Ok(t) => Some(t),
                 Err(e) => {
                     let _ = gw.stop();

@@ -30,7 +30,9 @@ pub enum Sync {
     /// Remove this node's routes from `[sync] announce_table` without a
     /// running daemon: for a unit's `ExecStopPost`, so that a node that
     /// crashed (or was killed with SIGKILL) is not announced by the routing
-    /// daemon any longer. Does nothing without `announce_table`.
+    /// daemon any longer (routes through the TUN device go with it; the
+    /// blackhole routes of AF_XDP or `[tun] keep` stay). Does nothing
+    /// without `announce_table`.
     Withdraw {
         /// The configuration file the node ran with.
         #[arg(long, value_name = "FILE")]
@@ -92,6 +94,7 @@ fn withdraw(path: &std::path::Path) -> CmdResult {
         table,
         (pool6.addr(), pool6.len()),
         &s.own_shards(),
+        None,
     );
     let problems = a.withdraw_all();
     if problems.is_empty() {

@@ -485,3 +485,61 @@ pub fn client_via(bed: &Bed, node: u8) {
         ])
         .unwrap();
 }
+
+/// A threaded TCP echo server.
+pub const TCP_ECHO_THREADED: &str = r#"
+import socketserver, sys
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        while True:
+            d = self.request.recv(65536)
+            if not d:
+                return
+            self.request.sendall(d)
+class S(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+S((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+"#;
+
+/// argv[3] connections (opened in parallel), then rounds of an echo on
+/// each until the file argv[4] exists; any loss, reset or 10 s stall
+/// ends it non-zero.
+pub const TCP_ROUNDS_CLIENT: &str = r#"
+import concurrent.futures, os, socket, sys, time
+host, port, n, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with concurrent.futures.ThreadPoolExecutor(n) as ex:
+    conns = list(ex.map(lambda _: socket.create_connection((host, port), timeout=10), range(n)))
+print("connected", n, flush=True)
+rounds = 0
+while not os.path.exists(stop):
+    for i, c in enumerate(conns):
+        msg = (b"%d:%d;" % (i, rounds)) * 50
+        c.sendall(msg)
+        got = b""
+        while len(got) < len(msg):
+            d = c.recv(65536)
+            if not d:
+                sys.exit("connection %d closed by the peer" % i)
+            got += d
+        assert got == msg, i
+    rounds += 1
+    if rounds % 10 == 0:
+        print("rounds", rounds, flush=True)
+    time.sleep(0.02)
+for c in conns:
+    c.close()
+print("done", rounds, flush=True)
+"#;
+
+/// Three more rounds of echoes on every connection of `client`
+/// ([`TCP_ROUNDS_CLIENT`], which exits on any loss, reset or 10 s stall).
+pub fn more_rounds(test: &str, client: &Background, what: &str) {
+    let now = client.stdout().matches("rounds").count();
+    wait_for(
+        20,
+        || format!("{what}: {} {}", client.stdout(), client.stderr()),
+        || client.stdout().matches("rounds").count() >= now + 3,
+    );
+    println!("{test}: {what}: every connection carries data");
+}
