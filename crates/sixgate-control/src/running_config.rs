@@ -55,6 +55,8 @@ impl std::fmt::Display for Rejected {
 #[derive(Clone, Debug)]
 pub struct Running {
     table: Table,
+    /// The table as last read from the file: what runtime changes changed.
+    base: Table,
     /// The table, validated.
     pub loaded: Loaded,
 }
@@ -64,7 +66,11 @@ impl Running {
     pub fn parse(text: &str, origin: &str) -> Result<Running, String> {
         let loaded = sixgate_config::parse(text, origin).map_err(|e| e.to_string())?;
         let table: Table = text.parse().map_err(|e| format!("{origin}: {e}"))?;
-        Ok(Running { table, loaded })
+        Ok(Running {
+            base: table.clone(),
+            table,
+            loaded,
+        })
     }
 
     /// As TOML text: a file that reproduces this state, its sections in the
@@ -103,7 +109,52 @@ impl Running {
         let text = toml::to_string(&table).map_err(|e| Rejected::Conflict(e.to_string()))?;
         let loaded = sixgate_config::parse(&text, ORIGIN)
             .map_err(|e| Rejected::Conflict(e.message().to_owned()))?;
-        Ok(Running { table, loaded })
+        Ok(Running {
+            table,
+            loaded,
+            base: self.base.clone(),
+        })
+    }
+
+    /// The runtime changes (`pool4 add`, `eam remove`, …) that running
+    /// `next` (a reloaded file) undoes: those made since the file was last
+    /// read that `next` does not make too, as the commands that made them.
+    pub fn undone_by(&self, next: &Running) -> Vec<String> {
+        let list = |t: &Table, section: &str, key: &str| -> Vec<Value> {
+            t.get(section)
+                .and_then(|s| s.get(key))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let show = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            Value::Table(t) => t
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().map_or(v.to_string(), str::to_owned)))
+                .collect::<Vec<_>>()
+                .join(" "),
+            other => other.to_string(),
+        };
+        let mut out = Vec::new();
+        for (section, key, what) in [
+            ("translator", "eam", "eam"),
+            ("nat64", "pool4", "pool4"),
+            ("nat64", "static_bib", "bib"),
+        ] {
+            let (base, cur, new) = (
+                list(&self.base, section, key),
+                list(&self.table, section, key),
+                list(&next.table, section, key),
+            );
+            for v in cur.iter().filter(|v| !base.contains(v) && !new.contains(v)) {
+                out.push(format!("{what} add {}", show(v)));
+            }
+            for v in base.iter().filter(|v| !cur.contains(v) && new.contains(v)) {
+                out.push(format!("{what} remove {}", show(v)));
+            }
+        }
+        out
     }
 
     /// RFC 7757 §3: one more EAM entry.

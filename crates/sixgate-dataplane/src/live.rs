@@ -271,6 +271,19 @@ impl Live {
         self.plane.lock().ok()?.fast_path()
     }
 
+    /// Whether the fast path is attached and translating: `None` when none
+    /// was asked for (`[daemon] fastpath = "off"`, or this data plane has
+    /// none), `Some(false)` when it was and does not run or passes
+    /// everything up ([`Live::fast_path_off`] says why).
+    pub fn fast_path_active(&self) -> Option<bool> {
+        let plane = self.plane.lock().ok()?;
+        match (plane.fast_path_off(), plane.fast_path()) {
+            (Some(_), _) => Some(false),
+            (None, Some(_)) => Some(true),
+            (None, None) => None,
+        }
+    }
+
     /// Why the fast path asked for does not run ([`Plane::fast_path_off`]).
     pub fn fast_path_off(&self) -> Option<String> {
         self.plane.lock().ok()?.fast_path_off()

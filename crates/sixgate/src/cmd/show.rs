@@ -140,6 +140,7 @@ pub fn run(args: &Args) -> CmdResult {
                 ("reloads_ok", r.succeeded.to_string()),
                 ("reloads_failed", r.failed.to_string()),
                 ("last_reload", last),
+                ("fastpath", s.fastpath.clone()),
             ] {
                 t.push(vec![k.into(), v]);
             }
