@@ -6,8 +6,9 @@
 
 use std::fs::OpenOptions;
 use std::io::IsTerminal;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sixgate_config::{LogFormat, LogSettings, LogTarget};
 use tracing_subscriber::EnvFilter;
@@ -44,6 +45,23 @@ fn layer_with(settings: &LogSettings, rust_log: Option<String>) -> Result<BoxedL
             false,
         ),
         LogTarget::File(path) => {
+            // Run by hand, nothing made the directory (the unit's
+            // LogsDirectory= does): make it, as the daemon is still root here.
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.exists()
+            {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o750)
+                    .create(dir)
+                    .map_err(|e| {
+                        format!(
+                            "[log] file = \"{}\": its directory does not exist and cannot be \
+                             created: {e} (the systemd unit's LogsDirectory= creates it)",
+                            path.display()
+                        )
+                    })?;
+            }
             // O_APPEND: one write per record stays whole, and logrotate's
             // copytruncate works.
             let f = OpenOptions::new()
@@ -87,8 +105,18 @@ fn layer_with(settings: &LogSettings, rust_log: Option<String>) -> Result<BoxedL
 /// first subscriber.
 pub fn init(settings: &LogSettings) -> Result<(), String> {
     let l = layer(settings)?;
-    let _ = tracing_subscriber::registry().with(l).try_init();
+    if tracing_subscriber::registry().with(l).try_init().is_ok() {
+        ELSEWHERE.store(settings.target != LogTarget::Stderr, Ordering::Relaxed);
+    }
     Ok(())
+}
+
+static ELSEWHERE: AtomicBool = AtomicBool::new(false);
+
+/// True once [`init`] sent the log somewhere other than standard error (a
+/// file, syslog): an error that ends the process belongs there too.
+pub fn logs_elsewhere() -> bool {
+    ELSEWHERE.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]

@@ -326,6 +326,20 @@ pub fn check_reload(old: &Loaded, new: &Loaded) -> Result<(), String> {
     if old.clat != new.clat {
         return refuse("[clat]");
     }
+    if let (Some(o), Some(n)) = (&old.dns64, &new.dns64)
+        && o != n
+        && o.prefixes != n.prefixes
+        && old.config.map.pool6 != new.config.map.pool6
+    {
+        // Only DNS64's prefix moved, with pool6: name the key that changed.
+        let mut same = n.clone();
+        same.prefixes = o.prefixes.clone();
+        if same == *o {
+            return refuse(
+                "[translator] pool6 (which [dns64] prefixes = \"pool6\" synthesizes with)",
+            );
+        }
+    }
     if old.dns64 != new.dns64 {
         return refuse("[dns64]");
     }
@@ -649,5 +663,50 @@ mod tests {
                 .unwrap_err()
                 .starts_with("[daemon] workers")
         );
+    }
+
+    /// Issue 30: a reload that changes only pool6, which DNS64 follows, names
+    /// pool6, not [dns64].
+    #[test]
+    fn reload_names_pool6_when_dns64_only_follows_it() {
+        let dns64 = "[dns64]\nupstream = [\"192.0.2.53\"]\n";
+        let old = Running::parse(&format!("{NAT64}{dns64}"), "t.toml")
+            .unwrap()
+            .loaded;
+        let new = Running::parse(
+            &format!("{NAT64}{dns64}").replace("64:ff9b::/96", "2001:db8:64::/96"),
+            "t.toml",
+        )
+        .unwrap()
+        .loaded;
+        let e = check_reload(&old, &new).unwrap_err();
+        assert!(e.starts_with("[translator] pool6"), "{e}");
+    }
+
+    /// Issue 30: a reload says which runtime changes it undoes, as the
+    /// commands that made them; one the file now makes too is not undone.
+    #[test]
+    fn undone_by_lists_the_runtime_changes_a_reload_reverts() {
+        let r = Running::parse(NAT64, "t.toml").unwrap();
+        let row = |p: &str| Pool4Row {
+            prefix: p.into(),
+            tcp: None,
+            udp: None,
+            icmp: None,
+        };
+        let changed = r
+            .pool4_add(&row("198.18.1.0/24"))
+            .unwrap()
+            .pool4_add(&row("198.18.2.0/24"))
+            .unwrap()
+            .pool4_remove(&row("192.0.2.1"))
+            .unwrap();
+        let file = NAT64.replace("\"192.0.2.1\"", "\"192.0.2.1\", \"198.18.2.0/24\"");
+        let next = Running::parse(&file, "t.toml").unwrap();
+        assert_eq!(
+            changed.undone_by(&next),
+            ["pool4 add 198.18.1.0/24", "pool4 remove 192.0.2.1"]
+        );
+        assert!(r.undone_by(&next).is_empty());
     }
 }

@@ -257,6 +257,17 @@ pub fn kept_caps_in_effect() -> Vec<&'static str> {
         .collect()
 }
 
+/// For an `EPERM` from the kernel: why, when the process lacks
+/// `CAP_NET_ADMIN` (it ran `[daemon] user` without it); empty otherwise.
+pub fn eperm_hint(err: &str) -> &'static str {
+    if !err.contains("Operation not permitted") || kept_caps_in_effect().contains(&"CAP_NET_ADMIN")
+    {
+        return "";
+    }
+    " (this process lacks CAP_NET_ADMIN: [daemon] user keeps it only when the daemon starts \
+     with it, e.g. in the unit's CapabilityBoundingSet; docs/config.md, [daemon] user)"
+}
+
 /// True when the process runs as root (effective uid 0).
 pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.

@@ -101,6 +101,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // Where the operator reads the daemon's log, not only on stderr.
+            if sixgate_control::logging::logs_elsewhere() {
+                tracing::error!("{e}");
+            }
             eprintln!("{e}");
             ExitCode::FAILURE
         }

@@ -1093,3 +1093,78 @@ fn sighup_during_start_up_is_harmless() {
     let (ok, _, log) = gw.terminate();
     assert!(ok, "{log}");
 }
+
+/// Issue 30: every configuration shipped (dist/, samples/) starts, as it
+/// is, but for what a namespace needs: its own API socket, the log file
+/// under the scratch directory (in a directory that does not exist yet:
+/// `run` makes it) and, for the CLAT, a PLAT prefix given rather than
+/// discovered ("pool6"). The dist file's DNS64 on "[::]:53" and "127.0.0.1:53" once
+/// failed here (a dual-stack TCP socket).
+#[test]
+fn every_shipped_config_starts() {
+    require_root_netns!();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files: Vec<PathBuf> = ["dist", "samples"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "{files:?}");
+    for file in files {
+        let ns = Netns::new();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut t: toml::Table = text.parse().unwrap();
+        let table = |t: &mut toml::Table, k: &str| -> toml::Table {
+            t.get(k)
+                .and_then(|v| v.as_table())
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut daemon = table(&mut t, "daemon");
+        daemon.insert(
+            "socket".into(),
+            ns.dir.join("api.sock").display().to_string().into(),
+        );
+        t.insert("daemon".into(), daemon.into());
+        let log_file = ns.dir.join("log/sixgate.log");
+        if t.contains_key("log") {
+            let mut log = table(&mut t, "log");
+            if log.contains_key("file") {
+                log.insert("file".into(), log_file.display().to_string().into());
+            }
+            t.insert("log".into(), log.into());
+        }
+        if let Some(clat) = t.get_mut("clat").and_then(|c| c.as_table_mut()) {
+            clat.insert("plat_prefix".into(), "pool6".into());
+        }
+        let path = ns.dir.join("shipped.toml");
+        std::fs::write(&path, toml::to_string(&t).unwrap()).unwrap();
+        let mut gw = ns.sixgate(&["--config", path.to_str().unwrap()]);
+        let t0 = Instant::now();
+        let both = |gw: &Gateway| {
+            format!(
+                "{}{}",
+                gw.log(),
+                std::fs::read_to_string(&log_file).unwrap_or_default()
+            )
+        };
+        while !both(&gw).contains("workers started") {
+            if gw.child.as_mut().unwrap().try_wait().unwrap().is_some() {
+                std::thread::sleep(Duration::from_millis(100));
+                panic!("{} does not start:\n{}", file.display(), both(&gw));
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{}: not started after 20 s:\n{}",
+                file.display(),
+                both(&gw)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (ok, _, log) = gw.terminate();
+        assert!(ok, "{}: {log}", file.display());
+        println!("{}: starts", file.display());
+    }
+}
