@@ -200,12 +200,25 @@ mod tests {
 
     #[test]
     fn a_bad_path_is_an_error_naming_it() {
+        // A directory that cannot be made (under a file, even for root).
         let s = LogSettings {
-            target: LogTarget::File("/nonexistent/dir/x.log".into()),
+            target: LogTarget::File("/dev/null/dir/x.log".into()),
             ..LogSettings::default()
         };
         let e = layer_with(&s, None).err().unwrap();
-        assert!(e.contains("/nonexistent/dir/x.log"), "{e}");
+        assert!(e.contains("/dev/null/dir/x.log"), "{e}");
+        assert!(e.contains("LogsDirectory="), "{e}");
+        // Issue 30: one that does not exist yet is made (run by hand, no
+        // systemd to make it).
+        let dir = temp("made");
+        let _ = std::fs::remove_dir_all(&dir);
+        let s = LogSettings {
+            target: LogTarget::File(dir.join("sub/x.log")),
+            ..LogSettings::default()
+        };
+        assert!(layer_with(&s, None).is_ok());
+        assert!(dir.join("sub/x.log").exists());
+        let _ = std::fs::remove_dir_all(&dir);
         // RUST_LOG wins over `level`, and a bad one is named too.
         let e = layer_with(&LogSettings::default(), Some("info,=x=y".into()))
             .err()

@@ -535,6 +535,12 @@ impl Follower {
             }
             self.seen_config = g;
             self.publish_draining(p.translator());
+            // Before `applied`: a `show` right after a change (pool4 add)
+            // reads the new pool4, not the last tick's.
+            let t = p.translator();
+            if t.config().nat64.is_some() {
+                self.live.stats[self.index].publish_nat64(t.nat64_stats());
+            }
             // SeqCst, store and loads: of two workers taking the change at
             // once, at least one sees the other's and checks.
             self.live.stats[self.index]
