@@ -319,7 +319,14 @@ pub fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        let msg = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        // One line: an error is shown in a table cell or a log field, where
+        // two lines of `ip` would run together.
+        let msg = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
         Err(if msg.is_empty() {
             format!("ip exited with {}", out.status)
         } else {
