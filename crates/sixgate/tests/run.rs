@@ -887,6 +887,27 @@ fn metrics_port_in_use_is_a_clear_error() {
         "{log}"
     );
     assert!(!ns.link_exists("sixgate0"));
+
+    // Issue 30: with [log] target = "file" the error is in that file too,
+    // where the operator reads the daemon's log.
+    let holder = ns
+        .thread(|| TcpListener::bind("127.0.0.1:9464").unwrap())
+        .join()
+        .unwrap();
+    let file = ns.dir.join("logs/sixgate.log");
+    let cfg = ns.config_as(
+        "filelog",
+        &format!(
+            "[metrics]\nlisten = \"127.0.0.1:9464\"\n[log]\ntarget = \"file\"\nfile = \"{}\"\n",
+            file.display()
+        ),
+    );
+    let (ok, _, stderr) = ns.sixgate(&["--config", &cfg]).finish();
+    drop(holder);
+    assert!(!ok);
+    let logged = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(logged.contains("cannot bind"), "{logged}\n{stderr}");
+    assert!(stderr.contains("cannot bind"), "{stderr}");
 }
 
 /// `sixgate run` under a service manager (`Type=notify`): READY=1 once the
