@@ -48,9 +48,12 @@ pub(crate) fn file(text: &str, origin: &str) -> Blanked {
             return b;
         };
         let before = b.text.clone();
-        let key = blank_entry(&mut b.text, span.start);
-        // Stop where blanking cannot help: nothing changed, or the rest is
-        // no longer TOML (an entry it could not delimit).
+        // Stop where blanking cannot help: no entry there (an error about
+        // the whole file or a table), nothing changed, or the rest is no
+        // longer TOML (an entry it could not delimit).
+        let Some(key) = blank_entry(&mut b.text, span.start) else {
+            return b;
+        };
         if b.text == before
             || b.text.parse::<toml::Table>().is_err()
             || b.errors.len() >= MAX_BLANKED
@@ -63,12 +66,16 @@ pub(crate) fn file(text: &str, origin: &str) -> Blanked {
 
 /// Replace the entry at byte `at` with spaces (newlines kept): a section
 /// header up to the next one, or a `key = value` line with the lines its
-/// value goes on over. Returns the key (or header) blanked.
-fn blank_entry(work: &mut String, at: usize) -> String {
+/// value goes on over. Returns the key (or header) blanked; `None` where the
+/// line holds neither (a comment, an empty line).
+fn blank_entry(work: &mut String, at: usize) -> Option<String> {
     let at = at.min(work.len());
     let start = work[..at].rfind('\n').map_or(0, |i| i + 1);
     let line_end = |from: usize| work[from..].find('\n').map_or(work.len(), |i| from + i);
     let first = work[start..line_end(start)].trim_start();
+    if first.is_empty() || first.starts_with('#') {
+        return None;
+    }
     let (end, key) = if first.starts_with('[') {
         // A header: its table goes on until the next header.
         let mut end = line_end(start);
@@ -95,7 +102,7 @@ fn blank_entry(work: &mut String, at: usize) -> String {
         .map(|b| if b == b'\n' { '\n' } else { ' ' })
         .collect();
     work.replace_range(start..end, &blank);
-    key
+    Some(key)
 }
 
 /// Where the line at `start` ends, with the lines an open array or inline
@@ -262,12 +269,16 @@ mod tests {
     fn blanking_keeps_every_position() {
         let mut w = "[a]\nx = [\n  1,\n  2,\n] # c\ny = 1\n[b]\nz = 2\n".to_owned();
         let n = w.len();
-        assert_eq!(blank_entry(&mut w, 4), "x");
+        assert_eq!(blank_entry(&mut w, 4).as_deref(), Some("x"));
         assert_eq!(w.len(), n);
         assert!(w.contains("\ny = 1\n"), "{w}");
         assert!(!w.contains("2,"), "{w}");
         let b = w.find("[b]").unwrap();
-        assert_eq!(blank_entry(&mut w, b), "[b]");
+        assert_eq!(blank_entry(&mut w, b).as_deref(), Some("[b]"));
+        // A comment or an empty line is no entry: nothing to blank.
+        let mut c = "# c\n\nx = 1\n".to_owned();
+        assert_eq!(blank_entry(&mut c, 0), None);
+        assert_eq!(blank_entry(&mut c, 4), None);
         assert!(!w.contains("z = 2"), "{w}");
         assert!(w.parse::<toml::Table>().is_ok());
     }
