@@ -46,7 +46,8 @@ impl Plane for TunPlane {
         let next = match self.fastpath.as_ref().map(|fp| fp.prepare(new)) {
             Some(Err(Unprepared::NoMap(why))) => {
                 return Err(format!(
-                    "fast path: {why}{}; change refused: the running configuration and the fast                      path stay as they were",
+                    "fast path: {why}{}; change refused: the running configuration and the fast \
+                     path stay as they were",
                     no_cap_hint()
                 ));
             }
