@@ -30,6 +30,12 @@ pub enum Command {
     /// The tester's own ceiling: throughput with no DUT (the two tester ports
     /// joined by one veth pair). Saved for later runs, whose results near it
     /// are flagged "tester-limited".
+    #[command(
+        mut_arg("dut", |a| a.hide(true)),
+        mut_arg("config", |a| a.hide(true)),
+        mut_arg("dut_cpu", |a| a.hide(true)),
+        mut_arg("dut_log", |a| a.hide(true))
+    )]
     SelfTest(RunArgs),
     /// RFC 8219 §7.1 throughput: binary search for the highest zero-loss rate.
     Throughput(RunArgs),

@@ -48,6 +48,37 @@ pub struct Settings {
     pub behind_limit: f64,
 }
 
+/// Why a trial does not count, in the words of what to do (empty when it
+/// counts): the tester's own limits, not the DUT's, so its loss says
+/// nothing, even a 0 % one.
+pub fn invalid_why(row: &TrialRow) -> String {
+    if row.valid {
+        return String::new();
+    }
+    let mut why = Vec::new();
+    if row.rx_ring_drops > 0 {
+        why.push(format!(
+            "the tester's receive ring dropped {} frames",
+            row.rx_ring_drops
+        ));
+    }
+    if row.behind_frames > 0.0 {
+        why.push(format!(
+            "the tester's sender ended {:.0} frames behind schedule (--behind-limit)",
+            row.behind_frames
+        ));
+    }
+    if why.is_empty() {
+        why.push("the tester could not keep the rate".into());
+    }
+    format!(
+        "INVALID, not counted: {}; the tester, not the DUT, is at its limit at this rate \
+         (lower --max-rate to the self-test ceiling, or give the tester CPUs of its own: \
+         --tx-cpus, --rx-cpus, --dut-cpu)",
+        why.join(", and ")
+    )
+}
+
 /// One trial, as the CSV has it.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrialRow {
@@ -387,11 +418,7 @@ impl Tester {
                     row.sent,
                     row.received,
                     row.loss_pct,
-                    if row.valid {
-                        ""
-                    } else {
-                        "INVALID (tester behind or dropping)"
-                    }
+                    invalid_why(&row)
                 );
             }
             self.trials.push(row);
@@ -730,6 +757,34 @@ fn same_upper(a: IpAddr, b: IpAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 30: an invalid trial says why and what to do, in its line.
+    #[test]
+    fn invalid_trial_says_why_and_what_to_do() {
+        let mut row = TrialRow {
+            test: "throughput".into(),
+            frame_size: 84,
+            rate: 1000,
+            direction: "left-to-right".into(),
+            sent: 10,
+            received: 10,
+            loss_pct: 0.0,
+            behind_frames: 0.0,
+            valid: true,
+            rx_ring_drops: 0,
+            elapsed_s: 1.0,
+            background_sent: 0,
+            background_received: 0,
+        };
+        assert_eq!(invalid_why(&row), "");
+        row.valid = false;
+        row.behind_frames = 12.0;
+        row.rx_ring_drops = 3;
+        let why = invalid_why(&row);
+        assert!(why.starts_with("INVALID, not counted: "), "{why}");
+        assert!(why.contains("receive ring dropped 3") && why.contains("12 frames behind"));
+        assert!(why.contains("--max-rate"), "{why}");
+    }
 
     #[test]
     fn csv_rows_have_every_column() {

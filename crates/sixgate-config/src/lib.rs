@@ -34,6 +34,7 @@ pub use tun::{DEFAULT_TUN_MTU, DEFAULT_TUN_NAME, TunSettings};
 pub use xdp::{DEFAULT_XDP_FRAMES, XdpAttach, XdpSettings, ZeroCopy};
 
 mod builder;
+mod check;
 mod clat;
 mod cx;
 mod daemon;
@@ -136,23 +137,54 @@ pub fn check_file(path: &Path) -> Result<Checked, Vec<ConfigError>> {
 /// Every error the file has (a TOML syntax error stops at the first), in file
 /// order, not only the first.
 pub fn check(text: &str, origin: &str) -> Result<Checked, Vec<ConfigError>> {
-    let file = toml_file(text, origin).map_err(|e| vec![e])?;
+    // Not TOML at all: the first syntax error is all there is to say.
+    if let Err(e) = text.parse::<toml::Table>() {
+        return Err(vec![error::syntax_error(&e, text, origin)]);
+    }
+    // Unknown keys and wrong types, each blanked out after it is recorded,
+    // so the values after them are checked too (check.rs).
+    let check::Blanked {
+        file,
+        mut errors,
+        keys: blanked,
+        text: work,
+    } = check::file(text, origin);
+    let Some(file) = file else {
+        return Err(in_file_order(errors));
+    };
+    // The same positions, without what serde refused.
+    let work = work.as_str();
     if file.translator.is_none() && file.dns64.is_some() {
-        return builder::build_dns64(file, text, origin)
-            .map(Checked::Dns64)
-            .map_err(|e| vec![e]);
+        return match builder::build_dns64(file, work, origin) {
+            Ok(d) if errors.is_empty() => Ok(Checked::Dns64(d)),
+            Ok(_) => Err(in_file_order(errors)),
+            Err(e) => {
+                errors.push(e);
+                Err(in_file_order(errors))
+            }
+        };
     }
-    match builder::build_all(file, text, origin) {
-        (Some(l), _) => Ok(Checked::Gateway(Box::new(l))),
-        (None, mut errors) => {
-            // In file order; an error with no position (none here) last.
-            errors.sort_by_key(|e| {
-                e.position()
-                    .map_or((usize::MAX, usize::MAX), |p| (p.line, p.column))
-            });
-            Err(errors)
-        }
+    let (loaded, more) = builder::build_all(file, work, origin);
+    // A key blanked out is not "missing" too.
+    errors.extend(more.into_iter().filter(|e| {
+        !blanked
+            .iter()
+            .any(|k| e.message().contains(&format!("missing key `{k}`")))
+    }));
+    errors.extend(check::host(loaded.as_ref(), text, origin));
+    match loaded {
+        Some(l) if errors.is_empty() => Ok(Checked::Gateway(Box::new(l))),
+        _ => Err(in_file_order(errors)),
     }
+}
+
+/// In file order; an error with no position last.
+fn in_file_order(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {
+    errors.sort_by_key(|e| {
+        e.position()
+            .map_or((usize::MAX, usize::MAX), |p| (p.line, p.column))
+    });
+    errors
 }
 
 #[cfg(test)]

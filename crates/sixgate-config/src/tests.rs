@@ -843,3 +843,48 @@ interface = "eth1"
          1 upstream, PREF64 RAs on eth1 every 600 s"
     );
 }
+
+/// Issue 30: `config check` reports every error of the file in one run:
+/// misspelled keys in three sections, an unknown section, a bad prefix
+/// length, an out-of-range MTU and a user that does not exist, each at its
+/// place; a misspelled key is not "missing" too.
+#[test]
+fn check_reports_every_error_in_one_run() {
+    let text = "[translator]\nmode = \"nat64\"\npool6 = \"64:ff9b::/97\"\n\
+                [nat64]\npool_4 = [\"192.0.2.0/24\"]\nudp_timout = 300\n\
+                [dns64]\nupstreams = [\"192.0.2.53\"]\nupstream = [\"192.0.2.53\"]\n\
+                [tun]\nmtu = 99999\n[daemon]\nuser = \"no-such-user-sg30\"\n[bogus]\nx = 1\n";
+    let errors = crate::check(text, "t.toml").expect_err("errors");
+    let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    let all = lines.join("\n");
+    for (at, what) in [
+        ("t.toml:3:", "/97"),
+        ("t.toml:5:", "pool_4"),
+        ("t.toml:6:", "udp_timout"),
+        ("t.toml:8:", "upstreams"),
+        ("t.toml:11:", "mtu = 99999"),
+        ("t.toml:13:", "no-such-user-sg30"),
+        ("t.toml:14:", "bogus"),
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(at) && l.contains(what)),
+            "{what} at {at}:\n{all}"
+        );
+    }
+    assert_eq!(lines.len(), 7, "{all}");
+    assert!(!all.contains("missing key"), "{all}");
+}
+
+/// Issue 30: two listeners on one port of one family are an error of the
+/// check ("[::]" is IPv6 only, so it does not collide with 127.0.0.1).
+#[test]
+fn check_refuses_listeners_on_one_port() {
+    let base = "[translator]\nmode = \"siit\"\npool6 = \"64:ff9b::/96\"\n\
+                [dns64]\nupstream = [\"192.0.2.53\"]\n";
+    let ok = format!("{base}listen = [\"[::]:53\", \"127.0.0.1:53\"]\n");
+    assert!(crate::check(&ok, "t.toml").is_ok());
+    let bad = format!("{base}listen = [\"[::]:9464\"]\n[metrics]\nlisten = \"[::1]:9464\"\n");
+    let e = crate::check(&bad, "t.toml").expect_err("a collision");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].to_string().contains("[metrics] listen"), "{}", e[0]);
+}

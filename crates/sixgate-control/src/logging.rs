@@ -6,8 +6,9 @@
 
 use std::fs::OpenOptions;
 use std::io::IsTerminal;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sixgate_config::{LogFormat, LogSettings, LogTarget};
 use tracing_subscriber::EnvFilter;
@@ -44,6 +45,23 @@ fn layer_with(settings: &LogSettings, rust_log: Option<String>) -> Result<BoxedL
             false,
         ),
         LogTarget::File(path) => {
+            // Run by hand, nothing made the directory (the unit's
+            // LogsDirectory= does): make it, as the daemon is still root here.
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.exists()
+            {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o750)
+                    .create(dir)
+                    .map_err(|e| {
+                        format!(
+                            "[log] file = \"{}\": its directory does not exist and cannot be \
+                             created: {e} (the systemd unit's LogsDirectory= creates it)",
+                            path.display()
+                        )
+                    })?;
+            }
             // O_APPEND: one write per record stays whole, and logrotate's
             // copytruncate works.
             let f = OpenOptions::new()
@@ -87,8 +105,18 @@ fn layer_with(settings: &LogSettings, rust_log: Option<String>) -> Result<BoxedL
 /// first subscriber.
 pub fn init(settings: &LogSettings) -> Result<(), String> {
     let l = layer(settings)?;
-    let _ = tracing_subscriber::registry().with(l).try_init();
+    if tracing_subscriber::registry().with(l).try_init().is_ok() {
+        ELSEWHERE.store(settings.target != LogTarget::Stderr, Ordering::Relaxed);
+    }
     Ok(())
+}
+
+static ELSEWHERE: AtomicBool = AtomicBool::new(false);
+
+/// True once [`init`] sent the log somewhere other than standard error (a
+/// file, syslog): an error that ends the process belongs there too.
+pub fn logs_elsewhere() -> bool {
+    ELSEWHERE.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]
@@ -172,12 +200,25 @@ mod tests {
 
     #[test]
     fn a_bad_path_is_an_error_naming_it() {
+        // A directory that cannot be made (under a file, even for root).
         let s = LogSettings {
-            target: LogTarget::File("/nonexistent/dir/x.log".into()),
+            target: LogTarget::File("/dev/null/dir/x.log".into()),
             ..LogSettings::default()
         };
         let e = layer_with(&s, None).err().unwrap();
-        assert!(e.contains("/nonexistent/dir/x.log"), "{e}");
+        assert!(e.contains("/dev/null/dir/x.log"), "{e}");
+        assert!(e.contains("LogsDirectory="), "{e}");
+        // Issue 30: one that does not exist yet is made (run by hand, no
+        // systemd to make it).
+        let dir = temp("made");
+        let _ = std::fs::remove_dir_all(&dir);
+        let s = LogSettings {
+            target: LogTarget::File(dir.join("sub/x.log")),
+            ..LogSettings::default()
+        };
+        assert!(layer_with(&s, None).is_ok());
+        assert!(dir.join("sub/x.log").exists());
+        let _ = std::fs::remove_dir_all(&dir);
         // RUST_LOG wins over `level`, and a bad one is named too.
         let e = layer_with(&LogSettings::default(), Some("info,=x=y".into()))
             .err()

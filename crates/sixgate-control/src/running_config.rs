@@ -56,6 +56,8 @@ impl std::fmt::Display for Rejected {
 #[derive(Clone, Debug)]
 pub struct Running {
     table: Table,
+    /// The table as last read from the file: what runtime changes changed.
+    base: Table,
     /// The table, validated.
     pub loaded: Loaded,
 }
@@ -65,7 +67,11 @@ impl Running {
     pub fn parse(text: &str, origin: &str) -> Result<Running, String> {
         let loaded = sixgate_config::parse(text, origin).map_err(|e| e.to_string())?;
         let table: Table = text.parse().map_err(|e| format!("{origin}: {e}"))?;
-        Ok(Running { table, loaded })
+        Ok(Running {
+            base: table.clone(),
+            table,
+            loaded,
+        })
     }
 
     /// As TOML text: a file that reproduces this state, its sections in the
@@ -104,7 +110,52 @@ impl Running {
         let text = toml::to_string(&table).map_err(|e| Rejected::Conflict(e.to_string()))?;
         let loaded = sixgate_config::parse(&text, ORIGIN)
             .map_err(|e| Rejected::Conflict(e.message().to_owned()))?;
-        Ok(Running { table, loaded })
+        Ok(Running {
+            table,
+            loaded,
+            base: self.base.clone(),
+        })
+    }
+
+    /// The runtime changes (`pool4 add`, `eam remove`, …) that running
+    /// `next` (a reloaded file) undoes: those made since the file was last
+    /// read that `next` does not make too, as the commands that made them.
+    pub fn undone_by(&self, next: &Running) -> Vec<String> {
+        let list = |t: &Table, section: &str, key: &str| -> Vec<Value> {
+            t.get(section)
+                .and_then(|s| s.get(key))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let show = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            Value::Table(t) => t
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().map_or(v.to_string(), str::to_owned)))
+                .collect::<Vec<_>>()
+                .join(" "),
+            other => other.to_string(),
+        };
+        let mut out = Vec::new();
+        for (section, key, what) in [
+            ("translator", "eam", "eam"),
+            ("nat64", "pool4", "pool4"),
+            ("nat64", "static_bib", "bib"),
+        ] {
+            let (base, cur, new) = (
+                list(&self.base, section, key),
+                list(&self.table, section, key),
+                list(&next.table, section, key),
+            );
+            for v in cur.iter().filter(|v| !base.contains(v) && !new.contains(v)) {
+                out.push(format!("{what} add {}", show(v)));
+            }
+            for v in base.iter().filter(|v| !cur.contains(v) && new.contains(v)) {
+                out.push(format!("{what} remove {}", show(v)));
+            }
+        }
+        out
     }
 
     /// RFC 7757 §3: one more EAM entry.
@@ -275,6 +326,20 @@ pub fn check_reload(old: &Loaded, new: &Loaded) -> Result<(), String> {
     }
     if old.clat != new.clat {
         return refuse("[clat]");
+    }
+    if let (Some(o), Some(n)) = (&old.dns64, &new.dns64)
+        && o != n
+        && o.prefixes != n.prefixes
+        && old.config.map.pool6 != new.config.map.pool6
+    {
+        // Only DNS64's prefix moved, with pool6: name the key that changed.
+        let mut same = n.clone();
+        same.prefixes = o.prefixes.clone();
+        if same == *o {
+            return refuse(
+                "[translator] pool6 (which [dns64] prefixes = \"pool6\" synthesizes with)",
+            );
+        }
     }
     if old.dns64 != new.dns64 {
         return refuse("[dns64]");
@@ -599,5 +664,50 @@ mod tests {
                 .unwrap_err()
                 .starts_with("[daemon] workers")
         );
+    }
+
+    /// Issue 30: a reload that changes only pool6, which DNS64 follows, names
+    /// pool6, not [dns64].
+    #[test]
+    fn reload_names_pool6_when_dns64_only_follows_it() {
+        let dns64 = "[dns64]\nupstream = [\"192.0.2.53\"]\n";
+        let old = Running::parse(&format!("{NAT64}{dns64}"), "t.toml")
+            .unwrap()
+            .loaded;
+        let new = Running::parse(
+            &format!("{NAT64}{dns64}").replace("64:ff9b::/96", "2001:db8:64::/96"),
+            "t.toml",
+        )
+        .unwrap()
+        .loaded;
+        let e = check_reload(&old, &new).unwrap_err();
+        assert!(e.starts_with("[translator] pool6"), "{e}");
+    }
+
+    /// Issue 30: a reload says which runtime changes it undoes, as the
+    /// commands that made them; one the file now makes too is not undone.
+    #[test]
+    fn undone_by_lists_the_runtime_changes_a_reload_reverts() {
+        let r = Running::parse(NAT64, "t.toml").unwrap();
+        let row = |p: &str| Pool4Row {
+            prefix: p.into(),
+            tcp: None,
+            udp: None,
+            icmp: None,
+        };
+        let changed = r
+            .pool4_add(&row("198.18.1.0/24"))
+            .unwrap()
+            .pool4_add(&row("198.18.2.0/24"))
+            .unwrap()
+            .pool4_remove(&row("192.0.2.1"))
+            .unwrap();
+        let file = NAT64.replace("\"192.0.2.1\"", "\"192.0.2.1\", \"198.18.2.0/24\"");
+        let next = Running::parse(&file, "t.toml").unwrap();
+        assert_eq!(
+            changed.undone_by(&next),
+            ["pool4 add 198.18.1.0/24", "pool4 remove 192.0.2.1"]
+        );
+        assert!(r.undone_by(&next).is_empty());
     }
 }

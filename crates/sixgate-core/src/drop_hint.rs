@@ -121,8 +121,12 @@ const HINTS: &[(DropReason, &str)] = &[
         DropReason::BadDestination,
         "a destination no router forwards to (0/8, 127/8, 169.254/16, 224/4, 240/4, \
          broadcast, IPv6 multicast; RFC 1812 §5.3.7, RFC 3927 §7), which cannot be \
-         translated; the host's own IPv6 multicast into the TUN device (MLD, router \
-         solicitations) counts here too, harmlessly",
+         translated",
+    ),
+    (
+        DropReason::HostMulticast,
+        "the host's own link-scope IPv6 multicast into the device (MLD, router \
+         solicitations from fe80::/10 or ::): harmless, never forwarded, and not logged",
     ),
     (
         DropReason::NoBibEntry,

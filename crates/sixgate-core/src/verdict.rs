@@ -138,6 +138,11 @@ drop_reasons! {
     /// Destination is one a router must never forward to (the same IPv4 blocks,
     /// IPv6 multicast).
     BadDestination => "bad_destination",
+    /// The host's own link-scope IPv6 multicast into the device (MLD reports,
+    /// router solicitations, Neighbour Discovery from fe80::/10 or ::): no
+    /// forwarding decision, nothing wrong; counted apart so that it neither
+    /// hides a real `bad_destination` nor is logged as a first drop.
+    HostMulticast => "host_multicast",
     /// NAT64 (RFC 6146 §3.5.1.1, §3.5.2.1): an IPv4 packet for a pool4 transport
     /// address with no BIB entry (or an ICMP error about no known session).
     NoBibEntry => "no_bib_entry",

@@ -75,7 +75,10 @@ fn allowed_drop(r: DropReason) -> bool {
     // Non-global-ish sources/destinations and hairpin targets are legitimately refused.
     matches!(
         r,
-        DropReason::BadSource | DropReason::BadDestination | DropReason::Hairpin
+        DropReason::BadSource
+            | DropReason::BadDestination
+            | DropReason::HostMulticast
+            | DropReason::Hairpin
     )
 }
 

@@ -1193,6 +1193,19 @@ fn rfc7915_s4_1_icmpv4_error_from_illegal_source_translated() {
 /// in either direction (IPv6 → IPv4 checks the address after mapping).
 #[test]
 fn rfc1812_s5_3_7_addresses_never_forwarded_both_directions() {
+    // Issue 30: the host's own link-scope multicast (MLD from :: or a
+    // link-local address) is counted apart; a client's multicast is not.
+    {
+        let mut h = Harness::sample();
+        let a = |s: &str| -> Ipv6Addr { s.parse().unwrap() };
+        for src in ["::", "fe80::1"] {
+            let p = Ip6::new(a(src), a("ff02::16")).udp(1, 2, 8);
+            let v = h.run(&p).0;
+            assert_eq!(v, Verdict::Dropped(DropReason::HostMulticast), "{src}");
+        }
+        let p = Ip6::new(CLIENT6, a("ff02::16")).udp(1, 2, 8);
+        assert_eq!(h.run(&p).0, Verdict::Dropped(DropReason::BadDestination));
+    }
     let mut h = Harness::sample();
     let pool6 = |a: &str| -> Ipv6Addr { format!("2001:db8:64::{a}").parse().unwrap() };
     for a in [

@@ -271,6 +271,19 @@ impl Live {
         self.plane.lock().ok()?.fast_path()
     }
 
+    /// Whether the fast path is attached and translating: `None` when none
+    /// was asked for (`[daemon] fastpath = "off"`, or this data plane has
+    /// none), `Some(false)` when it was and does not run or passes
+    /// everything up ([`Live::fast_path_off`] says why).
+    pub fn fast_path_active(&self) -> Option<bool> {
+        let plane = self.plane.lock().ok()?;
+        match (plane.fast_path_off(), plane.fast_path()) {
+            (Some(_), _) => Some(false),
+            (None, Some(_)) => Some(true),
+            (None, None) => None,
+        }
+    }
+
     /// Why the fast path asked for does not run ([`Plane::fast_path_off`]).
     pub fn fast_path_off(&self) -> Option<String> {
         self.plane.lock().ok()?.fast_path_off()
@@ -522,6 +535,12 @@ impl Follower {
             }
             self.seen_config = g;
             self.publish_draining(p.translator());
+            // Before `applied`: a `show` right after a change (pool4 add)
+            // reads the new pool4, not the last tick's.
+            let t = p.translator();
+            if t.config().nat64.is_some() {
+                self.live.stats[self.index].publish_nat64(t.nat64_stats());
+            }
             // SeqCst, store and loads: of two workers taking the change at
             // once, at least one sees the other's and checks.
             self.live.stats[self.index]

@@ -116,8 +116,15 @@ impl Plan {
         let Some((name, u)) = &self.user else {
             return Ok(false);
         };
-        system::drop_privileges(*u).map_err(|e| format!("cannot switch to user {name:?}: {e}"))?;
-        info!(user = %name, uid = u.uid, gid = u.gid, "dropped privileges");
+        let kept = system::drop_privileges(*u)
+            .map_err(|e| format!("cannot switch to user {name:?}: {e}"))?;
+        info!(
+            user = %name,
+            uid = u.uid,
+            gid = u.gid,
+            "dropped privileges, keeping {} for runtime changes and reloads",
+            if kept.is_empty() { "no capability".to_owned() } else { kept.join(", ") }
+        );
         Ok(true)
     }
 

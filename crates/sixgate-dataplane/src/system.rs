@@ -100,10 +100,105 @@ pub fn lookup_user(name: &str) -> Result<User, String> {
     })
 }
 
-/// Switch the whole process to `user`: no supplementary groups, its primary group,
-/// its uid. A root process that changes every uid to a non-zero one loses all
-/// capabilities, so nothing privileged is kept. Call before spawning threads.
-pub fn drop_privileges(user: User) -> io::Result<()> {
+/// The capabilities `[daemon] user` keeps (docs/config.md, "[daemon]"), so
+/// that a reload or a runtime change can still do what the start-up did:
+/// routes into the device and `pool4 add` (`CAP_NET_ADMIN`, also for the `ip`
+/// it runs: hence ambient), and the fast path's new configuration map on
+/// every change (`CAP_BPF`, with `CAP_PERFMON` as the kernel asks for it
+/// next to `CAP_BPF`). Nothing else: no file access, no `setuid(0)`.
+pub const KEPT_CAPS: [(u32, &str); 3] = [
+    (CAP_NET_ADMIN, "CAP_NET_ADMIN"),
+    (CAP_BPF, "CAP_BPF"),
+    (CAP_PERFMON, "CAP_PERFMON"),
+];
+const CAP_NET_ADMIN: u32 = 12;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_V3: u32 = 0x2008_0522;
+
+/// The calling thread's (effective, permitted) sets as 64-bit masks.
+fn caps_now() -> io::Result<(u64, u64)> {
+    let mut h = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let mut d = [CapData::default(); 2];
+    // SAFETY: capget writes two CapData for version 3.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    Ok((
+        join(d[0].effective, d[1].effective),
+        join(d[0].permitted, d[1].permitted),
+    ))
+}
+
+/// Set effective, permitted and inheritable to `mask`, and raise each in
+/// the ambient set (so that the `ip` this process runs has them too).
+fn keep_only(mask: u64) -> io::Result<()> {
+    let mut h = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let (lo, hi) = (mask as u32, (mask >> 32) as u32);
+    let d = [
+        CapData {
+            effective: lo,
+            permitted: lo,
+            inheritable: lo,
+        },
+        CapData {
+            effective: hi,
+            permitted: hi,
+            inheritable: hi,
+        },
+    ];
+    // SAFETY: capset reads two CapData for version 3.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    for cap in (0..64).filter(|c| mask & (1 << c) != 0) {
+        // SAFETY: plain prctl with integer arguments.
+        let r = unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong,
+                cap as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Switch the whole process to `user`: no supplementary groups, its primary
+/// group, its uid; of root's capabilities it keeps only those of
+/// [`KEPT_CAPS`] it holds (returned by name), in the calling thread and the
+/// threads it starts from now on. Threads started earlier keep none (the
+/// uid change reaches them without `PR_SET_KEEPCAPS`). Call before
+/// spawning the threads that change the gateway.
+pub fn drop_privileges(user: User) -> io::Result<Vec<&'static str>> {
     let check = |r: libc::c_int| {
         if r == 0 {
             Ok(())
@@ -111,19 +206,66 @@ pub fn drop_privileges(user: User) -> io::Result<()> {
             Err(io::Error::last_os_error())
         }
     };
+    let (effective, _) = caps_now()?;
+    let kept: Vec<(u32, &str)> = KEPT_CAPS
+        .iter()
+        .copied()
+        .filter(|(c, _)| effective & (1 << c) != 0)
+        .collect();
+    let mask = kept.iter().fold(0u64, |m, (c, _)| m | (1 << c));
     // SAFETY: plain system calls with valid arguments.
     unsafe {
+        check(libc::prctl(
+            libc::PR_SET_KEEPCAPS,
+            1 as libc::c_ulong,
+            0,
+            0,
+            0,
+        ))?;
         check(libc::setgroups(0, std::ptr::null()))?;
         check(libc::setgid(user.gid))?;
         check(libc::setuid(user.uid))?;
+        check(libc::prctl(
+            libc::PR_SET_KEEPCAPS,
+            0 as libc::c_ulong,
+            0,
+            0,
+            0,
+        ))?;
     }
+    // setuid kept the permitted set and cleared the effective one: now
+    // down to the kept few, CAP_SETUID among the dropped.
+    keep_only(mask)?;
     // Make sure it cannot be undone.
     if user.uid != 0 && unsafe { libc::setuid(0) } == 0 {
         return Err(io::Error::other(
             "setuid(0) still succeeds after dropping privileges",
         ));
     }
-    Ok(())
+    Ok(kept.into_iter().map(|(_, n)| n).collect())
+}
+
+/// The names of [`KEPT_CAPS`] the calling thread has in effect.
+pub fn kept_caps_in_effect() -> Vec<&'static str> {
+    let Ok((effective, _)) = caps_now() else {
+        return Vec::new();
+    };
+    KEPT_CAPS
+        .iter()
+        .filter(|(c, _)| effective & (1 << c) != 0)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+/// For an `EPERM` from the kernel: why, when the process lacks
+/// `CAP_NET_ADMIN` (it ran `[daemon] user` without it); empty otherwise.
+pub fn eperm_hint(err: &str) -> &'static str {
+    if !err.contains("Operation not permitted") || kept_caps_in_effect().contains(&"CAP_NET_ADMIN")
+    {
+        return "";
+    }
+    " (this process lacks CAP_NET_ADMIN: [daemon] user keeps it only when the daemon starts \
+     with it, e.g. in the unit's CapabilityBoundingSet; docs/config.md, [daemon] user)"
 }
 
 /// True when the process runs as root (effective uid 0).
@@ -177,7 +319,14 @@ pub fn ip(v6: bool, args: &[&str]) -> Result<String, String> {
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        let msg = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        // One line: an error is shown in a table cell or a log field, where
+        // two lines of `ip` would run together.
+        let msg = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
         Err(if msg.is_empty() {
             format!("ip exited with {}", out.status)
         } else {

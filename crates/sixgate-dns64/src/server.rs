@@ -46,9 +46,7 @@ impl Server {
             for _ in 1..sockets {
                 udp.push(reuseport_udp(bound).map_err(|e| named(e, "UDP", &bound))?);
             }
-            let tcp = TcpListener::bind(bound)
-                .await
-                .map_err(|e| named(e, "TCP", &bound))?;
+            let tcp = tcp_listener(bound).map_err(|e| named(e, "TCP", &bound))?;
             local.push(bound);
             for u in udp {
                 tasks.spawn(serve_udp(Arc::new(u), handler.clone()));
@@ -90,6 +88,22 @@ fn reuseport_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     s.set_nonblocking(true)?;
     s.bind(&addr.into())?;
     UdpSocket::from_std(s.into())
+}
+
+/// A TCP listener on `addr`, IPv6 only as the UDP sockets are: a dual-stack
+/// "[::]:53" would take IPv4 port 53 too and collide with "127.0.0.1:53".
+fn tcp_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    // As TcpListener::bind: a restart may bind while old connections linger.
+    s.set_reuse_address(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    TcpListener::from_std(s.into())
 }
 
 fn named(e: std::io::Error, what: &str, addr: &SocketAddr) -> std::io::Error {

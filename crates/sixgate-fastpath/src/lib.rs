@@ -24,4 +24,4 @@ mod xlat;
 pub use bpf_config::BpfConfig;
 pub use nat64_maps::{InstallError, MAX_SESSIONS, Nat64Maps, SessionCounters};
 pub use offload::Offload;
-pub use program::{Counters, FastPath, Hook};
+pub use program::{Counters, FastPath, Hook, Prepared, Unprepared};

@@ -256,31 +256,50 @@ impl FastPath {
     /// configuration it cannot serve, or a trie it cannot build, leaves it
     /// passing everything up (`Err` says why).
     pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
-        let built = BpfConfig::from_config(cfg)
-            .map_err(str::to_owned)
-            .map(|mut next| {
-                next.slow_ifindex = self.current.slow_ifindex;
-                next
-            })
-            .and_then(|next| Ok((next, xlat::build(cfg, Some(&next))?)));
-        let (next, trie) = match built {
-            Ok(b) => b,
-            Err(why) => {
-                return Err(match self.pass_all_up() {
-                    Ok(()) => why,
-                    Err(e) => format!("{why}; and {e}"),
-                });
+        match self.prepare(cfg) {
+            Ok(next) => self.commit(next),
+            Err(Unprepared::Unservable(why) | Unprepared::NoMap(why)) => self.off_because(why),
+        }
+    }
+
+    /// The first half of [`FastPath::reconfigure`], which changes nothing:
+    /// the new trie, or why there is none. [`Unprepared::NoMap`] (the kernel
+    /// would not create the map, e.g. without `CAP_BPF`) is for the caller
+    /// to refuse the change on: the program keeps the old configuration.
+    pub fn prepare(&self, cfg: &Config) -> Result<Prepared, Unprepared> {
+        let mut next =
+            BpfConfig::from_config(cfg).map_err(|e| Unprepared::Unservable(e.to_owned()))?;
+        next.slow_ifindex = self.current.slow_ifindex;
+        let trie = xlat::build(cfg, Some(&next)).map_err(|e| {
+            if e.starts_with(xlat::CANNOT_CREATE) {
+                Unprepared::NoMap(e)
+            } else {
+                Unprepared::Unservable(e)
             }
-        };
+        })?;
+        Ok(Prepared { next, trie })
+    }
+
+    /// The second half: swap `p` in.
+    pub fn commit(&mut self, p: Prepared) -> Result<(), String> {
         // The daemon keeps its key across changes (Live); a new key reseeds
         // the counters just before the swap, which moves only where the next
         // IDs start.
-        if next.ipv4_id_key != self.current.ipv4_id_key {
-            self.seed_ids(next.ipv4_id_key)?;
+        if p.next.ipv4_id_key != self.current.ipv4_id_key {
+            self.seed_ids(p.next.ipv4_id_key)?;
         }
-        self.install(&trie)?;
-        self.current = next;
+        self.install(&p.trie)?;
+        self.current = p.next;
         Ok(())
+    }
+
+    /// A configuration it cannot serve: pass everything up (the old
+    /// configuration must not translate under the new one), and say why.
+    pub fn off_because(&mut self, why: String) -> Result<(), String> {
+        Err(match self.pass_all_up() {
+            Ok(()) => why,
+            Err(e) => format!("{why}; and {e}"),
+        })
     }
 
     /// Install the empty trie: the program passes everything up.
@@ -535,4 +554,20 @@ fn link_type(interface: &str) -> Result<u16, String> {
         }
         Ok(req.ifr_ifru.ifru_hwaddr.sa_family)
     }
+}
+
+/// A new configuration, built and not yet installed ([`FastPath::prepare`]).
+pub struct Prepared {
+    next: BpfConfig,
+    trie: Trie,
+}
+
+/// Why [`FastPath::prepare`] has no new configuration.
+#[derive(Debug)]
+pub enum Unprepared {
+    /// The configuration is beyond the fast path (it passes everything up
+    /// under it; the TUN device translates).
+    Unservable(String),
+    /// The kernel would not create the map (a missing capability, memory).
+    NoMap(String),
 }

@@ -84,6 +84,9 @@ pub(crate) fn key(kind: u8, addr: &[u8], bits: u8) -> Key<KeyData> {
     Key::new(8 + u32::from(bits), d)
 }
 
+/// How a failed map creation starts (`FastPath::prepare` tells it apart).
+pub(crate) const CANNOT_CREATE: &str = "cannot create a configuration map";
+
 /// A new trie for `cfg` run as `bpf` (`None`: no config element, so the
 /// program passes every packet up). Not yet installed: nothing reads it.
 pub fn build(cfg: &Config, bpf: Option<&BpfConfig>) -> Result<Trie, String> {
@@ -94,8 +97,8 @@ pub fn build(cfg: &Config, bpf: Option<&BpfConfig>) -> Result<Trie, String> {
             eam.len()
         ));
     }
-    let mut t = Trie::create(XLAT_MAX_ENTRIES, NO_PREALLOC)
-        .map_err(|e| format!("cannot create a configuration map: {e}"))?;
+    let mut t =
+        Trie::create(XLAT_MAX_ENTRIES, NO_PREALLOC).map_err(|e| format!("{CANNOT_CREATE}: {e}"))?;
     let Some(bpf) = bpf else {
         return Ok(t);
     };

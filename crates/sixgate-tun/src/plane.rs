@@ -10,6 +10,7 @@ use sixgate_core::Config;
 use sixgate_core::nat64::Pool4Entry;
 use sixgate_dataplane::destinations::{self, Route};
 use sixgate_dataplane::{Plane, Refusal};
+use sixgate_fastpath::Unprepared;
 use tracing::info;
 
 use crate::routes::Routes;
@@ -38,6 +39,20 @@ pub struct TunPlane {
 
 impl Plane for TunPlane {
     fn apply(&mut self, old: &Config, new: &Config, warn: &mut Vec<String>) -> Result<(), Refusal> {
+        // The fast path's new map first, before anything changes: a kernel
+        // that will not create it (no CAP_BPF after [daemon] user, memory)
+        // refuses the change, and the program goes on translating under the
+        // old configuration rather than pass everything up from now on.
+        let next = match self.fastpath.as_ref().map(|fp| fp.prepare(new)) {
+            Some(Err(Unprepared::NoMap(why))) => {
+                return Err(format!(
+                    "fast path: {why}{}; change refused: the running configuration and the fast \
+                     path stay as they were",
+                    no_cap_hint()
+                ));
+            }
+            other => other,
+        };
         if self.manage_routes {
             self.reroute(old, new, warn)?;
         }
@@ -48,8 +63,12 @@ impl Plane for TunPlane {
         }
         // Before the workers see it: one atomic swap, after which no packet
         // runs under the old configuration (docs/fastpath.md).
-        if let Some(fp) = self.fastpath.as_mut() {
-            self.fastpath_off = fp.reconfigure(new).err().map(|why| {
+        if let (Some(fp), Some(next)) = (self.fastpath.as_mut(), next) {
+            let done = match next {
+                Ok(p) => fp.commit(p),
+                Err(Unprepared::Unservable(why) | Unprepared::NoMap(why)) => fp.off_because(why),
+            };
+            self.fastpath_off = done.err().map(|why| {
                 let off = format!(
                     "fast path: {why}; it passes every packet to the TUN device from now on"
                 );
@@ -111,6 +130,17 @@ impl Plane for TunPlane {
             self.routes.forget();
         }
         Vec::new()
+    }
+}
+
+/// Why a map could not be made, when the likely reason is a dropped
+/// capability.
+fn no_cap_hint() -> &'static str {
+    if sixgate_dataplane::system::kept_caps_in_effect().contains(&"CAP_BPF") {
+        ""
+    } else {
+        " (this process lacks CAP_BPF: [daemon] user keeps it only when the daemon starts \
+         with it, on Linux >= 5.8; see docs/config.md, [daemon] user)"
     }
 }
 

@@ -113,7 +113,10 @@ fn add(dev: &str, route: &Route) -> Result<bool, String> {
         Err(e) => e,
     };
     if !err.contains("File exists") {
-        return Err(format!("cannot add route {route} dev {dev}: {err}"));
+        return Err(format!(
+            "cannot add route {route} dev {dev}: {err}{}",
+            sixgate_dataplane::system::eperm_hint(&err)
+        ));
     }
     // Who has it?
     let shown = ip(route.v6, &["-o", "route", "show", "exact", &route.prefix]).unwrap_or_default();

@@ -71,8 +71,9 @@ enum Command {
     /// NAT64 state sync between nodes (docs/ha.md): drain this node.
     #[command(subcommand)]
     Sync(cmd::sync::Sync),
-    /// Write manual pages or shell completions (for packaging).
-    #[command(subcommand, hide = true)]
+    /// Write manual pages or shell completions (the install steps use it:
+    /// docs/packaging.md).
+    #[command(subcommand)]
     Generate(cmd::generate::Command),
     /// Measure a translator (RFC 8219 / RFC 9693): a namespace bed, DUT presets
     /// (kernel, nat44, TAYGA, sixgate), throughput, frame loss, latency, stateful
@@ -101,6 +102,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // Where the operator reads the daemon's log, not only on stderr.
+            if sixgate_control::logging::logs_elsewhere() {
+                tracing::error!("{e}");
+            }
             eprintln!("{e}");
             ExitCode::FAILURE
         }

@@ -494,7 +494,17 @@ fn control_nat64_pool4_bib_sessions() {
         assert!(err.contains("protocol"), "{err}");
 
         // pool4: add a prefix, remove the old one: new flows take the new one.
+        // Issue 30: `show stats` right after the change counts its ports.
+        let owned = || -> u64 {
+            let t = cli_ok(sock, &["show", "stats"]);
+            t.lines()
+                .find(|l| l.split_whitespace().next() == Some("pool4_ports_owned"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+                .unwrap_or_else(|| panic!("no pool4_ports_owned: {t}"))
+        };
+        let before = owned();
         cli_ok(sock, &["pool4", "add", "198.18.0.128/25"]);
+        assert!(owned() > before, "pool4_ports_owned still {before}");
         cli_ok(sock, &["pool4", "remove", "198.18.0.0/25"]);
         let seen = fetch_through(bed, &dir, &content);
         assert!(last(&seen) >= 128, "{seen}");

@@ -550,6 +550,15 @@ fn demo_runs_and_cleans_up() {
     ] {
         assert!(done.stdout.contains(expected), "missing {expected:?}");
     }
+    // Issue 30: with the fast path on, the summary leads with everything
+    // translated, not the workers' "translated 6to4 0 4to6 0".
+    if done.stdout.contains("fast and slow path together") {
+        assert!(
+            done.stdout.contains("The in-kernel fast path translated"),
+            "{}",
+            done.stdout
+        );
+    }
     assert_no_namespaces_of(pid);
 }
 

@@ -807,3 +807,83 @@ fn default_config_takes_the_fast_path_on_every_ethernet_interface() {
     let c = counters(&stopped);
     assert!(c.v6to4 >= 2 && c.v4to6 >= 2, "{c:?}");
 }
+
+/// The BIB's IPv4 addresses (`show bib`) that lie in 198.18.`third`.0/24.
+fn bib_v4_in(socket: &std::path::Path, third: u8) -> Vec<String> {
+    let text = cli(socket, &["show", "bib"]);
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.parse::<std::net::Ipv4Addr>().ok())
+        .filter(|a| a.octets()[..3] == [198, 18, third])
+        .map(|a| a.to_string())
+        .collect()
+}
+
+/// Issue 30: with `[daemon] user = "nobody"` a reload that changes nothing, a
+/// `pool4 add` and a reload that adds pool4 each leave the fast path
+/// translating (the daemon keeps CAP_NET_ADMIN and CAP_BPF across the drop,
+/// docs/config.md "[daemon]"), and the new pool4 addresses in use. Each step
+/// pings anew: a new ICMP session, whose packets from the fourth on take the
+/// fast path.
+#[test]
+fn dropped_privileges_keep_the_fast_path_across_reload_and_pool4_changes() {
+    let test = "dropped_privileges_keep_the_fast_path_across_reload_and_pool4_changes";
+    let Some(dut) = fast_dut_with(test, NAT64_TOML, "user = \"nobody\"\n") else {
+        return;
+    };
+    run_bed(test, TopologyOptions::default(), &dut, |bed, running| {
+        let socket = running.api_socket().expect("an API socket");
+        let path = running.config_path().to_owned();
+        // The pool4 prefixes added below come back to the gateway too.
+        bed.router
+            .add_route_via("198.18.0.0/15", &addr::GATEWAY_V4.to_string())
+            .unwrap();
+        let dest = addr::V4_HOST_AS_V6.to_string();
+        let fast = |why: &str| {
+            let before = stat(socket, "fastpath_translated_6to4");
+            assert_eq!(ping(&bed.v6host, &dest, 6).len(), 6, "{why}");
+            let after = stat(socket, "fastpath_translated_6to4");
+            assert!(after > before, "{why}: the fast path translated nothing");
+            let status = cli(socket, &["show", "status"]);
+            assert!(
+                status
+                    .lines()
+                    .any(|l| l.starts_with("fastpath") && l.contains("translating")),
+                "{why}: {status}"
+            );
+        };
+        fast("at start");
+        assert!(!bib_v4_in(socket, 0).is_empty());
+        // A reload that changes nothing.
+        cli(socket, &["reload"]);
+        fast("after a reload that changed nothing");
+        // pool4 add (a route into the device), the old prefix out: new
+        // sessions take the new one.
+        cli(socket, &["pool4", "add", "198.18.1.0/24"]);
+        cli(socket, &["pool4", "remove", "198.18.0.0/24"]);
+        fast("after pool4 add");
+        assert!(
+            !bib_v4_in(socket, 1).is_empty(),
+            "{}",
+            cli(socket, &["show", "bib"])
+        );
+        // A reload that adds pool4; it says that it undoes the runtime
+        // changes the file does not make.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("198.18.0.0/24", "198.18.2.0/24")).unwrap();
+        let out = std::process::Command::new(BIN)
+            .args(["reload", "--socket"])
+            .arg(socket)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("undid runtime changes"), "{err}");
+        assert!(err.contains("pool4 add 198.18.1.0/24"), "{err}");
+        fast("after a reload that added pool4");
+        assert!(
+            !bib_v4_in(socket, 2).is_empty(),
+            "{}",
+            cli(socket, &["show", "bib"])
+        );
+    });
+}

@@ -84,30 +84,64 @@ fn unit_passes_systemd_analyze_verify() {
     }
     let dir = std::env::temp_dir().join(format!("sixgate-unit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let unit = dir.join("sixgate.service");
-    std::fs::write(
-        &unit,
-        read("dist/sixgate.service").replace("/usr/local/bin/sixgate", BIN),
-    )
-    .unwrap();
-    let out = Command::new("systemd-analyze")
-        .args(["verify", "--man=no"])
-        .arg(&unit)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The template (issue 30) as one of its instances.
+    for (file, as_unit) in [
+        ("dist/sixgate.service", "sixgate.service"),
+        ("dist/sixgate@.service", "sixgate@edge2.service"),
+    ] {
+        let unit = dir.join(as_unit);
+        std::fs::write(&unit, read(file).replace("/usr/local/bin/sixgate", BIN)).unwrap();
+        let out = Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&unit)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Complaints about the unit name its path; other lines (e.g. about
+        // units of the host's) are not ours.
+        let ours: Vec<&str> = said.lines().filter(|l| l.contains("sixgate")).collect();
+        assert!(
+            out.status.success() && ours.is_empty(),
+            "systemd-analyze verify {file}: {said}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    // Complaints about the unit name its path; other lines (e.g. about units
-    // of the host's) are not ours.
-    let ours: Vec<&str> = said.lines().filter(|l| l.contains("sixgate")).collect();
-    assert!(
-        out.status.success() && ours.is_empty(),
-        "systemd-analyze verify: {said}"
+}
+
+/// Issue 30: the template runs one file per instance, with a runtime
+/// directory of its own, and is otherwise the unit.
+#[test]
+fn template_unit_is_the_unit_per_instance() {
+    let (one, many) = (read("dist/sixgate.service"), read("dist/sixgate@.service"));
+    let t = settings(&many);
+    assert_eq!(
+        get(&t, "ExecStart"),
+        ["/usr/local/bin/sixgate run --config /etc/sixgate/%i.toml"]
     );
+    assert_eq!(get(&t, "RuntimeDirectory"), ["sixgate-%i"]);
+    let same = |s: &[(String, String)]| -> Vec<(String, String)> {
+        s.iter()
+            .filter(|(k, _)| {
+                ![
+                    "ExecStartPre",
+                    "ExecStart",
+                    "ExecStopPost",
+                    "RuntimeDirectory",
+                    "Description",
+                ]
+                .contains(&k.as_str())
+            })
+            .cloned()
+            .collect()
+    };
+    assert_eq!(same(&settings(&one)), same(&t));
+    // And the logrotate file rotates what the example logs.
+    let rotate = read("dist/sixgate.logrotate");
+    assert!(rotate.contains("/var/log/sixgate/*.log") && rotate.contains("copytruncate"));
 }
 
 #[test]

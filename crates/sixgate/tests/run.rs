@@ -657,6 +657,23 @@ fn privilege_drop_to_nobody() {
     gw.wait_for("workers started");
     assert!(gw.log().contains("dropped privileges"), "{}", gw.log());
     ping_6to4(&ns);
+    // Issue 30: a reload re-reads the file as nobody. One only root may read
+    // is refused, saying which mode would do; readable again, it reloads.
+    use std::os::unix::fs::PermissionsExt;
+    let sock = ns.dir.join("sixgate.sock");
+    let reload = || sh(&[BIN, "reload", "--socket", sock.to_str().unwrap()]);
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = reload();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success());
+    assert!(
+        err.contains("Permission denied") && err.contains("chmod 0640"),
+        "{err}"
+    );
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = reload();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ping_6to4(&ns);
     let (ok, _, log) = gw.terminate();
     assert!(ok, "{log}");
     assert!(
@@ -826,12 +843,13 @@ fn metrics_endpoint_counts_ping_per_worker_and_dns64_queries() {
         .filter(|l| l.starts_with("sixgate_dropped_packets_total{"))
         .collect();
     assert_eq!(drops.len(), sixgate_core::DropReason::COUNT, "{m}");
-    // bad_destination may count the kernel's own link-local traffic on the new
-    // device (docs/tun.md, troubleshooting); the pings cause no drop.
+    // host_multicast may count the kernel's own link-local traffic on the new
+    // device (docs/tun.md, troubleshooting); the pings cause no drop, and
+    // that traffic is no bad_destination (issue 30).
     assert!(
         drops
             .iter()
-            .all(|l| l.ends_with(" 0") || l.contains("\"bad_destination\"")),
+            .all(|l| l.ends_with(" 0") || l.contains("\"host_multicast\"")),
         "drops: {drops:?}"
     );
     assert_eq!(sample(&m, "sixgate_workers"), 2.0);
@@ -869,6 +887,27 @@ fn metrics_port_in_use_is_a_clear_error() {
         "{log}"
     );
     assert!(!ns.link_exists("sixgate0"));
+
+    // Issue 30: with [log] target = "file" the error is in that file too,
+    // where the operator reads the daemon's log.
+    let holder = ns
+        .thread(|| TcpListener::bind("127.0.0.1:9464").unwrap())
+        .join()
+        .unwrap();
+    let file = ns.dir.join("logs/sixgate.log");
+    let cfg = ns.config_as(
+        "filelog",
+        &format!(
+            "[metrics]\nlisten = \"127.0.0.1:9464\"\n[log]\ntarget = \"file\"\nfile = \"{}\"\n",
+            file.display()
+        ),
+    );
+    let (ok, _, stderr) = ns.sixgate(&["--config", &cfg]).finish();
+    drop(holder);
+    assert!(!ok);
+    let logged = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(logged.contains("cannot bind"), "{logged}\n{stderr}");
+    assert!(stderr.contains("cannot bind"), "{stderr}");
 }
 
 /// `sixgate run` under a service manager (`Type=notify`): READY=1 once the
@@ -1092,4 +1131,79 @@ fn sighup_during_start_up_is_harmless() {
     ping_6to4(&ns);
     let (ok, _, log) = gw.terminate();
     assert!(ok, "{log}");
+}
+
+/// Issue 30: every configuration shipped (dist/, samples/) starts, as it
+/// is, but for what a namespace needs: its own API socket, the log file
+/// under the scratch directory (in a directory that does not exist yet:
+/// `run` makes it) and, for the CLAT, a PLAT prefix given rather than
+/// discovered ("pool6"). The dist file's DNS64 on "[::]:53" and "127.0.0.1:53" once
+/// failed here (a dual-stack TCP socket).
+#[test]
+fn every_shipped_config_starts() {
+    require_root_netns!();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files: Vec<PathBuf> = ["dist", "samples"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "{files:?}");
+    for file in files {
+        let ns = Netns::new();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut t: toml::Table = text.parse().unwrap();
+        let table = |t: &mut toml::Table, k: &str| -> toml::Table {
+            t.get(k)
+                .and_then(|v| v.as_table())
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut daemon = table(&mut t, "daemon");
+        daemon.insert(
+            "socket".into(),
+            ns.dir.join("api.sock").display().to_string().into(),
+        );
+        t.insert("daemon".into(), daemon.into());
+        let log_file = ns.dir.join("log/sixgate.log");
+        if t.contains_key("log") {
+            let mut log = table(&mut t, "log");
+            if log.contains_key("file") {
+                log.insert("file".into(), log_file.display().to_string().into());
+            }
+            t.insert("log".into(), log.into());
+        }
+        if let Some(clat) = t.get_mut("clat").and_then(|c| c.as_table_mut()) {
+            clat.insert("plat_prefix".into(), "pool6".into());
+        }
+        let path = ns.dir.join("shipped.toml");
+        std::fs::write(&path, toml::to_string(&t).unwrap()).unwrap();
+        let mut gw = ns.sixgate(&["--config", path.to_str().unwrap()]);
+        let t0 = Instant::now();
+        let both = |gw: &Gateway| {
+            format!(
+                "{}{}",
+                gw.log(),
+                std::fs::read_to_string(&log_file).unwrap_or_default()
+            )
+        };
+        while !both(&gw).contains("workers started") {
+            if gw.child.as_mut().unwrap().try_wait().unwrap().is_some() {
+                std::thread::sleep(Duration::from_millis(100));
+                panic!("{} does not start:\n{}", file.display(), both(&gw));
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{}: not started after 20 s:\n{}",
+                file.display(),
+                both(&gw)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (ok, _, log) = gw.terminate();
+        assert!(ok, "{}: {log}", file.display());
+        println!("{}: starts", file.display());
+    }
 }

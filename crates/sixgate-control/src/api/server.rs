@@ -316,6 +316,11 @@ async fn status(State(s): State<Shared>) -> Response {
             last_unix_s: r.last_unix_s,
             last_error: r.last_error,
         },
+        fastpath: match (s.d.live.fast_path_active(), s.d.live.fast_path_off()) {
+            (Some(true), _) => "translating".into(),
+            (_, Some(why)) => format!("off: {why}"),
+            _ => "not asked for ([daemon] fastpath = \"off\")".into(),
+        },
     })
 }
 
@@ -904,12 +909,21 @@ fn run(s: &AppState, next: &Running) -> Result<Vec<String>, String> {
 fn reload(s: &AppState) -> Result<Vec<String>, String> {
     let path = &s.d.config_file;
     let outcome: Result<Vec<String>, String> = (|| {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| cannot_read(path, &e))?;
         let next = Running::parse(&text, &path.display().to_string())?;
         let mut cur = s.running.lock().unwrap_or_else(|p| p.into_inner());
         check_reload(&cur.loaded, &next.loaded)?;
-        let warnings = run(s, &next)?;
+        let undone = cur.undone_by(&next);
+        let mut warnings = run(s, &next)?;
+        // Said, not silent: the file wins over what was changed at runtime.
+        if !undone.is_empty() {
+            warnings.push(format!(
+                "undid runtime changes that {} does not make: {} (`sixgate config save` \
+                 writes runtime changes to the file before a reload)",
+                path.display(),
+                undone.join(", ")
+            ));
+        }
         *cur = next;
         Ok(warnings)
     })();
@@ -929,6 +943,25 @@ fn reload(s: &AppState) -> Result<Vec<String>, String> {
     // Every refusal leaves the running configuration as it was: said once,
     // here, for the log and for `sixgate reload` alike.
     outcome.map_err(|e| format!("{e}; the running configuration is unchanged"))
+}
+
+/// A file the daemon cannot read, and, when it runs as `[daemon] user`,
+/// what would let it (docs/packaging.md, "Reload").
+fn cannot_read(path: &Path, e: &io::Error) -> String {
+    let mut m = format!("{}: cannot read: {e}", path.display());
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        // SAFETY: geteuid and getegid cannot fail.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        if uid != 0 {
+            m.push_str(&format!(
+                " (the daemon runs as uid {uid} gid {gid} after [daemon] user, and re-reads \
+                 the file as that user: make it readable by that group, e.g. \
+                 `chgrp {gid} {0} && chmod 0640 {0}`)",
+                path.display()
+            ));
+        }
+    }
+    m
 }
 
 async fn reload_route(State(s): State<Shared>, _body: Bytes) -> Response {

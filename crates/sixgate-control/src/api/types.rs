@@ -23,6 +23,10 @@ pub struct Status {
     pub config_file: String,
     /// Reloads so far.
     pub reload: ReloadInfo,
+    /// The in-kernel fast path: "translating", "off: WHY" (asked for, not
+    /// running or passing everything up), or "not asked for".
+    #[serde(default)]
+    pub fastpath: String,
 }
 
 /// What became of the reloads (`crate::ReloadReading`, as JSON).

@@ -29,6 +29,9 @@ pub struct Scrape {
     pub reload: ReloadReading,
     /// The in-kernel fast path's counters, when one is attached.
     pub fastpath: Option<sixgate_dataplane::FastPathCounters>,
+    /// Whether the fast path asked for is attached and translating (`None`:
+    /// none asked for), for `sixgate_fastpath_active`.
+    pub fastpath_active: Option<bool>,
     /// NAT64 state sync, when `[sync]` runs (docs/ha.md).
     pub sync: Option<sixgate_dataplane::sync_thread::SyncReport>,
     /// The NAT64 event exporter, when the event log is on (docs/logging.md).

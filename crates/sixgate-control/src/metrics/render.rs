@@ -25,6 +25,15 @@ pub fn render(s: &Scrape) -> String {
     tun(&mut r, s);
     nat64(&mut r, s);
     reloads(&mut r, s);
+    if let Some(a) = s.fastpath_active {
+        r.register(
+            "fastpath_active",
+            "1 while the in-kernel fast path asked for ([daemon] fastpath) is attached and \
+             translating; 0 when it did not start or passes every packet up (show stats: \
+             fastpath_off says why)",
+            Samples::gauge().value(u64::from(a)),
+        );
+    }
     if let Some(f) = &s.fastpath {
         fastpath(&mut r, f, s);
     }

@@ -297,7 +297,34 @@ pub fn is_multicast(a: &[u8; 16]) -> bool {
     a[0] == 0xff
 }
 
+/// A host's own link-scope control traffic: to an interface- or link-local
+/// multicast group (ff01::/16, ff02::/16) from a link-local address or ::
+/// (MLD, router solicitations, Neighbour Discovery). Never forwarded.
+pub fn is_host_link_multicast(src: &[u8; 16], dst: &[u8; 16]) -> bool {
+    let link_scope = dst[0] == 0xff && (dst[1] & 0x0f) <= 2;
+    let link_local = src[0] == 0xfe && src[1] & 0xc0 == 0x80;
+    link_scope && (link_local || u128::from_be_bytes(*src) == 0)
+}
+
 /// Unspecified (::) or loopback (::1): never valid as a forwarded source.
 pub fn is_unspecified_or_loopback(a: &[u8; 16]) -> bool {
     u128::from_be_bytes(*a) <= 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 30: the host's own MLD and router solicitations are told apart
+    /// from a client's multicast.
+    #[test]
+    fn host_link_multicast_is_link_scope_from_link_local_or_unspecified() {
+        let a = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+        assert!(is_host_link_multicast(&a("fe80::1"), &a("ff02::16")));
+        assert!(is_host_link_multicast(&a("::"), &a("ff02::16")));
+        assert!(is_host_link_multicast(&a("fe80::1"), &a("ff02::2")));
+        assert!(!is_host_link_multicast(&a("2001:db8::1"), &a("ff02::16")));
+        assert!(!is_host_link_multicast(&a("fe80::1"), &a("ff05::1")));
+        assert!(!is_host_link_multicast(&a("fe80::1"), &a("2001:db8::1")));
+    }
 }

@@ -94,6 +94,11 @@ fn run<const MAPT: bool>(
         let r = DropReason::UnknownProtocol;
         return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
     }
+    // Before the source check: MLD reports come from :: until the host has
+    // its link-local address.
+    if ipv6::is_host_link_multicast(&h.src, &h.dst) {
+        return Verdict::Dropped(DropReason::HostMulticast);
+    }
     if ipv6::is_multicast(&h.src) || ipv6::is_unspecified_or_loopback(&h.src) {
         return Verdict::Dropped(DropReason::BadSource);
     }

@@ -385,10 +385,34 @@ pub(super) fn stop(running: RunningDut<'_>) -> sixgate_netns::Result<()> {
                 let lines: Vec<&str> = stopped.stderr.lines().collect();
                 lines[lines.len().saturating_sub(20)..].join("\n")
             } else {
-                stopped.stdout.clone()
+                // Everything translated first: with the fast path on, the
+                // workers' line alone reads "translated 0".
+                let (together, rest): (Vec<&str>, Vec<&str>) = stopped
+                    .stdout
+                    .lines()
+                    .partition(|l| l.contains("fast and slow path together"));
+                together
+                    .into_iter()
+                    .chain(rest)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    + "\n"
             };
             println!("  sixgate's counters, from the summary it printed on exit:");
             print!("{}", indent(&summary));
+            if summary.contains("fast and slow path together") {
+                println!(
+                    "  The in-kernel fast path translated most packets itself; the \"rx\" line \
+                     counts only\n  what reached the TUN device (docs/fastpath.md, \
+                     \"Counters\")."
+                );
+            }
+            if summary.contains("host_multicast") {
+                println!(
+                    "  host_multicast: the kernel's own IPv6 multicast (MLD) into the new \
+                     device, never forwarded."
+                );
+            }
         }
     }
     stopped.check_clean()?;

@@ -251,11 +251,11 @@ pub fn demo(binary: &Path) -> sixgate_netns::Result<()> {
     println!("  $ sixgate show counters   (drops by reason)");
     let drops = control(&["show", "counters"])?;
     print!("{}", indent(&drops));
-    if drops.contains("bad_destination") {
+    if drops.contains("host_multicast") {
         println!(
-            "  bad_destination: the gateway's kernel sends its own IPv6 multicast (MLD, router \
-             solicitations) into\n  every interface, the TUN device too; multicast cannot \
-             cross a translator. No client traffic was lost."
+            "  host_multicast: the gateway's kernel sends its own IPv6 multicast (MLD, router \
+             solicitations) into\n  every interface, the TUN device too; it is never \
+             forwarded. No client traffic was lost."
         );
     }
     let log = running.log();

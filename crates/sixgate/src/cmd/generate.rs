@@ -37,6 +37,9 @@ pub fn run(cmd: &Command) -> CmdResult {
             mkdir(out)?;
             clap_mangen::generate_to(crate::Cli::command(), out)
                 .map_err(|e| format!("{}: {e}", out.display()))?;
+            let mut cmd = crate::Cli::command();
+            cmd.build();
+            name_values_in_synopses(&cmd, "sixgate", out)?;
             println!("{}: manual pages written", out.display());
             let dir5 = section5_dir(out);
             mkdir(&dir5)?;
@@ -54,6 +57,56 @@ pub fn run(cmd: &Command) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// clap_mangen writes an option that takes a value as `<--config>` in a
+/// page's SYNOPSIS, without the value; this writes `--config FILE` there,
+/// on `cmd`'s page (`page`.1 in `dir`) and its subcommands'.
+fn name_values_in_synopses(cmd: &clap::Command, page: &str, dir: &Path) -> CmdResult {
+    let path = dir.join(format!("{page}.1"));
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let fixed = synopsis_with_values(&text, cmd);
+        if fixed != text {
+            std::fs::write(&path, fixed).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    for sub in cmd.get_subcommands() {
+        name_values_in_synopses(sub, &format!("{page}-{}", sub.get_name()), dir)?;
+    }
+    Ok(())
+}
+
+/// [`name_values_in_synopses`] on one page's text.
+fn synopsis_with_values(text: &str, cmd: &clap::Command) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let Some(i) = lines.iter().position(|l| l == ".SH SYNOPSIS") else {
+        return text.to_owned();
+    };
+    let Some(line) = lines.get_mut(i + 1) else {
+        return text.to_owned();
+    };
+    for arg in cmd.get_arguments() {
+        let (Some(long), Some(names)) = (arg.get_long(), arg.get_value_names()) else {
+            continue;
+        };
+        if !arg.get_action().takes_values() {
+            continue;
+        }
+        let opt = format!("\\fB\\-\\-{}\\fR", long.replace('-', "\\-"));
+        let value = names
+            .iter()
+            .map(|n| format!("\\fI{n}\\fR"))
+            .collect::<Vec<_>>();
+        let with = format!("{opt} {}", value.join(" "));
+        *line = line
+            .replace(&format!("<{opt}>"), &with)
+            .replace(&format!("[{opt}]"), &format!("[{with}]"));
+    }
+    let mut out = lines.join("\n");
+    if text.ends_with('\n') {
+        out.push('\n');
+    }
+    out
 }
 
 /// Where the section 5 page goes: next to `man1` as `man5`, else `dir` itself.
@@ -99,10 +152,8 @@ mod tests {
                 "sixgate.1 does not mention `{name}`:\n{page}"
             );
         }
-        assert!(
-            !page.contains("generate"),
-            "the hidden command leaked:\n{page}"
-        );
+        // Issue 30: the install steps use `generate`, so it is not hidden.
+        assert!(visible.contains(&"generate"), "{visible:?}");
     }
 
     /// Issue 20: the top page and `--help` describe every mode, the NAME line
@@ -143,7 +194,20 @@ mod tests {
             let text = std::fs::read_to_string(dir.join(page)).unwrap();
             assert!(text.starts_with(".ie"), "{page}: {text}");
         }
-        assert!(!dir.join("sixgate-generate.1").exists());
+        // Issue 30: a SYNOPSIS names the value an option takes.
+        let run_page = std::fs::read_to_string(dir.join("sixgate-run.1")).unwrap();
+        assert!(
+            run_page.contains(
+                "\\fBsixgate run\\fR \\fB\\-\\-config\\fR \\fIFILE\\fR [\\fB\\-\\-keep\\fR]"
+            ),
+            "{run_page}"
+        );
+        // Issue 30: the self-test has no DUT, so no --dut or --config.
+        let self_test = std::fs::read_to_string(dir.join("sixgate-bench-self-test.1")).unwrap();
+        assert!(
+            !self_test.contains("\\-\\-dut") && !self_test.contains("\\-\\-config"),
+            "{self_test}"
+        );
         let five = std::fs::read_to_string(dir.join("sixgate.toml.5")).unwrap();
         assert!(five.starts_with(".TH SIXGATE.TOML 5"), "{five}");
         // In a man1 directory, the section 5 page goes to man5.

@@ -413,6 +413,7 @@ fn collector(
         dns64: dns64.as_ref().map(|d| d.snapshot()),
         reload: reloads.read(),
         fastpath: live.get().and_then(|l| l.fast_path()),
+        fastpath_active: live.get().and_then(|l| l.fast_path_active()),
         sync: live.get().and_then(|l| l.sync_report()),
         log_export: exported.get().map(|x| x.report()),
     })

@@ -123,7 +123,8 @@ pub fn run(args: &Args) -> CmdResult {
             let last = match (&r.last_error, r.last_unix_s) {
                 (_, 0) => "never".to_owned(),
                 (None, t) => format!("ok at {}", at(t)),
-                (Some(e), t) => format!("FAILED at {}: {e}", at(t)),
+                // One cell: the lines of several errors apart, not run together.
+                (Some(e), t) => format!("FAILED at {}: {}", at(t), e.replace('\n', "; ")),
             };
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -140,6 +141,7 @@ pub fn run(args: &Args) -> CmdResult {
                 ("reloads_ok", r.succeeded.to_string()),
                 ("reloads_failed", r.failed.to_string()),
                 ("last_reload", last),
+                ("fastpath", s.fastpath.clone()),
             ] {
                 t.push(vec![k.into(), v]);
             }

@@ -89,6 +89,7 @@ pub(crate) fn full_scrape() -> Scrape {
             route_kept: 6,
             route_asked: 1,
         }),
+        fastpath_active: Some(true),
         sync: Some(sixgate_dataplane::sync_thread::SyncReport {
             node_id: 1,
             peers: vec![(
@@ -551,6 +552,7 @@ fn fastpath_packets_by_verdict() {
     );
     let without = Scrape {
         fastpath: None,
+        fastpath_active: None,
         ..full_scrape()
     };
     assert!(!render(&without).contains("sixgate_fastpath_"));
@@ -609,4 +611,23 @@ fn sync_series_per_peer_and_absent_without_sync() {
         ..full_scrape()
     };
     assert!(!render(&without).contains("sixgate_sync_"));
+}
+
+/// Issue 30: whether the fast path translates, as a gauge to alert on; none
+/// without a fast path asked for.
+#[test]
+fn fastpath_active_gauge() {
+    let on = render(&full_scrape());
+    assert!(on.contains("# TYPE sixgate_fastpath_active gauge"), "{on}");
+    assert!(on.contains("\nsixgate_fastpath_active 1\n"), "{on}");
+    let off = render(&Scrape {
+        fastpath_active: Some(false),
+        ..full_scrape()
+    });
+    assert!(off.contains("\nsixgate_fastpath_active 0\n"), "{off}");
+    let none = render(&Scrape {
+        fastpath_active: None,
+        ..full_scrape()
+    });
+    assert!(!none.contains("sixgate_fastpath_active"));
 }
