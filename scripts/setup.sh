@@ -27,11 +27,14 @@ set -euo pipefail
 # (crates/sixgate-netns/src/ecmp.rs, tests/ha_routing.rs) and checks the
 # dist/bird/ configs; the tests start their own `bird -f -c … -s … -P …` in
 # their namespaces, never the system service (disabled below when we install it).
+# nfdump (nfcapd, built with NSEL/NEL) and rsyslog are the NAT event log's
+# collectors (crates/sixgate/tests/log_export.rs: IPFIX, NetFlow v9, RFC 5424 over
+# UDP and TCP); the test starts its own in a namespace, never the system services.
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
     pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9 bind9-utils
-    fonts-dejavu-core bird2
+    fonts-dejavu-core bird2 nfdump rsyslog
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2
@@ -101,6 +104,12 @@ if ((${#missing[@]} > 0)); then
     if [[ " ${missing[*]} " == *" bird2 "* && -d /run/systemd/system ]]; then
         log "disabling bird.service (the tests run their own BIRD in namespaces)"
         as_root systemctl disable --now bird.service >/dev/null 2>&1 || true
+    fi
+    # Likewise nfdump.service (an nfcapd on port 9995); rsyslog stays, the
+    # host's own logger.
+    if [[ " ${missing[*]} " == *" nfdump "* && -d /run/systemd/system ]]; then
+        log "disabling nfdump.service (the tests run their own nfcapd in namespaces)"
+        as_root systemctl disable --now nfdump.service >/dev/null 2>&1 || true
     fi
 fi
 

@@ -158,7 +158,13 @@ impl Sink {
         self.encode(records);
         let mut msgs = std::mem::take(&mut self.msgs);
         match &mut self.conn {
-            Conn::Udp(s) => send_all(s, &msgs, &mut self.report),
+            Conn::Udp(s) => {
+                // A refused send means the collector was away: it needs the
+                // templates again when it is back, not a refresh later.
+                if !send_all(s, &msgs, &mut self.report) {
+                    self.next_templates = Instant::now();
+                }
+            }
             Conn::Tcp(t) => {
                 for (m, n) in msgs.drain(..) {
                     if t.queued + m.len() > TCP_QUEUE {
@@ -292,8 +298,10 @@ impl Sink {
     }
 }
 
-/// `sendmmsg` of `msgs` on a connected UDP socket, 64 at a time.
-fn send_all(s: &UdpSocket, msgs: &[(Vec<u8>, usize)], report: &mut CollectorReport) {
+/// `sendmmsg` of `msgs` on a connected UDP socket, 64 at a time; false when
+/// one was refused.
+fn send_all(s: &UdpSocket, msgs: &[(Vec<u8>, usize)], report: &mut CollectorReport) -> bool {
+    let mut all = true;
     for chunk in msgs.chunks(64) {
         let mut iov: Vec<libc::iovec> = chunk
             .iter()
@@ -333,6 +341,7 @@ fn send_all(s: &UdpSocket, msgs: &[(Vec<u8>, usize)], report: &mut CollectorRepo
                 // the next ones are tried.
                 report.errors += 1;
                 report.records_dropped += chunk[done].1 as u64;
+                all = false;
                 done += 1;
                 continue;
             }
@@ -343,6 +352,7 @@ fn send_all(s: &UdpSocket, msgs: &[(Vec<u8>, usize)], report: &mut CollectorRepo
             done += r as usize;
         }
     }
+    all
 }
 
 impl Tcp {

@@ -1,0 +1,442 @@
+//! End to end, the NAT64 event log to real collectors (issue 29,
+//! docs/logging.md): `sixgate run` in `mode = "nat64"` with `[log_export]`
+//! sending to collectors from Debian's packages, started by the test in the
+//! IPv4 router's namespace (the collectors sit across the network from the
+//! gateway, as they would at an ISP):
+//!
+//! - `nfcapd` receives IPFIX (RFC 7011, RFC 8158 `natEvent` 6/7/16/17) and a
+//!   second one NetFlow v9 (NEL numbering 4/5/14/15); `nfdump -o raw` lists the
+//!   records;
+//! - `rsyslogd` receives RFC 5424 over UDP and over TCP (RFC 6587 octet
+//!   counting) and writes each to its own file;
+//! - `tshark` decodes the captured IPFIX without "malformed";
+//! - the JSON-lines file.
+//!
+//! Real clients make the sessions (curl through the NAT64, UDP flows from
+//! python); every session `show sessions` lists is in every collector with the
+//! same inside and outside address and port, logged within 1 s of the
+//! traffic, the UDP sessions' ends too (a 2 s UDP timeout), and the port block
+//! once allocated and, at stop, released.
+//!
+//! It needs root, `ip netns` and the tools `scripts/setup.sh` installs (else
+//! it prints `skipped:` and passes).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sixgate_netns::{
+    Background, Dut, NAT64_TOML, Netns, Proto, ScratchDir, TopologyOptions, addr, check_host,
+};
+
+mod common;
+use common::{HTTP_PORT, http_server, run_bed};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+
+const IPFIX_PORT: u16 = 4739;
+const V9_PORT: u16 = 2055;
+const SYSLOG_PORT: u16 = 514;
+
+/// UDP flows from the v6 host: source ports.
+const UDP_PORTS: std::ops::Range<u16> = 41000..41010;
+
+/// One session as a collector logged it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Logged {
+    created: bool,
+    proto: String,
+    v6: String,
+    port6: u16,
+    v4: String,
+    port4: u16,
+    unix_ms: u64,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn tools_or_skip(test: &str) -> bool {
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return false;
+    }
+    for tool in ["nfcapd", "nfdump", "rsyslogd", "tshark"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            println!("skipped: {test}: {tool} not installed (scripts/setup.sh installs it)");
+            return false;
+        }
+    }
+    true
+}
+
+/// rsyslogd in `ns`: RFC 5424 on UDP and TCP port 514, each input to its own
+/// file, the message as received.
+fn rsyslogd(ns: &Netns, dir: &ScratchDir) -> Background {
+    let d = dir.path().display();
+    let conf = format!(
+        "global(workDirectory=\"{d}\")\n\
+         module(load=\"imudp\")\n\
+         module(load=\"imtcp\")\n\
+         template(name=\"raw\" type=\"string\" string=\"%rawmsg%\\n\")\n\
+         ruleset(name=\"udp\") {{ action(type=\"omfile\" file=\"{d}/udp.log\" template=\"raw\") }}\n\
+         ruleset(name=\"tcp\") {{ action(type=\"omfile\" file=\"{d}/tcp.log\" template=\"raw\") }}\n\
+         input(type=\"imudp\" port=\"{SYSLOG_PORT}\" ruleset=\"udp\")\n\
+         input(type=\"imtcp\" port=\"{SYSLOG_PORT}\" ruleset=\"tcp\")\n"
+    );
+    let path = dir.write("rsyslog.conf", conf).unwrap();
+    let pid = dir.path().join("rsyslogd.pid");
+    let bg = ns
+        .spawn(
+            "rsyslogd",
+            [
+                "-n",
+                "-f",
+                path.to_str().unwrap(),
+                "-i",
+                pid.to_str().unwrap(),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("rsyslogd: {e}"));
+    ns.wait_listening(Proto::Tcp, SYSLOG_PORT, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("rsyslogd: {e}"));
+    bg
+}
+
+fn nfcapd(ns: &Netns, dir: &Path, port: u16) -> Background {
+    std::fs::create_dir_all(dir).unwrap();
+    let bg = ns
+        .spawn(
+            "nfcapd",
+            [
+                "-w",
+                dir.to_str().unwrap(),
+                "-p",
+                &port.to_string(),
+                "-b",
+                &addr::ROUTER_GW_SIDE.to_string(),
+                "-t",
+                "60",
+            ],
+        )
+        .unwrap_or_else(|e| panic!("nfcapd: {e}"));
+    ns.wait_listening(Proto::Udp, port, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("nfcapd: {e}"));
+    bg
+}
+
+/// `nfdump -o raw` of every file nfcapd wrote in `dir`: the NAT records.
+/// `v9`: the draft numbering of `natEvent`.
+fn nfdump(dir: &Path, v9: bool) -> Vec<Logged> {
+    let out = Command::new("nfdump")
+        .args(["-R", dir.to_str().unwrap(), "-o", "raw"])
+        .output()
+        .expect("nfdump");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !text.contains("Flow Record") {
+        println!(
+            "nfdump -R {}: {}\n{text}\n{}",
+            dir.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ls = Command::new("ls").arg("-la").arg(dir).output().unwrap();
+        println!("{}", String::from_utf8_lossy(&ls.stdout));
+    }
+    let (create, delete) = if v9 { (4, 5) } else { (6, 7) };
+    let mut all = Vec::new();
+    for rec in text.split("Flow Record:").skip(1) {
+        let field = |name: &str| -> Option<String> {
+            rec.lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .and_then(|l| l.split_once('='))
+                .map(|(_, v)| v.trim().to_owned())
+        };
+        let Some(ev) = field("nat event") else {
+            continue;
+        };
+        let ev: u8 = ev.split(':').next().unwrap().trim().parse().unwrap();
+        if ev != create && ev != delete {
+            continue; // port blocks
+        }
+        let word = |s: Option<String>| s.unwrap().split_whitespace().next().unwrap().to_owned();
+        all.push(Logged {
+            created: ev == create,
+            proto: field("proto ")
+                .unwrap()
+                .split_whitespace()
+                .last()
+                .unwrap()
+                .to_lowercase(),
+            v6: word(field("src addr")),
+            port6: word(field("src port")).parse().unwrap(),
+            v4: word(field("src xlt ip")),
+            port4: word(field("src xlt port")).parse().unwrap(),
+            unix_ms: word(field("Event time")).parse().unwrap(),
+        });
+    }
+    all
+}
+
+/// The SADD / SDEL lines of an rsyslog file (`RAW`), by their structured data.
+fn syslog(path: &Path) -> Vec<Logged> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let created = l.contains(" SADD [");
+            if !created && !l.contains(" SDEL [") {
+                return None;
+            }
+            let p = |k: &str| {
+                let at = l.find(&format!(" {k}=\"")).unwrap() + k.len() + 3;
+                l[at..].split('"').next().unwrap().to_owned()
+            };
+            let ts = l.split(' ').nth(1).unwrap();
+            Some(Logged {
+                created,
+                proto: p("proto"),
+                v6: p("isaddr"),
+                port6: p("isport").parse().unwrap(),
+                v4: p("xsaddr"),
+                port4: p("xsport").parse().unwrap(),
+                unix_ms: sixgate_natlog::time::parse_rfc3339(ts).unwrap(),
+            })
+        })
+        .collect()
+}
+
+/// The session records of the JSON-lines file.
+fn json_lines(path: &Path) -> (Vec<Logged>, Vec<serde_json::Value>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let sessions = all
+        .iter()
+        .filter(|v| v["event"] == "SADD" || v["event"] == "SDEL")
+        .map(|v| Logged {
+            created: v["event"] == "SADD",
+            proto: v["proto"].as_str().unwrap().into(),
+            v6: v["v6"].as_str().unwrap().into(),
+            port6: v["port6"].as_u64().unwrap() as u16,
+            v4: v["v4"].as_str().unwrap().into(),
+            port4: v["port4"].as_u64().unwrap() as u16,
+            unix_ms: sixgate_natlog::time::parse_rfc3339(v["time"].as_str().unwrap()).unwrap(),
+        })
+        .collect();
+    (sessions, all)
+}
+
+type Key = (String, String, u16, String, u16);
+
+fn key(l: &Logged) -> Key {
+    (
+        l.proto.clone(),
+        l.v6.clone(),
+        l.port6,
+        l.v4.clone(),
+        l.port4,
+    )
+}
+
+#[test]
+fn nat64_events_reach_nfcapd_rsyslog_and_tshark() {
+    let test = "nat64_events_reach_nfcapd_rsyslog_and_tshark";
+    if !tools_or_skip(test) {
+        return;
+    }
+    let dir = ScratchDir::new("natlog").unwrap();
+    let json = dir.path().join("events.json");
+    let c = addr::ROUTER_GW_SIDE;
+    let translator = Dut::Sixgate {
+        binary: BIN.into(),
+        dataplane: sixgate_netns::Dataplane::Tun,
+        // NAT64_TOML ends inside [nat64].
+        extra_toml: format!(
+            "{NAT64_TOML}event_log = \"all\"\nport_block_size = 512\nudp_timeout = 2\n\
+             [daemon]\nworkers = 1\n\
+             [log_export]\nfile = \"{}\"\n\
+             [[log_export.collector]]\nprotocol = \"ipfix\"\naddress = \"{c}:{IPFIX_PORT}\"\n\
+             template_refresh = 1\n\
+             [[log_export.collector]]\nprotocol = \"netflow9\"\naddress = \"{c}:{V9_PORT}\"\n\
+             template_refresh = 1\n\
+             [[log_export.collector]]\nprotocol = \"syslog\"\naddress = \"{c}:{SYSLOG_PORT}\"\n\
+             [[log_export.collector]]\nprotocol = \"syslog\"\ntransport = \"tcp\"\n\
+             address = \"{c}:{SYSLOG_PORT}\"\n",
+            json.display()
+        ),
+    };
+    let mut collectors = Vec::new();
+    let mut live: Vec<serde_json::Value> = Vec::new();
+    let (mut t_first, mut t_last) = (0, 0);
+    let stopped = run_bed(test, TopologyOptions::default(), &translator, |bed, tr| {
+        // The collectors first, so the first templates reach them.
+        collectors.push(nfcapd(&bed.router, &dir.path().join("ipfix"), IPFIX_PORT));
+        collectors.push(nfcapd(&bed.router, &dir.path().join("v9"), V9_PORT));
+        collectors.push(rsyslogd(&bed.router, &dir));
+        let pcap = dir.path().join("ipfix.pcap");
+        collectors.push(
+            bed.router
+                .spawn(
+                    "tshark",
+                    [
+                        "-q",
+                        "-i",
+                        "eth0",
+                        "-f",
+                        &format!("udp port {IPFIX_PORT}"),
+                        "-w",
+                        pcap.to_str().unwrap(),
+                    ],
+                )
+                .unwrap(),
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        t_first = unix_ms();
+        // A TCP session: curl through the NAT64 from a known port.
+        let www = ScratchDir::new("www").unwrap();
+        www.write("f", b"hello").unwrap();
+        let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &www);
+        let url = format!("http://[{}]:{HTTP_PORT}/f", addr::V4_HOST_AS_V6);
+        let got = bed
+            .v6host
+            .run_timeout(
+                "curl",
+                ["-sf", "--local-port", "42000", &url],
+                Duration::from_secs(20),
+            )
+            .unwrap_or_else(|e| panic!("curl: {e}"));
+        assert_eq!(got, "hello");
+        // UDP flows.
+        let py = format!(
+            "import socket\nfor p in range({}, {}):\n    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n    s.bind(('{}', p))\n    s.sendto(b'x', ('{}', 9))\n",
+            UDP_PORTS.start,
+            UDP_PORTS.end,
+            addr::V6_HOST,
+            addr::V4_HOST_AS_V6
+        );
+        bed.v6host
+            .run_timeout("python3", ["-c", &py], Duration::from_secs(10))
+            .unwrap();
+        t_last = unix_ms();
+        let sock = tr.api_socket().unwrap();
+        let out = Command::new(BIN)
+            .args(["show", "sessions", "--json", "--socket"])
+            .arg(sock)
+            .output()
+            .unwrap();
+        live = serde_json::from_slice(&out.stdout).unwrap();
+        // The UDP sessions end after 2 s; wait for their records.
+        std::thread::sleep(Duration::from_secs(4));
+        let stats = Command::new(BIN)
+            .args(["show", "stats", "--socket"])
+            .arg(sock)
+            .output()
+            .unwrap();
+        println!("{}", String::from_utf8_lossy(&stats.stdout));
+        // Stop the collectors while their namespace lives: nfcapd writes its
+        // file, tshark its capture, rsyslogd flushes.
+        for mut c in collectors.drain(..) {
+            let _ = c.interrupt();
+            if let Err(e) = c.wait(Duration::from_secs(10)) {
+                println!("{e}");
+            }
+        }
+    });
+    println!("{}", stopped.stdout.trim());
+    let live: BTreeSet<Key> = live
+        .iter()
+        .map(|r| {
+            (
+                r["proto"].as_str().unwrap().into(),
+                r["ipv6"].as_str().unwrap().into(),
+                r["port6"].as_u64().unwrap() as u16,
+                r["ipv4"].as_str().unwrap().into(),
+                r["port4"].as_u64().unwrap() as u16,
+            )
+        })
+        .collect();
+    assert!(
+        live.iter().any(|k| k.0 == "tcp" && k.2 == 42000)
+            && UDP_PORTS
+                .clone()
+                .all(|p| live.iter().any(|k| k.0 == "udp" && k.2 == p)),
+        "show sessions lacks the test's sessions: {live:?}"
+    );
+    let (json_sessions, json_all) = json_lines(&json);
+    for (name, logged) in [
+        ("IPFIX (nfcapd)", nfdump(&dir.path().join("ipfix"), false)),
+        ("NetFlow v9 (nfcapd)", nfdump(&dir.path().join("v9"), true)),
+        ("syslog UDP (rsyslog)", syslog(&dir.path().join("udp.log"))),
+        ("syslog TCP (rsyslog)", syslog(&dir.path().join("tcp.log"))),
+        ("JSON lines", json_sessions.clone()),
+    ] {
+        let created: BTreeSet<Key> = logged.iter().filter(|l| l.created).map(key).collect();
+        let deleted: BTreeSet<Key> = logged.iter().filter(|l| !l.created).map(key).collect();
+        println!(
+            "{name}: {} created, {} deleted",
+            created.len(),
+            deleted.len()
+        );
+        for k in &live {
+            assert!(
+                created.contains(k),
+                "{name}: no create for {k:?}: {logged:#?}"
+            );
+            if k.0 == "udp" {
+                assert!(deleted.contains(k), "{name}: no delete for {k:?}");
+            }
+        }
+        assert_eq!(
+            logged.iter().filter(|l| l.created).count(),
+            created.len(),
+            "{name}: a session created twice"
+        );
+        for l in logged
+            .iter()
+            .filter(|l| l.created && live.contains(&key(l)))
+        {
+            assert!(
+                l.unix_ms + 1000 >= t_first && l.unix_ms <= t_last + 1000,
+                "{name}: {l:?} logged at {} outside {t_first}..{t_last} (+-1 s)",
+                l.unix_ms
+            );
+        }
+    }
+    // RFC 7422: the block allocated, and released at stop.
+    let blocks: Vec<&str> = json_all
+        .iter()
+        .filter_map(|v| v["event"].as_str().filter(|e| e.starts_with('B')))
+        .collect();
+    assert!(
+        blocks.contains(&"BADD") && blocks.contains(&"BDEL"),
+        "blocks: {blocks:?}"
+    );
+    // tshark decodes the export without complaint.
+    let pcap = dir.path().join("ipfix.pcap");
+    let decoded = Command::new("tshark")
+        .args(["-r", pcap.to_str().unwrap(), "-V", "-d"])
+        .arg(format!("udp.port=={IPFIX_PORT},cflow"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&decoded.stdout);
+    assert!(
+        text.contains("natEvent") || text.contains("NAT Event"),
+        "tshark decoded no NAT event:\n{}",
+        &text[..text.len().min(4000)]
+    );
+    assert!(
+        !text.to_lowercase().contains("malformed"),
+        "tshark: malformed:\n{text}"
+    );
+}
