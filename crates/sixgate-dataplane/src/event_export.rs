@@ -203,6 +203,28 @@ impl Exporter {
         self.stats.clone()
     }
 
+    /// CPU time the exporter thread has used (`CLOCK_THREAD_CPUTIME_ID` of
+    /// the thread), for benchmarks; `None` once stopped or unreadable.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        use std::os::unix::thread::JoinHandleExt;
+        let t = self.thread.as_ref()?.as_pthread_t();
+        let mut clock: libc::clockid_t = 0;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: the thread is not joined (the handle is held), so its
+        // pthread_t is valid; both out-pointers are valid.
+        unsafe {
+            if libc::pthread_getcpuclockid(t, &mut clock) != 0
+                || libc::clock_gettime(clock, &mut ts) != 0
+            {
+                return None;
+            }
+        }
+        Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    }
+
     /// Call once the workers have stopped: what is left on the rings is
     /// exported, every port block still held is logged as released, the
     /// outputs flushed (TCP: for at most 2 s), and the thread ends.
