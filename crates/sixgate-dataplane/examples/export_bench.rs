@@ -26,7 +26,8 @@ fn main() {
     let proto = args.next().unwrap_or_else(|| "ipfix".into());
     let n: u32 = args.next().map_or(1_000_000, |s| s.parse().expect("N"));
     let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-    rx.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    rx.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let addr = rx.local_addr().unwrap();
     let dir = std::env::temp_dir().join(format!("export-bench-{}", std::process::id()));
     let mut s = LogExportSettings::default();
@@ -46,7 +47,10 @@ fn main() {
         }),
     }
     // The collector: count datagrams and bytes.
-    let (bytes, done) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+    let (bytes, done) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let reader = {
         let (bytes, done) = (bytes.clone(), done.clone());
         std::thread::spawn(move || {
@@ -62,15 +66,20 @@ fn main() {
     let mut t = translator();
     let (mut workers, rings) = event_rings(1);
     let epoch = Instant::now();
-    let ex = Exporter::spawn(Outputs::Export(Prepared::open(&s, None).unwrap()), rings, epoch)
-        .unwrap();
+    let ex = Exporter::spawn(
+        Outputs::Export(Prepared::open(&s, None).unwrap()),
+        rings,
+        epoch,
+    )
+    .unwrap();
     let stats = ex.stats();
     let mut scratch = Scratch::new();
     let mut packet = vec![0u8; HEADROOM + 256];
     let start = Instant::now();
     for i in 0..n {
-        let src = Ipv6Addr::from(0x2001_0db8_0001_0000_0000_0000_0000_0000u128 + u128::from(i / 20_000));
-        let dst = Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0xcb00, 0x7107);
+        let src =
+            Ipv6Addr::from(0x2001_0db8_0001_0000_0000_0000_0000_0000u128 + u128::from(i / 20_000));
+        let dst = Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0x0808, 0x0808);
         let p = Ip6::new(src, dst).udp(1024 + (i % 20_000) as u16, 53, 8);
         packet[HEADROOM..HEADROOM + p.len()].copy_from_slice(&p);
         let mut pkt = PacketBuf::new(&mut packet, HEADROOM, p.len());
@@ -83,7 +92,10 @@ fn main() {
     }
     workers[0].drain(&mut t);
     let produced = start.elapsed();
+    // What is still waiting in the translator's own ring goes on as the
+    // worker's next batches would take it.
     while stats.events.load(Relaxed) < u64::from(n) - t.nat64_stats().events_lost {
+        workers[0].drain(&mut t);
         std::thread::sleep(Duration::from_millis(1));
     }
     let cpu = ex.cpu_time().unwrap();
@@ -110,7 +122,10 @@ fn main() {
     if proto == "json" {
         let p = dir.with_extension("json");
         let len = std::fs::metadata(&p).map_or(0, |m| m.len());
-        println!("json: {:.1} bytes/event in the file", len as f64 / f64::from(n));
+        println!(
+            "json: {:.1} bytes/event in the file",
+            len as f64 / f64::from(n)
+        );
         let _ = std::fs::remove_file(p);
     }
 }
@@ -129,7 +144,11 @@ fn socket_buffer(s: &UdpSocket) -> std::io::Result<()> {
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 fn translator() -> Translator {
@@ -137,8 +156,14 @@ fn translator() -> Translator {
     let mut cfg = Config::with_pool6(Some(pool6));
     cfg.nat64 = Some(Nat64Config {
         pool4: vec![Pool4Entry {
-            tcp: sixgate_core::nat64::PortRange { first: 1, last: 65535 },
-            udp: sixgate_core::nat64::PortRange { first: 1, last: 65535 },
+            tcp: sixgate_core::nat64::PortRange {
+                first: 1,
+                last: 65535,
+            },
+            udp: sixgate_core::nat64::PortRange {
+                first: 1,
+                last: 65535,
+            },
             prefix_len: 24,
             ..Pool4Entry::single(Ipv4Addr::new(198, 18, 0, 0))
         }],

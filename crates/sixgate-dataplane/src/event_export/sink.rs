@@ -160,9 +160,12 @@ impl Sink {
         match &mut self.conn {
             Conn::Udp(s) => {
                 // A refused send means the collector was away: it needs the
-                // templates again when it is back, not a refresh later.
+                // templates again when it is back, within a second rather
+                // than a refresh later (and not with every message while it
+                // stays away).
                 if !send_all(s, &msgs, &mut self.report) {
-                    self.next_templates = Instant::now();
+                    let soon = Instant::now() + Duration::from_secs(1);
+                    self.next_templates = self.next_templates.min(soon);
                 }
             }
             Conn::Tcp(t) => {
