@@ -18,5 +18,6 @@ pub mod netflow9;
 mod record;
 pub mod syslog;
 pub mod time;
+pub mod whois;
 
 pub use record::{NatRecord, RecordKind};

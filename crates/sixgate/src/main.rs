@@ -68,6 +68,9 @@ enum Command {
     Session(cmd::change::Session),
     /// Make the running daemon re-read its configuration file (as SIGHUP).
     Reload(cmd::change::ReloadArgs),
+    /// NAT64 logging (docs/logging.md): who had a public address and port.
+    #[command(subcommand)]
+    Nat64(cmd::nat64::Nat64),
     /// NAT64 state sync between nodes (docs/ha.md): drain this node.
     #[command(subcommand)]
     Sync(cmd::sync::Sync),
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Translate(args) => cmd::translate::run(&args),
         Command::Run(args) => cmd::run::run(&args),
+        Command::Nat64(c) => cmd::nat64::run(&c),
         Command::Config(c) => cmd::config::run(&c),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Dns64(args) => cmd::dns64::run(&args),

@@ -239,6 +239,22 @@ fn json_lines(path: &Path) -> (Vec<Logged>, Vec<serde_json::Value>) {
 
 type Key = (String, String, u16, String, u16);
 
+/// `sixgate nat64 whois ARGS [--socket SOCK]`: its output (it must succeed).
+fn whois(args: &[&str], sock: Option<&Path>) -> String {
+    let mut c = Command::new(BIN);
+    c.args(["nat64", "whois"]).args(args);
+    if let Some(s) = sock {
+        c.arg("--socket").arg(s);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "sixgate nat64 whois {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn key(l: &Logged) -> Key {
     (
         l.proto.clone(),
@@ -336,6 +352,23 @@ fn nat64_events_reach_nfcapd_rsyslog_and_tshark() {
             .output()
             .unwrap();
         live = serde_json::from_slice(&out.stdout).unwrap();
+        // whois from the live tables: the curl's session.
+        let tcp = live
+            .iter()
+            .find(|r| r["proto"] == "tcp" && r["port6"] == 42000)
+            .expect("the curl's session");
+        let who = whois(
+            &[&format!(
+                "{}:{}",
+                tcp["ipv4"].as_str().unwrap(),
+                tcp["port4"]
+            )],
+            Some(sock),
+        );
+        assert!(
+            who.contains("tcp session  subscriber 2001:db8:1::5 port 42000"),
+            "{who}"
+        );
         // The UDP sessions end after 2 s; wait for their records.
         std::thread::sleep(Duration::from_secs(4));
         let stats = Command::new(BIN)
@@ -413,6 +446,42 @@ fn nat64_events_reach_nfcapd_rsyslog_and_tshark() {
             );
         }
     }
+    // whois from the logs, for an expired UDP session: every format gives
+    // the same subscriber and span; a time after its end and a port never
+    // used give "no record".
+    let udp = live.iter().find(|k| k.0 == "udp").unwrap().clone();
+    let target = format!("{}:{}", udp.3, udp.4);
+    let at = sixgate_natlog::time::rfc3339_ms_string(t_last);
+    let mut spans = Vec::new();
+    for log in ["events.json", "udp.log", "tcp.log", "ipfix.pcap"] {
+        let f = dir.path().join(log);
+        let who = whois(&[&target, "--at", &at, "--log", f.to_str().unwrap()], None);
+        let line = who
+            .lines()
+            .find(|l| l.contains("udp session"))
+            .unwrap_or_else(|| panic!("whois --log {log}: {who}"));
+        assert!(
+            line.contains(&format!("subscriber {} port {}", udp.1, udp.2))
+                && !line.contains("no end logged"),
+            "whois --log {log}: {line}"
+        );
+        spans.push(line.split("  ").next().unwrap().to_owned());
+        let later = sixgate_natlog::time::rfc3339_ms_string(t_last + 60_000);
+        let gone = whois(
+            &[&target, "--at", &later, "--log", f.to_str().unwrap()],
+            None,
+        );
+        // The port block still holds the port where its release (at stop,
+        // after the collectors stopped) is not in the file.
+        assert!(!gone.contains("session"), "{log}: {gone}");
+        if log == "events.json" {
+            assert!(gone.starts_with("no record of"), "{log}: {gone}");
+        }
+    }
+    println!("whois {target} at {at}: {spans:?}");
+    let unused = format!("{}:1", udp.3);
+    let none = whois(&[&unused, "--log", json.to_str().unwrap()], None);
+    assert!(none.starts_with("no record of"), "{none}");
     // RFC 7422: the block allocated, and released at stop.
     let blocks: Vec<&str> = json_all
         .iter()

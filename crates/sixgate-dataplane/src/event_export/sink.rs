@@ -78,6 +78,8 @@ pub(super) struct Sink {
     refresh: Duration,
     next_templates: Instant,
     started: Instant,
+    /// UDP: the last send was refused.
+    refused: bool,
     report: CollectorReport,
     /// Scratch: the messages of one batch.
     msgs: Vec<(Vec<u8>, usize)>,
@@ -134,6 +136,7 @@ impl Sink {
             refresh: Duration::from_secs(u64::from(c.template_refresh)),
             next_templates: now,
             started: now,
+            refused: false,
             report: CollectorReport {
                 protocol: c.protocol.as_str(),
                 transport: match c.transport {
@@ -159,13 +162,11 @@ impl Sink {
         let mut msgs = std::mem::take(&mut self.msgs);
         match &mut self.conn {
             Conn::Udp(s) => {
-                // A refused send means the collector was away: it needs the
-                // templates again when it is back, within a second rather
-                // than a refresh later (and not with every message while it
-                // stays away).
+                // A refused send means the collector was away: the next
+                // message carries the templates, so the first one it gets
+                // back can be decoded (not a refresh later).
                 if !send_all(s, &msgs, &mut self.report) {
-                    let soon = Instant::now() + Duration::from_secs(1);
-                    self.next_templates = self.next_templates.min(soon);
+                    self.refused = true;
                 }
             }
             Conn::Tcp(t) => {
@@ -191,7 +192,7 @@ impl Sink {
         match &mut self.conn {
             Conn::Udp(_) => {
                 // Templates on their own when no data carried them in time.
-                if templated && Instant::now() >= self.next_templates {
+                if templated && (Instant::now() >= self.next_templates || self.refused) {
                     self.push(&[]);
                 }
             }
@@ -262,7 +263,8 @@ impl Sink {
                 loop {
                     // UDP: templates again when due (RFC 7011 §8.4); TCP:
                     // once per connection (`tick`).
-                    let templates = udp && now >= self.next_templates;
+                    let templates = udp && (now >= self.next_templates || self.refused);
+                    self.refused &= !templates;
                     if at == records.len() && !templates {
                         break;
                     }

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod demo_nat64;
 pub mod dns64;
 pub mod generate;
+pub mod nat64;
 pub mod run;
 pub mod show;
 pub mod socket;

@@ -17,7 +17,8 @@ use super::CmdResult;
 pub struct Args {
     /// Configuration file (TOML; sixgate.toml(5), docs/config.md): [translator],
     /// [nat64], [clat], [mapt], [daemon] (dataplane "tun" or "xdp"), [tun],
-    /// [xdp], [dns64], [pref64], [metrics], [log], [sync] (NAT64 state shared
+    /// [xdp], [dns64], [pref64], [metrics], [log], [log_export] (NAT event
+    /// export to collectors, docs/logging.md), [sync] (NAT64 state shared
     /// with other nodes, docs/ha.md).
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
