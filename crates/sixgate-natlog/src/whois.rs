@@ -345,3 +345,44 @@ mod tests {
         }
     }
 }
+
+/// Hostile input: random bytes, and real messages with random bytes
+/// flipped, through every decoder and parser here never panic.
+#[cfg(test)]
+mod hostile {
+    use crate::record::tests::{block, session};
+    use crate::{ipfix, netflow9};
+
+    #[test]
+    fn decoders_and_parsers_take_any_bytes() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut good = Vec::new();
+        ipfix::Encoder::new(1, 1472).message(1, true, &[session(), block()], &mut good);
+        let mut v9 = Vec::new();
+        netflow9::Encoder::new(1, 1472).packet(1, 1, true, &[session(), block()], &mut v9);
+        for round in 0..20_000 {
+            let base = [&good, &v9][round % 2];
+            let mut m = base.clone();
+            if round % 3 == 0 {
+                m.truncate((next() as usize) % (m.len() + 1));
+            }
+            for _ in 0..(next() % 8) {
+                let i = (next() as usize) % m.len().max(1);
+                if let Some(b) = m.get_mut(i) {
+                    *b = next() as u8;
+                }
+            }
+            let _ = ipfix::Decoder::default().message(&m);
+            let _ = netflow9::decode(&m, &mut Vec::new());
+            let text = String::from_utf8_lossy(&m);
+            let _ = super::parse_json_line(&text);
+            let _ = super::parse_syslog_line(&text);
+        }
+    }
+}
