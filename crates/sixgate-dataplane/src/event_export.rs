@@ -177,13 +177,17 @@ impl Exporter {
     ) -> io::Result<Exporter> {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(ExportStats::default());
+        let interim = match &outputs {
+            Outputs::Export(p) => Duration::from_secs(u64::from(p.interim)),
+            Outputs::Log => Duration::ZERO,
+        };
         let mut run = Run {
             rings,
             epoch,
             outputs,
             stats: stats.clone(),
             blocks: HashMap::new(),
-            next_interim: Instant::now(),
+            next_interim: Instant::now() + interim,
             batch: Vec::with_capacity(BATCH),
             text: String::new(),
         };

@@ -208,3 +208,36 @@ fn a_dead_udp_collector_costs_counted_records_only() {
     assert_eq!(r.records_sent + r.records_dropped, 2000, "{r:?}");
     assert!(r.errors > 0, "{r:?}");
 }
+
+/// Juniper-style interim records: a block still held is logged again every
+/// `interim` seconds (IPFIX: its allocation again), so a collector that lost
+/// the allocation learns it.
+#[test]
+fn rfc7422_interim_relogs_held_blocks() {
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let c = collector(
+        ExportProtocol::Syslog,
+        Transport::Udp,
+        rx.local_addr().unwrap(),
+    );
+    let mut s = settings(c);
+    s.interim = 1;
+    let p = Prepared::open(&s, None).unwrap();
+    let (mut workers, rings) = event_rings(1);
+    let mut b = event(EventKind::BlockAllocated, 61440);
+    b.port4_last = 61503;
+    b.prefix_len = 56;
+    assert!(workers[0].ring.push(b));
+    let ex = Exporter::spawn(Outputs::Export(p), rings, Instant::now()).unwrap();
+    let mut ids = Vec::new();
+    let mut buf = [0u8; 4096];
+    while ids.iter().filter(|i| *i == "BACT").count() < 2 {
+        let n = rx.recv(&mut buf).unwrap();
+        let line = String::from_utf8_lossy(&buf[..n]).into_owned();
+        ids.push(line.split(' ').nth(5).unwrap().to_owned());
+    }
+    assert_eq!(ids[0], "BADD");
+    assert!(ex.stats().interim.load(Relaxed) >= 2);
+    ex.stop();
+}
