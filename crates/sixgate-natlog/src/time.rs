@@ -19,6 +19,15 @@ pub fn rfc3339_ms(unix_ms: u64, out: &mut String) {
     );
 }
 
+/// `unix_s` as RFC 3339 UTC to the second (`2026-11-26T09:28:22Z`): what
+/// people read in `show status`.
+pub fn rfc3339_s(unix_s: u64) -> String {
+    let mut s = rfc3339_ms_string(unix_s.saturating_mul(1000));
+    s.truncate(s.len() - 5);
+    s.push('Z');
+    s
+}
+
 /// [`rfc3339_ms`] as a new string.
 pub fn rfc3339_ms_string(unix_ms: u64) -> String {
     let mut s = String::with_capacity(24);
@@ -110,6 +119,8 @@ mod tests {
             rfc3339_ms_string(951_782_400_000),
             "2000-02-29T00:00:00.000Z"
         );
+        assert_eq!(rfc3339_s(1_795_685_302), "2026-11-26T09:28:22Z");
+        assert_eq!(rfc3339_s(4_107_542_399), "2100-02-28T23:59:59Z");
     }
 
     #[test]
