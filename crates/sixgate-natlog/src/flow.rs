@@ -127,10 +127,37 @@ pub trait Dialect {
     const TEMPLATE_SET_ID: u16;
     /// Pad data sets to 4 octets.
     const PAD_SETS: bool;
-    /// The `natEvent` value of a record kind.
-    fn nat_event(kind: RecordKind) -> u8;
+    /// `natEvent` values: session create, session delete, BIB create, BIB
+    /// delete, port block allocation, port block de-allocation.
+    const NAT_EVENTS: [u8; 6];
+
+    /// The `natEvent` value of a record kind (an interim record restates the
+    /// allocation, as Juniper and A10 do).
+    fn nat_event(kind: RecordKind) -> u8 {
+        let e = Self::NAT_EVENTS;
+        match kind {
+            RecordKind::SessionCreated => e[0],
+            RecordKind::SessionDeleted => e[1],
+            RecordKind::BibCreated => e[2],
+            RecordKind::BibDeleted => e[3],
+            RecordKind::BlockAllocated | RecordKind::BlockActive => e[4],
+            RecordKind::BlockReleased => e[5],
+        }
+    }
+
     /// The record kind of a `natEvent` value (decoding).
-    fn record_kind(nat_event: u8) -> Option<RecordKind>;
+    fn record_kind(v: u8) -> Option<RecordKind> {
+        const KINDS: [RecordKind; 6] = [
+            RecordKind::SessionCreated,
+            RecordKind::SessionDeleted,
+            RecordKind::BibCreated,
+            RecordKind::BibDeleted,
+            RecordKind::BlockAllocated,
+            RecordKind::BlockReleased,
+        ];
+        let i = Self::NAT_EVENTS.iter().position(|&e| e == v)?;
+        Some(KINDS[i])
+    }
 }
 
 /// Write `r`'s value of field `(ie, len)`.

@@ -7,8 +7,8 @@
 //! counts data records (RFC 7011 §3.1); over UDP the templates are sent again
 //! every `template_refresh` seconds (§8.4), over TCP once per connection.
 
+use crate::NatRecord;
 use crate::flow::{self, Dialect};
-use crate::{NatRecord, RecordKind};
 
 pub use crate::flow::{MAPPING, MAPPING_WITH_DESTINATION, PORT_BLOCK, TEMPLATES, Template, ie};
 
@@ -43,32 +43,14 @@ pub struct Ipfix;
 impl Dialect for Ipfix {
     const TEMPLATE_SET_ID: u16 = 2;
     const PAD_SETS: bool = false;
-
-    fn nat_event(kind: RecordKind) -> u8 {
-        use nat_event::*;
-        match kind {
-            RecordKind::SessionCreated => NAT64_SESSION_CREATE,
-            RecordKind::SessionDeleted => NAT64_SESSION_DELETE,
-            RecordKind::BibCreated => NAT64_BIB_CREATE,
-            RecordKind::BibDeleted => NAT64_BIB_DELETE,
-            // An interim record restates the allocation (Juniper, A10).
-            RecordKind::BlockAllocated | RecordKind::BlockActive => PORT_BLOCK_ALLOCATION,
-            RecordKind::BlockReleased => PORT_BLOCK_DEALLOCATION,
-        }
-    }
-
-    fn record_kind(v: u8) -> Option<RecordKind> {
-        use nat_event::*;
-        Some(match v {
-            NAT64_SESSION_CREATE => RecordKind::SessionCreated,
-            NAT64_SESSION_DELETE => RecordKind::SessionDeleted,
-            NAT64_BIB_CREATE => RecordKind::BibCreated,
-            NAT64_BIB_DELETE => RecordKind::BibDeleted,
-            PORT_BLOCK_ALLOCATION => RecordKind::BlockAllocated,
-            PORT_BLOCK_DEALLOCATION => RecordKind::BlockReleased,
-            _ => return None,
-        })
-    }
+    const NAT_EVENTS: [u8; 6] = [
+        nat_event::NAT64_SESSION_CREATE,
+        nat_event::NAT64_SESSION_DELETE,
+        nat_event::NAT64_BIB_CREATE,
+        nat_event::NAT64_BIB_DELETE,
+        nat_event::PORT_BLOCK_ALLOCATION,
+        nat_event::PORT_BLOCK_DEALLOCATION,
+    ];
 }
 
 /// One exporting process's stream to one collector.
@@ -172,6 +154,7 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RecordKind;
     use crate::record::tests::{block, session};
 
     #[test]

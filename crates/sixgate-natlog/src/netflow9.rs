@@ -5,8 +5,8 @@
 //! 323 event time in milliseconds, 361–362 port range), another `natEvent`
 //! numbering, and the v9 header.
 
+use crate::NatRecord;
 use crate::flow::{self, Dialect};
-use crate::{NatRecord, RecordKind};
 
 /// RFC 3954 §5.1: the version of the packet header.
 pub const VERSION: u16 = 9;
@@ -39,31 +39,14 @@ pub struct NetFlow9;
 impl Dialect for NetFlow9 {
     const TEMPLATE_SET_ID: u16 = 0;
     const PAD_SETS: bool = true;
-
-    fn nat_event(kind: RecordKind) -> u8 {
-        use nat_event::*;
-        match kind {
-            RecordKind::SessionCreated => NAT64_SESSION_CREATE,
-            RecordKind::SessionDeleted => NAT64_SESSION_DELETE,
-            RecordKind::BibCreated => NAT64_BIB_CREATE,
-            RecordKind::BibDeleted => NAT64_BIB_DELETE,
-            RecordKind::BlockAllocated | RecordKind::BlockActive => PORT_BLOCK_ALLOCATION,
-            RecordKind::BlockReleased => PORT_BLOCK_DEALLOCATION,
-        }
-    }
-
-    fn record_kind(v: u8) -> Option<RecordKind> {
-        use nat_event::*;
-        Some(match v {
-            NAT64_SESSION_CREATE => RecordKind::SessionCreated,
-            NAT64_SESSION_DELETE => RecordKind::SessionDeleted,
-            NAT64_BIB_CREATE => RecordKind::BibCreated,
-            NAT64_BIB_DELETE => RecordKind::BibDeleted,
-            PORT_BLOCK_ALLOCATION => RecordKind::BlockAllocated,
-            PORT_BLOCK_DEALLOCATION => RecordKind::BlockReleased,
-            _ => return None,
-        })
-    }
+    const NAT_EVENTS: [u8; 6] = [
+        nat_event::NAT64_SESSION_CREATE,
+        nat_event::NAT64_SESSION_DELETE,
+        nat_event::NAT64_BIB_CREATE,
+        nat_event::NAT64_BIB_DELETE,
+        nat_event::PORT_BLOCK_ALLOCATION,
+        nat_event::PORT_BLOCK_DEALLOCATION,
+    ];
 }
 
 /// One exporter's stream to one collector.
