@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use sixgate_core::Config;
 use sixgate_core::nat64::{
-    EventLog, Filtering, Nat64Config, Pool4Entry, PortRange, Proto, StaticBib,
+    Deterministic, EventLog, Filtering, Nat64Config, Pool4Entry, PortRange, Proto, StaticBib,
 };
 use toml::Spanned;
 
@@ -19,7 +19,8 @@ use crate::ConfigError;
 use crate::cx::Cx;
 use crate::schema::{Nat64Section, Pool4Item, StaticBibEntry};
 use crate::value::{
-    MAX_SESSIONS, Timer, clean_v4_prefix, int_in, mask_v4, quoted_list, timeout, v4_addr, v6_addr,
+    MAX_SESSIONS, Timer, clean_v4_prefix, clean_v6_prefix, int_in, mask_v4, quoted_list, timeout,
+    v4_addr, v6_addr,
 };
 
 /// Ports and ICMP identifiers of a pool4 entry that gives none: Jool's
@@ -235,7 +236,40 @@ pub(crate) fn section(
     if let Some(v) = n.log_destinations {
         out.log_destinations = v;
     }
+    if let Some(v) = &n.deterministic {
+        cx.check(|| deterministic(cx, &n, v, &mut out));
+    }
     Ok(out)
+}
+
+/// `deterministic`: the prefix, and a formula that holds every subscriber of
+/// it (RFC 7422; `Deterministic::plan` says why not).
+fn deterministic(
+    cx: &Cx<'_>,
+    n: &Nat64Section,
+    v: &Spanned<String>,
+    out: &mut Nat64Config,
+) -> Result<(), ConfigError> {
+    out.deterministic = Some(clean_v6_prefix(
+        cx,
+        "deterministic",
+        v,
+        "an IPv6 prefix whose subscribers get fixed pool4 blocks (RFC 7422), e.g. \
+         \"2001:db8:100::/40\"",
+    )?);
+    if n.pool4.is_none() {
+        return Err(cx.err(
+            v.span(),
+            "deterministic: RFC 7422 deterministic NAT needs an explicit pool4 (the formula \
+             numbers its addresses); expected a pool4 key in [nat64]",
+        ));
+    }
+    if cx.failed() {
+        // A bad pool4 or port_block_size is reported already.
+        return Ok(());
+    }
+    Deterministic::plan(out).map_err(|why| cx.err(v.span(), format!("deterministic: {why}")))?;
+    Ok(())
 }
 
 fn proto_name(p: Proto) -> &'static str {

@@ -166,6 +166,7 @@ pub const NAT64_KEYS: &[&str] = &[
     "max_sessions_per_subscriber",
     "max_ports_per_subscriber",
     "port_block_size",
+    "deterministic",
     "static_bib",
     "event_log",
     "log_destinations",
@@ -204,6 +205,9 @@ pub struct Nat64Section {
     pub max_ports_per_subscriber: Option<Spanned<i64>>,
     /// RFC 7422 deterministic port blocks: ports per block, a power of two.
     pub port_block_size: Option<Spanned<i64>>,
+    /// RFC 7422 deterministic NAT: the IPv6 prefix whose subscribers get
+    /// fixed pool4 blocks by a formula.
+    pub deterministic: Option<Spanned<String>>,
     /// Static BIB entries (RFC 6146 §3.5.1: manually configured).
     pub static_bib: Option<Vec<Spanned<StaticBibEntry>>>,
     /// "off" | "sessions" | "bib" (RFC 6888 REQ-12 logging).

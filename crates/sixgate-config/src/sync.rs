@@ -100,6 +100,17 @@ pub struct SyncSettings {
 }
 
 impl SyncSettings {
+    /// This node's place among the group's node ids, sorted, and the group's
+    /// size: its share of each RFC 7422 deterministic block (docs/ha.md).
+    pub fn rank(&self) -> (u16, u16) {
+        let rank = self
+            .peers
+            .iter()
+            .filter(|p| p.node_id < self.node_id)
+            .count();
+        (rank as u16, (self.peers.len() + 1) as u16)
+    }
+
     /// This node's own shards' prefixes.
     pub fn own_shards(&self) -> Vec<(Ipv4Addr, u8)> {
         self.shards
@@ -158,6 +169,11 @@ impl SyncSettings {
             h = h
                 .field(&n.port_block_size.to_be_bytes())
                 .field(&[n.subscriber_prefix_len]);
+            // RFC 7422: every node must compute the same formula (absent: the
+            // hash of a group without it is what it was).
+            if let Some((a, l)) = n.deterministic {
+                h = h.field(b"deterministic").field(&a.octets()).field(&[l]);
+            }
         }
         let mut ids: Vec<u16> = self
             .peers

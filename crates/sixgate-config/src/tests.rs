@@ -316,7 +316,7 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "clat.ipv6" => r#""2001:db8:c1a7::/125""#,
         "clat.plat_prefix" => r#""discover""#,
         "clat.dns_server" => r#""[2001:db8::53]:53""#,
-        "nat64.pool4" => r#"["203.0.113.0/30", { prefix = "203.0.113.9", tcp = "1024-2047" }]"#,
+        "nat64.pool4" => r#"["203.0.113.0/30", { prefix = "203.0.113.9", tcp = "61001-65000" }]"#,
         "nat64.filtering" => r#""address-dependent""#,
         "nat64.drop_external_tcp" => "true",
         "nat64.max_held_syns" => "8",
@@ -330,6 +330,7 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "nat64.max_sessions_per_subscriber" => "100",
         "nat64.max_ports_per_subscriber" => "256",
         "nat64.port_block_size" => "64",
+        "nat64.deterministic" => r#""2001:db8:1::/48""#,
         "nat64.static_bib" => {
             r#"[{ proto = "udp", ipv6 = "2001:db8:1::53", port6 = 53, ipv4 = "203.0.113.1", port4 = 53 }]"#
         }
@@ -530,6 +531,7 @@ fn key_list_matches_schema() {
         max_sessions_per_subscriber,
         max_ports_per_subscriber,
         port_block_size,
+        deterministic,
         static_bib,
         event_log,
         log_destinations,
@@ -549,6 +551,7 @@ fn key_list_matches_schema() {
         max_sessions_per_subscriber.is_some(),
         max_ports_per_subscriber.is_some(),
         port_block_size.is_some(),
+        deterministic.is_some(),
         static_bib.is_some(),
         event_log.is_some(),
         log_destinations.is_some(),
@@ -569,7 +572,7 @@ fn key_list_matches_schema() {
     assert_eq!(prefix.get_ref(), "203.0.113.9");
     assert_eq!(
         tcp.as_ref().map(|t| t.get_ref().as_str()),
-        Some("1024-2047")
+        Some("61001-65000")
     );
     assert!(udp.is_none() && icmp.is_none());
     assert_eq!(POOL4_KEYS, ["prefix", "tcp", "udp", "icmp"]);

@@ -155,6 +155,16 @@ const HINTS: &[(DropReason, &str)] = &[
          widen their port ranges",
     ),
     (
+        DropReason::DeterministicUnmapped,
+        "an IPv6 source outside [nat64] deterministic has no pool4 address under RFC 7422 \
+         deterministic NAT; widen the prefix or route only its subscribers here",
+    ),
+    (
+        DropReason::DeterministicPortsFull,
+        "a subscriber used every port of its deterministic block (RFC 7422 §2) and gets no \
+         more; raise port_block_size (a restart, a new formula) if this is common",
+    ),
+    (
         DropReason::EventLogFull,
         "the NAT event log could not keep up and on_overflow = \"refuse\" turned new \
          sessions away; see sixgate_nat64_events_lost_total, the collectors and \

@@ -62,6 +62,15 @@ pub fn check(old: &Config, new: &Config) -> Result<(), Refused> {
             if o.subscriber_prefix_len != n.subscriber_prefix_len {
                 return refuse("[nat64] subscriber_prefix_len");
             }
+            // RFC 7422: the formula is what answers "who had it?" and what
+            // steers subscribers to workers; it changes only with a restart
+            // (docs/logging.md, "Deterministic NAT").
+            if o.deterministic != n.deterministic {
+                return refuse("[nat64] deterministic");
+            }
+            if o.deterministic.is_some() && o.pool4 != n.pool4 {
+                return refuse("[nat64] pool4 (with deterministic)");
+            }
             Ok(())
         }
     }

@@ -239,6 +239,16 @@ impl Translator {
         }
     }
 
+    /// RFC 7422 deterministic NAT with state shared between `nodes` gateway
+    /// nodes: this node (`rank`, 0-based) takes the ports of each subscriber's
+    /// block at offsets `≡ rank (mod nodes)`, so two nodes never hand one
+    /// port to two flows (docs/ha.md, "Deterministic NAT").
+    pub fn set_deterministic_share(&mut self, rank: u16, nodes: u16) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.det_share = (rank.min(nodes.saturating_sub(1)), nodes.max(1));
+        }
+    }
+
     /// Hand every exported change to `f`, oldest first.
     pub fn drain_replica_changes(&mut self, f: impl FnMut(nat64::ReplicaOp, &nat64::Replica)) {
         if let Some(c) = self.nat64.as_mut().and_then(|n| n.changes.as_mut()) {

@@ -155,6 +155,12 @@ drop_reasons! {
     SubscriberLimit => "subscriber_limit",
     /// NAT64: no free pool4 port (or identifier) this worker owns, or no pool4.
     Pool4Exhausted => "pool4_exhausted",
+    /// NAT64, RFC 7422 deterministic NAT: the IPv6 source lies outside the
+    /// `deterministic` prefix, so the formula gives it no pool4 address.
+    DeterministicUnmapped => "deterministic_unmapped",
+    /// NAT64, RFC 7422 §2: every port of the subscriber's deterministic block
+    /// (its share of it, with sync) is in use or cooling; no more are given.
+    DeterministicPortsFull => "deterministic_ports_full",
     /// NAT64, RFC 6888 REQ-12 with `[log_export] on_overflow = "refuse"`: the
     /// worker's event ring had no room for the new state's records, and an
     /// unlogged mapping is refused rather than made.

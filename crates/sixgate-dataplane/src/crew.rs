@@ -145,6 +145,7 @@ impl Crew {
                 .filter(|sh| sh.node_id == s.node_id)
                 .flat_map(|sh| sh.pool4.iter().copied())
                 .collect(),
+            deterministic_share: s.rank(),
             export_capacity: SYNC_RING,
         })
     }

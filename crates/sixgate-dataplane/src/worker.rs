@@ -113,6 +113,9 @@ pub struct WorkerSync {
     pub ends: WorkerEnds,
     /// This node's pool4 shards: new mappings only there.
     pub own_shards: Vec<(std::net::Ipv4Addr, u8)>,
+    /// This node's rank among the group's nodes, and their number: its share
+    /// of each RFC 7422 deterministic block.
+    pub deterministic_share: (u16, u16),
     /// Capacity of the translator's own change ring.
     pub export_capacity: usize,
 }
@@ -154,6 +157,8 @@ impl<P: PacketIo> Worker<P> {
             let t = self.io.translator_mut();
             t.enable_replica_export(s.export_capacity);
             t.set_own_pool4_shards(Some(&s.own_shards));
+            let (rank, nodes) = s.deterministic_share;
+            t.set_deterministic_share(rank, nodes);
         } else if self.offload.is_some() {
             // The fast path follows the same change records.
             self.io.translator_mut().enable_replica_export(OFFLOAD_RING);

@@ -39,6 +39,15 @@ const volatile __u32 mode = 0;
 const volatile __u32 subscriber_prefix_len = 128;
 // Ports per group: 2, or the port-block size (port_owner).
 const volatile __u32 port_group = 2;
+// RFC 7422 deterministic NAT (sixgate_core::nat64::Deterministic::worker): a
+// source under det_hi:det_lo/det_len is subscriber i = its bits det_len ..
+// subscriber_prefix_len, on worker (det_first_group + i / det_addrs) % workers,
+// the owner of its block's ports. det_addrs = 0: off.
+const volatile __u64 det_hi = 0;
+const volatile __u64 det_lo = 0;
+const volatile __u32 det_len = 0;
+const volatile __u32 det_first_group = 0;
+const volatile __u32 det_addrs = 0;
 
 // Static BIB entries, by their IPv4 transport address: the worker of their
 // IPv6 side. Filled by the daemon before the program is attached.
@@ -100,10 +109,40 @@ static __always_inline __u64 mask64(__u32 len)
 
 // subscriber_worker: (fold(addr & mask(len)) * 0x9E3779B97F4A7C15 >> 32) % workers,
 // fold(x) = high 64 bits ^ low 64 bits.
+static __always_inline __u32 deterministic_worker(__u64 hi, __u64 lo, __u32 *out)
+{
+	__u32 plen = det_len, slen = subscriber_prefix_len;
+	__u32 w = workers ? workers : 1;
+	if (det_addrs == 0 || plen > 128 || slen > 128 || slen < plen || slen - plen > 32)
+		return 0;
+	if ((hi & mask64(plen)) != det_hi)
+		return 0;
+	if (plen > 64 && (lo & mask64(plen - 64)) != det_lo)
+		return 0;
+	// The address >> (128 - slen), low 32 bits.
+	__u32 sh = 128 - slen;
+	__u64 v;
+	if (sh == 0)
+		v = lo;
+	else if (sh < 64)
+		v = (lo >> sh) | (hi << (64 - sh));
+	else if (sh < 128)
+		v = hi >> (sh - 64);
+	else
+		v = 0;
+	__u32 bits = slen - plen;
+	__u64 i = bits >= 32 ? (v & 0xffffffffULL) : (v & ((1ULL << bits) - 1));
+	*out = (__u32)((det_first_group + i / det_addrs) % w);
+	return 1;
+}
+
 static __always_inline __u32 subscriber_worker(__u64 hi, __u64 lo)
 {
 	__u32 len = subscriber_prefix_len;
 	__u32 w = workers ? workers : 1;
+	__u32 det;
+	if (deterministic_worker(hi, lo, &det))
+		return det;
 	if (len > 128)
 		len = 128;
 	hi &= mask64(len);

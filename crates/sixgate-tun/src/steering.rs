@@ -19,7 +19,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use aya::maps::HashMap;
 use aya::programs::SocketFilter;
 use aya::{Ebpf, EbpfLoader};
-use sixgate_core::nat64::{Nat64Config, Proto, steering};
+use sixgate_core::nat64::{Deterministic, Nat64Config, Proto, steering};
 
 /// The compiled program (empty when clang was missing at build time).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/steer.o"));
@@ -62,17 +62,21 @@ pub struct Params {
     pub port_group: u16,
     /// Static BIB entries: their IPv4 side and the worker of their IPv6 side.
     pub static_bib: Vec<StaticEntry>,
+    /// RFC 7422 deterministic NAT: its subscribers to their block's worker.
+    pub deterministic: Option<Deterministic>,
 }
 
 impl Params {
     /// The program's view of `cfg` with `workers` workers.
     pub fn new(cfg: &Nat64Config, workers: u16) -> Params {
         let len = cfg.subscriber_prefix_len;
+        let owner = steering::PacketOwner::new(cfg, workers);
         Params {
             mode: Mode::Nat64,
             workers,
             subscriber_prefix_len: len,
             port_group: steering::port_group(cfg.port_block_size),
+            deterministic: Deterministic::plan(cfg).ok().flatten(),
             static_bib: cfg
                 .static_bib
                 .iter()
@@ -84,7 +88,7 @@ impl Params {
                     },
                     addr: b.v4,
                     port: b.port4,
-                    worker: steering::subscriber_worker(u128::from(b.v6), len, workers),
+                    worker: owner.subscriber(u128::from(b.v6)),
                 })
                 .collect(),
         }
@@ -98,6 +102,7 @@ impl Params {
             subscriber_prefix_len: 128,
             port_group: 2,
             static_bib: Vec::new(),
+            deterministic: None,
         }
     }
 }
@@ -152,11 +157,26 @@ impl Steering {
             Mode::Nat64 => 0,
             Mode::Flow => 1,
         };
+        // RFC 7422 deterministic NAT: the formula's constants (det_addrs 0: off).
+        let (det_hi, det_lo, det_len, det_first_group, det_addrs) = match &p.deterministic {
+            Some(d) => {
+                let (a, l) = d.prefix();
+                let a = u128::from(a);
+                let (hi, lo) = ((a >> 64) as u64, a as u64);
+                (hi, lo, u32::from(l), d.first_group(), d.addresses())
+            }
+            None => (0, 0, 0, 0, 0),
+        };
         let mut ebpf = EbpfLoader::new()
             .override_global("workers", &workers, true)
             .override_global("mode", &mode, true)
             .override_global("subscriber_prefix_len", &len, true)
             .override_global("port_group", &group, true)
+            .override_global("det_hi", &det_hi, true)
+            .override_global("det_lo", &det_lo, true)
+            .override_global("det_len", &det_len, true)
+            .override_global("det_first_group", &det_first_group, true)
+            .override_global("det_addrs", &det_addrs, true)
             .load(OBJECT)
             .map_err(|e| format!("cannot load the steering program: {}", chain(&e)))?;
         let prog: &mut SocketFilter = ebpf

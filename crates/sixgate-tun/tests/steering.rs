@@ -12,7 +12,7 @@ use sixgate_core::mapt::steering::{
     flow4_worker, flow6_worker, fragment4_worker, fragment6_worker,
 };
 use sixgate_core::nat64::steering::{PacketOwner, port_owner, subscriber_worker};
-use sixgate_core::nat64::{Nat64Config, Proto, StaticBib};
+use sixgate_core::nat64::{Deterministic, Nat64Config, Pool4Entry, PortRange, Proto, StaticBib};
 use sixgate_testkit::{Ip4, Ip6, L4, Summary};
 use sixgate_tun::steering::{Mode, Params, Steering};
 
@@ -156,6 +156,12 @@ fn v6(a: IpAddr) -> Ipv6Addr {
 /// The worker the architecture says a packet belongs to, from the Rust functions.
 fn expected(s: &Summary, cfg: &Nat64Config, w: u16) -> u16 {
     let (len, block) = (cfg.subscriber_prefix_len, cfg.port_block_size);
+    let det = Deterministic::plan(cfg).expect("a good formula");
+    let subscriber_worker = |a: u128, len, w| {
+        det.as_ref()
+            .and_then(|d| d.worker(a, w))
+            .unwrap_or_else(|| subscriber_worker(a, len, w))
+    };
     let owner = |proto: u8, addr: Ipv4Addr, port: u16| {
         let proto = match proto {
             6 => Proto::Tcp,
@@ -223,13 +229,16 @@ fn load_or_skip(p: &Params) -> Option<Steering> {
 fn bpf_program_and_rust_functions_pick_the_same_worker() {
     let mut r = Rng(0x5158_6a7e);
     let mut checked = 0;
-    // Workers, subscriber prefix length, port-block size (0: port pairs).
-    for (workers, len, block) in [
-        (2u16, 128u8, 0u16),
-        (3, 64, 0),
-        (4, 56, 64),
-        (7, 48, 128),
-        (16, 60, 0),
+    // Workers, subscriber prefix length, port-block size (0: port pairs),
+    // RFC 7422 deterministic NAT over 2001:db8:1::/48 (a third of the
+    // subscribers `subscriber` makes).
+    for (workers, len, block, det) in [
+        (2u16, 128u8, 0u16, false),
+        (3, 64, 0, false),
+        (4, 56, 64, false),
+        (7, 48, 128, false),
+        (16, 60, 0, false),
+        (5, 56, 256, true),
     ] {
         let static_bib: Vec<StaticBib> = [
             (Proto::Tcp, 8080u16),
@@ -246,10 +255,21 @@ fn bpf_program_and_rust_functions_pick_the_same_worker() {
             port4: port,
         })
         .collect();
+        let all = PortRange::new(1024, 65535);
         let cfg = Nat64Config {
             subscriber_prefix_len: len,
             port_block_size: block,
             static_bib,
+            deterministic: det.then(|| (Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 0), 48)),
+            pool4: POOL4
+                .iter()
+                .map(|&a| Pool4Entry {
+                    tcp: all,
+                    udp: all,
+                    icmp: all,
+                    ..Pool4Entry::single(a)
+                })
+                .collect(),
             ..Nat64Config::default()
         };
         let p = Params::new(&cfg, workers);
@@ -296,7 +316,7 @@ fn bpf_program_and_rust_functions_pick_the_same_worker() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 600);
+    assert_eq!(checked, 720);
 }
 
 #[test]
@@ -307,6 +327,7 @@ fn truncated_and_unknown_packets_go_to_queue_zero() {
         subscriber_prefix_len: 64,
         port_group: 2,
         static_bib: Vec::new(),
+        deterministic: None,
     };
     let Some(steering) = load_or_skip(&p) else {
         return;

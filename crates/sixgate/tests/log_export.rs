@@ -509,3 +509,99 @@ fn nat64_events_reach_nfcapd_rsyslog_and_tshark() {
         "tshark: malformed:\n{text}"
     );
 }
+
+/// RFC 7422 deterministic NAT needs no log: with `[nat64] deterministic` and
+/// the event log off, every session of the subscriber (two workers, so the
+/// steering program's copy of the formula is used) leaves from its block,
+/// and `whois` names the subscriber from the running configuration (through
+/// the daemon) and from the file alone, for a subscriber that never sent
+/// anything too.
+#[test]
+fn deterministic_nat_answers_whois_without_a_log() {
+    let test = "deterministic_nat_answers_whois_without_a_log";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    // 198.18.0.0/24 × 61001-65535: 8 blocks of 512 from 61440 an address.
+    // V6_HOST, 2001:db8:1::5, is subscriber 0 of 2001:db8:1::/56 in /64s:
+    // 198.18.0.0, ports 61440-61951.
+    let translator = Dut::Sixgate {
+        binary: BIN.into(),
+        dataplane: sixgate_netns::Dataplane::Tun,
+        extra_toml: format!(
+            "{NAT64_TOML}subscriber_prefix_len = 64\nport_block_size = 512\n\
+             deterministic = \"2001:db8:1::/56\"\n[daemon]\nworkers = 2\n"
+        ),
+    };
+    run_bed(test, TopologyOptions::default(), &translator, |bed, tr| {
+        let www = ScratchDir::new("www").unwrap();
+        www.write("f", b"hello").unwrap();
+        let _server = http_server(&bed.v4host, addr::V4_HOST.into(), &www);
+        let url = format!("http://[{}]:{HTTP_PORT}/f", addr::V4_HOST_AS_V6);
+        for port in ["42000", "42001"] {
+            let got = bed
+                .v6host
+                .run_timeout(
+                    "curl",
+                    ["-sf", "--local-port", port, &url],
+                    Duration::from_secs(20),
+                )
+                .unwrap_or_else(|e| panic!("curl: {e}"));
+            assert_eq!(got, "hello");
+        }
+        let py = format!(
+            "import socket\nfor p in range({}, {}):\n    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n    s.bind(('{}', p))\n    s.sendto(b'x', ('{}', 9))\n",
+            UDP_PORTS.start,
+            UDP_PORTS.end,
+            addr::V6_HOST,
+            addr::V4_HOST_AS_V6
+        );
+        bed.v6host
+            .run_timeout("python3", ["-c", &py], Duration::from_secs(10))
+            .unwrap();
+        let sock = tr.api_socket().unwrap();
+        let out = Command::new(BIN)
+            .args(["show", "sessions", "--json", "--socket"])
+            .arg(sock)
+            .output()
+            .unwrap();
+        let live: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(live.len() >= 12, "{live:?}");
+        for s in &live {
+            let port = s["port4"].as_u64().unwrap();
+            assert_eq!(s["ipv4"], "198.18.0.0", "{s}");
+            assert!((61440..=61951).contains(&port), "outside the block: {s}");
+        }
+        // Through the daemon: the formula of the running configuration, and
+        // the live session.
+        let tcp = live
+            .iter()
+            .find(|r| r["proto"] == "tcp" && r["port6"] == 42000)
+            .expect("the curl's session");
+        let who = whois(&[&format!("198.18.0.0:{}", tcp["port4"])], Some(sock));
+        assert!(
+            who.contains(
+                "deterministic  subscriber 2001:db8:1::/64  ports 61440-61951 of 198.18.0.0"
+            ),
+            "{who}"
+        );
+        assert!(
+            who.contains("tcp session  subscriber 2001:db8:1::5 port 42000"),
+            "{who}"
+        );
+        // From the file, no daemon asked and no log: subscriber 5 never sent.
+        let cfg = tr.config_path().to_str().unwrap();
+        let none = "/dev/null";
+        let who = whois(&["198.18.0.5:61500", "--config", cfg, "--log", none], None);
+        assert!(
+            who.contains(
+                "deterministic  subscriber 2001:db8:1:5::/64  ports 61440-61951 of 198.18.0.5"
+            ),
+            "{who}"
+        );
+        // Below the first block: nobody's.
+        let who = whois(&["198.18.0.0:61001", "--config", cfg, "--log", none], None);
+        assert!(who.contains("deterministic  no subscriber"), "{who}");
+    });
+}

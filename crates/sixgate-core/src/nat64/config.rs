@@ -254,6 +254,10 @@ pub struct Nat64Config {
     /// RFC 7422: hand ports to subscribers in blocks of this many (a power of two;
     /// 0: port by port).
     pub port_block_size: u16,
+    /// RFC 7422 deterministic NAT: the IPv6 prefix whose subscribers each get
+    /// one pool4 address and one fixed block of `port_block_size` ports by a
+    /// formula ([`super::deterministic`]); sources outside it are refused.
+    pub deterministic: Option<(Ipv6Addr, u8)>,
     /// Manually configured BIB entries.
     pub static_bib: Vec<StaticBib>,
     /// What to log.
@@ -283,6 +287,7 @@ impl Default for Nat64Config {
             max_sessions_per_subscriber: 0,
             max_ports_per_subscriber: 0,
             port_block_size: 0,
+            deterministic: None,
             static_bib: Vec::new(),
             event_log: EventLog::default(),
             log_destinations: false,

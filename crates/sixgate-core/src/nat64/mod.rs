@@ -7,6 +7,8 @@
 //! - `port_alloc`: RFC 6056 port choice within this worker's share of pool4;
 //!   `port_map`: which of those ports are taken, a bit each, for it;
 //! - `subscriber`: RFC 6888 per-subscriber limits and RFC 7422 port blocks;
+//!   [`deterministic`]: RFC 7422 deterministic NAT, one block per subscriber
+//!   by a formula;
 //! - `filtering`: §3.5 "Filtering and Updating Binding and Session Information",
 //!   the step the RFC 7915 paths call;
 //! - `syn_store`: §3.5.2.2 IPv4 SYNs held for a simultaneous open;
@@ -26,6 +28,7 @@
 
 mod bib;
 pub mod config;
+pub mod deterministic;
 pub(crate) mod early_fragments;
 pub mod event;
 pub(crate) mod filtering;
@@ -55,6 +58,7 @@ pub use config::{
     DEFAULT_POOL4_PORTS, EventLog, Filtering, Nat64Config, Pool4Entry, PortRange, Proto, StaticBib,
     Timeouts,
 };
+pub use deterministic::Deterministic;
 pub use event::{Event, EventKind};
 pub use flush::{FlushFilter, Flushed};
 pub use replica::{ImportError, Replica, ReplicaOp};
@@ -154,6 +158,14 @@ pub(crate) struct Nat64 {
     /// they leave for new mappings.
     own_shards: Option<Vec<(u32, u8)>>,
     pub(crate) own_pool4: Option<Vec<Pool4Entry>>,
+    /// RFC 7422 deterministic NAT (`deterministic`), its formula; `Err` when
+    /// the configuration asks for it and it does not hold (never on a checked
+    /// configuration): every new mapping is refused then, none made by chance.
+    pub(crate) det: Result<Option<Deterministic>, ()>,
+    /// With sync, this node's share of each deterministic block: the ports at
+    /// offsets `≡ rank (mod nodes)`, so that two nodes never map two flows to
+    /// one port (`Translator::set_deterministic_share`).
+    pub(crate) det_share: (u16, u16),
 }
 
 impl Nat64 {
@@ -212,6 +224,8 @@ impl Nat64 {
             bib_conflicts_refused: 0,
             own_shards: None,
             own_pool4: None,
+            det: Deterministic::plan(cfg).map_err(|_| ()),
+            det_share: (0, 1),
         };
         n.set_timeouts();
         n.install_static_bib();
@@ -247,7 +261,11 @@ impl Nat64 {
     /// Whether this worker serves IPv6 host `src6`.
     #[inline]
     pub(crate) fn owns_subscriber(&self, src6: u128) -> bool {
-        steering::subscriber_worker(src6, self.cfg.subscriber_prefix_len, self.workers)
+        let det = self.det.as_ref().ok().and_then(Option::as_ref);
+        det.and_then(|d| d.worker(src6, self.workers))
+            .unwrap_or_else(|| {
+                steering::subscriber_worker(src6, self.cfg.subscriber_prefix_len, self.workers)
+            })
             == self.worker
     }
 

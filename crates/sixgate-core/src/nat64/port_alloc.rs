@@ -151,6 +151,9 @@ impl Nat64 {
         dport: u16,
         now_ns: u64,
     ) -> Result<(u32, u16), DropReason> {
+        if self.cfg.deterministic.is_some() {
+            return self.allocate_deterministic(proto, src6, port6, now_ns);
+        }
         let addrs = self.pool4_addrs(proto);
         if addrs == 0 {
             return Err(DropReason::Pool4Exhausted);
@@ -253,7 +256,7 @@ impl Nat64 {
         while bi != super::slab::NIL {
             let b = *self.subs.blocks.get(bi);
             if b.proto == p
-                && let Some(port) = self.free_in_block(p, b.v4, b.first, port6, proto)
+                && let Some(port) = self.free_in_block(p, b.v4, b.first, port6, proto, (0, 1))
             {
                 self.subs.blocks.get_mut(bi).used += 1;
                 return Ok((b.v4, port));
@@ -281,7 +284,7 @@ impl Nat64 {
                 if self.subs.block_of(p, v4, first).is_some() {
                     continue;
                 }
-                let Some(port) = self.free_in_block(p, v4, first, port6, proto) else {
+                let Some(port) = self.free_in_block(p, v4, first, port6, proto, (0, 1)) else {
                     continue;
                 };
                 let log = self.cfg.event_log;
@@ -298,9 +301,59 @@ impl Nat64 {
         Err(DropReason::Pool4Exhausted)
     }
 
+    /// RFC 7422 deterministic NAT: a port of the subscriber's own block
+    /// (`deterministic::Deterministic`), none beyond it (§2).
+    fn allocate_deterministic(
+        &mut self,
+        proto: Proto,
+        src6: u128,
+        port6: u16,
+        now_ns: u64,
+    ) -> Result<(u32, u16), DropReason> {
+        let Ok(Some(d)) = &self.det else {
+            return Err(DropReason::DeterministicUnmapped);
+        };
+        let Some((v4, first)) = d.index(src6).and_then(|i| d.block(i)) else {
+            return Err(DropReason::DeterministicUnmapped);
+        };
+        // A drained node (sync) makes no new mapping, as without the formula.
+        if self.own_shards.as_ref().is_some_and(Vec::is_empty) {
+            return Err(DropReason::Pool4Exhausted);
+        }
+        let p = proto as u8;
+        let share = self.det_share;
+        let Some(port) = self.free_in_block(p, v4, first, port6, proto, share) else {
+            return Err(DropReason::DeterministicPortsFull);
+        };
+        let bi = match self.subs.block_of(p, v4, first) {
+            Some(bi) => bi,
+            None => {
+                let Some(sub) = self.subs.get_or_create(src6) else {
+                    return Err(DropReason::SessionTableFull);
+                };
+                let log = self.cfg.event_log;
+                self.subs
+                    .block_add(sub, p, v4, first, now_ns, &mut self.events, log)
+                    .ok_or(DropReason::SessionTableFull)?
+            }
+        };
+        self.subs.blocks.get_mut(bi).used += 1;
+        Ok((v4, port))
+    }
+
     /// A free port in block `first..first + K` of `v4`, inside `proto`'s range;
     /// the IPv6 port's offset in the block first (so a port keeps its parity).
-    fn free_in_block(&self, p: u8, v4: u32, first: u16, port6: u16, proto: Proto) -> Option<u16> {
+    /// Only the ports at offsets `≡ rank (mod nodes)` of `share = (rank,
+    /// nodes)`: this node's part of a deterministic block.
+    fn free_in_block(
+        &self,
+        p: u8,
+        v4: u32,
+        first: u16,
+        port6: u16,
+        proto: Proto,
+        share: (u16, u16),
+    ) -> Option<u16> {
         let k = self.subs.block_size();
         let range = self
             .cfg
@@ -309,9 +362,10 @@ impl Nat64 {
             .find(|e| e.contains(v4))
             .map(|e| e.range(proto))?;
         let off = port6 & (k - 1);
-        (0..k)
-            .map(|j| first + ((off + j) & (k - 1)))
-            .find(|&port| range.contains(port) && !self.port_taken(p, v4, port))
+        let (rank, nodes) = (share.0, share.1.max(1));
+        (0..k).map(|j| first + ((off + j) & (k - 1))).find(|&port| {
+            (port - first) % nodes == rank && range.contains(port) && !self.port_taken(p, v4, port)
+        })
     }
 }
 

@@ -58,7 +58,8 @@ const fn subscriber_mask(len: u8) -> u128 {
 /// a packet to its owner, docs/xdp.md). Built once from the configuration;
 /// [`PacketOwner::of`] reads the packet and allocates nothing.
 ///
-/// - IPv6: `subscriber_worker(source)`; an ICMPv6 error (type < 128, after at
+/// - IPv6: `subscriber_worker(source)` (with RFC 7422 deterministic NAT, a
+///   subscriber of its prefix: [`super::Deterministic::worker`]); an ICMPv6 error (type < 128, after at
 ///   most four extension headers): of the quoted packet's destination.
 /// - IPv4: `port_owner(destination port)`; ICMP Echo: of the identifier; an
 ///   ICMPv4 error (types 3, 11, 12): of the quoted packet's source port or
@@ -73,6 +74,8 @@ pub struct PacketOwner {
     port_block_size: u16,
     /// `(protocol number, IPv4 address, port, worker)`, sorted for binary search.
     statics: Vec<(u8, u32, u16, u16)>,
+    /// RFC 7422 deterministic NAT: its subscribers go to their block's owner.
+    deterministic: Option<super::Deterministic>,
 }
 
 /// IANA protocol numbers the steering reads.
@@ -81,8 +84,14 @@ use crate::packet::proto::{ICMP, ICMPV6, TCP, UDP};
 impl PacketOwner {
     /// The owner rule of `cfg` over `workers` workers.
     pub fn new(cfg: &super::Nat64Config, workers: u16) -> PacketOwner {
-        let len = cfg.subscriber_prefix_len;
-        let mut statics: Vec<_> = cfg
+        let mut owner = PacketOwner {
+            workers: workers.max(1),
+            subscriber_prefix_len: cfg.subscriber_prefix_len,
+            port_block_size: cfg.port_block_size,
+            statics: Vec::new(),
+            deterministic: super::Deterministic::plan(cfg).ok().flatten(),
+        };
+        owner.statics = cfg
             .static_bib
             .iter()
             .map(|b| {
@@ -91,17 +100,21 @@ impl PacketOwner {
                     super::Proto::Udp => UDP,
                     super::Proto::Icmp => ICMP,
                 };
-                let w = subscriber_worker(u128::from(b.v6), len, workers);
+                let w = owner.subscriber(u128::from(b.v6));
                 (proto, u32::from(b.v4), b.port4, w)
             })
             .collect();
-        statics.sort_unstable();
-        PacketOwner {
-            workers: workers.max(1),
-            subscriber_prefix_len: len,
-            port_block_size: cfg.port_block_size,
-            statics,
-        }
+        owner.statics.sort_unstable();
+        owner
+    }
+
+    /// The worker of IPv6 host `a`: [`super::Deterministic::worker`] for a
+    /// subscriber of the deterministic prefix, else [`subscriber_worker`].
+    pub fn subscriber(&self, a: u128) -> u16 {
+        self.deterministic
+            .as_ref()
+            .and_then(|d| d.worker(a, self.workers))
+            .unwrap_or_else(|| subscriber_worker(a, self.subscriber_prefix_len, self.workers))
     }
 
     /// Number of workers the rule spreads over.
@@ -171,11 +184,7 @@ impl PacketOwner {
     fn of_v6(&self, ip: &[u8]) -> u16 {
         let sub = |a: &[u8]| {
             let a: [u8; 16] = a.try_into().expect("16 bytes");
-            subscriber_worker(
-                u128::from_be_bytes(a),
-                self.subscriber_prefix_len,
-                self.workers,
-            )
+            self.subscriber(u128::from_be_bytes(a))
         };
         let Some(src) = ip.get(8..24) else { return 0 };
         let (mut nh, mut off) = (ip[6], 40usize);

@@ -166,7 +166,11 @@ fn run<const MAPT: bool>(
             Ok(o) => Some(o),
             // RFC 6146 §3.5.1.1, §3.5.2.1, §3.5.3: no IPv4 transport address
             // could be allocated: Destination Unreachable, address unreachable.
-            Err(r @ DropReason::Pool4Exhausted) => {
+            Err(
+                r @ (DropReason::Pool4Exhausted
+                | DropReason::DeterministicPortsFull
+                | DropReason::DeterministicUnmapped),
+            ) => {
                 let owed = Owed {
                     ty: icmp6::DEST_UNREACH,
                     code: icmp6::CODE_ADDRESS_UNREACHABLE,

@@ -5,8 +5,8 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use sixgate_control::api::types::{BibRow, SessionRow};
-use sixgate_core::nat64::Proto;
+use sixgate_control::api::types::{BibRow, RunningConfig, SessionRow};
+use sixgate_core::nat64::{Deterministic, Proto};
 use sixgate_natlog::whois::{self, Question};
 use sixgate_natlog::{NatRecord, ipfix, netflow9, time};
 
@@ -19,7 +19,9 @@ pub enum Nat64 {
     /// Who had public address ADDR and port PORT: the subscriber, the inside
     /// address and port, and the time span, from the running daemon's tables
     /// (without --log) or from exported logs (--log: JSON lines, RFC 5424
-    /// syslog files, or pcap captures of the IPFIX / NetFlow v9 export).
+    /// syslog files, or pcap captures of the IPFIX / NetFlow v9 export). With
+    /// RFC 7422 deterministic NAT ([nat64] deterministic) the formula of the
+    /// running configuration (or of --config FILE) names the subscriber first.
     Whois(WhoisArgs),
 }
 
@@ -52,6 +54,24 @@ pub fn run(c: &Nat64) -> CmdResult {
 
 fn whois_cmd(a: &WhoisArgs) -> CmdResult {
     let q = question(a)?;
+    if let Some(d) = formula(a)? {
+        match d.owner_of(q.outside, q.port) {
+            Some(s) => println!(
+                "deterministic  subscriber {}/{}  ports {}-{} of {} (RFC 7422 formula of the \
+                 configuration; every protocol, whenever it was in force)",
+                s.subscriber,
+                d.subscriber_len(),
+                s.first_port,
+                s.last_port,
+                s.address
+            ),
+            None => println!(
+                "deterministic  no subscriber: {}:{} is outside every block of the RFC 7422 \
+                 formula ({d})",
+                q.outside, q.port
+            ),
+        }
+    }
     if a.logs.is_empty() {
         return live(a, &q);
     }
@@ -75,6 +95,26 @@ fn whois_cmd(a: &WhoisArgs) -> CmdResult {
         println!("{h}");
     }
     Ok(())
+}
+
+/// The RFC 7422 formula: of `--config FILE`, else (asking the daemon) of the
+/// running configuration; `None` without `[nat64] deterministic`.
+fn formula(a: &WhoisArgs) -> Result<Option<Deterministic>, String> {
+    let loaded = match (
+        &a.socket.config,
+        a.socket.socket.is_some() || a.logs.is_empty(),
+    ) {
+        (Some(file), _) => sixgate_config::load(file).map_err(|e| e.to_string())?,
+        (None, true) => {
+            let c: RunningConfig = a.socket.client()?.get("/v1/config")?;
+            sixgate_config::parse(&c.toml, "running configuration").map_err(|e| e.to_string())?
+        }
+        (None, false) => return Ok(None),
+    };
+    let Some(n) = &loaded.config.nat64 else {
+        return Ok(None);
+    };
+    Deterministic::plan(n).map_err(|e| format!("[nat64] deterministic: {e}"))
 }
 
 fn at_text(q: &Question) -> String {

@@ -51,6 +51,13 @@ pub fn run(args: &Args) -> CmdResult {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
+    // RFC 7422: the formula that answers "who had it?" is the log; write it
+    // down with the start time.
+    if let Some(n) = &loaded.config.nat64
+        && let Ok(Some(d)) = sixgate_core::nat64::Deterministic::plan(n)
+    {
+        tracing::info!("deterministic NAT: {d}");
+    }
     // A CLAT may have to ask the network for its PLAT prefix first (RFC 7050).
     let discovered = sixgate_dns64::plat_discovery::settle_plat_prefix(&mut loaded)
         .map_err(|e| format!("sixgate run: {e}"))?;
