@@ -170,3 +170,22 @@ fn the_block_is_logged_once() {
     });
     assert_eq!(blocks, vec![(Ipv4Addr::new(192, 0, 2, 2), 1024 + 10 * 256)]);
 }
+
+/// docs/ha.md, "Deterministic NAT": the owner of an address's shard holds a
+/// reply to a port of another node's share that it has no mapping for (the
+/// peer's record may be on its way), but answers one in its own share as
+/// RFC 6146 §3.5.1.2 says.
+#[test]
+fn the_shard_owner_waits_for_a_peers_share_only() {
+    let mut a = Harness::new(det_config(16, |_| {}));
+    a.t.set_own_pool4_shards(Some(&[(Ipv4Addr::new(192, 0, 2, 0), 30)]));
+    a.t.set_deterministic_share(0, 2);
+    let block = 1024 + 10 * 16;
+    let to =
+        |port| sixgate_testkit::Ip4::new(SERVER4, Ipv4Addr::new(192, 0, 2, 2)).udp(53, port, 10);
+    assert_eq!(a.run(&to(block + 1)).0, Verdict::Held, "no ICMP error");
+    assert_eq!(
+        a.run(&to(block + 2)).0,
+        Verdict::Replied(DropReason::NoBibEntry)
+    );
+}

@@ -257,6 +257,14 @@ impl Deterministic {
         self.share(i as u32)
     }
 
+    /// Whether `port` lies in some address's blocks.
+    #[inline]
+    pub fn in_a_block(&self, port: u16) -> bool {
+        u32::from(port)
+            .checked_sub(u32::from(self.first_port))
+            .is_some_and(|off| off / u32::from(self.block) < self.blocks_per_address)
+    }
+
     /// The worker of `src6` (docs/architecture.md, "Multi-core without a
     /// shared table"): the owner of its block's port group,
     /// `(F/K + i div A) mod workers`; `None` outside the prefix.

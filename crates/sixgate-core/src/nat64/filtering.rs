@@ -148,7 +148,7 @@ impl Nat64 {
             if self.workers > 1 && !self.owns_port(dport) {
                 return Err(DropReason::WrongWorker);
             }
-            if !opens && self.peer_shard(dst4) {
+            if !opens && self.peer_may_map(dst4, dport) {
                 return self.hold_for_peer(proto, (dst4, dport, src4, sport), (pkt, partial), now);
             }
             if syn {
@@ -173,7 +173,7 @@ impl Nat64 {
             Filtering::EndpointIndependent => true,
             Filtering::AddressDependent => self.bib_has_remote(b, src4),
         };
-        if !allowed && !opens && self.peer_shard(dst4) {
+        if !allowed && !opens && self.peer_may_map(dst4, dport) {
             // Address-dependent filtering: the peer may have the session
             // that allows it.
             return self.hold_for_peer(proto, (dst4, dport, src4, sport), (pkt, partial), now);
@@ -261,12 +261,22 @@ impl Nat64 {
         Err(DropReason::SyncPending)
     }
 
-    /// With sync, whether `a` is on a peer's shard of pool4 (not one of this
-    /// node's own). Only asked of packets that found no mapping.
-    fn peer_shard(&self, a: u32) -> bool {
-        self.own_pool4
-            .as_ref()
-            .is_some_and(|own| !own.iter().any(|e| e.contains(a)))
+    /// With sync, whether a peer may have mapped (`a`, `port`): `a` is on a
+    /// peer's shard of pool4 (not one of this node's own), or, with RFC 7422
+    /// deterministic NAT, `port` is in another node's share of its block
+    /// (docs/ha.md, "Deterministic NAT"). Only asked of packets that found no
+    /// mapping.
+    fn peer_may_map(&self, a: u32, port: u16) -> bool {
+        let Some(own) = self.own_pool4.as_ref() else {
+            return false;
+        };
+        if !own.iter().any(|e| e.contains(a)) {
+            return true;
+        }
+        let (rank, nodes) = self.det_share;
+        nodes > 1
+            && matches!(&self.det, Ok(Some(d)) if d.in_a_block(port)
+                && (port & (d.block_size() - 1)) % nodes != rank)
     }
 
     /// An ICMPv4 error quoting a packet we sent from pool4 (`v4`, `port4`) to
