@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # NAT64 connection establishment rate (RFC 9693 phase 1) with the session log
 # off, as JSON lines through [log], and exported as IPFIX and as syslog by the
-# exporter thread (docs/logging.md), side by side, alternating, ROUNDS times.
+# exporter thread (docs/logging.md), and with RFC 7422 deterministic NAT (no log
+# needed, nat64-deterministic.toml), side by side, alternating, ROUNDS times.
 #
 #   bench/log-compare.sh [--no-build]      (ROUNDS=2 CONNECTIONS=20000 by default)
 #
@@ -17,7 +18,7 @@ S=target/release/sixgate
 ROUNDS=${ROUNDS:-2}
 CONNECTIONS=${CONNECTIONS:-20000}
 for round in $(seq "$ROUNDS"); do
-    for cfg in nat64 nat64-log-json nat64-log-ipfix nat64-log-syslog; do
+    for cfg in ${CONFIGS:-nat64 nat64-log-json nat64-log-ipfix nat64-log-syslog nat64-deterministic}; do
         rate=$($S bench stateful --dut sixgate --config "bench/configs/$cfg.toml" --duration 2 \
             --no-throughput --connections "$CONNECTIONS" --max-rate 400000 --steps 8 2>&1 |
             tee "/tmp/log-compare-$cfg-$round.txt" | grep -i "establishment rate" | tail -1)

@@ -113,6 +113,19 @@ impl Translator {
         self.tables().and_then(|n| n.walk_bib(from, span, f))
     }
 
+    /// RFC 6888 subscribers of this worker with their RFC 7422 port blocks,
+    /// like [`Translator::walk_bib`] (none unless per-subscriber limits or
+    /// port blocks are configured).
+    pub fn walk_subscribers(
+        &self,
+        from: u32,
+        span: u32,
+        f: impl FnMut(crate::nat64::walk::SubscriberView),
+    ) -> crate::nat64::walk::Cursor {
+        self.tables()
+            .and_then(|n| n.walk_subscribers(from, span, f))
+    }
+
     /// RFC 6146 §3.2 sessions of this worker, like [`Translator::walk_bib`];
     /// `now_ns` is the clock the packets are translated with.
     pub fn walk_sessions(

@@ -169,6 +169,21 @@ fn the_block_is_logged_once() {
         }
     });
     assert_eq!(blocks, vec![(Ipv4Addr::new(192, 0, 2, 2), 1024 + 10 * 256)]);
+    // `show subscribers`: the subscriber, its sessions and its one block.
+    let mut subs = Vec::new();
+    assert_eq!(h.t.walk_subscribers(0, 64, |s| subs.push(s)), None);
+    assert_eq!(subs.len(), 1);
+    let s = &subs[0];
+    assert_eq!(
+        (s.prefix, s.prefix_len, s.sessions),
+        ("2001:db8:100:2a00::".parse().unwrap(), 56, 3)
+    );
+    assert_eq!(s.blocks.len(), 1);
+    let b = s.blocks[0];
+    assert_eq!(
+        (b.v4, b.first, b.last, b.used),
+        (Ipv4Addr::new(192, 0, 2, 2), 3584, 3839, 3)
+    );
 }
 
 /// docs/ha.md, "Deterministic NAT": the owner of an address's shard holds a

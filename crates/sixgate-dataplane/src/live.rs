@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use sixgate_core::nat64::{BibView, FlushFilter, Flushed, Pool4Entry, SessionView};
+use sixgate_core::nat64::{BibView, FlushFilter, Flushed, Pool4Entry, SessionView, SubscriberView};
 use sixgate_core::{Config, Translator};
 
 use crate::stats::{Snapshot, WorkerStats};
@@ -43,6 +43,8 @@ pub enum Query {
     Bib,
     /// RFC 6146 §3.2 sessions.
     Sessions,
+    /// RFC 6888 subscribers and their RFC 7422 port blocks.
+    Subscribers,
     /// Remove the sessions the filter names and their dynamic BIB entries
     /// (`Translator::flush`); `span` is the work budget.
     Flush(FlushFilter),
@@ -61,6 +63,8 @@ pub enum Rows {
     Bib(Vec<BibView>),
     /// Sessions.
     Sessions(Vec<SessionView>),
+    /// Subscribers.
+    Subscribers(Vec<SubscriberView>),
     /// What a flush chunk removed.
     Flushed(Flushed),
 }
@@ -573,6 +577,16 @@ impl Follower {
                         .walk_sessions(r.from, r.span, now_ns, |s| rows.push(s));
                     Chunk {
                         rows: Rows::Sessions(rows),
+                        next,
+                    }
+                }
+                Query::Subscribers => {
+                    let mut rows = Vec::new();
+                    let next = p
+                        .translator()
+                        .walk_subscribers(r.from, r.span, |s| rows.push(s));
+                    Chunk {
+                        rows: Rows::Subscribers(rows),
                         next,
                     }
                 }

@@ -573,6 +573,29 @@ fn deterministic_nat_answers_whois_without_a_log() {
             assert_eq!(s["ipv4"], "198.18.0.0", "{s}");
             assert!((61440..=61951).contains(&port), "outside the block: {s}");
         }
+        // `show subscribers`: the one subscriber, its TCP and UDP blocks.
+        let out = Command::new(BIN)
+            .args(["show", "subscribers", "--json", "--socket"])
+            .arg(sock)
+            .output()
+            .unwrap();
+        let subs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(subs.len(), 1, "{subs:?}");
+        assert_eq!(subs[0]["subscriber"], "2001:db8:1::/64");
+        assert_eq!(subs[0]["sessions"].as_u64(), Some(live.len() as u64));
+        let blocks = subs[0]["blocks"].as_array().unwrap();
+        let mut protos: Vec<&str> = blocks
+            .iter()
+            .map(|b| b["proto"].as_str().unwrap())
+            .collect();
+        protos.sort_unstable();
+        assert_eq!(protos, ["tcp", "udp"], "{blocks:?}");
+        for b in blocks {
+            assert_eq!(
+                (&b["ipv4"], &b["first"], &b["last"]),
+                (&"198.18.0.0".into(), &61440.into(), &61951.into())
+            );
+        }
         // Through the daemon: the formula of the running configuration, and
         // the live session.
         let tcp = live

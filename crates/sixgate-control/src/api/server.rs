@@ -223,6 +223,10 @@ fn router(state: Shared) -> Router {
         .route("/v1/stats", get(stats))
         .route("/v1/counters", get(counters))
         .route("/v1/bib", get(|s, u| table(s, u, Table::Bib)))
+        .route(
+            "/v1/subscribers",
+            get(|s, u| table(s, u, Table::Subscribers)),
+        )
         .route("/v1/sessions", get(|s, u| table(s, u, Table::Sessions)))
         .route("/v1/pool4", get(pool4))
         .route("/v1/sync", get(sync))
@@ -494,6 +498,26 @@ impl Filter {
             && self.address.is_none_or(|a| addrs.contains(&a))
             && self.port.is_none_or(|p| ports.contains(&p))
     }
+
+    /// A subscriber: `address` one of its hosts or a block's address, `port`
+    /// in one of its blocks, `protocol` one of its blocks'.
+    fn keeps_subscriber(&self, x: &sixgate_core::nat64::SubscriberView) -> bool {
+        let ours = |a: IpAddr| match a {
+            IpAddr::V6(a) => {
+                sixgate_core::nat64::steering::subscriber_prefix(u128::from(a), x.prefix_len)
+                    == u128::from(x.prefix)
+            }
+            IpAddr::V4(a) => x.blocks.iter().any(|b| b.v4 == a),
+        };
+        self.address.is_none_or(ours)
+            && self
+                .port
+                .is_none_or(|p| x.blocks.iter().any(|b| (b.first..=b.last).contains(&p)))
+            && self
+                .proto
+                .as_deref()
+                .is_none_or(|p| x.blocks.iter().any(|b| b.proto.as_str() == p))
+    }
 }
 
 /// A channel of body chunks as a stream.
@@ -662,6 +686,32 @@ fn stream_table(
                     }
                 }
                 Rows::Flushed(_) => {}
+                Rows::Subscribers(rows) => {
+                    for x in rows {
+                        if !f.keeps_subscriber(&x) {
+                            continue;
+                        }
+                        let row = SubscriberRow {
+                            worker: w,
+                            subscriber: format!("{}/{}", x.prefix, x.prefix_len),
+                            sessions: x.sessions,
+                            ports: x.ports,
+                            blocks: x
+                                .blocks
+                                .iter()
+                                .map(|b| BlockRow {
+                                    proto: b.proto.as_str().into(),
+                                    ipv4: b.v4.to_string(),
+                                    first: b.first,
+                                    last: b.last,
+                                    used: b.used,
+                                })
+                                .collect(),
+                        };
+                        let _ = serde_json::to_writer(&mut buf, &row);
+                        buf.push(b'\n');
+                    }
+                }
                 Rows::Sessions(rows) => {
                     for x in rows {
                         let b = x.bib;

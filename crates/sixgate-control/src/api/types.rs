@@ -130,7 +130,39 @@ pub struct SessionRow {
     pub expires_s: u32,
 }
 
-/// Filters of `GET /v1/bib` and `GET /v1/sessions` (query string).
+/// One RFC 6888 subscriber (`GET /v1/subscribers`, one JSON object per
+/// line): what it holds, and its RFC 7422 port blocks.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SubscriberRow {
+    /// The worker that owns it.
+    pub worker: usize,
+    /// `PREFIX/LEN` (`subscriber_prefix_len`).
+    pub subscriber: String,
+    /// Its sessions.
+    pub sessions: u32,
+    /// Pool4 ports it holds (BIB entries, or blocks × block size).
+    pub ports: u32,
+    /// Its port blocks.
+    pub blocks: Vec<BlockRow>,
+}
+
+/// One RFC 7422 port block of a [`SubscriberRow`].
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BlockRow {
+    /// `tcp`, `udp` or `icmp`.
+    pub proto: String,
+    /// Pool4 address.
+    pub ipv4: String,
+    /// First port.
+    pub first: u16,
+    /// Last port.
+    pub last: u16,
+    /// BIB entries in it (those cooling down included).
+    pub used: u16,
+}
+
+/// Filters of `GET /v1/bib`, `GET /v1/sessions` and `GET /v1/subscribers`
+/// (query string).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct TableFilter {

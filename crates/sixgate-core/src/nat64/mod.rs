@@ -65,7 +65,7 @@ pub use replica::{ImportError, Replica, ReplicaOp};
 pub use session::SESSION_RECORD_BYTES;
 pub use stats::{PerProto, Stats};
 pub use syn_store::HELD_BYTES as HELD_SYN_BYTES;
-pub use walk::{BibView, SessionView};
+pub use walk::{BibView, BlockView, SessionView, SubscriberView};
 
 use bib::Bib;
 use event::EventRing;

@@ -42,6 +42,39 @@ pub struct SessionView {
     pub expires_in_ms: u32,
 }
 
+/// One subscriber (RFC 6888: the sources sharing `subscriber_prefix_len`
+/// bits), with what it holds; tracked only with per-subscriber limits or
+/// port blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriberView {
+    /// Its prefix.
+    pub prefix: Ipv6Addr,
+    /// `subscriber_prefix_len`.
+    pub prefix_len: u8,
+    /// Sessions it has.
+    pub sessions: u32,
+    /// Pool4 ports it holds (BIB entries, or blocks × block size).
+    pub ports: u32,
+    /// Its RFC 7422 port blocks: protocol, address, first and last port, and
+    /// the BIB entries in each.
+    pub blocks: Vec<BlockView>,
+}
+
+/// One RFC 7422 port block of a subscriber.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockView {
+    /// Its protocol.
+    pub proto: Proto,
+    /// The pool4 address.
+    pub v4: Ipv4Addr,
+    /// First port.
+    pub first: u16,
+    /// Last port.
+    pub last: u16,
+    /// BIB entries in it (cooling ones included).
+    pub used: u16,
+}
+
 /// Where a walk goes on: `None` when it is over.
 pub type Cursor = Option<u32>;
 
@@ -94,6 +127,46 @@ impl Nat64 {
                 remote4: Ipv4Addr::from(s.remote4),
                 rport: s.rport,
                 expires_in_ms: (s.deadline.wrapping_sub(now_ms) as i32).max(0) as u32,
+            });
+        }
+        (end < len).then_some(end)
+    }
+
+    /// Hand `f` the live subscribers among slab positions `from..from + span`.
+    pub(crate) fn walk_subscribers(
+        &self,
+        from: u32,
+        span: u32,
+        mut f: impl FnMut(SubscriberView),
+    ) -> Cursor {
+        let subs = &self.subs.subs;
+        let len = subs.items.len() as u32;
+        let end = from.saturating_add(span).min(len);
+        let k = self.subs.block_size();
+        for i in from..end {
+            let s = subs.get(i);
+            if self.subs.find(u128::from_be_bytes(s.prefix)) != Some(i) {
+                continue;
+            }
+            let mut blocks = Vec::new();
+            let mut bi = s.blocks;
+            while bi != super::slab::NIL {
+                let b = self.subs.blocks.get(bi);
+                blocks.push(BlockView {
+                    proto: proto_of(b.proto),
+                    v4: Ipv4Addr::from(b.v4),
+                    first: b.first,
+                    last: b.first.saturating_add(k.saturating_sub(1)),
+                    used: b.used,
+                });
+                bi = b.next;
+            }
+            f(SubscriberView {
+                prefix: Ipv6Addr::from(s.prefix),
+                prefix_len: self.cfg.subscriber_prefix_len,
+                sessions: s.sessions,
+                ports: s.ports,
+                blocks,
             });
         }
         (end < len).then_some(end)

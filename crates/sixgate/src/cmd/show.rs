@@ -4,7 +4,8 @@
 use std::io::Write;
 
 use sixgate_control::api::types::{
-    BibRow, Counters, Eam, Pool4, RunningConfig, SessionRow, Stats, Status, SyncState,
+    BibRow, Counters, Eam, Pool4, RunningConfig, SessionRow, Stats, Status, SubscriberRow,
+    SyncState,
 };
 use sixgate_control::client::Client;
 use sixgate_control::format::{Output, Table, csv_line, fixed_line};
@@ -89,6 +90,11 @@ enum What {
     Bib(TableFilter),
     /// The NAT64 sessions (RFC 6146 §3.2), streamed.
     Sessions(TableFilter),
+    /// NAT64 subscribers (RFC 6888) with their sessions, ports and RFC 7422
+    /// port blocks, streamed (tracked with per-subscriber limits or
+    /// port_block_size). --address: one of its hosts or a block's address;
+    /// --port: in one of its blocks.
+    Subscribers(TableFilter),
     /// The NAT64 pool4 in use.
     Pool4,
     /// The RFC 7757 EAM table in use.
@@ -273,6 +279,27 @@ pub fn run(args: &Args) -> CmdResult {
                         s.rport.to_string(),
                         s.state.clone(),
                         s.expires_s.to_string(),
+                    ]
+                },
+            )
+        }
+        What::Subscribers(f) => {
+            const COLS: [&str; 5] = ["worker", "subscriber", "sessions", "ports", "blocks"];
+            const WIDTHS: [usize; 5] = [6, 43, 8, 6, 6];
+            stream(
+                &c,
+                &format!("/v1/subscribers{}", f.query()),
+                out,
+                &COLS,
+                &WIDTHS,
+                |s: &SubscriberRow| {
+                    // The blocks themselves: --json, or `whois`.
+                    vec![
+                        s.worker.to_string(),
+                        s.subscriber.clone(),
+                        s.sessions.to_string(),
+                        s.ports.to_string(),
+                        s.blocks.len().to_string(),
                     ]
                 },
             )
