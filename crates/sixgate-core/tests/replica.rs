@@ -165,11 +165,6 @@ fn refused_imports_leave_the_tables_alone() {
         Err(ImportError::NotInPool4)
     );
     assert_eq!(b.t.nat64_stats().sessions.udp, 2);
-    let mut blocks = Harness::new(config(|n| n.port_block_size = 64));
-    assert_eq!(
-        blocks.t.import_replica(ReplicaOp::Upsert, &r, 0),
-        Err(ImportError::PortBlocks)
-    );
     let mut siit = Harness::sample();
     assert_eq!(
         siit.t.import_replica(ReplicaOp::Upsert, &r, 0),

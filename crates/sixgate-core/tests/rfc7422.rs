@@ -204,3 +204,52 @@ fn the_shard_owner_waits_for_a_peers_share_only() {
         Verdict::Replied(DropReason::NoBibEntry)
     );
 }
+
+/// docs/logging.md, "With [sync]": a peer's sessions are imported into the
+/// subscriber's block here (counted, so the block is nobody else's), and the
+/// importing node logs none of them: the node that made them did, once.
+#[test]
+fn a_peers_sessions_land_in_the_block_and_are_logged_once() {
+    let mut a = Harness::new(det_config(16, |n| n.event_log = EventLog::All));
+    let mut b = Harness::new(det_config(16, |n| n.event_log = EventLog::All));
+    a.t.enable_replica_export(1024);
+    b.t.enable_replica_export(1024);
+    a.t.set_deterministic_share(0, 2);
+    b.t.set_deterministic_share(1, 2);
+    for sport in 7000..7004 {
+        a.one(&Ip6::new(SUB42, SERVER6).udp(sport, 53, 10));
+    }
+    let mut records = Vec::new();
+    a.t.drain_replica_changes(|op, r| records.push((op, *r)));
+    assert_eq!(records.len(), 4);
+    for (op, r) in &records {
+        b.t.import_replica(*op, r, b.now_ns).unwrap();
+    }
+    let mut logged = 0;
+    a.t.drain_events(|_| logged += 1);
+    assert_eq!(logged, 1 + 4, "A: the block and the four sessions");
+    b.t.drain_events(|e| panic!("B logged a peer's {:?}", e.kind));
+    assert_eq!(b.t.nat64_stats().sessions.udp, 4);
+    let mut subs = Vec::new();
+    b.t.walk_subscribers(0, 64, |s| subs.push(s));
+    assert_eq!((subs.len(), subs[0].blocks.len()), (1, 1));
+    assert_eq!(subs[0].blocks[0].used, 4);
+    // B's own flow of the subscriber: its half of the same block, logged by B.
+    let (addr, port) = source4(&b.one(&Ip6::new(SUB42, SERVER6).udp(7100, 53, 10)));
+    assert_eq!((addr, port % 2), (Ipv4Addr::new(192, 0, 2, 2), 1));
+    let mut kinds = Vec::new();
+    b.t.drain_events(|e| kinds.push(e.kind));
+    assert_eq!(kinds, [EventKind::SessionCreated]);
+    // A's deletes reach B without a record there either.
+    a.now_ns += 400 * 1_000_000_000;
+    let _ = a.t.tick(a.now_ns, &mut a.scratch);
+    while a.t.tick(a.now_ns, &mut a.scratch).is_some() {}
+    records.clear();
+    a.t.drain_replica_changes(|op, r| records.push((op, *r)));
+    assert!(!records.is_empty());
+    for (op, r) in &records {
+        b.t.import_replica(*op, r, b.now_ns).unwrap();
+    }
+    b.t.drain_events(|e| panic!("B logged a peer's {:?}", e.kind));
+    assert_eq!(b.t.nat64_stats().sessions.udp, 1);
+}

@@ -76,6 +76,10 @@ pub(crate) struct EventRing {
     head: usize,
     len: usize,
     pub(crate) lost: u64,
+    /// A peer's record is being applied (docs/logging.md, "With [sync]"):
+    /// what it makes or removes here was (or will be) logged by the node
+    /// that made or removed it, so nothing is logged twice.
+    pub(crate) muted: bool,
 }
 
 impl EventRing {
@@ -98,10 +102,14 @@ impl EventRing {
             head: 0,
             len: 0,
             lost: 0,
+            muted: false,
         }
     }
 
     pub(crate) fn push(&mut self, e: Event) {
+        if self.muted {
+            return;
+        }
         if self.len == self.buf.len() {
             self.lost += 1;
             return;

@@ -78,8 +78,6 @@ pub enum ImportError {
     WrongWorker,
     /// The pool4 address is not in pool4 (another configuration).
     NotInPool4,
-    /// RFC 7422 port blocks: not imported yet.
-    PortBlocks,
     /// The IPv4 transport address is mapped to another IPv6 one here (a
     /// static entry, a misconfiguration), or the IPv6 one to another IPv4 one
     /// that cannot be kept beside it (static, already two, no room:
@@ -207,6 +205,35 @@ impl Nat64 {
         (last >> shift) != (now_ms >> shift)
     }
 
+    /// RFC 7422: an imported mapping counts in its subscriber's block, made
+    /// here if it is the block's first (not logged: the peer did).
+    fn import_block(&mut self, p: u8, v6: u128, v4: u32, port4: u16, now_ns: u64) {
+        let bi = match self.subs.block_of(p, v4, port4) {
+            Some(bi) => Some(bi),
+            None => {
+                let first = port4 & !(self.subs.block_size() - 1);
+                let log = self.cfg.event_log;
+                self.subs.get_or_create(v6).and_then(|sub| {
+                    self.subs
+                        .block_add(sub, p, v4, first, now_ns, &mut self.events, log)
+                })
+            }
+        };
+        // No room for the block record: the mapping stands, unaccounted
+        // (its release finds no block), as with no blocks at all.
+        if let Some(bi) = bi {
+            self.subs.blocks.get_mut(bi).used += 1;
+        }
+    }
+
+    /// A peer's records are being applied: nothing is exported back, and
+    /// nothing is logged (the peer logged it: one record per event for the
+    /// whole group, docs/logging.md).
+    pub(crate) fn set_importing(&mut self, on: bool) {
+        self.importing = on;
+        self.events.muted = on;
+    }
+
     /// Records a change of session `i` for export (not while importing).
     /// The test is inline; the record is built out of line, so that a NAT64
     /// without export (and the TCP state machine's callers) does not carry it.
@@ -248,11 +275,8 @@ impl Nat64 {
         if !self.in_pool4(v4) {
             return Err(ImportError::NotInPool4);
         }
-        if self.subs.blocks_on() {
-            return Err(ImportError::PortBlocks);
-        }
         let p = proto_byte(r.proto);
-        self.importing = true;
+        self.set_importing(true);
         let out = match op {
             ReplicaOp::Delete => {
                 if let Some(b) = self.bib_by4(p, v4, r.port4)
@@ -268,7 +292,7 @@ impl Nat64 {
             // A node's own hint, nothing to apply.
             ReplicaOp::Settled => Ok(()),
         };
-        self.importing = false;
+        self.set_importing(false);
         out
     }
 
@@ -311,6 +335,14 @@ impl Nat64 {
                 if self.bibs.is_full() || !self.session_room() || !self.subs.has_room_for(v6) {
                     return Err(ImportError::TableFull);
                 }
+                // RFC 7422: the port lies in a block of its subscriber; here
+                // too no other subscriber may have that block.
+                if self.subs.blocks_on()
+                    && let Some(bi) = self.subs.block_of(p, v4, r.port4)
+                    && self.subs.find(v6) != Some(self.subs.blocks.get(bi).sub)
+                {
+                    return Err(ImportError::Conflict);
+                }
                 let entry = Bib {
                     v6: v6.to_be_bytes(),
                     v4,
@@ -327,6 +359,9 @@ impl Nat64 {
                     .bib_insert(entry, now_ns)
                     .ok_or(ImportError::TableFull)?;
                 self.subs.port_taken(v6);
+                if self.subs.blocks_on() {
+                    self.import_block(p, v6, v4, r.port4, now_ns);
+                }
                 if let Some(h) = holder {
                     self.keep_both(h, b);
                 }

@@ -120,7 +120,7 @@ impl Nat64 {
             {
                 continue;
             }
-            self.importing = true;
+            self.set_importing(true);
             while self.bibs.get(i).sessions != NIL {
                 let s = self.bibs.get(i).sessions;
                 self.session_remove(s, EventKind::SessionExpired, now_ms, now_ns);
@@ -131,7 +131,7 @@ impl Nat64 {
             if self.bib_by4(b.proto, b.v4, b.port4) == Some(i) {
                 self.bib_remove(i, EventKind::BibExpired, now_ns);
             }
-            self.importing = false;
+            self.set_importing(false);
             removed += 1;
         }
         ((end < len).then_some(end), removed)
