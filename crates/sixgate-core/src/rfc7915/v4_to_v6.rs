@@ -197,9 +197,15 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
         Err(e) => {
             // §4.4: tell the sender, as a router with no route would.
             let reason = e.drop_reason(false);
+            // A destination RFC 6052 §3.1 forbids is refused, not unknown:
+            // administratively prohibited (§4.4).
+            let code = match reason {
+                DropReason::WkpNonGlobal => icmp4::CODE_ADMIN_PROHIBITED,
+                _ => icmp4::CODE_HOST_UNREACHABLE,
+            };
             let owed = Owed {
                 ty: icmp4::DEST_UNREACH,
-                code: icmp4::CODE_HOST_UNREACHABLE,
+                code,
                 rest: [0; 4],
                 reason,
             };

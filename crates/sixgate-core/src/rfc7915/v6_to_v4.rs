@@ -141,11 +141,17 @@ fn run<const MAPT: bool>(
     {
         Ok(a) => a,
         Err(e) => {
-            // §5.4: tell the sender, as a router with no route would.
+            // §5.4: tell the sender, as a router with no route would; a
+            // destination RFC 6052 §3.1 forbids is refused, not unknown:
+            // administratively prohibited, as §5.4 says for what we discard.
             let reason = e.drop_reason(false);
+            let code = match reason {
+                DropReason::WkpNonGlobal => icmp6::CODE_ADMIN_PROHIBITED,
+                _ => icmp6::CODE_ADDRESS_UNREACHABLE,
+            };
             let owed = Owed {
                 ty: icmp6::DEST_UNREACH,
-                code: icmp6::CODE_ADDRESS_UNREACHABLE,
+                code,
                 rest: [0; 4],
                 reason,
             };
@@ -252,9 +258,12 @@ fn run<const MAPT: bool>(
     if let Some(mtu) = t.cfg.ipv4_mtu
         && 20 + l4_len > usize::from(mtu)
     {
-        // §5.4: the IPv4 form would carry DF=1 and cannot cross.
-        if p.frag.is_none() && !icmp_error && 20 + l4_len > DF_THRESHOLD_V4 {
-            let ptb = (u32::from(mtu) + 20).max(super::mtu::IPV6_MIN_MTU);
+        // §5.1, §5.4: a packet its sender did not fragment (no Fragment header)
+        // is not fragmented here either: it is sent back as too big, with the
+        // link's MTU as IPv6 sees it (RFC 4443 §3.2: "the MTU of the next-hop
+        // link"; RFC 8200 §5 lets a host keep 1280 when it is lower).
+        if p.frag.is_none() && !icmp_error {
+            let ptb = u32::from(mtu) + 20;
             let owed = Owed {
                 ty: icmp6::PACKET_TOO_BIG,
                 code: 0,
@@ -263,8 +272,9 @@ fn run<const MAPT: bool>(
             };
             return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, false);
         }
-        // §5.1 / RFC 791: DF=0, so it is fragmented further (in `finish`); a
-        // partial checksum cannot be split (the data plane's contract).
+        // §5.1 / RFC 791: a fragment already (DF=0), so it is fragmented
+        // further (in `finish`); a partial checksum cannot be split (the data
+        // plane's contract).
         split4 = !t.partial_csum;
     }
 
@@ -538,9 +548,9 @@ fn finish(
         return super::v4_to_v6::translate_hairpin(t, pkt, scratch, now_ns);
     }
     t.counters.translated_6to4 += 1;
-    // §5.1 / RFC 791: a DF=0 packet (an IPv6 fragment, or one of at most 1260
-    // bytes) larger than the IPv4 link is fragmented further, as any router
-    // would (DF=1 ones got Packet Too Big above).
+    // §5.1 / RFC 791: an IPv6 fragment (DF=0) larger than the IPv4 link is
+    // fragmented further, as any router would (a packet without a Fragment
+    // header got Packet Too Big above).
     if split4 {
         return fragment_v4(t, pkt, scratch);
     }
