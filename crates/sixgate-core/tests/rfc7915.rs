@@ -1464,6 +1464,24 @@ fn rfc7915_s5_1_unfragmented_packet_over_ipv4_mtu_gets_packet_too_big() {
     );
 }
 
+/// RFC 4443 §2.4 (e.1): "An ICMPv6 error message MUST NOT be originated as a
+/// result of receiving ... An ICMPv6 error message": one behind a Routing
+/// header with Segments Left non-zero is dropped, not answered with the
+/// Parameter Problem §5.1 owes other packets (an Echo Request still gets it).
+#[test]
+fn rfc4443_s2_4_e_no_parameter_problem_about_an_icmpv6_error_with_a_routing_header() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().udp(1, 2, 8);
+    let err = Ip6::new(ROUTER_V6_EAM, SERVER6)
+        .routing(1)
+        .icmp_error(1, 4, [0; 4], &inner);
+    assert_eq!(h.run(&err).0, Verdict::Dropped(DropReason::RoutingHeader));
+    let echo = v6().routing(1).echo_request(1, 1, 8);
+    let (v, out) = h.run(&echo);
+    assert_eq!(v, Verdict::Replied(DropReason::RoutingHeader));
+    assert_eq!(view(&out[0]).icmp(), Some((4, 0)));
+}
+
 /// RFC 4443 §2.4 (e): an ICMPv6 error whose header chain we refuse is dropped
 /// without an answer.
 #[test]

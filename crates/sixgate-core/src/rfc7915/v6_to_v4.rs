@@ -61,8 +61,10 @@ fn run<const MAPT: bool>(
             return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
         }
         Err(Ipv6Error::RoutingHeader { pointer }) => {
-            // §5.1: Parameter Problem, Erroneous header field, pointing at Segments Left.
-            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]));
+            // §5.1: Parameter Problem, Erroneous header field, pointing at Segments
+            // Left; never about an ICMPv6 error (RFC 4443 §2.4 (e.1)).
+            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]))
+                || carries_icmpv6_error(pkt.data());
             let owed = Owed {
                 ty: icmp6::PARAM_PROBLEM,
                 code: 0,
@@ -420,13 +422,27 @@ fn run<const MAPT: bool>(
 #[cold]
 #[inline(never)]
 fn carries_icmpv6(data: &[u8]) -> bool {
+    icmpv6_at(data).is_some()
+}
+
+/// RFC 4443 §2.4 (e.1): no ICMPv6 error is sent about an ICMPv6 error; found
+/// by the same lenient walk, for a packet whose header chain we refuse.
+#[cold]
+#[inline(never)]
+fn carries_icmpv6_error(data: &[u8]) -> bool {
+    icmpv6_at(data)
+        .and_then(|off| data.get(off))
+        .is_some_and(|&ty| icmp6::is_error(ty))
+}
+
+/// Where the ICMPv6 header of a packet lies, by a lenient walk of its
+/// extension headers (any order, at most 8).
+fn icmpv6_at(data: &[u8]) -> Option<usize> {
     let (mut next, mut off) = (data.get(6).copied().unwrap_or(nh::NONE), ipv6::HEADER_LEN);
     for _ in 0..8 {
         match next {
             nh::HOP_BY_HOP | nh::ROUTING | nh::DEST_OPTS | nh::FRAGMENT => {
-                let Some(b) = data.get(off..off + 2) else {
-                    return false;
-                };
+                let b = data.get(off..off + 2)?;
                 off += if next == nh::FRAGMENT {
                     ipv6::FRAGMENT_HEADER_LEN
                 } else {
@@ -434,11 +450,11 @@ fn carries_icmpv6(data: &[u8]) -> bool {
                 };
                 next = b[0];
             }
-            nh::ICMPV6 => return true,
-            _ => return false,
+            nh::ICMPV6 => return Some(off),
+            _ => return None,
         }
     }
-    false
+    None
 }
 
 /// §5.5: an IPv6 UDP checksum of zero is invalid (RFC 8200 §8.1; RFC 6935
