@@ -268,6 +268,9 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
             rest: [0, 0, mtu4[0], mtu4[1]],
             reason: DropReason::PacketTooBig,
         };
+        // A hairpinned packet's sender is on the IPv6 side: an ICMPv4 error
+        // to our own pool4 would answer an IPv6 packet in IPv4.
+        let quiet = quiet || hairpin;
         return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
     }
     let frag_mtu = t.cfg.v6_fragment_limit();

@@ -255,17 +255,23 @@ fn run<const MAPT: bool>(
         return Verdict::Dropped(DropReason::PacketTooBig);
     }
 
-    // Larger than the IPv4 link (when we know its MTU).
+    // Larger than the link it leaves on (when we know its MTU): the IPv4 one,
+    // or for a hairpinned packet the IPv6 one (it never crosses IPv4).
+    let link = if hairpin {
+        t.cfg.ipv6_mtu.map(|m| (m, 40))
+    } else {
+        t.cfg.ipv4_mtu.map(|m| (m, 20))
+    };
     let mut split4 = false;
-    if let Some(mtu) = t.cfg.ipv4_mtu
-        && 20 + l4_len > usize::from(mtu)
+    if let Some((mtu, hdr)) = link
+        && hdr + l4_len > usize::from(mtu)
     {
         // §5.1, §5.4: a packet its sender did not fragment (no Fragment header)
         // is not fragmented here either: it is sent back as too big, with the
         // link's MTU as IPv6 sees it (RFC 4443 §3.2: "the MTU of the next-hop
         // link"; RFC 8200 §5 lets a host keep 1280 when it is lower).
         if p.frag.is_none() && !icmp_error {
-            let ptb = u32::from(mtu) + 20;
+            let ptb = u32::from(mtu) + 40 - hdr as u32;
             let owed = Owed {
                 ty: icmp6::PACKET_TOO_BIG,
                 code: 0,
@@ -275,9 +281,9 @@ fn run<const MAPT: bool>(
             return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, false);
         }
         // §5.1 / RFC 791: a fragment already (DF=0), so it is fragmented
-        // further (in `finish`); a partial checksum cannot be split (the data
-        // plane's contract).
-        split4 = !t.partial_csum;
+        // further (in `finish`, or the hairpin's second half); a partial
+        // checksum cannot be split (the data plane's contract).
+        split4 = !t.partial_csum && !hairpin;
     }
 
     let proto4 = if p.proto == nh::ICMPV6 {
