@@ -3,18 +3,18 @@
 //!
 //! An ICMPv4 Destination Unreachable, Time Exceeded or Parameter Problem (type 3,
 //! 11, 12; RFC 4884 §4.1, §4.2, §4.3), and an ICMPv6 Destination Unreachable or
-//! Time Exceeded (type 1, 3; §4.5, §4.6), may say how long its "original
+//! Time Exceeded (type 1, 3; §4.4, §4.5), may say how long its "original
 //! datagram" field is (the length attribute: byte 5 of the ICMPv4 header in
 //! 32-bit words, byte 4 of the ICMPv6 header in 64-bit words). The field is
 //! zero-padded to that length, at least 128 bytes when an extension structure
-//! follows it (§5.1, §5.2). Translation changes the quoted packet's header
+//! follows it (§4). Translation changes the quoted packet's header
 //! size, so the field is laid out anew in the other family's unit, its length
 //! attribute recomputed, and the extension structure (opaque here, its own
 //! checksum, §7, untouched) moved after it.
 //!
 //! RFC 7915 §4.2/§5.2: "the ICMP error message ... needs to be truncated"
 //! to fit 1280 / 576 bytes: what is cut is the original datagram field (RFC
-//! 4884 §5.1 lets a sender shorten it, never below 128 bytes), so the
+//! 4884 §4 lets a sender shorten it, never below 128 bytes), so the
 //! extension survives whole; only when not even a 128-byte field leaves room
 //! for it is the extension removed (a cut one would fail its checksum).
 //!
@@ -22,7 +22,7 @@
 //! §5.4 "non-compliant" multi-part one): everything after the ICMP header is the
 //! quoted packet, as before.
 
-/// RFC 4884 §5.1, §5.2: the original datagram field is at least this long when
+/// RFC 4884 §4: the original datagram field is at least this long when
 /// an extension structure follows it.
 pub const MIN_ORIGINAL_DATAGRAM: usize = 128;
 /// RFC 4884 §7: the extension header (version, reserved, checksum).
@@ -116,8 +116,8 @@ pub(crate) fn bounds(
 }
 
 /// The translated original datagram field for a quote of `quote_len` bytes in
-/// the outgoing `unit` (§4.1, §4.5: 32-bit words on ICMPv4, 64-bit on ICMPv6;
-/// §5.1, §5.2: at least 128 bytes). A whole datagram is zero-padded up to the
+/// the outgoing `unit` (§3, §4.1, §4.4: 32-bit words on ICMPv4, 64-bit on
+/// ICMPv6; §4: at least 128 bytes). A whole datagram is zero-padded up to the
 /// unit; a quote its sender already cut is cut down to the unit instead, so
 /// that no zeros stand where the datagram had other bytes.
 pub fn field_len(quote_len: usize, unit: usize, whole: bool) -> usize {
@@ -134,7 +134,7 @@ pub fn field_len(quote_len: usize, unit: usize, whole: bool) -> usize {
 /// where it was in `buf`) moves to `icmp_at + 8 + field`. `limit` is the end
 /// the message may reach (error size limit, buffer size): the field is cut
 /// (to a whole unit, never below 128 bytes) until the extension fits after it
-/// (RFC 7915 §4.2/§5.2, RFC 4884 §5.1). Returns the field's length, or `None`
+/// (RFC 7915 §4.2/§5.2, RFC 4884 §4). Returns the field's length, or `None`
 /// (nothing moved) when even a 128-byte field leaves no room.
 pub(crate) fn place(
     buf: &mut [u8],
@@ -206,5 +206,29 @@ mod tests {
         // A cut quote is cut to the unit, not padded past the bytes it had.
         assert_eq!(field_len(148, 8, false), 144);
         assert_eq!(field_len(108, 4, false), 128);
+    }
+
+    /// RFC 7915 §4.2/§5.2 ("truncated" to the minimum MTU) with RFC 4884 §4:
+    /// the field is cut to a whole unit so that the extension fits whole.
+    #[test]
+    fn rfc7915_s4_2_place_cuts_the_field_not_the_extension() {
+        const EXT: [u8; 12] = [0x20, 0, 0, 0, 0, 8, 1, 1, 9, 9, 9, 9];
+        // ICMP header at 0, a 200-byte cut quote, the extension right after.
+        let mut buf = [0u8; 400];
+        buf[8..208].fill(0xaa);
+        buf[208..220].copy_from_slice(&EXT);
+        // A limit of 180 bytes: 8 + 160 + 12.
+        assert_eq!(place(&mut buf, 0, 208, (208, 12), 8, false, 180), Some(160));
+        assert_eq!(&buf[168..180], &EXT);
+        assert!(buf[8..168].iter().all(|&b| b == 0xaa), "quote kept, cut");
+        // 8 + 128 + 12 > 140: nothing moves.
+        assert_eq!(place(&mut buf, 0, 208, (208, 12), 8, false, 140), None);
+        // A whole 100-byte datagram: zero-padded to 128, extension after.
+        let mut buf = [0u8; 400];
+        buf[8..108].fill(0xaa);
+        buf[108..120].copy_from_slice(&EXT);
+        assert_eq!(place(&mut buf, 0, 108, (108, 12), 4, true, 400), Some(128));
+        assert!(buf[108..136].iter().all(|&b| b == 0), "zero padding");
+        assert_eq!(&buf[136..148], &EXT);
     }
 }

@@ -1,7 +1,7 @@
 //! RFC 4884 multi-part ICMP errors through the translator (RFC 7915 §4.2 and
 //! §5.2, "ICMP Error Payload"): the length attribute follows the translated
 //! quote (32-bit words on ICMPv4, 64-bit on ICMPv6), the quote is padded again
-//! (RFC 4884 §5: a multiple of the unit, at least 128 bytes), the extension
+//! (RFC 4884 §4: a multiple of the unit, at least 128 bytes), the extension
 //! structure follows unchanged, and where the whole would exceed 576 / 1280
 //! bytes the quote is cut to make room (never below 128 bytes); only then is the
 //! extension removed, never cut. Every output goes through the testkit oracle,
@@ -74,7 +74,7 @@ fn rfc7915_s4_2_rfc4884_length_adjusted_padding_and_extension_kept() {
 }
 
 /// RFC 7915 §4.2: "the ICMP error message ... needs to be truncated" to 1280
-/// bytes (RFC 4443 §2.4 (c)); RFC 4884 §5.1: the original datagram field may be
+/// bytes (RFC 4443 §2.4 (c)); RFC 4884 §4: the original datagram field may be
 /// shortened, "at least 128 octets". So the quote is cut, the extension kept:
 /// a 580-byte IPv4 quote (600 as IPv6) with a 640-byte extension would make
 /// 1288 bytes; the field is cut to 592 (74 64-bit words) and the message is
@@ -101,12 +101,12 @@ fn rfc7915_s4_2_rfc4884_quote_cut_to_fit_1280_extension_kept() {
     assert!(view(&out).inner.unwrap().truncated());
 }
 
-/// RFC 4884 §4.1/§4.5, §5.1: a quote its sender cut at 128 bytes (the datagram
+/// RFC 4884 §3, §4.1/§4.4: a quote its sender cut at 128 bytes (the datagram
 /// was longer) is the first 148 bytes as IPv6; the field becomes 144 bytes (18
 /// words), cut to the unit, not 152 with zeros where the datagram had data. A
 /// whole datagram of 126 bytes (146 as IPv6) is zero-padded to 152 (19 words).
 #[test]
-fn rfc4884_s4_5_cut_quote_cut_to_the_unit_whole_one_padded() {
+fn rfc4884_s4_cut_quote_cut_to_the_unit_whole_one_padded() {
     let mut h = Harness::sample();
     let ext = extension(12);
     let cut = truncate(&Ip4::new(CLIENT4, SERVER4).udp(5353, 53, 600), 128);
@@ -196,6 +196,19 @@ fn rfc4884_s5_4_non_compliant_message_still_translated() {
         input.len() + 40,
         "both headers 20 bytes longer"
     );
+}
+
+/// RFC 7915 §5.2 with RFC 4884 §5.4: an ICMPv6 error with length attribute 0
+/// and no extension is translated as it always was: its whole tail is the
+/// quote, the ICMPv4 length attribute stays 0, nothing is padded.
+#[test]
+fn rfc7915_s5_2_rfc4884_length_0_without_extension_unchanged() {
+    let mut h = Harness::sample();
+    let quote = truncate(&Ip6::new(SERVER6, CLIENT6).udp(53, 5353, 1000), 300);
+    let out = h.one(&Ip6::new(ROUTER_V6_EAM, SERVER6).icmp_error(1, 4, [0; 4], &quote));
+    assert_eq!(out[25], 0);
+    assert_eq!(out.len(), 28 + 280);
+    assert!(view(&out).inner.unwrap().truncated());
 }
 
 /// Types without a length attribute (ICMPv6 Packet Too Big and Parameter
