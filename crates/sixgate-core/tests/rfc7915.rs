@@ -1436,9 +1436,9 @@ fn rfc7915_s5_1_ipv6_fragment_larger_than_ipv4_mtu_fragmented_further() {
     assert_eq!(h.t.counters().translated_6to4, 3, "counted once per input");
 }
 
-/// §5.1, §5.4: "the translator MUST send a Packet Too Big error message or
-/// fragment the packet when the packet size exceeds the MTU of the next-hop
-/// interface"; a packet its sender did not fragment (no Fragment header) is
+/// §1.4: "the translator MUST send a Packet Too Big error message or fragment
+/// the packet when the packet size exceeds the MTU of the next-hop
+/// interface"; with §5.1 and §5.4, a packet its sender did not fragment (no Fragment header) is
 /// not fragmented here: one ICMPv6 Packet Too Big with the IPv4 link's MTU +
 /// 20 goes back, never two IPv4 fragments, even for a packet under 1280
 /// bytes (which would have had DF=0). One that fits keeps DF=0 (§5.1 Flags).

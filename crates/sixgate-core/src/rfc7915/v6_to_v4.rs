@@ -266,7 +266,7 @@ fn run<const MAPT: bool>(
     if let Some((mtu, hdr)) = link
         && hdr + l4_len > usize::from(mtu)
     {
-        // §5.1, §5.4: a packet its sender did not fragment (no Fragment header)
+        // §1.4, §5.1, §5.4: a packet its sender did not fragment (no Fragment header)
         // is not fragmented here either: it is sent back as too big, with the
         // link's MTU as IPv6 sees it (RFC 4443 §3.2: "the MTU of the next-hop
         // link"; RFC 8200 §5 lets a host keep 1280 when it is lower).
