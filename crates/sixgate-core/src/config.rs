@@ -56,8 +56,9 @@ pub struct Config {
     /// exceeds this; and the floor for MTUs in translated Packet Too Big messages.
     pub lowest_ipv6_mtu: u16,
     /// MTU of the link translated IPv4 packets leave by. `None`: the operating system
-    /// enforces it (TUN). When set, an IPv6 packet whose IPv4 form has DF=1 and
-    /// exceeds it gets an ICMPv6 Packet Too Big (RFC 7915 §5.4).
+    /// enforces it (TUN). When set, an IPv6 packet without a Fragment header
+    /// whose IPv4 form exceeds it gets an ICMPv6 Packet Too Big (RFC 7915 §5.1,
+    /// §5.4); an IPv6 fragment is fragmented further.
     pub ipv4_mtu: Option<u16>,
     /// MTU of the link translated IPv6 packets leave by. `None`: the operating system
     /// enforces it. When set, DF=1 IPv4 packets that would exceed it get an ICMPv4

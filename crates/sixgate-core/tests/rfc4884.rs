@@ -1,10 +1,11 @@
 //! RFC 4884 multi-part ICMP errors through the translator (RFC 7915 §4.2 and
 //! §5.2, "ICMP Error Payload"): the length attribute follows the translated
 //! quote (32-bit words on ICMPv4, 64-bit on ICMPv6), the quote is padded again
-//! (RFC 4884 §5: a multiple of the unit, at least 128 bytes), the extension
+//! (RFC 4884 §4: a multiple of the unit, at least 128 bytes), the extension
 //! structure follows unchanged, and where the whole would exceed 576 / 1280
-//! bytes the extension is removed rather than cut. Every output goes through the
-//! testkit oracle, which checks the padding and the extension's own checksum.
+//! bytes the quote is cut to make room (never below 128 bytes); only then is the
+//! extension removed, never cut. Every output goes through the testkit oracle,
+//! which checks the padding and the extension's own checksum.
 
 mod common;
 
@@ -72,21 +73,57 @@ fn rfc7915_s4_2_rfc4884_length_adjusted_padding_and_extension_kept() {
     }
 }
 
-/// IPv4 → IPv6 at and over 1280 bytes: a 1000-byte quote (250 words) becomes
-/// 1020 bytes, padded to 1024; with a 208-byte extension the message is exactly
-/// 1280 and keeps it; with 240 it would not fit: the extension is removed
-/// (length attribute 0), never cut.
+/// RFC 7915 §4.2: "the ICMP error message ... needs to be truncated" to 1280
+/// bytes (RFC 4443 §2.4 (c)); RFC 4884 §4: the original datagram field may be
+/// shortened, "at least 128 octets". So the quote is cut, the extension kept:
+/// a 580-byte IPv4 quote (600 as IPv6) with a 640-byte extension would make
+/// 1288 bytes; the field is cut to 592 (74 64-bit words) and the message is
+/// exactly 1280. When not even a 128-byte field leaves room, the extension is
+/// removed (length attribute 0), never cut.
 #[test]
-fn rfc7915_s4_2_rfc4884_extension_removed_over_1280() {
+fn rfc7915_s4_2_rfc4884_quote_cut_to_fit_1280_extension_kept() {
     let mut h = Harness::sample();
+    let quote = truncate(&Ip4::new(CLIENT4, SERVER4).udp(5353, 53, 1400), 580);
+    let ext = extension(640);
+    let out = h.one(&v4_multipart(&quote, 580, &ext));
+    assert_eq!(out.len(), 1280);
+    assert_eq!(out[44], 74, "length attribute: 592 bytes in 64-bit words");
+    assert_eq!(&out[48 + 592..], &ext[..], "extension whole");
+    assert!(view(&out).inner.unwrap().truncated());
+    // A 1000-byte quote (1020 as IPv6, cut to 1016) with 208 bytes: 1272.
     let quote = truncate(&Ip4::new(CLIENT4, SERVER4).udp(5353, 53, 1400), 1000);
     let out = h.one(&v4_multipart(&quote, 1000, &extension(208)));
-    assert_eq!(out.len(), 1280);
-    assert_eq!(out[44], 128);
-    let out = h.one(&v4_multipart(&quote, 1000, &extension(240)));
+    assert_eq!((out.len(), out[44]), (48 + 1016 + 208, 127));
+    // 48 + 128 + 1108 > 1280: no room even for the shortest field.
+    let out = h.one(&v4_multipart(&quote, 1000, &extension(1108)));
     assert_eq!(out[44], 0, "no extension, no length attribute");
     assert_eq!(out.len(), 48 + 1020, "the quote alone, unpadded");
     assert!(view(&out).inner.unwrap().truncated());
+}
+
+/// RFC 4884 §3, §4.1/§4.4: a quote its sender cut at 128 bytes (the datagram
+/// was longer) is the first 148 bytes as IPv6; the field becomes 144 bytes (18
+/// words), cut to the unit, not 152 with zeros where the datagram had data. A
+/// whole datagram of 126 bytes (146 as IPv6) is zero-padded to 152 (19 words).
+#[test]
+fn rfc4884_s4_cut_quote_cut_to_the_unit_whole_one_padded() {
+    let mut h = Harness::sample();
+    let ext = extension(12);
+    let cut = truncate(&Ip4::new(CLIENT4, SERVER4).udp(5353, 53, 600), 128);
+    let out = h.one(&v4_multipart(&cut, 128, &ext));
+    assert_eq!((out[44], out.len()), (18, 48 + 144 + 12));
+    assert_eq!(&out[48 + 144..], &ext[..]);
+    let whole = Ip4::new(CLIENT4, SERVER4).udp(5353, 53, 98);
+    assert_eq!(whole.len(), 126);
+    let out = h.one(&v4_multipart(&whole, 128, &ext));
+    assert_eq!((out[44], out.len()), (19, 48 + 152 + 12));
+    assert_eq!(&out[48 + 146..48 + 152], &[0; 6][..], "zero padding");
+    assert_eq!(view(&out).inner.unwrap().l4_checksum_ok, Some(true));
+    // IPv6 → IPv4: a cut 128-byte quote is 108 bytes as IPv4, padded to the
+    // 128-byte minimum (32 words).
+    let cut6 = truncate(&Ip6::new(SERVER6, CLIENT6).udp(53, 5353, 600), 128);
+    let out = h.one(&v6_multipart(&cut6, 128, &ext));
+    assert_eq!((out[25], out.len()), (32, 28 + 128 + 12));
 }
 
 /// IPv6 → IPv4 with extensions of several sizes: the 68-byte IPv6 quote
@@ -113,16 +150,27 @@ fn rfc7915_s5_2_rfc4884_length_adjusted_padding_and_extension_kept() {
     }
 }
 
-/// IPv6 → IPv4 at and over 576 bytes: a 400-byte quote becomes 380 bytes; with a
-/// 168-byte extension the message is exactly 576; with 200 the extension goes.
+/// RFC 7915 §5.2: the ICMPv4 error is truncated to 576 bytes (RFC 1812
+/// §4.3.2.3), the quote cut rather than the extension: a 528-byte IPv6 quote
+/// (508 as IPv4) with a 40-byte extension is exactly 576 bytes, length 127
+/// 32-bit words; a 400-byte quote (380) with 168 bytes likewise; with 200
+/// bytes the quote is cut to 348; with 424 not even 128 bytes fit: the
+/// extension goes.
 #[test]
-fn rfc7915_s5_2_rfc4884_extension_removed_over_576() {
+fn rfc7915_s5_2_rfc4884_quote_cut_to_fit_576_extension_kept() {
     let mut h = Harness::sample();
+    let quote = truncate(&Ip6::new(SERVER6, CLIENT6).udp(53, 5353, 1000), 528);
+    let ext = extension(40);
+    let out = h.one(&v6_multipart(&quote, 528, &ext));
+    assert_eq!(out.len(), 576);
+    assert_eq!(out[25], 127, "508 bytes in 32-bit words");
+    assert_eq!(&out[28 + 508..], &ext[..], "extension whole");
     let quote = truncate(&Ip6::new(SERVER6, CLIENT6).udp(53, 5353, 1000), 400);
     let out = h.one(&v6_multipart(&quote, 400, &extension(168)));
-    assert_eq!(out.len(), 576);
-    assert_eq!(out[25], 95, "380 bytes in 32-bit words");
+    assert_eq!((out.len(), out[25]), (576, 95));
     let out = h.one(&v6_multipart(&quote, 400, &extension(200)));
+    assert_eq!((out.len(), out[25]), (576, 87), "348 bytes in 32-bit words");
+    let out = h.one(&v6_multipart(&quote, 400, &extension(424)));
     assert_eq!(out[25], 0);
     assert_eq!(out.len(), 28 + 380);
 }
@@ -148,6 +196,19 @@ fn rfc4884_s5_4_non_compliant_message_still_translated() {
         input.len() + 40,
         "both headers 20 bytes longer"
     );
+}
+
+/// RFC 7915 §5.2 with RFC 4884 §5.4: an ICMPv6 error with length attribute 0
+/// and no extension is translated as it always was: its whole tail is the
+/// quote, the ICMPv4 length attribute stays 0, nothing is padded.
+#[test]
+fn rfc7915_s5_2_rfc4884_length_0_without_extension_unchanged() {
+    let mut h = Harness::sample();
+    let quote = truncate(&Ip6::new(SERVER6, CLIENT6).udp(53, 5353, 1000), 300);
+    let out = h.one(&Ip6::new(ROUTER_V6_EAM, SERVER6).icmp_error(1, 4, [0; 4], &quote));
+    assert_eq!(out[25], 0);
+    assert_eq!(out.len(), 28 + 280);
+    assert!(view(&out).inner.unwrap().truncated());
 }
 
 /// Types without a length attribute (ICMPv6 Packet Too Big and Parameter

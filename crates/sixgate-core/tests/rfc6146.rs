@@ -521,6 +521,31 @@ fn rfc6146_s3_8_icmp_error_about_hairpinned_packet_is_hairpinned() {
     assert_eq!(h.t.counters().hairpinned, 2);
 }
 
+/// RFC 6146 §3.8 with RFC 7915 §5.4: a hairpinned packet leaves on the IPv6
+/// link, so that link's MTU is the one that counts, and its sender (on the
+/// IPv6 side) gets an ICMPv6 Packet Too Big, never an ICMPv4 error addressed
+/// to our own pool4; the IPv4 link's smaller MTU does not apply to it.
+#[test]
+fn rfc6146_s3_8_hairpinned_packet_too_big_answered_in_ipv6() {
+    let mut cfg = nat_config(|_| {});
+    cfg.ipv6_mtu = Some(1300);
+    cfg.ipv4_mtu = Some(1000);
+    let mut h = Harness::new(cfg);
+    let port_a = udp_out(&mut h, CLIENT6, 5000);
+    let (v, out) = h.run(&out6(CLIENT_B, POOL4_6).udp(6000, port_a, 1400));
+    assert_eq!(v, Verdict::Replied(DropReason::PacketTooBig));
+    let s = view(&out[0]);
+    assert_eq!((s.family, s.icmp()), (Family::V6, Some((2, 0))));
+    assert_eq!(s.dst, IpAddr::V6(CLIENT_B));
+    assert_eq!(&out[0][44..48], &1300u32.to_be_bytes());
+    let out = h.one(&out6(CLIENT_B, POOL4_6).udp(6000, port_a, 1100));
+    assert_eq!(
+        view(&out).dst,
+        IpAddr::V6(CLIENT6),
+        "over ipv4_mtu, hairpinned whole"
+    );
+}
+
 // ---- ICMP errors -----------------------------------------------------------------------
 
 #[test]

@@ -405,6 +405,44 @@ fn rfc7915_s5_3_every_icmpv6_error_row_with_inner_udp() {
     }
 }
 
+/// §5.2: "The MTU field MUST be adjusted for the difference between the IPv4
+/// and IPv6 header sizes, taking into account whether or not the packet in
+/// error includes a Fragment Header, i.e., minimum(advertised MTU-20,
+/// MTU_of_IPv4_nexthop, (MTU_of_IPv6_nexthop)-20)". PTB 1280 about a packet
+/// without a Fragment header is 1260 (not 1252); with one, 1252; the IPv4 and
+/// IPv6 links' configured MTUs bound it.
+#[test]
+fn rfc7915_s5_2_packet_too_big_mtu_is_minimum_of_three() {
+    let ptb = |cfg: sixgate_core::Config, frag: bool, mtu: u32| {
+        let mut h = Harness::new(cfg);
+        let inner = if frag {
+            server_as_v6()
+                .fragment_header(0, true, 7)
+                .udp(53, 5353, 1300)
+        } else {
+            server_as_v6().udp(53, 5353, 1300)
+        };
+        let err = v6_error_from(
+            ROUTER_V6_EAM,
+            2,
+            0,
+            mtu.to_be_bytes(),
+            &truncate(&inner, 200),
+        );
+        let out = h.one(&err);
+        assert_eq!(view(&out).icmp(), Some((3, 4)));
+        u16::from_be_bytes([l4(&out)[6], l4(&out)[7]])
+    };
+    assert_eq!(ptb(sample_config(), false, 1280), 1260);
+    assert_eq!(ptb(sample_config(), true, 1280), 1252);
+    let mut cfg = sample_config();
+    cfg.ipv4_mtu = Some(1200);
+    assert_eq!(ptb(cfg, false, 1400), 1200, "MTU_of_IPv4_nexthop");
+    let mut cfg = sample_config();
+    cfg.ipv6_mtu = Some(1300);
+    assert_eq!(ptb(cfg, false, 1400), 1280, "MTU_of_IPv6_nexthop - 20");
+}
+
 #[test]
 fn rfc7915_s5_2_packet_too_big_with_inner_fragment_header_subtracts_28() {
     let mut h = Harness::sample();
@@ -1398,19 +1436,50 @@ fn rfc7915_s5_1_ipv6_fragment_larger_than_ipv4_mtu_fragmented_further() {
     assert_eq!(h.t.counters().translated_6to4, 3, "counted once per input");
 }
 
-/// §5.1: an unfragmented IPv6 packet of at most 1280 bytes becomes a DF=0 IPv4
-/// packet; over a smaller `ipv4_mtu` it is fragmented, not sent whole.
+/// §1.4: "the translator MUST send a Packet Too Big error message or fragment
+/// the packet when the packet size exceeds the MTU of the next-hop
+/// interface"; with §5.1 and §5.4, a packet its sender did not fragment (no Fragment header) is
+/// not fragmented here: one ICMPv6 Packet Too Big with the IPv4 link's MTU +
+/// 20 goes back, never two IPv4 fragments, even for a packet under 1280
+/// bytes (which would have had DF=0). One that fits keeps DF=0 (§5.1 Flags).
 #[test]
-fn rfc7915_s5_1_df0_packet_over_ipv4_mtu_fragmented() {
+fn rfc7915_s5_1_unfragmented_packet_over_ipv4_mtu_gets_packet_too_big() {
     let mut cfg = sample_config();
     cfg.ipv4_mtu = Some(1000);
     let mut h = Harness::new(cfg);
     let (v, outs) = h.run(&v6().udp(1, 2, 1100));
+    assert_eq!(v, Verdict::Replied(DropReason::PacketTooBig));
+    assert_eq!(outs.len(), 1, "one IPv6 packet out");
+    assert_eq!(view(&outs[0]).icmp(), Some((2, 0)));
+    assert_eq!(&outs[0][44..48], &1020u32.to_be_bytes(), "IPv4 MTU + 20");
+    assert_eq!(h.t.counters().fragments_out, 0);
+    let out = h.one(&v6().udp(1, 2, 900));
+    assert_eq!(view(&out).df, Some(false), "fits: DF=0 as §5.1 says");
+    // With a Fragment header (here an atomic fragment) it may be split.
+    let (v, outs) = h.run(&v6().fragment_header(0, false, 9).udp(1, 2, 1100));
     assert_eq!(v, Verdict::Fragmented(2));
-    assert!(outs.iter().all(|o| o.len() <= 1000));
-    let (udp, _) = reassemble(&outs);
-    assert!(udp_verifies_v4(CLIENT4, SERVER4, &udp));
-    assert_eq!(h.t.counters().fragments_out, 2);
+    assert!(
+        outs.iter()
+            .all(|o| o.len() <= 1000 && view(o).df == Some(false))
+    );
+}
+
+/// RFC 4443 §2.4 (e.1): "An ICMPv6 error message MUST NOT be originated as a
+/// result of receiving ... An ICMPv6 error message": one behind a Routing
+/// header with Segments Left non-zero is dropped, not answered with the
+/// Parameter Problem §5.1 owes other packets (an Echo Request still gets it).
+#[test]
+fn rfc4443_s2_4_e_no_parameter_problem_about_an_icmpv6_error_with_a_routing_header() {
+    let mut h = Harness::sample();
+    let inner = server_as_v6().udp(1, 2, 8);
+    let err = Ip6::new(ROUTER_V6_EAM, SERVER6)
+        .routing(1)
+        .icmp_error(1, 4, [0; 4], &inner);
+    assert_eq!(h.run(&err).0, Verdict::Dropped(DropReason::RoutingHeader));
+    let echo = v6().routing(1).echo_request(1, 1, 8);
+    let (v, out) = h.run(&echo);
+    assert_eq!(v, Verdict::Replied(DropReason::RoutingHeader));
+    assert_eq!(view(&out[0]).icmp(), Some((4, 0)));
 }
 
 /// RFC 4443 §2.4 (e): an ICMPv6 error whose header chain we refuse is dropped

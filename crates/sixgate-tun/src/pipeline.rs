@@ -645,6 +645,45 @@ mod tests {
         assert_eq!(p.io.csum_sw, 1);
     }
 
+    /// RFC 7915 §4.5 and §5.5 with `udp_zero_checksum = "drop"`: a UDP
+    /// packet whose checksum is 0 gets the core's answer whatever its
+    /// virtio-net header says (none, `DATA_VALID`), both ways: dropped and
+    /// counted, answered "administratively prohibited" (§4.4, §5.4), never
+    /// sent on with a computed checksum. (The kernel never hands one over with
+    /// `NEEDS_CSUM`, and never merges one into a GSO packet: Linux's UDP GRO
+    /// "requires non zero csum".)
+    #[test]
+    fn rfc7915_s4_5_s5_5_zero_udp_checksum_dropped_with_offload_as_in_the_core() {
+        use sixgate_core::DropReason;
+        use sixgate_core::config::UdpZeroChecksum;
+        let mut cfg = config();
+        cfg.udp_zero_checksum = UdpZeroChecksum::Drop;
+        let v4 = Ip4::new(SERVER4, CLIENT4).udp_zero_checksum(53, 5000, 10);
+        let mut v6 = Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10);
+        v6[46..48].fill(0);
+        for pkt in [v4, v6] {
+            for flags in [0, F_DATA_VALID] {
+                let h = VnetHdr {
+                    flags,
+                    ..VnetHdr::PLAIN
+                };
+                let (outs, p) = run(cfg.clone(), h, &pkt);
+                assert_eq!(p.counters().drops(DropReason::UdpZeroChecksum), 1);
+                assert_eq!(outs.len(), 1, "the ICMP error only");
+                let s = sixgate_testkit::check(&outs[0].1).unwrap();
+                assert_eq!(
+                    s.family,
+                    if pkt[0] >> 4 == 4 {
+                        Family::V4
+                    } else {
+                        Family::V6
+                    }
+                );
+                assert!(s.icmp().is_some(), "an error back to the sender");
+            }
+        }
+    }
+
     #[test]
     fn data_valid_is_carried_over_and_plain_mode_has_no_header() {
         let pkt = Ip4::new(SERVER4, CLIENT4).udp(53, 5000, 10);

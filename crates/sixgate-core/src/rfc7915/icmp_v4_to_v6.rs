@@ -94,11 +94,12 @@ fn translate<const MULTIPART: bool>(
     let qh = q.hdr;
     // RFC 4884: a length attribute says where the quoted datagram's field ends
     // (padding and an extension structure may follow).
-    let (end, ext) = match rfc4884::length_attribute(false, ty) {
+    let (end, ext, whole) = match rfc4884::length_attribute(false, ty) {
         Some((at, unit)) if MULTIPART => {
-            rfc4884::bounds(inner_at, end, b_rest(rest, at), unit, q.total_len, q.ihl)
+            let b = rfc4884::bounds(inner_at, end, b_rest(rest, at), unit, q.total_len, q.ihl);
+            (b.end, b.ext, b.whole)
         }
-        _ => (end, None),
+        _ => (end, None, false),
     };
     let (qsrc, qdst) = match nat {
         // RFC 6146: the quoted packet went out through a session (which only
@@ -184,14 +185,16 @@ fn translate<const MULTIPART: bool>(
 
     let mut total = (hdrs + (end - q_l4_at)).min(ICMPV6_ERROR_MAX);
     let mut rest = rest;
-    // §4.2 "ICMP Error Payload" / RFC 4884: pad anew, move the extension after
-    // it, adjust the length attribute; drop the extension if it cannot fit.
+    // §4.2 "ICMP Error Payload" / RFC 4884: lay the field out anew in 64-bit
+    // words (cut to fit 1280 bytes), move the extension after it, set the
+    // length attribute; drop the extension only if it cannot fit.
     if MULTIPART
         && let Some((from, len)) = ext
         && let Some((at6, unit6)) = rfc4884::length_attribute(true, m.ty)
     {
         let limit = new_start + ICMPV6_ERROR_MAX;
-        if let Some(field) = rfc4884::place(buf, new_start + 40, end, (from, len), unit6, limit) {
+        let icmp = new_start + 40;
+        if let Some(field) = rfc4884::place(buf, icmp, end, (from, len), unit6, whole, limit) {
             total = 48 + field + len;
             rest[at6 - 4] = (field / unit6) as u8;
         }

@@ -59,11 +59,12 @@ pub(crate) fn translate_error(
     let qh = q.hdr;
     // RFC 4884: a length attribute says where the quoted datagram's field ends
     // (padding and an extension structure may follow).
-    let (end, ext) = match rfc4884::length_attribute(true, ty) {
+    let (end, ext, whole) = match rfc4884::length_attribute(true, ty) {
         Some((at, unit)) if rest[at - 4] != 0 => {
-            rfc4884::bounds(inner_at, end, rest[at - 4], unit, q.total_len, q.l4_off)
+            let b = rfc4884::bounds(inner_at, end, rest[at - 4], unit, q.total_len, q.l4_off);
+            (b.end, b.ext, b.whole)
         }
-        _ => (end, None),
+        _ => (end, None, false),
     };
     let (qsrc, qdst) = match nat {
         // RFC 6146: the quoted packet came in through a session.
@@ -141,11 +142,12 @@ pub(crate) fn translate_error(
     );
 
     // §5.2 rest-of-header: MTU (−20, or −28 when the quoted packet had a Fragment
-    // header) or the Figure 6 pointer.
+    // header, and no more than either link allows) or the Figure 6 pointer.
     let rest = match m.rest {
         Rest::Mtu => {
             let mtu6 = u32::from_be_bytes(rest);
-            let mtu4 = mtu::ptb_to_frag_needed(mtu6, q.frag.is_some());
+            let (v4, v6) = (t.cfg.ipv4_mtu, t.cfg.ipv6_mtu);
+            let mtu4 = mtu::ptb_to_frag_needed_links(mtu6, q.frag.is_some(), v4, v6);
             [0, 0, (mtu4 >> 8) as u8, mtu4 as u8]
         }
         Rest::Pointer(ptr) => [ptr, 0, 0, 0],
@@ -156,13 +158,15 @@ pub(crate) fn translate_error(
     let new_start = q_l4_at - HDRS;
     let mut total = (HDRS + (end - q_l4_at)).min(ICMPV4_ERROR_MAX);
     let mut rest = rest;
-    // §5.2 "ICMP Error Payload" / RFC 4884: pad anew, move the extension after
-    // it, adjust the length attribute; drop the extension if it cannot fit.
+    // §5.2 "ICMP Error Payload" / RFC 4884: lay the field out anew in 32-bit
+    // words (cut to fit 576 bytes), move the extension after it, set the
+    // length attribute; drop the extension only if it cannot fit.
     if let Some((from, len)) = ext
         && let Some((at4, unit4)) = rfc4884::length_attribute(false, m.ty)
     {
         let limit = new_start + ICMPV4_ERROR_MAX;
-        if let Some(field) = rfc4884::place(buf, new_start + 20, end, (from, len), unit4, limit) {
+        let icmp = new_start + 20;
+        if let Some(field) = rfc4884::place(buf, icmp, end, (from, len), unit4, whole, limit) {
             total = 28 + field + len;
             rest[at4 - 4] = (field / unit4) as u8;
         }

@@ -54,12 +54,35 @@ pub fn plateau_below(total_len: u16, plateaus: &[u16]) -> u16 {
 
 /// RFC 7915 §5.2: ICMPv6 Packet Too Big → ICMPv4 Fragmentation Needed MTU.
 ///
-/// Subtracts the header size difference: 20 bytes, or 28 when the packet in error
-/// carried a Fragment header (it would have been an IPv4 packet with DF=0). Clamped
-/// to the 16-bit field and the IPv4 minimum of 68.
+/// "The MTU field MUST be adjusted for the difference between the IPv4 and
+/// IPv6 header sizes, taking into account whether or not the packet in error
+/// includes a Fragment Header": 20 bytes, or 28 when the packet in error (the
+/// quoted IPv6 packet) carried a Fragment header (its IPv4 form lacks both the
+/// 20 bytes and the 8-byte Fragment header). Clamped to the 16-bit field and
+/// the IPv4 minimum of 68.
 pub fn ptb_to_frag_needed(mtu6: u32, inner_had_fragment_header: bool) -> u16 {
     let overhead = if inner_had_fragment_header { 28 } else { 20 };
     mtu6.saturating_sub(overhead).clamp(IPV4_MIN_MTU, 0xffff) as u16
+}
+
+/// RFC 7915 §5.2: "minimum(advertised MTU-20, MTU_of_IPv4_nexthop,
+/// (MTU_of_IPv6_nexthop)-20)", the advertised MTU adjusted by
+/// [`ptb_to_frag_needed`], each link counted where its MTU is configured
+/// (`None`: the operating system's, unknown here), never below 68.
+pub fn ptb_to_frag_needed_links(
+    mtu6: u32,
+    inner_had_fragment_header: bool,
+    ipv4_mtu: Option<u16>,
+    ipv6_mtu: Option<u16>,
+) -> u16 {
+    let mut mtu = ptb_to_frag_needed(mtu6, inner_had_fragment_header);
+    if let Some(m) = ipv4_mtu {
+        mtu = mtu.min(m);
+    }
+    if let Some(m) = ipv6_mtu {
+        mtu = mtu.min(m.saturating_sub(20));
+    }
+    mtu.max(IPV4_MIN_MTU as u16)
 }
 
 #[cfg(test)]
@@ -114,5 +137,27 @@ mod tests {
         assert_eq!(ptb_to_frag_needed(1280, false), 1260);
         assert_eq!(ptb_to_frag_needed(70_000, false), 65535);
         assert_eq!(ptb_to_frag_needed(10, false), 68);
+    }
+
+    /// RFC 7915 §5.2: "minimum(advertised MTU-20, MTU_of_IPv4_nexthop,
+    /// (MTU_of_IPv6_nexthop)-20)" (28 for a packet in error with a Fragment
+    /// header).
+    #[test]
+    fn rfc7915_s5_2_mtu_minimum_of_advertised_and_both_links() {
+        assert_eq!(ptb_to_frag_needed_links(1280, false, None, None), 1260);
+        assert_eq!(ptb_to_frag_needed_links(1280, true, None, None), 1252);
+        assert_eq!(
+            ptb_to_frag_needed_links(1500, false, Some(1400), None),
+            1400
+        );
+        assert_eq!(
+            ptb_to_frag_needed_links(1500, false, None, Some(1400)),
+            1380
+        );
+        assert_eq!(
+            ptb_to_frag_needed_links(1500, false, Some(1300), Some(1400)),
+            1300
+        );
+        assert_eq!(ptb_to_frag_needed_links(1500, false, Some(40), None), 68);
     }
 }

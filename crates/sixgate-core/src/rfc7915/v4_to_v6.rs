@@ -197,9 +197,15 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
         Err(e) => {
             // §4.4: tell the sender, as a router with no route would.
             let reason = e.drop_reason(false);
+            // A destination RFC 6052 §3.1 forbids is refused, not unknown:
+            // administratively prohibited (§4.4).
+            let code = match reason {
+                DropReason::WkpNonGlobal => icmp4::CODE_ADMIN_PROHIBITED,
+                _ => icmp4::CODE_HOST_UNREACHABLE,
+            };
             let owed = Owed {
                 ty: icmp4::DEST_UNREACH,
-                code: icmp4::CODE_HOST_UNREACHABLE,
+                code,
                 rest: [0; 4],
                 reason,
             };
@@ -262,6 +268,9 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
             rest: [0, 0, mtu4[0], mtu4[1]],
             reason: DropReason::PacketTooBig,
         };
+        // A hairpinned packet's sender is on the IPv6 side: an ICMPv4 error
+        // to our own pool4 would answer an IPv6 packet in IPv4.
+        let quiet = quiet || hairpin;
         return icmp_error::reply_v4(t, pkt.data(), scratch, now_ns, owed, quiet);
     }
     let frag_mtu = t.cfg.v6_fragment_limit();

@@ -61,8 +61,10 @@ fn run<const MAPT: bool>(
             return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
         }
         Err(Ipv6Error::RoutingHeader { pointer }) => {
-            // §5.1: Parameter Problem, Erroneous header field, pointing at Segments Left.
-            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]));
+            // §5.1: Parameter Problem, Erroneous header field, pointing at Segments
+            // Left; never about an ICMPv6 error (RFC 4443 §2.4 (e.1)).
+            let quiet = ipv6::is_multicast(&pkt.data()[24..40].try_into().unwrap_or([0; 16]))
+                || carries_icmpv6_error(pkt.data());
             let owed = Owed {
                 ty: icmp6::PARAM_PROBLEM,
                 code: 0,
@@ -141,11 +143,17 @@ fn run<const MAPT: bool>(
     {
         Ok(a) => a,
         Err(e) => {
-            // §5.4: tell the sender, as a router with no route would.
+            // §5.4: tell the sender, as a router with no route would; a
+            // destination RFC 6052 §3.1 forbids is refused, not unknown:
+            // administratively prohibited, as §5.4 says for what we discard.
             let reason = e.drop_reason(false);
+            let code = match reason {
+                DropReason::WkpNonGlobal => icmp6::CODE_ADMIN_PROHIBITED,
+                _ => icmp6::CODE_ADDRESS_UNREACHABLE,
+            };
             let owed = Owed {
                 ty: icmp6::DEST_UNREACH,
-                code: icmp6::CODE_ADDRESS_UNREACHABLE,
+                code,
                 rest: [0; 4],
                 reason,
             };
@@ -251,14 +259,23 @@ fn run<const MAPT: bool>(
         return Verdict::Dropped(DropReason::PacketTooBig);
     }
 
-    // Larger than the IPv4 link (when we know its MTU).
+    // Larger than the link it leaves on (when we know its MTU): the IPv4 one,
+    // or for a hairpinned packet the IPv6 one (it never crosses IPv4).
+    let link = if hairpin {
+        t.cfg.ipv6_mtu.map(|m| (m, 40))
+    } else {
+        t.cfg.ipv4_mtu.map(|m| (m, 20))
+    };
     let mut split4 = false;
-    if let Some(mtu) = t.cfg.ipv4_mtu
-        && 20 + l4_len > usize::from(mtu)
+    if let Some((mtu, hdr)) = link
+        && hdr + l4_len > usize::from(mtu)
     {
-        // §5.4: the IPv4 form would carry DF=1 and cannot cross.
-        if p.frag.is_none() && !icmp_error && 20 + l4_len > DF_THRESHOLD_V4 {
-            let ptb = (u32::from(mtu) + 20).max(super::mtu::IPV6_MIN_MTU);
+        // §1.4, §5.1, §5.4: a packet its sender did not fragment (no Fragment header)
+        // is not fragmented here either: it is sent back as too big, with the
+        // link's MTU as IPv6 sees it (RFC 4443 §3.2: "the MTU of the next-hop
+        // link"; RFC 8200 §5 lets a host keep 1280 when it is lower).
+        if p.frag.is_none() && !icmp_error {
+            let ptb = u32::from(mtu) + 40 - hdr as u32;
             let owed = Owed {
                 ty: icmp6::PACKET_TOO_BIG,
                 code: 0,
@@ -267,9 +284,10 @@ fn run<const MAPT: bool>(
             };
             return icmp_error::reply_v6(t, pkt.data(), scratch, now_ns, owed, false);
         }
-        // §5.1 / RFC 791: DF=0, so it is fragmented further (in `finish`); a
-        // partial checksum cannot be split (the data plane's contract).
-        split4 = !t.partial_csum;
+        // §5.1 / RFC 791: a fragment already (DF=0), so it is fragmented
+        // further (in `finish`, or the hairpin's second half); a partial
+        // checksum cannot be split (the data plane's contract).
+        split4 = !t.partial_csum && !hairpin;
     }
 
     let proto4 = if p.proto == nh::ICMPV6 {
@@ -414,13 +432,27 @@ fn run<const MAPT: bool>(
 #[cold]
 #[inline(never)]
 fn carries_icmpv6(data: &[u8]) -> bool {
+    icmpv6_at(data).is_some()
+}
+
+/// RFC 4443 §2.4 (e.1): no ICMPv6 error is sent about an ICMPv6 error; found
+/// by the same lenient walk, for a packet whose header chain we refuse.
+#[cold]
+#[inline(never)]
+fn carries_icmpv6_error(data: &[u8]) -> bool {
+    icmpv6_at(data)
+        .and_then(|off| data.get(off))
+        .is_some_and(|&ty| icmp6::is_error(ty))
+}
+
+/// Where the ICMPv6 header of a packet lies, by a lenient walk of its
+/// extension headers (any order, at most 8).
+fn icmpv6_at(data: &[u8]) -> Option<usize> {
     let (mut next, mut off) = (data.get(6).copied().unwrap_or(nh::NONE), ipv6::HEADER_LEN);
     for _ in 0..8 {
         match next {
             nh::HOP_BY_HOP | nh::ROUTING | nh::DEST_OPTS | nh::FRAGMENT => {
-                let Some(b) = data.get(off..off + 2) else {
-                    return false;
-                };
+                let b = data.get(off..off + 2)?;
                 off += if next == nh::FRAGMENT {
                     ipv6::FRAGMENT_HEADER_LEN
                 } else {
@@ -428,11 +460,11 @@ fn carries_icmpv6(data: &[u8]) -> bool {
                 };
                 next = b[0];
             }
-            nh::ICMPV6 => return true,
-            _ => return false,
+            nh::ICMPV6 => return Some(off),
+            _ => return None,
         }
     }
-    false
+    None
 }
 
 /// §5.5: an IPv6 UDP checksum of zero is invalid (RFC 8200 §8.1; RFC 6935
@@ -542,9 +574,9 @@ fn finish(
         return super::v4_to_v6::translate_hairpin(t, pkt, scratch, now_ns);
     }
     t.counters.translated_6to4 += 1;
-    // §5.1 / RFC 791: a DF=0 packet (an IPv6 fragment, or one of at most 1260
-    // bytes) larger than the IPv4 link is fragmented further, as any router
-    // would (DF=1 ones got Packet Too Big above).
+    // §5.1 / RFC 791: an IPv6 fragment (DF=0) larger than the IPv4 link is
+    // fragmented further, as any router would (a packet without a Fragment
+    // header got Packet Too Big above).
     if split4 {
         return fragment_v4(t, pkt, scratch);
     }
