@@ -206,6 +206,27 @@ fn cases() -> Vec<Case> {
             nat_config(|n| n.pool4.clear()),
             v6().udp(5000, 53, 10),
         ),
+        // RFC 7422 deterministic NAT: CLIENT6 outside the prefix; then in
+        // it, with a block of two ports both taken.
+        case(
+            R::DeterministicUnmapped,
+            nat_config(|n| {
+                n.subscriber_prefix_len = 128;
+                n.port_block_size = 512;
+                n.deterministic = Some(("2001:db8:ffff::".parse().unwrap(), 125));
+            }),
+            v6().udp(5000, 53, 10),
+        ),
+        Case {
+            reason: R::DeterministicPortsFull,
+            cfg: nat_config(|n| {
+                n.subscriber_prefix_len = 128;
+                n.port_block_size = 2;
+                n.deterministic = Some((CLIENT6, 125));
+            }),
+            setup: vec![v6().udp(5000, 53, 10), v6().udp(5001, 53, 10)],
+            input: v6().udp(5002, 53, 10),
+        },
         Case {
             reason: R::SessionTableFull,
             cfg: nat_config(|n| n.max_sessions = 1),
