@@ -27,6 +27,11 @@
 //!   connections live through `kill -9` of gw1, its restart and a second
 //!   `kill -9` (the restarted node's empty snapshot sweeps nothing at gw2).
 //!
+//! - `ha_kill_9_leaves_one_create_and_one_delete_per_session_at_the_collector`:
+//!   both nodes export the session log to one rsyslogd; 1000 UDP sessions
+//!   made on gw1, which is then killed: one create (gw1's) and one delete
+//!   (gw2's, as its copies time out) per session, none twice.
+//!
 //! Root and `ip netns` needed (else `skipped:`), and python3 and curl.
 
 mod common;
@@ -34,6 +39,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use common::collectors::{Logged, SYSLOG_PORT, rsyslogd, syslog};
 use common::ha::{
     BIN, SERVER4, SERVER6, SyncPath, TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, UDP_ECHO, UDP_PORT, cli,
     client_via, gateway_toml, kill_gw1, more_rounds, scrape_metrics, sessions, start, start_toml,
@@ -1225,6 +1231,86 @@ fn first_packets_cross(test: &str, xdp: bool) {
     let s1 = stop_cleanly(test, "gw1", gw1);
     let s2 = stop_cleanly(test, "gw2", gw2);
     print!("{test}: gw1:\n{}{test}: gw2:\n{}", s1.stdout, s2.stdout);
+    drop(bed);
+    turn.finish();
+}
+
+/// docs/logging.md, "With `[sync]`": one record per event for the group,
+/// across a `kill -9`. Both nodes export RFC 5424 syslog over TCP to one
+/// rsyslogd (on the server); the client opens 1000 UDP sessions through gw1,
+/// whose replies cross gw2 (its replica). Then gw1 is killed, and gw2 carries
+/// the sessions until their 3 s lifetime ends. The collector has exactly one
+/// create per session (gw1's: gw2 logs none of what it imported) and one
+/// delete for each (gw2's, when its copies time out).
+#[test]
+fn ha_kill_9_leaves_one_create_and_one_delete_per_session_at_the_collector() {
+    let test = "ha_kill_9_leaves_one_create_and_one_delete_per_session_at_the_collector";
+    const SESSIONS: u16 = 1000;
+    if std::process::Command::new("sh")
+        .args(["-c", "command -v rsyslogd"])
+        .output()
+        .is_ok_and(|o| !o.status.success())
+    {
+        println!("skipped: {test}: rsyslogd not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
+        return;
+    };
+    let dir = ScratchDir::new("halog").unwrap();
+    let _collector = rsyslogd(&bed.server, &dir);
+    let toml = |node: u16| {
+        gateway_toml(node, SyncPath::Direct).replace(
+            "pool4 = [\"198.18.0.0/31\"]\n",
+            "pool4 = [\"198.18.0.0/31\"]\nevent_log = \"sessions\"\nudp_timeout = 3\n",
+        ) + &format!(
+            "[log_export]\n[[log_export.collector]]\nprotocol = \"syslog\"\n\
+             transport = \"tcp\"\naddress = \"10.{node}.0.2:{SYSLOG_PORT}\"\n"
+        )
+    };
+    let gw1 = start_toml(&bed.gw1, 1, &toml(1));
+    let gw2 = start_toml(&bed.gw2, 2, &toml(2));
+    let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    let collected = || syslog(&dir.path().join("tcp.log"));
+    turn.run(logs, || {
+        wait_synced(&gw1, &gw2);
+        let _echo = udp_echo(&bed);
+        let py = format!(
+            "import socket\nfor p in range(20000, {}):\n    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n    s.bind(('fd00:1::2', p))\n    s.sendto(b'x', ('{SERVER6}', {UDP_PORT}))\n    s.close()\n",
+            20000 + SESSIONS
+        );
+        bed.client
+            .run_timeout("python3", ["-c", &py], Duration::from_secs(20))
+            .unwrap();
+        wait_for(10, logs, || {
+            collected().iter().filter(|l| l.created).count() >= usize::from(SESSIONS)
+        });
+    });
+    let killed_at = kill_gw1(test, &bed, gw1);
+    let logs = || gw2.log();
+    turn.run(logs, || {
+        wait_for(15, logs, || {
+            collected().iter().filter(|l| !l.created).count() >= usize::from(SESSIONS)
+        });
+        // A moment for anything that should not come (a second record).
+        std::thread::sleep(Duration::from_millis(500));
+        let all = collected();
+        let key = |l: &Logged| (l.proto.clone(), l.v6.clone(), l.port6, l.v4.clone(), l.port4);
+        let creates: Vec<_> = all.iter().filter(|l| l.created).map(key).collect();
+        let deletes: Vec<_> = all.iter().filter(|l| !l.created).map(key).collect();
+        let unique = |v: &Vec<_>| v.iter().cloned().collect::<BTreeSet<_>>();
+        println!(
+            "{test}: {} creates, {} deletes at the collector; the last delete {:.1} s after the kill",
+            creates.len(),
+            deletes.len(),
+            killed_at.elapsed().as_secs_f64()
+        );
+        assert_eq!(creates.len(), usize::from(SESSIONS), "one create per session");
+        assert_eq!(unique(&creates).len(), creates.len(), "no session created twice");
+        assert_eq!(deletes.len(), usize::from(SESSIONS), "one delete per session");
+        assert_eq!(unique(&deletes), unique(&creates), "each created session ended");
+    });
+    stop_cleanly(test, "gw2", gw2);
     drop(bed);
     turn.finish();
 }

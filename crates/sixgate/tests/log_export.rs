@@ -31,28 +31,16 @@ use sixgate_netns::{
 };
 
 mod common;
+use common::collectors::{Logged, SYSLOG_PORT, rsyslogd, syslog};
 use common::{HTTP_PORT, http_server, run_bed};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
 
 const IPFIX_PORT: u16 = 4739;
 const V9_PORT: u16 = 2055;
-const SYSLOG_PORT: u16 = 514;
 
 /// UDP flows from the v6 host: source ports.
 const UDP_PORTS: std::ops::Range<u16> = 41000..41010;
-
-/// One session as a collector logged it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Logged {
-    created: bool,
-    proto: String,
-    v6: String,
-    port6: u16,
-    v4: String,
-    port4: u16,
-    unix_ms: u64,
-}
 
 fn unix_ms() -> u64 {
     SystemTime::now()
@@ -77,39 +65,6 @@ fn tools_or_skip(test: &str) -> bool {
         }
     }
     true
-}
-
-/// rsyslogd in `ns`: RFC 5424 on UDP and TCP port 514, each input to its own
-/// file, the message as received.
-fn rsyslogd(ns: &Netns, dir: &ScratchDir) -> Background {
-    let d = dir.path().display();
-    let conf = format!(
-        "global(workDirectory=\"{d}\")\n\
-         module(load=\"imudp\")\n\
-         module(load=\"imtcp\")\n\
-         template(name=\"raw\" type=\"string\" string=\"%rawmsg%\\n\")\n\
-         ruleset(name=\"udp\") {{ action(type=\"omfile\" file=\"{d}/udp.log\" template=\"raw\") }}\n\
-         ruleset(name=\"tcp\") {{ action(type=\"omfile\" file=\"{d}/tcp.log\" template=\"raw\") }}\n\
-         input(type=\"imudp\" port=\"{SYSLOG_PORT}\" ruleset=\"udp\")\n\
-         input(type=\"imtcp\" port=\"{SYSLOG_PORT}\" ruleset=\"tcp\")\n"
-    );
-    let path = dir.write("rsyslog.conf", conf).unwrap();
-    let pid = dir.path().join("rsyslogd.pid");
-    let bg = ns
-        .spawn(
-            "rsyslogd",
-            [
-                "-n",
-                "-f",
-                path.to_str().unwrap(),
-                "-i",
-                pid.to_str().unwrap(),
-            ],
-        )
-        .unwrap_or_else(|e| panic!("rsyslogd: {e}"));
-    ns.wait_listening(Proto::Tcp, SYSLOG_PORT, Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("rsyslogd: {e}"));
-    bg
 }
 
 fn nfcapd(ns: &Netns, dir: &Path, port: u16) -> Background {
@@ -185,33 +140,6 @@ fn nfdump(dir: &Path, v9: bool) -> Vec<Logged> {
         });
     }
     all
-}
-
-/// The SADD / SDEL lines of an rsyslog file (`RAW`), by their structured data.
-fn syslog(path: &Path) -> Vec<Logged> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| {
-            let created = l.contains(" SADD [");
-            if !created && !l.contains(" SDEL [") {
-                return None;
-            }
-            let p = |k: &str| {
-                let at = l.find(&format!(" {k}=\"")).unwrap() + k.len() + 3;
-                l[at..].split('"').next().unwrap().to_owned()
-            };
-            let ts = l.split(' ').nth(1).unwrap();
-            Some(Logged {
-                created,
-                proto: p("proto"),
-                v6: p("isaddr"),
-                port6: p("isport").parse().unwrap(),
-                v4: p("xsaddr"),
-                port4: p("xsport").parse().unwrap(),
-                unix_ms: sixgate_natlog::time::parse_rfc3339(ts).unwrap(),
-            })
-        })
-        .collect()
 }
 
 /// The session records of the JSON-lines file.

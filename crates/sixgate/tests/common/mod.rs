@@ -5,6 +5,7 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod collectors;
 pub mod ha;
 pub mod ha_group;
 
