@@ -30,11 +30,15 @@ set -euo pipefail
 # nfdump (nfcapd, built with NSEL/NEL) and rsyslog are the NAT event log's
 # collectors (crates/sixgate/tests/log_export.rs: IPFIX, NetFlow v9, RFC 5424 over
 # UDP and TCP); the test starts its own in a namespace, never the system services.
+# prometheus (the server and promtool) proves the shipped monitoring
+# (crates/sixgate/tests/monitoring.rs): promtool checks and unit-tests
+# dist/prometheus/sixgate-rules.yml, and a server of the test's own, in a
+# namespace, scrapes a live pair for every query of dist/grafana/sixgate.json.
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
     pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9 bind9-utils
-    fonts-dejavu-core bird2 nfdump rsyslog
+    fonts-dejavu-core bird2 nfdump rsyslog prometheus
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2
@@ -110,6 +114,12 @@ if ((${#missing[@]} > 0)); then
     if [[ " ${missing[*]} " == *" nfdump "* && -d /run/systemd/system ]]; then
         log "disabling nfdump.service (the tests run their own nfcapd in namespaces)"
         as_root systemctl disable --now nfdump.service >/dev/null 2>&1 || true
+    fi
+    # And prometheus.service (a server on :9090 scraping this host); the
+    # monitoring test runs its own.
+    if [[ " ${missing[*]} " == *" prometheus "* && -d /run/systemd/system ]]; then
+        log "disabling prometheus.service (the monitoring test runs its own server)"
+        as_root systemctl disable --now prometheus.service >/dev/null 2>&1 || true
     fi
 fi
 
