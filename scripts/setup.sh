@@ -4,7 +4,7 @@
 # Idempotent: it checks what is there first and only installs what is missing,
 # so a second run is a quick no-op. It prints every action it takes.
 #
-#   scripts/setup.sh           Debian packages, Rust (if cargo is absent), cargo-fuzz
+#   scripts/setup.sh           Debian packages, Rust (if cargo is absent), cargo-fuzz, cargo-deb
 #   scripts/setup.sh --bench   also gungraun-runner, for scripts/bench.sh,
 #                              dnsperf and unbound, for bench/dns64-compare.sh,
 #                              and bpftrace, for bench/tun-compare.sh DUT_RATE=
@@ -34,14 +34,17 @@ set -euo pipefail
 # (crates/sixgate/tests/monitoring.rs): promtool checks and unit-tests
 # dist/prometheus/sixgate-rules.yml, and a server of the test's own, in a
 # namespace, scrapes a live pair for every query of dist/grafana/sixgate.json.
+# lintian checks the Debian package scripts/package.sh builds with cargo-deb
+# (below); tests/packaging.rs builds, lints, installs and purges it.
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
     pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9 bind9-utils
-    fonts-dejavu-core bird2 nfdump rsyslog prometheus
+    fonts-dejavu-core bird2 nfdump rsyslog prometheus lintian
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2
+CARGO_DEB_VERSION=3.8.0
 
 bench=0
 for arg in "$@"; do
@@ -155,6 +158,13 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     log "installing cargo-fuzz $CARGO_FUZZ_VERSION"
     cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
     did+=("cargo-fuzz $CARGO_FUZZ_VERSION")
+fi
+
+# --- cargo-deb (scripts/package.sh; tests/packaging.rs packages with it) ----
+if [[ $(cargo deb --version 2>/dev/null) != "cargo-deb $CARGO_DEB_VERSION" ]]; then
+    log "installing cargo-deb $CARGO_DEB_VERSION"
+    cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked
+    did+=("cargo-deb $CARGO_DEB_VERSION")
 fi
 
 # --- gungraun-runner (only with --bench) -----------------------------------
