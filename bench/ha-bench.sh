@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NAT64 state sync's benchmarks (docs/ha.md, docs/PERFORMANCE.md "State sync
+# NAT64 state sync's benchmarks (docs/ha.md, docs/perf-log/2026-11-26.md "State sync
 # between nodes"): the replication rate (records created on node A,
 # exported, encoded, HMAC-signed, sent over loopback UDP, received, checked,
 # imported by node B) and a 1 M-session snapshot to a joining node, both

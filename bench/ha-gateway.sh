@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NAT64 state sync at the gateway (docs/ha.md, docs/PERFORMANCE.md "State sync
+# NAT64 state sync at the gateway (docs/ha.md, docs/perf-log/2026-11-26.md "State sync
 # between nodes"): what sync costs a node that forwards, and what a node's
 # kill -9 loses, on a namespace bed of two sixgate nat64 nodes (release build)
 # with a dedicated sync veth and a tester host on each side:

@@ -42,7 +42,9 @@
 #  - tayga44: TAYGA with a dynamic pool (198.18.0.0/24) and nft masquerade of
 #    that pool out of the DUT: the classic stateful set-up around a SIIT;
 #  - nat64-1, nat64-N: sixgate mode = "nat64", pool4 198.18.0.0/24 (routed back
-#    to the DUT by the v4 host's default route), workers = 1 and = nproc.
+#    to the DUT by the v4 host's default route) with ports NAT64_PORTS
+#    (default 1024-65535, so that one subscriber's 64 512 flows all get a
+#    port; a subscriber gets the ports of one address), workers = 1 and = nproc.
 # MAP-T (bench/mapt-compare.sh selects them with the SIIT and NAT64 rows):
 #  - mapt-br-1, mapt-br-N: sixgate mode = "mapt-br" (RFC 7599), workers = 1 and
 #    = nproc; xdp-mapt-br-1, xdp-mapt-br-N: the same on the XDP data plane. DMR = pool6; BMR 2001:db8:1::/51 <-> 198.18.0.0/24, 13 EA bits,
@@ -272,6 +274,15 @@ V4H_6=2001:db8:2::7
 V6H_4=192.0.2.5
 D6_4=192.0.2.1
 POOL4=198.18.0.0/24
+# The NAT64 rows' pool4 ports (TCP, UDP, ICMP identifiers). sixgate pairs each
+# subscriber with one pool4 address (docs/architecture.md, "paired" pooling), so
+# one subscriber gets at most one address's ports: with the default range
+# (61001-65535, 4535 ports) the one-subscriber run (SRC_HOSTS=1, the default)
+# sending from 64 512 source ports had most of its flows dropped as
+# pool4_exhausted and the row read 0 zero-loss pps, which measured the pool,
+# not the translation (kernel NAT44's masquerade has no such limit). The
+# whole range gives every flow of SRC_PORTS=1024-65535 a port.
+NAT64_PORTS=${NAT64_PORTS:-1024-65535}
 # MAP-T rows: the BR's rule (IPv4 side = POOL4) and the CE the v6 host plays.
 MAPT_RULE6=2001:db8:1::/51
 MAPT_CE_PREFIX=2001:db8:1:101::/64
@@ -804,6 +815,18 @@ EOF
     stop_dut "$pid"
 }
 
+# A NAT64 row whose subscribers need more ports than pool4 gives one of them
+# measures pool4_exhausted drops, not translation: say so before the row.
+# Each source address is a subscriber (subscriber_prefix_len = 128) sending
+# from every port of SRC_PORTS, and gets the ports of one pool4 address.
+nat64_port_check() {
+    local flows=$((${SRC_PORTS#*-} - ${SRC_PORTS%-*} + 1))
+    local ports=$((${NAT64_PORTS#*-} - ${NAT64_PORTS%-*} + 1))
+    if ((flows > ports)); then
+        log "warning: each NAT64 subscriber sends $flows flows (SRC_PORTS=$SRC_PORTS) but gets at most $ports pool4 ports (NAT64_PORTS=$NAT64_PORTS, one pool4 address per subscriber): the rest are dropped as pool4_exhausted and the zero-loss figure measures the pool, not translation; widen NAT64_PORTS or narrow SRC_PORTS and raise SRC_HOSTS"
+    fi
+}
+
 case_sixgate() {
     local workers=$1 label=$2 mode=${3:-siit} dataplane=${4:-tun} fastpath=${5:-off}
     # The TUN rows measure the TUN plane alone: the fast path off (the
@@ -816,8 +839,9 @@ case_sixgate() {
     fi
     if [[ $mode == nat64 ]]; then
         # pool4 is the EAM prefix of the SIIT rows: the same route check below.
-        section=$(printf '[translator]\nmode = "nat64"\npool6 = "%s"\n\n[nat64]\npool4 = ["%s"]\nsubscriber_prefix_len = 128\n' \
-            "$POOL6" "$POOL4")
+        nat64_port_check
+        section=$(printf '[translator]\nmode = "nat64"\npool6 = "%s"\n\n[nat64]\npool4 = [ { prefix = "%s", tcp = "%s", udp = "%s", icmp = "%s" } ]\nsubscriber_prefix_len = 128\n' \
+            "$POOL6" "$POOL4" "$NAT64_PORTS" "$NAT64_PORTS" "$NAT64_PORTS")
     elif [[ $mode == mapt-br ]]; then
         # The rule's IPv4 prefix is the EAM prefix too: the same route check.
         section=$(printf '[translator]\nmode = "mapt-br"\n\n[mapt]\ndmr = "%s"\nbmr = [ { ipv6_prefix = "%s", ipv4_prefix = "%s", ea_bits = 13, psid_offset = 0 } ]\n' \

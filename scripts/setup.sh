@@ -4,7 +4,7 @@
 # Idempotent: it checks what is there first and only installs what is missing,
 # so a second run is a quick no-op. It prints every action it takes.
 #
-#   scripts/setup.sh           Debian packages, Rust (if cargo is absent), cargo-fuzz
+#   scripts/setup.sh           Debian packages, Rust (if cargo is absent), cargo-fuzz, cargo-deb
 #   scripts/setup.sh --bench   also gungraun-runner, for scripts/bench.sh,
 #                              dnsperf and unbound, for bench/dns64-compare.sh,
 #                              and bpftrace, for bench/tun-compare.sh DUT_RATE=
@@ -30,14 +30,21 @@ set -euo pipefail
 # nfdump (nfcapd, built with NSEL/NEL) and rsyslog are the NAT event log's
 # collectors (crates/sixgate/tests/log_export.rs: IPFIX, NetFlow v9, RFC 5424 over
 # UDP and TCP); the test starts its own in a namespace, never the system services.
+# prometheus (the server and promtool) proves the shipped monitoring
+# (crates/sixgate/tests/monitoring.rs): promtool checks and unit-tests
+# dist/prometheus/sixgate-rules.yml, and a server of the test's own, in a
+# namespace, scrapes a live pair for every query of dist/grafana/sixgate.json.
+# lintian checks the Debian package scripts/package.sh builds with cargo-deb
+# (below); tests/packaging.rs builds, lints, installs and purges it.
 PACKAGES=(
     iproute2 iperf3 tayga clang llvm libbpf-dev tshark curl dnsutils python3
     valgrind ethtool iputils-ping iputils-tracepath traceroute netcat-openbsd
     pkg-config procps dnsmasq-base nftables conntrack libcap2-bin bind9 bind9-utils
-    fonts-dejavu-core bird2 nfdump rsyslog
+    fonts-dejavu-core bird2 nfdump rsyslog prometheus lintian
 )
 RUST_TOOLCHAIN=1.95.0
 CARGO_FUZZ_VERSION=0.13.2
+CARGO_DEB_VERSION=3.8.0
 
 bench=0
 for arg in "$@"; do
@@ -111,6 +118,12 @@ if ((${#missing[@]} > 0)); then
         log "disabling nfdump.service (the tests run their own nfcapd in namespaces)"
         as_root systemctl disable --now nfdump.service >/dev/null 2>&1 || true
     fi
+    # And prometheus.service (a server on :9090 scraping this host); the
+    # monitoring test runs its own.
+    if [[ " ${missing[*]} " == *" prometheus "* && -d /run/systemd/system ]]; then
+        log "disabling prometheus.service (the monitoring test runs its own server)"
+        as_root systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    fi
 fi
 
 # --- Rust --------------------------------------------------------------------
@@ -145,6 +158,13 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     log "installing cargo-fuzz $CARGO_FUZZ_VERSION"
     cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
     did+=("cargo-fuzz $CARGO_FUZZ_VERSION")
+fi
+
+# --- cargo-deb (scripts/package.sh; tests/packaging.rs packages with it) ----
+if [[ $(cargo deb --version 2>/dev/null) != "cargo-deb $CARGO_DEB_VERSION" ]]; then
+    log "installing cargo-deb $CARGO_DEB_VERSION"
+    cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked
+    did+=("cargo-deb $CARGO_DEB_VERSION")
 fi
 
 # --- gungraun-runner (only with --bench) -----------------------------------

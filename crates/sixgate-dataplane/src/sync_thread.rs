@@ -260,7 +260,7 @@ fn run(
         }
         // Up to the next timer or report (`show sync` is at most 100 ms old).
         // To the nanosecond: a timer under 1 ms away is slept to, not spun
-        // on (docs/PERFORMANCE.md, "At the gateway").
+        // on (docs/perf-log/2026-11-26.md, "At the gateway").
         let wait = link.next_timeout(now).min(next_report).saturating_sub(now);
         // A snapshot with room goes on at once; one waiting for the peers'
         // acks sleeps until they arrive on the socket.

@@ -309,6 +309,31 @@ fn config_check_reports_every_error() {
     );
 }
 
+/// An unknown key does not hide the other errors (issue 27): a misspelt key,
+/// a prefix length RFC 6052 does not allow and an MTU out of range in one
+/// file are all reported by one `config check`.
+#[test]
+fn config_check_reports_an_unknown_key_with_the_other_errors() {
+    let d = scratch("check-unknown");
+    let cfg = write(
+        &d,
+        "bad.toml",
+        b"[translator]\nmode = \"siit\"\npool6 = \"64:ff9b::/33\"\nbogus_key = 1\n\
+          icmp_source_v6 = \"2001:db8::8\"\n[tun]\nmtu = 10\n",
+    );
+    let o = sixgate(&["config", "check", &cfg]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    for want in [
+        "translator: unknown key `bogus_key`",
+        "64:ff9b::/33",
+        "mtu = 10: out of range",
+        "3 errors",
+    ] {
+        assert!(err.contains(want), "no {want:?} in:\n{err}");
+    }
+}
+
 /// A DNS64-only file (what `sixgate dns64 --config` runs) checks too.
 #[test]
 fn config_check_accepts_a_dns64_only_file() {

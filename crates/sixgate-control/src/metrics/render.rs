@@ -511,6 +511,15 @@ fn sync(r: &mut Registry, y: &sixgate_dataplane::sync_thread::SyncReport) {
         "1 while this node's routes are in [sync] announce_table for the routing daemon",
         Samples::gauge().value(u64::from(y.announcing)),
     );
+    // Only with announce_table: what tells "not announcing" (an alert) from
+    // "nothing to announce" (no routing daemon hook configured).
+    if let Some((table, _)) = &y.announce {
+        r.register(
+            "sync_announce_table",
+            "[sync] announce_table, the kernel routing table the node announces its routes in (present only when set)",
+            Samples::gauge().value(u64::from(*table)),
+        );
+    }
     r.register(
         "sync_peer_unacked_messages",
         "Lag: our messages to the peer it has not acknowledged yet",

@@ -6,7 +6,7 @@
 //! port as probing the BIB would, word by word instead of one hash look-up
 //! (a cache miss in a large table) per candidate, and passes over a full
 //! address at once instead of after `2 × MAX_PROBES` look-ups
-//! (docs/PERFORMANCE.md, "NAT64 session creation as the table fills").
+//! (docs/perf-log/2026-12-01.md, "NAT64 session creation as the table fills").
 //!
 //! Kept up to date by `bib_insert` and `bib_remove`, the only writers of the
 //! IPv4-side index; rebuilt (never on the packet path) when the pool4

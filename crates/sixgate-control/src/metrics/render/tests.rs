@@ -592,6 +592,7 @@ fn sync_series_per_peer_and_absent_without_sync() {
         );
     }
     assert_eq!(value(&samples, "sixgate_sync_announcing", &[]), 1.0);
+    assert_eq!(value(&samples, "sixgate_sync_announce_table", &[]), 100.0);
     // docs/ha.md, "Drop counters": one series per reason, each reason there.
     let d = "sixgate_sync_dropped_datagrams_total";
     for why in sixgate_sync::Drop::ALL {
