@@ -31,6 +31,8 @@
 //!   both nodes export the session log to one rsyslogd; 1000 UDP sessions
 //!   made on gw1, which is then killed: one create (gw1's) and one delete
 //!   (gw2's, as its copies time out) per session, none twice.
+//! - `ha_deterministic_nat_on_both_nodes`: RFC 7422 on both nodes: gw1's
+//!   sessions in its share of the subscriber's block, imported by gw2.
 //!
 //! Root and `ip netns` needed (else `skipped:`), and python3 and curl.
 
@@ -1310,6 +1312,61 @@ fn ha_kill_9_leaves_one_create_and_one_delete_per_session_at_the_collector() {
         assert_eq!(deletes.len(), usize::from(SESSIONS), "one delete per session");
         assert_eq!(unique(&deletes), unique(&creates), "each created session ended");
     });
+    stop_cleanly(test, "gw2", gw2);
+    drop(bed);
+    turn.finish();
+}
+
+/// docs/ha.md, "Deterministic NAT": both nodes run RFC 7422 deterministic NAT
+/// with one formula (part of the config hash). A session made on gw1 leaves
+/// from its subscriber's block, in gw1's share of it (even offsets: node 1
+/// of 2); its reply crosses gw2, which imports it into the same block (the
+/// record is not refused for port blocks) and translates it from the replica;
+/// both list the same session, and gw2's `show subscribers` the block.
+#[test]
+fn ha_deterministic_nat_on_both_nodes() {
+    let test = "ha_deterministic_nat_on_both_nodes";
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
+        return;
+    };
+    // 198.18.0.0/31 × 61001-65535: blocks of 512 from 61440, 8 an address,
+    // 16 subscribers of fd00:1::/124. The client, fd00:1::2, is subscriber 2:
+    // 198.18.0.0 (2 mod 2), block 1 (2 div 2), ports 61952-62463.
+    let toml = |node: u16| {
+        gateway_toml(node, SyncPath::Direct).replace(
+            "pool4 = [\"198.18.0.0/31\"]\n",
+            "pool4 = [\"198.18.0.0/31\"]\nsubscriber_prefix_len = 128\n\
+             port_block_size = 512\ndeterministic = \"fd00:1::/124\"\n",
+        )
+    };
+    let gw1 = start_toml(&bed.gw1, 1, &toml(1));
+    let gw2 = start_toml(&bed.gw2, 2, &toml(2));
+    let logs = || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log());
+    turn.run(logs, || {
+        wait_synced(&gw1, &gw2);
+        let _echo = udp_echo(&bed);
+        for _ in 0..3 {
+            let out = udp_exchange(&bed);
+            println!("{test}: UDP: {}", out.trim());
+        }
+        wait_for(5, logs, || !sessions(&gw2).is_empty());
+        let rows: serde_json::Value =
+            serde_json::from_str(&cli(&gw1, &["show", "sessions", "--json"])).unwrap();
+        let rows = rows.as_array().unwrap();
+        assert!(!rows.is_empty());
+        for r in rows {
+            let port = r["port4"].as_u64().unwrap();
+            assert_eq!(r["ipv4"], "198.18.0.0", "{r}");
+            assert!((61952..=62463).contains(&port), "outside the block: {r}");
+            assert_eq!(port % 2, 0, "gw1's share is the even offsets: {r}");
+        }
+        assert_eq!(sessions(&gw1), sessions(&gw2));
+        let subs: serde_json::Value =
+            serde_json::from_str(&cli(&gw2, &["show", "subscribers", "--json"])).unwrap();
+        assert_eq!(subs[0]["subscriber"], "fd00:1::2/128", "{subs}");
+        assert_eq!(subs[0]["blocks"][0]["first"], 61952, "{subs}");
+    });
+    stop_cleanly(test, "gw1", gw1);
     stop_cleanly(test, "gw2", gw2);
     drop(bed);
     turn.finish();
