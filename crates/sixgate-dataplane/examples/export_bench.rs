@@ -7,9 +7,13 @@
 //! `CLOCK_THREAD_CPUTIME_ID`), events/s on one core, the bytes on the wire per
 //! event, and what was lost (must be 0).
 //!
-//! `cargo run --release -p sixgate-dataplane --example export_bench -- [ipfix|netflow9|syslog|json] [N]`
+//! `cargo run --release -p sixgate-dataplane --example export_bench -- [ipfix|netflow9|syslog|syslog-tcp|json] [N]`
+//!
+//! `syslog-tcp`: RFC 5424 over TCP (RFC 6587 octet counting) to a listener on
+//! the loopback that reads and counts.
 
-use std::net::{Ipv4Addr, Ipv6Addr, UdpSocket};
+use std::io::Read;
+use std::net::{Ipv4Addr, Ipv6Addr, TcpListener, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -28,7 +32,12 @@ fn main() {
     let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
     rx.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let addr = rx.local_addr().unwrap();
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = if proto == "syslog-tcp" {
+        tcp.local_addr().unwrap()
+    } else {
+        rx.local_addr().unwrap()
+    };
     let dir = std::env::temp_dir().join(format!("export-bench-{}", std::process::id()));
     let mut s = LogExportSettings::default();
     match proto.as_str() {
@@ -37,10 +46,14 @@ fn main() {
             protocol: match p {
                 "ipfix" => ExportProtocol::Ipfix,
                 "netflow9" => ExportProtocol::NetFlow9,
-                "syslog" => ExportProtocol::Syslog,
-                _ => panic!("ipfix, netflow9, syslog or json"),
+                "syslog" | "syslog-tcp" => ExportProtocol::Syslog,
+                _ => panic!("ipfix, netflow9, syslog, syslog-tcp or json"),
             },
-            transport: Transport::Udp,
+            transport: if p == "syslog-tcp" {
+                Transport::Tcp
+            } else {
+                Transport::Udp
+            },
             address: addr,
             mtu: 1500,
             template_refresh: 60,
@@ -51,7 +64,21 @@ fn main() {
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicBool::new(false)),
     );
-    let reader = {
+    let reader = if proto == "syslog-tcp" {
+        let bytes = bytes.clone();
+        std::thread::spawn(move || {
+            let Ok((mut conn, _)) = tcp.accept() else {
+                return;
+            };
+            let mut buf = vec![0u8; 1 << 20];
+            while let Ok(k) = conn.read(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+                bytes.fetch_add(k as u64, Relaxed);
+            }
+        })
+    } else {
         let (bytes, done) = (bytes.clone(), done.clone());
         std::thread::spawn(move || {
             let _ = socket_buffer(&rx);

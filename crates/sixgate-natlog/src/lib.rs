@@ -17,6 +17,7 @@ pub mod json;
 pub mod netflow9;
 mod record;
 pub mod syslog;
+mod text;
 pub mod time;
 pub mod whois;
 

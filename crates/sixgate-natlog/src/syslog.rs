@@ -16,8 +16,7 @@
 //! UDP carries one message a datagram (RFC 5426); TCP frames each with its
 //! length (RFC 6587 §3.4.1, octet counting).
 
-use std::fmt::Write;
-
+use crate::text::{push_dec, push_v4, push_v6};
 use crate::{NatRecord, RecordKind, time};
 
 /// The IANA syslog port (UDP, RFC 5426; also the customary TCP one).
@@ -80,55 +79,88 @@ impl Header {
 pub fn message(h: &Header, r: &NatRecord, out: &mut String) {
     let id = msgid(r.kind);
     let proto = r.proto.as_str();
-    let _ = write!(
-        out,
-        "<{}>1 ",
-        u16::from(h.facility) * 8 + u16::from(SEVERITY_INFO)
-    );
+    // Pushed piece by piece, not `write!`: this is the exporter's inner loop
+    // (the text is the same, `rfc5424_s6_a_session_line`).
+    out.push('<');
+    push_dec(out, u64::from(h.facility) * 8 + u64::from(SEVERITY_INFO), 1);
+    out.push_str(">1 ");
     time::rfc3339_ms(r.unix_ms, out);
-    let _ = write!(
-        out,
-        " {} sixgate {} {id} [{SD_ID} proto=\"{proto}\"",
-        h.hostname, h.procid
-    );
+    out.push(' ');
+    out.push_str(&h.hostname);
+    out.push_str(" sixgate ");
+    push_dec(out, u64::from(h.procid), 1);
+    out.push(' ');
+    out.push_str(id);
+    out.push_str(" [");
+    out.push_str(SD_ID);
+    out.push_str(" proto=\"");
+    out.push_str(proto);
+    out.push('"');
+    // The addresses as text once, for the structured data and the message.
+    let from = out.len();
+    push_v6(out, r.inside);
+    let inside = out[from..].to_owned();
+    out.truncate(from);
+    let mut outside = String::with_capacity(15);
+    push_v4(&mut outside, r.outside);
+    let attr = |out: &mut String, name: &str, value: &str| {
+        out.push(' ');
+        out.push_str(name);
+        out.push_str("=\"");
+        out.push_str(value);
+        out.push('"');
+    };
+    let mut num = String::with_capacity(5);
+    let mut dec = |v: u16| {
+        num.clear();
+        push_dec(&mut num, u64::from(v), 1);
+        num.clone()
+    };
     if r.kind.is_block() {
-        let _ = write!(
-            out,
-            " isprefix=\"{}/{}\" xsaddr=\"{}\" xsport=\"{}\" xeport=\"{}\"] {id} {proto} {}/{} {} {}-{}",
-            r.inside,
-            r.prefix_len,
-            r.outside,
-            r.outside_port,
-            r.outside_port_last,
-            r.inside,
-            r.prefix_len,
-            r.outside,
-            r.outside_port,
-            r.outside_port_last
-        );
+        let len = dec(u16::from(r.prefix_len));
+        let (first, last) = (dec(r.outside_port), dec(r.outside_port_last));
+        attr(out, "isprefix", &format!("{inside}/{len}"));
+        attr(out, "xsaddr", &outside);
+        attr(out, "xsport", &first);
+        attr(out, "xeport", &last);
+        for part in [
+            "] ", id, " ", proto, " ", &inside, "/", &len, " ", &outside, " ", &first, "-", &last,
+        ] {
+            out.push_str(part);
+        }
         return;
     }
-    let _ = write!(
-        out,
-        " isaddr=\"{}\" isport=\"{}\" xsaddr=\"{}\" xsport=\"{}\"",
-        r.inside, r.inside_port, r.outside, r.outside_port
-    );
-    if let Some((a, p)) = r.remote {
-        let _ = write!(out, " xdaddr=\"{a}\" xdport=\"{p}\"");
+    let (iport, xport) = (dec(r.inside_port), dec(r.outside_port));
+    attr(out, "isaddr", &inside);
+    attr(out, "isport", &iport);
+    attr(out, "xsaddr", &outside);
+    attr(out, "xsport", &xport);
+    let remote = r.remote.map(|(a, p)| {
+        let mut t = String::with_capacity(15);
+        push_v4(&mut t, a);
+        (t, dec(p))
+    });
+    if let Some((a, p)) = &remote {
+        attr(out, "xdaddr", a);
+        attr(out, "xdport", p);
     }
-    let _ = write!(
-        out,
-        "] {id} {proto} {} {} {} {}",
-        r.inside, r.inside_port, r.outside, r.outside_port
-    );
-    if let Some((a, p)) = r.remote {
-        let _ = write!(out, " {a} {p}");
+    for part in [
+        "] ", id, " ", proto, " ", &inside, " ", &iport, " ", &outside, " ", &xport,
+    ] {
+        out.push_str(part);
+    }
+    if let Some((a, p)) = &remote {
+        for part in [" ", a, " ", p] {
+            out.push_str(part);
+        }
     }
 }
 
 /// RFC 6587 §3.4.1 octet counting: `LEN SP MESSAGE`, appended to `out`.
 pub fn frame_octet_counted(msg: &str, out: &mut Vec<u8>) {
-    out.extend_from_slice(msg.len().to_string().as_bytes());
+    let mut len = String::with_capacity(8);
+    push_dec(&mut len, msg.len() as u64, 1);
+    out.extend_from_slice(len.as_bytes());
     out.push(b' ');
     out.extend_from_slice(msg.as_bytes());
 }

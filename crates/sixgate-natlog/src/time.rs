@@ -2,21 +2,26 @@
 //! RFC 5424 §6.2.3 TIMESTAMP and the JSON lines' `time`, always UTC, always
 //! with milliseconds, so two records order as their text does.
 
-use std::fmt::Write;
-
 /// Append `unix_ms` as RFC 3339 UTC with milliseconds.
 pub fn rfc3339_ms(unix_ms: u64, out: &mut String) {
+    use crate::text::push_dec;
     let secs = unix_ms / 1000;
     let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let s = secs % 86_400;
-    let _ = write!(
-        out,
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        unix_ms % 1000
-    );
+    // `{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{ms:03}Z`, without fmt.
+    push_dec(out, y.max(0) as u64, 4);
+    for (sep, v, w) in [
+        ('-', u64::from(m), 2),
+        ('-', u64::from(d), 2),
+        ('T', s / 3600, 2),
+        (':', s / 60 % 60, 2),
+        (':', s % 60, 2),
+        ('.', unix_ms % 1000, 3),
+    ] {
+        out.push(sep);
+        push_dec(out, v, w);
+    }
+    out.push('Z');
 }
 
 /// `unix_s` as RFC 3339 UTC to the second (`2026-11-26T09:28:22Z`): what

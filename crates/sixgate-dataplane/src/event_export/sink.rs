@@ -17,6 +17,10 @@ use sixgate_natlog::{NatRecord, ipfix, netflow9, syslog};
 /// Bytes a TCP collector's queue may hold before records are dropped.
 const TCP_QUEUE: usize = 4 << 20;
 
+/// Most bytes of syslog frames written to a TCP collector in one run (one
+/// write; a connection that breaks in the middle of one loses that run).
+const TCP_RUN: usize = 16 << 10;
+
 /// First wait before a TCP connection is tried again; it doubles up to
 /// [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -290,13 +294,25 @@ impl Sink {
                 for r in records {
                     self.line.clear();
                     syslog::message(h, r, &mut self.line);
-                    let mut m = Vec::with_capacity(self.line.len() + 6);
                     if udp {
-                        m.extend_from_slice(self.line.as_bytes());
-                    } else {
-                        syslog::frame_octet_counted(&self.line, &mut m);
+                        // RFC 5426 §3.1: one message per datagram.
+                        self.msgs.push((self.line.as_bytes().to_vec(), 1));
+                        continue;
                     }
-                    self.msgs.push((m, 1));
+                    // RFC 6587 §3.4.1: octet-counted frames follow each
+                    // other on the stream, so a round's messages go in
+                    // runs of up to TCP_RUN bytes, one write each.
+                    match self.msgs.last_mut() {
+                        Some((m, n)) if m.len() + self.line.len() + 6 <= TCP_RUN => {
+                            syslog::frame_octet_counted(&self.line, m);
+                            *n += 1;
+                        }
+                        _ => {
+                            let mut m = Vec::with_capacity(TCP_RUN);
+                            syslog::frame_octet_counted(&self.line, &mut m);
+                            self.msgs.push((m, 1));
+                        }
+                    }
                 }
             }
         }
