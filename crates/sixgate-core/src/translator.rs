@@ -300,6 +300,15 @@ impl Translator {
         }
     }
 
+    /// docs/logging.md, "With `[sync]`": whether peer `peer` is heard from.
+    /// While it is, it logs the ends of the sessions, BIB entries and port
+    /// blocks it made; while it is not, this node logs those it holds.
+    pub fn set_peer_up(&mut self, peer: u16, up: bool) {
+        if let Some(n) = self.nat64.as_mut() {
+            n.set_peer_up(peer, up);
+        }
+    }
+
     /// The peers whose sessions this worker imports, each with its pool4
     /// shards (`[sync] peers` and `shards`), for the mark and sweep after a
     /// peer's snapshot. Allocates: call outside the packet path. Kept across

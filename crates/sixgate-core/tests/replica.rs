@@ -532,3 +532,52 @@ fn a_fragmented_reply_that_overtakes_its_record_goes_whole() {
     assert!(whole.len() > 1200);
     assert_eq!(b.t.counters().drops(DropReason::FragmentExpired), 0);
 }
+
+/// docs/logging.md, "With `[sync]`": the node that made a session logs its
+/// end. B holds A's session as a replica: while A is up, B's copy timing out
+/// is not logged (A logs it); while A is down, B logs it (the survivor ends
+/// what the dead node began). B's own session is B's to log either way.
+#[test]
+fn the_end_is_logged_by_the_maker_or_by_the_survivor() {
+    let pool = |n: &mut Nat64Config| {
+        n.event_log = sixgate_core::nat64::EventLog::Sessions;
+        n.pool4 = vec![Pool4Entry {
+            prefix_len: 31,
+            ..Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 0))
+        }];
+    };
+    let a_shard = (Ipv4Addr::new(192, 0, 2, 0), 32);
+    let b_shard = (Ipv4Addr::new(192, 0, 2, 1), 32);
+    let run = |a_up: bool| {
+        let mut a = Harness::new(config(pool));
+        let mut b = Harness::new(config(pool));
+        a.t.enable_replica_export(16);
+        a.t.set_own_pool4_shards(Some(&[a_shard]));
+        b.t.set_own_pool4_shards(Some(&[b_shard]));
+        b.t.set_replica_peers(&[(1, vec![a_shard])]);
+        b.t.set_peer_up(1, a_up);
+        a.now_ns = S;
+        b.now_ns = S;
+        a.one(&Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 10));
+        for (op, r) in changes(&mut a) {
+            b.t.import_replica(op, &r, b.now_ns).unwrap();
+        }
+        b.one(&Ip6::new(CLIENT6, SERVER6).udp(6000, 53, 10));
+        b.t.drain_events(|_| {});
+        b.now_ns += 400 * S;
+        tick_all(&mut b);
+        let mut ended = Vec::new();
+        b.t.drain_events(|e| ended.push((e.kind, e.v4)));
+        ended.sort_by_key(|e| e.1);
+        ended
+    };
+    use sixgate_core::nat64::EventKind::SessionExpired as End;
+    assert_eq!(run(true), [(End, Ipv4Addr::new(192, 0, 2, 1))]);
+    assert_eq!(
+        run(false),
+        [
+            (End, Ipv4Addr::new(192, 0, 2, 0)),
+            (End, Ipv4Addr::new(192, 0, 2, 1))
+        ]
+    );
+}

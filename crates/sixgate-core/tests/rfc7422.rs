@@ -216,6 +216,11 @@ fn a_peers_sessions_land_in_the_block_and_are_logged_once() {
     b.t.enable_replica_export(1024);
     a.t.set_deterministic_share(0, 2);
     b.t.set_deterministic_share(1, 2);
+    // Node 1 (A) and node 2 (B), each up for the other.
+    a.t.set_replica_peers(&[(2, vec![])]);
+    b.t.set_replica_peers(&[(1, vec![])]);
+    a.t.set_peer_up(2, true);
+    b.t.set_peer_up(1, true);
     for sport in 7000..7004 {
         a.one(&Ip6::new(SUB42, SERVER6).udp(sport, 53, 10));
     }

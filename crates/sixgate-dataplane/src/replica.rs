@@ -47,6 +47,15 @@ pub enum Inbound {
     /// This node drains (docs/ha.md, "Planned drain"): no new mappings from
     /// now on; existing ones are still translated.
     StopAllocating,
+    /// Peer `peer` is heard from (`up`) or silent: while it is up it logs
+    /// the ends of what it made, else this node does (docs/logging.md,
+    /// "With `[sync]`").
+    Liveness {
+        /// The peer's node id.
+        peer: u16,
+        /// Heard from.
+        up: bool,
+    },
 }
 
 /// BIB slab positions a worker sweeps per round after a snapshot.
@@ -227,6 +236,7 @@ impl WorkerEnds {
                     }
                 }
                 Inbound::StopAllocating => t.set_own_pool4_shards(Some(&[])),
+                Inbound::Liveness { peer, up } => t.set_peer_up(peer, up),
             }
         }
         c.imported.fetch_add(applied as u64, Relaxed);

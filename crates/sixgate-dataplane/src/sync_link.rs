@@ -87,6 +87,9 @@ pub struct SyncLink {
     fed: Vec<bool>,
     /// Workers told to stop allocating (a drain).
     stop_sent: Vec<bool>,
+    /// What each worker was last told of each peer's liveness
+    /// ([`Inbound::Liveness`]), in peer order; workers start with "down".
+    told_up: Vec<Vec<bool>>,
     /// The time of the last step.
     last_now: u64,
     /// [`BATCH`] receive buffers of [`SLOT`] bytes and their headers.
@@ -120,6 +123,7 @@ impl SyncLink {
             lost_seen: vec![0; n],
             fed: vec![false; n],
             stop_sent: vec![false; n],
+            told_up: vec![vec![false; cfg.peers.len()]; n],
             last_now: 0,
             rx_bufs: Some(Box::new(RecvBatch::new())),
             polled: None,
@@ -146,6 +150,7 @@ impl SyncLink {
             let id = slot.id;
             slot.peer.handle_timeout(now, &mut |e| log(id, &e));
         }
+        self.tell_liveness();
         self.transmit(now);
         Ok(self
             .peers
@@ -286,6 +291,23 @@ impl SyncLink {
                 let rec = tables::to_record(op, &r, &self.pool6);
                 for slot in &mut self.peers {
                     slot.peer.push(now, &rec);
+                }
+            }
+        }
+    }
+
+    /// Each worker learns which peers are up (a marker in its import ring,
+    /// sent again next round if the ring was full): the event log's ends
+    /// are the maker's to log while it is up (docs/logging.md).
+    fn tell_liveness(&mut self) {
+        for (w, ends) in self.workers.iter_mut().enumerate() {
+            for (i, slot) in self.peers.iter().enumerate() {
+                let up = slot.peer.is_up();
+                if self.told_up[w][i] != up
+                    && ends.import.push(Inbound::Liveness { peer: slot.id, up })
+                {
+                    self.told_up[w][i] = up;
+                    self.fed[w] = true;
                 }
             }
         }

@@ -1241,9 +1241,11 @@ fn first_packets_cross(test: &str, xdp: bool) {
 /// across a `kill -9`. Both nodes export RFC 5424 syslog over TCP to one
 /// rsyslogd (on the server); the client opens 1000 UDP sessions through gw1,
 /// whose replies cross gw2 (its replica). Then gw1 is killed, and gw2 carries
-/// the sessions until their 3 s lifetime ends. The collector has exactly one
-/// create per session (gw1's: gw2 logs none of what it imported) and one
-/// delete for each (gw2's, when its copies time out).
+/// the sessions until their 8 s lifetime ends (gw2 finds gw1 down after 3 s
+/// of silence: from then on the ends of gw1's sessions are its to log). The
+/// collector has exactly one create per session (gw1's: gw2 logs none of
+/// what it imported) and one delete for each (gw2's, when its copies time
+/// out).
 #[test]
 fn ha_kill_9_leaves_one_create_and_one_delete_per_session_at_the_collector() {
     let test = "ha_kill_9_leaves_one_create_and_one_delete_per_session_at_the_collector";
@@ -1264,7 +1266,7 @@ fn ha_kill_9_leaves_one_create_and_one_delete_per_session_at_the_collector() {
     let toml = |node: u16| {
         gateway_toml(node, SyncPath::Direct).replace(
             "pool4 = [\"198.18.0.0/31\"]\n",
-            "pool4 = [\"198.18.0.0/31\"]\nevent_log = \"sessions\"\nudp_timeout = 3\n",
+            "pool4 = [\"198.18.0.0/31\"]\nevent_log = \"sessions\"\nudp_timeout = 8\n",
         ) + &format!(
             "[log_export]\n[[log_export.collector]]\nprotocol = \"syslog\"\n\
              transport = \"tcp\"\naddress = \"10.{node}.0.2:{SYSLOG_PORT}\"\n"
@@ -1278,20 +1280,20 @@ fn ha_kill_9_leaves_one_create_and_one_delete_per_session_at_the_collector() {
         wait_synced(&gw1, &gw2);
         let _echo = udp_echo(&bed);
         let py = format!(
-            "import socket\nfor p in range(20000, {}):\n    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n    s.bind(('fd00:1::2', p))\n    s.sendto(b'x', ('{SERVER6}', {UDP_PORT}))\n    s.close()\n",
+            "import socket, time\nfor p in range(20000, {}):\n    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n    s.bind(('fd00:1::2', p))\n    s.sendto(b'x', ('{SERVER6}', {UDP_PORT}))\n    s.close()\n    time.sleep(0.002)\n",
             20000 + SESSIONS
         );
         bed.client
             .run_timeout("python3", ["-c", &py], Duration::from_secs(20))
             .unwrap();
-        wait_for(10, logs, || {
+        wait_for(20, logs, || {
             collected().iter().filter(|l| l.created).count() >= usize::from(SESSIONS)
         });
     });
     let killed_at = kill_gw1(test, &bed, gw1);
     let logs = || gw2.log();
     turn.run(logs, || {
-        wait_for(15, logs, || {
+        wait_for(20, logs, || {
             collected().iter().filter(|l| !l.created).count() >= usize::from(SESSIONS)
         });
         // A moment for anything that should not come (a second record).

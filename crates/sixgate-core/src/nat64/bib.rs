@@ -165,11 +165,19 @@ impl Nat64 {
         }
         *self.bib_count.get_mut(proto_of(b.proto)) -= 1;
         if b.flags & STATIC == 0 {
+            // With sync, the end is the maker's to log, whether this node
+            // ends it on its own or on the maker's record
+            // (`replica_snapshot::logs_end`); a block's by its first port.
+            let muted = self.events.muted;
+            let first = b.port4 & !self.subs.block_size().saturating_sub(1);
+            self.events.muted = !self.logs_end(b.v4, first);
             self.subs
                 .port_released(&b, now_ns, &mut self.events, &self.cfg);
+            self.events.muted = !self.logs_end(b.v4, b.port4);
             if self.cfg.event_log.bib() && !self.subs.blocks_on() {
                 self.log_bib(why, &b, now_ns);
             }
+            self.events.muted = muted;
         }
     }
 

@@ -76,9 +76,9 @@ pub(crate) struct EventRing {
     head: usize,
     len: usize,
     pub(crate) lost: u64,
-    /// A peer's record is being applied (docs/logging.md, "With [sync]"):
-    /// what it makes or removes here was (or will be) logged by the node
-    /// that made or removed it, so nothing is logged twice.
+    /// Nothing is logged: a peer's record is being applied (what it makes
+    /// here its maker logged), or an end is another node's to log
+    /// (docs/logging.md, "With `[sync]`").
     pub(crate) muted: bool,
 }
 

@@ -227,8 +227,9 @@ impl Nat64 {
     }
 
     /// A peer's records are being applied: nothing is exported back, and
-    /// nothing is logged (the peer logged it: one record per event for the
-    /// whole group, docs/logging.md).
+    /// no start is logged (the peer logged it); an end is logged by the
+    /// node that made the entry (`replica_snapshot::logs_end`), so each
+    /// event is one record for the whole group (docs/logging.md).
     pub(crate) fn set_importing(&mut self, on: bool) {
         self.importing = on;
         self.events.muted = on;

@@ -24,6 +24,9 @@ pub(crate) struct Owner {
     shards: Vec<Pool4Entry>,
     /// The generation of its latest snapshot (never 0: 0 is "never restated").
     generation: u8,
+    /// The sync link hears from it (`Translator::set_peer_up`): while it
+    /// does, it logs the ends of what it made.
+    up: bool,
 }
 
 fn shard_entry((addr, len): (u32, u8)) -> Pool4Entry {
@@ -45,8 +48,49 @@ impl Nat64 {
                 id,
                 shards: shards.into_iter().map(shard_entry).collect(),
                 generation: old.iter().find(|o| o.id == id).map_or(1, |o| o.generation),
+                up: old.iter().any(|o| o.id == id && o.up),
             })
             .collect();
+    }
+
+    /// Whether peer `peer` is heard from.
+    pub(crate) fn set_peer_up(&mut self, peer: u16, up: bool) {
+        if let Some(o) = self.owners.iter_mut().find(|o| o.id == peer) {
+            o.up = up;
+        }
+    }
+
+    /// docs/logging.md, "With `[sync]`": whether this node logs the end of
+    /// a session, BIB entry or port block on (`v4`, `port`). The node that
+    /// made it logged its start, so it logs the end: the owner of `v4`'s
+    /// shard, or with RFC 7422 deterministic NAT the node whose share of the
+    /// block holds `port`. While that node is down, every node that holds a
+    /// copy logs it (a survivor ends what the dead node began). Without
+    /// sync: always.
+    pub(crate) fn logs_end(&self, v4: u32, port: u16) -> bool {
+        if self.owners.is_empty() {
+            return true;
+        }
+        let (rank, nodes) = self.det_share;
+        if nodes > 1
+            && let Ok(Some(d)) = &self.det
+            && d.in_a_block(port)
+        {
+            let r = (port & (d.block_size() - 1)) % nodes;
+            if r == rank {
+                return true;
+            }
+            // Ranks are places among the sorted node ids, this node's
+            // included: the peer with `at` smaller peer ids (no sort, no
+            // allocation: a group is a few nodes).
+            let at = usize::from(if r < rank { r } else { r - 1 });
+            let holder = self
+                .owners
+                .iter()
+                .find(|o| self.owners.iter().filter(|p| p.id < o.id).count() == at);
+            return holder.is_none_or(|o| !o.up);
+        }
+        self.owner_of(v4).is_none_or(|i| !self.owners[i].up)
     }
 
     /// The index of the peer owning pool4 address `v4`, if any.

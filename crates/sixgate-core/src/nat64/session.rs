@@ -228,7 +228,14 @@ impl Nat64 {
     /// ([`EventKind::SessionExpired`] or [`EventKind::SessionFlushed`]).
     pub(crate) fn session_remove(&mut self, i: u32, why: EventKind, now_ms: u32, now_ns: u64) {
         if self.cfg.event_log.sessions() {
+            // With sync, the end is the maker's to log, whether this node
+            // ends it on its own or on the maker's record
+            // (`replica_snapshot::logs_end`).
+            let b = self.bibs.get(self.sessions.get(i).bib);
+            let quiet = !self.logs_end(b.v4, b.port4);
+            let muted = std::mem::replace(&mut self.events.muted, quiet);
             self.log_session(why, i, now_ns);
+            self.events.muted = muted;
         }
         self.export(ReplicaOp::Delete, i, now_ms);
         let s = *self.sessions.get(i);
