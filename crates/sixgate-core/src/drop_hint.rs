@@ -181,7 +181,9 @@ const HINTS: &[(DropReason, &str)] = &[
     ),
     (
         DropReason::SyncPending,
-        "a packet for a peer's pool4 shard came before the peer's record of its session          and the record did not come within 200 ms (or the hold store was full); see          sixgate show sync and docs/ha.md",
+        "a packet for a peer's pool4 shard came before the peer's record of its session \
+         and the record did not come within 200 ms (or the hold store was full); see \
+         sixgate show sync and docs/ha.md",
     ),
     (
         DropReason::ExternalTcp,
@@ -262,6 +264,9 @@ mod tests {
             let n = HINTS.iter().filter(|(h, _)| h == r).count();
             assert_eq!(n, 1, "{}: {n} hints", r.as_str());
             assert!(r.hint().len() > 20, "{}", r.as_str());
+            // A string continuation without its backslash leaves the next
+            // line's indentation in the text.
+            assert!(!r.hint().contains("  "), "{}: {:?}", r.as_str(), r.hint());
         }
         assert_eq!(HINTS.len(), DropReason::COUNT);
         assert!(
