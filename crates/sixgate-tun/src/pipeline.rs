@@ -24,8 +24,8 @@ use sixgate_core::packet::{IpHeader, ipv6};
 use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict, nat64};
 use sixgate_dataplane::IoCounters;
 
-use crate::gso;
 use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, VnetHdr};
+use crate::{gso, hops};
 
 /// Largest packet a TUN queue hands over: 64 KiB GSO super-packets (the TUN
 /// device's `gso_max_size`), with room to spare. A read that fills the buffer
@@ -67,6 +67,10 @@ pub struct Pipeline {
     vnet: bool,
     stateful: bool,
     limits: Limits,
+    /// Give back the hop the kernel takes forwarding a packet into the TUN
+    /// device and out of it ([`crate::hops`]); on unless
+    /// [`Pipeline::set_give_back_hops`] turned it off.
+    give_back_hops: bool,
     /// I/O and offload counters.
     pub io: IoCounters,
 }
@@ -94,8 +98,15 @@ impl Pipeline {
             seg: vec![0; if vnet { HEADROOM + RX_MAX } else { 0 }].into_boxed_slice(),
             vnet,
             limits,
+            give_back_hops: true,
             io: IoCounters::default(),
         }
+    }
+
+    /// Whether to give back the kernel's hops ([`crate::hops`]): on for a
+    /// TUN device, off to see the core's packets unchanged (tests).
+    pub fn set_give_back_hops(&mut self, on: bool) {
+        self.give_back_hops = on;
     }
 
     /// A runtime change (see [`sixgate_core::reconfigure`]): the translator
@@ -140,8 +151,9 @@ impl Pipeline {
             let Some(v) = self.translator.tick(now_ns, &mut self.scratch) else {
                 break;
             };
-            for p in v.scratch_outputs(&self.scratch) {
-                send(emit, &mut self.io, &VnetHdr::PLAIN, p);
+            let n = v.scratch_outputs(&self.scratch).count();
+            for p in self.scratch.packets_mut().take(n) {
+                send(emit, &mut self.io, self.give_back_hops, &VnetHdr::PLAIN, p);
             }
         }
     }
@@ -203,6 +215,10 @@ impl Pipeline {
         }
         self.io.rx_packets += 1;
         self.io.rx_bytes += len as u64;
+        if self.give_back_hops {
+            // The kernel's forwarding into the device took one (crate::hops).
+            hops::give_back(&mut self.rx[HEADROOM..HEADROOM + len]);
+        }
 
         let action = {
             let data = &mut self.rx[HEADROOM..HEADROOM + len];
@@ -241,6 +257,7 @@ impl Pipeline {
             t: &mut self.translator,
             scratch: &mut self.scratch,
             io: &mut self.io,
+            hops: self.give_back_hops,
             now_ns,
             emit,
         };
@@ -274,17 +291,25 @@ struct Out<'a, E> {
     t: &'a mut Translator,
     scratch: &'a mut Scratch,
     io: &'a mut IoCounters,
+    /// Give back the hop the kernel takes on the way out ([`crate::hops`]).
+    hops: bool,
     now_ns: u64,
     emit: &'a mut E,
 }
 
-/// Write one packet through `emit`, counted as sent or as a failed write.
+/// Write one packet through `emit`, counted as sent or as a failed write;
+/// with `hops`, one hop given back first for the kernel's forwarding out of
+/// the device ([`crate::hops`]).
 fn send(
     emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool,
     io: &mut IoCounters,
+    hops: bool,
     h: &VnetHdr,
-    p: &[u8],
+    p: &mut [u8],
 ) {
+    if hops {
+        hops::give_back(p);
+    }
     if emit(h, p) {
         io.tx_packets += 1;
         io.tx_bytes += p.len() as u64;
@@ -306,7 +331,7 @@ impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
                 let out = pkt.data();
                 let delta = out.len() as isize - declared as isize;
                 let h = hdr.translated(delta, out.len(), out[0] >> 4 == 6);
-                send(self.emit, self.io, &h, out);
+                send(self.emit, self.io, self.hops, &h, pkt.data_mut());
             }
             Verdict::Fragmented(_) if partial || hdr.gso() != Gso::None => {
                 // Excluded by partial_ok/one_shot_ok; never send fragments that
@@ -315,8 +340,9 @@ impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
             }
             // Held: the translator copied it; it leaves with a later packet.
             v => {
-                for p in v.scratch_outputs(self.scratch) {
-                    send(self.emit, self.io, &VnetHdr::PLAIN, p);
+                let n = v.scratch_outputs(self.scratch).count();
+                for p in self.scratch.packets_mut().take(n) {
+                    send(self.emit, self.io, self.hops, &VnetHdr::PLAIN, p);
                 }
             }
         }
@@ -682,6 +708,55 @@ mod tests {
                 assert!(s.icmp().is_some(), "an error back to the sender");
             }
         }
+    }
+
+    /// RFC 7915 §5.1 and §4.1, one hop through the TUN device: a packet that
+    /// left its sender with hop limit 2 reaches the device with 1 (the
+    /// kernel's forwarding took one); it is translated, not answered Time
+    /// Exceeded, and written with TTL 2, which the kernel's forwarding out
+    /// makes the 1 the core gives it. An error the translator makes itself
+    /// is written one above the core's too. Off, the core's packets as they
+    /// are.
+    #[test]
+    fn rfc7915_s5_1_s4_1_the_kernels_two_hops_given_back() {
+        let from_kernel6 = Ip6::new(CLIENT6, SERVER6).hop_limit(1).udp(5000, 53, 10);
+        let (outs, _) = run(config(), VnetHdr::PLAIN, &from_kernel6);
+        assert_eq!(outs.len(), 1);
+        assert_eq!(outs[0].1[0] >> 4, 4, "translated, not answered");
+        assert_eq!(
+            outs[0].1[8], 2,
+            "TTL written: the core's 1 and the kernel's"
+        );
+        assert!(sixgate_testkit::check(&outs[0].1).unwrap().l4_verified);
+        let from_kernel4 = Ip4::new(SERVER4, CLIENT4).ttl(1).udp(53, 5000, 10);
+        let (outs, _) = run(config(), VnetHdr::PLAIN, &from_kernel4);
+        assert_eq!((outs[0].1[0] >> 4, outs[0].1[7]), (6, 2));
+        // An ICMP error of the translator's own (protocol 253: prohibited).
+        let (outs, _) = run(
+            config(),
+            VnetHdr::PLAIN,
+            &Ip4::new(SERVER4, CLIENT4).raw(253, &[0; 8]),
+        );
+        assert_eq!(
+            (outs[0].1[9], outs[0].1[8]),
+            (1, 65),
+            "ICMPv4, the core's 64 + 1"
+        );
+        assert!(sixgate_testkit::check(&outs[0].1).is_ok());
+        let mut p = Pipeline::new(Arc::new(config()), true);
+        p.set_give_back_hops(false);
+        let (_, rx) = p.rx_buffers();
+        rx[..from_kernel6.len()].copy_from_slice(&from_kernel6);
+        let mut outs = Vec::new();
+        p.process(vnet::LEN + from_kernel6.len(), 0, &mut |_, o: &[u8]| {
+            outs.push(o.to_vec());
+            true
+        });
+        assert_eq!(
+            outs[0][0] >> 4,
+            6,
+            "hop limit 1 into the core: Time Exceeded"
+        );
     }
 
     #[test]

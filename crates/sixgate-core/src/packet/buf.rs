@@ -107,6 +107,22 @@ impl Scratch {
             .map(|&(s, l)| &self.buf[s as usize..(s + l) as usize])
     }
 
+    /// The packets of the last verdict, in order, writable: for a data
+    /// plane's last change before it sends them (the TUN plane's hop count,
+    /// docs/tun.md "Hop count"). They lie in order in the area, one after
+    /// the other.
+    pub fn packets_mut(&mut self) -> impl Iterator<Item = &mut [u8]> + '_ {
+        let mut rest: &mut [u8] = &mut self.buf[..];
+        let mut at = 0usize;
+        self.pkts[..self.n].iter().map(move |&(s, l)| {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(s as usize - at);
+            let (p, tail) = tail.split_at_mut(l as usize);
+            rest = tail;
+            at = (s + l) as usize;
+            p
+        })
+    }
+
     /// Forget all packets.
     pub(crate) fn clear(&mut self) {
         self.n = 0;
