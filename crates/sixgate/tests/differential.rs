@@ -1,0 +1,861 @@
+//! One behaviour on every data plane (issue 28): the same packets, sent as
+//! raw Ethernet frames from the bed's hosts into the gateway, must come out
+//! of each live data plane exactly as `sixgate_core::Translator::translate`
+//! (what `sixgate translate` runs) makes them from the same input with the
+//! same configuration, byte for byte.
+//!
+//! Data planes: TUN with offloads (`[tun] offload = true`, the default), TUN
+//! without them, TUN with the eBPF TC fast path (`[daemon] fastpath = "tc"`)
+//! and AF_XDP (`[daemon] dataplane = "xdp"`). Each runs in the standard bed
+//! (`sixgate_netns::Topology`) with two changes that make every packet that
+//! leaves the gateway observable and nothing else answer it: the IPv6 side
+//! of the translation is `2001:db8:1::9` (`198.18.0.9` by the bed's EAM
+//! entry), an address no host owns, whose frames the gateway sends to the v6
+//! host by a static neighbour entry; the IPv4 side is `203.0.113.99`, behind
+//! the router, whose forwarding is off. Frames are written with AF_PACKET on
+//! the v6 host's `eth0` (6→4) and on the router's `eth0` (4→6), and read on
+//! the same two interfaces: IPv6 output arrives at the v6 host, IPv4 output
+//! at the router, ICMP errors for the sender at the sender's interface.
+//!
+//! Normalisations, each allowed by the RFCs (the only ones):
+//! - IPv4 Identification of an IPv4 packet with DF=0 that is not a fragment
+//!   (and the header checksum over it): RFC 7915 §5.1 lets the translator
+//!   choose ("set according to a Fragment Identification generator"), RFC
+//!   6864 §4.1 asks only for uniqueness per flow; each live data plane seeds
+//!   its generator with a random key (`Plan::new`), the fast path keeps its
+//!   own per-CPU tables (docs/fastpath.md), so no two runs agree on it.
+//! - ICMP Time Exceeded for a packet that arrives with TTL / hop limit 1: on
+//!   the TUN data plane the gateway's kernel answers before the packet could
+//!   reach the translator (its forwarding checks the hop limit first), from
+//!   its interface address; on XDP the core answers. Both are the one router
+//!   hop's answer (RFC 7915 §4.1, §5.1; RFC 1812 §5.3.1, RFC 8200 §3): the
+//!   test checks type and code, the destination and the quoted header, not
+//!   the source, the quote's length or the checksum.
+//!
+//! Everything else that differs is reported (case, data plane, side, the
+//! first differing field) and the test fails on any. Skips with the reason
+//! where the machine cannot make namespaces, or a data plane cannot start
+//! (no BPF for the fast path, no XDP).
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sixgate_core::{HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_netns::{
+    Dataplane, Dut, Netns, RunningDut, Topology, TopologyOptions, addr, check_host, ifname,
+};
+use sixgate_testkit::{Ip4, Ip6, split_v4, split_v6, truncate};
+
+mod common;
+use common::{Turn, stop_cleanly};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sixgate");
+
+/// The IPv6 end of the translated flows: no host owns it.
+const V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 9);
+/// [`V6`] as IPv4 (EAM `198.18.0.0/24` ↔ `2001:db8:1::/120`).
+const V6_AS_V4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 9);
+/// The IPv4 end: behind the router, which does not forward.
+const V4: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 99);
+/// [`V4`] in pool6.
+const V4_AS_V6: Ipv6Addr = addr::in_pool6(V4);
+
+/// Translator settings every data plane runs with: both MTUs set, so that
+/// the core (not a kernel's link) decides Packet Too Big and fragmentation
+/// on every data plane (docs/architecture.md: "offline and XDP need it
+/// set"), and an ICMP error budget no case exhausts.
+const TRANSLATOR: &str = "[translator]\nipv4_mtu = 1500\nipv6_mtu = 1500\n\
+                          icmp_errors_per_sec = 100000\nicmp_error_burst = 100000\n";
+
+/// One input: frames sent one after the other (fragments of one datagram),
+/// from the IPv6 side or the IPv4 side.
+struct Case {
+    name: String,
+    from_v6: bool,
+    packets: Vec<Vec<u8>>,
+}
+
+fn case(name: &str, from_v6: bool, packets: Vec<Vec<u8>>) -> Case {
+    Case {
+        name: name.to_owned(),
+        from_v6,
+        packets,
+    }
+}
+
+fn v6() -> Ip6 {
+    Ip6::new(V6, V4_AS_V6)
+}
+
+fn v4() -> Ip4 {
+    Ip4::new(V4, V6_AS_V4)
+}
+
+/// UDP with its checksum field zeroed (IPv6: illegal, RFC 8200 §8.1; the
+/// translator's `udp_zero_checksum` policy applies, docs/architecture.md).
+fn zero_udp6(p: Ip6, len: usize) -> Vec<u8> {
+    let mut pkt = p.udp(4000, 5000, len);
+    let l4 = pkt.len() - len - 8;
+    pkt[l4 + 6..l4 + 8].fill(0);
+    pkt
+}
+
+/// The corpus of SIIT cases (`zero_checksum_only`: just the ones whose
+/// answer depends on `udp_zero_checksum`).
+fn corpus(zero_checksum_only: bool) -> Vec<Case> {
+    let mut c = vec![
+        case("6to4 udp checksum 0", true, vec![zero_udp6(v6(), 100)]),
+        case(
+            "4to6 udp checksum 0",
+            false,
+            vec![v4().udp_zero_checksum(5000, 4000, 100)],
+        ),
+        case(
+            "4to6 udp checksum 0 DF=0",
+            false,
+            vec![v4().df(false).udp_zero_checksum(5000, 4000, 300)],
+        ),
+    ];
+    if zero_checksum_only {
+        return c;
+    }
+    // The far host's packet that an ICMP error quotes: sent by the other side.
+    let quoted6 = Ip6::new(V4_AS_V6, V6).udp(5000, 4000, 200);
+    let quoted4 = Ip4::new(V6_AS_V4, V4).udp(4000, 5000, 200);
+    let quoted6_tcp = Ip6::new(V4_AS_V6, V6).tcp(80, 4001, 1300);
+    let quoted4_tcp = Ip4::new(V6_AS_V4, V4).tcp(4001, 80, 1300);
+    c.extend([
+        // Well-formed, both ways.
+        case("6to4 udp", true, vec![v6().udp(4000, 5000, 100)]),
+        case("6to4 udp empty", true, vec![v6().udp(4000, 5000, 0)]),
+        case("6to4 tcp", true, vec![v6().tcp(4001, 80, 100)]),
+        case(
+            "6to4 tcp syn",
+            true,
+            vec![v6().tcp_flags(4002, 80, 0x02, 0)],
+        ),
+        case("6to4 echo", true, vec![v6().echo_request(77, 1, 56)]),
+        case("6to4 echo reply", true, vec![v6().echo_reply(78, 1, 56)]),
+        case(
+            "6to4 traffic class and flow label",
+            true,
+            vec![
+                v6().traffic_class(0xb8)
+                    .flow_label(0x12345)
+                    .udp(4000, 5000, 64),
+            ],
+        ),
+        case("4to6 udp", false, vec![v4().udp(5000, 4000, 100)]),
+        case(
+            "4to6 udp DF=0",
+            false,
+            vec![v4().df(false).udp(5000, 4000, 100)],
+        ),
+        case("4to6 tcp", false, vec![v4().tcp(80, 4001, 100)]),
+        case("4to6 echo", false, vec![v4().echo_request(77, 1, 56)]),
+        case("4to6 echo reply", false, vec![v4().echo_reply(78, 1, 56)]),
+        case("4to6 tos", false, vec![v4().tos(0xb8).udp(5000, 4000, 64)]),
+        // TTL / hop limit (RFC 7915 §4.1, §5.1).
+        case(
+            "6to4 hop limit 1",
+            true,
+            vec![v6().hop_limit(1).udp(4000, 5000, 20)],
+        ),
+        case(
+            "6to4 hop limit 2",
+            true,
+            vec![v6().hop_limit(2).udp(4000, 5000, 20)],
+        ),
+        case(
+            "6to4 hop limit 255",
+            true,
+            vec![v6().hop_limit(255).echo_request(79, 1, 8)],
+        ),
+        case("4to6 ttl 1", false, vec![v4().ttl(1).udp(5000, 4000, 20)]),
+        case("4to6 ttl 2", false, vec![v4().ttl(2).udp(5000, 4000, 20)]),
+        case(
+            "4to6 ttl 255",
+            false,
+            vec![v4().ttl(255).echo_request(79, 1, 8)],
+        ),
+        // Options and extension headers.
+        case(
+            "6to4 hop-by-hop",
+            true,
+            vec![v6().hop_by_hop().udp(4000, 5000, 40)],
+        ),
+        case(
+            "6to4 destination options",
+            true,
+            vec![v6().dest_opts().udp(4000, 5000, 40)],
+        ),
+        case(
+            "6to4 routing segments left 0",
+            true,
+            vec![v6().routing(0).udp(4000, 5000, 40)],
+        ),
+        case(
+            "6to4 routing segments left 1",
+            true,
+            vec![v6().routing(1).udp(4000, 5000, 40)],
+        ),
+        case(
+            "4to6 options nop",
+            false,
+            vec![v4().options(&[1, 1, 1, 1]).udp(5000, 4000, 40)],
+        ),
+        case(
+            "4to6 loose source route",
+            false,
+            vec![
+                v4().options(&[131, 7, 4, 198, 51, 100, 7, 0])
+                    .udp(5000, 4000, 40),
+            ],
+        ),
+        // Unknown protocol: "administratively prohibited" (§4.4, §5.4).
+        case("6to4 protocol 253", true, vec![v6().raw(253, &[1; 16])]),
+        case("4to6 protocol 253", false, vec![v4().raw(253, &[1; 16])]),
+        // Fragments (RFC 7915 §4.1, §5.1; fragmented Echo, docs/architecture.md).
+        case(
+            "6to4 udp fragments",
+            true,
+            split_v6(&v6().udp(4000, 5000, 3000), 1232, 0xabcd),
+        ),
+        case(
+            "6to4 echo fragments",
+            true,
+            split_v6(&v6().echo_request(80, 1, 3000), 1232, 0xabce),
+        ),
+        case(
+            "4to6 udp fragments",
+            false,
+            split_v4(&v4().df(false).udp(5000, 4000, 3000), 1480),
+        ),
+        case(
+            "4to6 echo fragments",
+            false,
+            split_v4(&v4().df(false).echo_request(80, 1, 3000), 1480),
+        ),
+        // ICMP errors with quoted packets (§4.2, §5.2).
+        case(
+            "6to4 port unreachable",
+            true,
+            vec![v6().icmp_error(1, 4, [0; 4], &quoted6)],
+        ),
+        case(
+            "6to4 packet too big",
+            true,
+            vec![v6().icmp_error(2, 0, 1400u32.to_be_bytes(), &truncate(&quoted6_tcp, 1232))],
+        ),
+        case(
+            "6to4 time exceeded",
+            true,
+            vec![v6().icmp_error(3, 0, [0; 4], &truncate(&quoted6, 64))],
+        ),
+        case(
+            "4to6 port unreachable",
+            false,
+            vec![v4().icmp_error(3, 3, [0; 4], &truncate(&quoted4, 28))],
+        ),
+        case(
+            "4to6 fragmentation needed",
+            false,
+            vec![v4().icmp_error(3, 4, [0, 0, 0x05, 0x78], &truncate(&quoted4_tcp, 548))],
+        ),
+        case(
+            "4to6 time exceeded",
+            false,
+            vec![v4().icmp_error(11, 0, [0; 4], &quoted4)],
+        ),
+        // At and above the MTU (1500 on every link, ipv4_mtu = ipv6_mtu = 1500).
+        case("6to4 udp 1500", true, vec![v6().udp(4000, 5000, 1500 - 48)]),
+        case("6to4 tcp 1500", true, vec![v6().tcp(4001, 80, 1500 - 60)]),
+        case(
+            "4to6 udp 1480 DF=1",
+            false,
+            vec![v4().udp(5000, 4000, 1480 - 28)],
+        ),
+        case(
+            "4to6 udp 1500 DF=1",
+            false,
+            vec![v4().udp(5000, 4000, 1500 - 28)],
+        ),
+        case(
+            "4to6 udp 1500 DF=0",
+            false,
+            vec![v4().df(false).udp(5000, 4000, 1500 - 28)],
+        ),
+        case(
+            "4to6 tcp 1500 DF=1",
+            false,
+            vec![v4().tcp(80, 4001, 1500 - 40)],
+        ),
+    ]);
+    c
+}
+
+// ---------------------------------------------------------------- sockets
+
+/// Run `f` on a thread inside namespace `ns` (sockets it opens stay there).
+fn in_ns<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/run/netns/{}", ns.name());
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: a valid namespace descriptor; this thread alone moves.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .unwrap()
+}
+
+/// An AF_PACKET socket bound to `dev` in the current namespace: receives what
+/// arrives on it (not what it sends) and sends whole Ethernet frames.
+fn packet_socket(dev: &str) -> OwnedFd {
+    // SAFETY: plain socket calls with valid arguments.
+    unsafe {
+        let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
+        let fd = libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            proto,
+        );
+        assert!(fd >= 0, "AF_PACKET: {}", std::io::Error::last_os_error());
+        let fd = OwnedFd::from_raw_fd(fd);
+        let name = std::ffi::CString::new(dev).unwrap();
+        let index = libc::if_nametoindex(name.as_ptr());
+        assert!(index > 0, "{dev}: no such interface");
+        let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto as u16;
+        sll.sll_ifindex = index as i32;
+        let rc = libc::bind(
+            fd.as_raw_fd(),
+            (&raw const sll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        );
+        assert_eq!(rc, 0, "bind {dev}: {}", std::io::Error::last_os_error());
+        let one: libc::c_int = 1;
+        // PACKET_IGNORE_OUTGOING (Linux 4.20): not our own frames.
+        let rc = libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            23,
+            (&raw const one).cast(),
+            4,
+        );
+        assert_eq!(
+            rc,
+            0,
+            "PACKET_IGNORE_OUTGOING: {}",
+            std::io::Error::last_os_error()
+        );
+        let size: libc::c_int = 8 << 20;
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&raw const size).cast(),
+            4,
+        );
+        fd
+    }
+}
+
+fn send_frame(fd: &OwnedFd, frame: &[u8]) {
+    // SAFETY: a valid buffer.
+    let n = unsafe { libc::send(fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+    assert_eq!(
+        n,
+        frame.len() as isize,
+        "send: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// Every frame waiting on `fd`, as IP packets (the Ethernet header cut),
+/// without the links' own chatter (Neighbour Discovery, MLD, link-local and
+/// multicast traffic, ARP).
+fn drain(fd: &OwnedFd, into: &mut Vec<Vec<u8>>) {
+    let mut buf = vec![0u8; 70_000];
+    loop {
+        // SAFETY: a valid buffer.
+        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n <= 0 {
+            return;
+        }
+        let f = &buf[..n as usize];
+        if f.len() < 14 + 20 {
+            continue;
+        }
+        let ip = &f[14..];
+        match u16::from_be_bytes([f[12], f[13]]) {
+            0x86dd if ip.len() >= 40 => {
+                let link_local = ip[8] == 0xfe && ip[9] & 0xc0 == 0x80;
+                let multicast = ip[24] == 0xff;
+                let chatter = ip[6] == 58 && ip.len() > 40 && (130..=143).contains(&ip[40]);
+                if !(link_local || multicast || chatter) {
+                    into.push(ip.to_vec());
+                }
+            }
+            0x0800 if ip[16] & 0xf0 != 0xe0 && ip[9] != 2 => into.push(ip.to_vec()),
+            _ => {}
+        }
+    }
+}
+
+fn mac(ns: &Netns, dev: &str) -> [u8; 6] {
+    let text = ns.mac(dev).unwrap();
+    let b: Vec<u8> = text
+        .trim()
+        .split(':')
+        .map(|x| u8::from_str_radix(x, 16).unwrap())
+        .collect();
+    b.try_into().unwrap()
+}
+
+fn frame(dst: [u8; 6], src: [u8; 6], ip: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(14 + ip.len());
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(if ip[0] >> 4 == 6 {
+        &[0x86, 0xdd]
+    } else {
+        &[0x08, 0x00]
+    });
+    f.extend_from_slice(ip);
+    f
+}
+
+// ---------------------------------------------------------------- the core
+
+/// What the core makes of `case` with `cfg`: (IPv6 packets, IPv4 packets).
+fn expected(cfg: &Arc<sixgate_core::Config>, case: &Case) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut t = Translator::new(cfg.clone());
+    let mut scratch = Scratch::new();
+    let (mut six, mut four) = (Vec::new(), Vec::new());
+    for (i, p) in case.packets.iter().enumerate() {
+        let mut buf = vec![0u8; HEADROOM + p.len() + 64];
+        buf[HEADROOM..HEADROOM + p.len()].copy_from_slice(p);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, p.len());
+        let v: Verdict = t.translate(&mut pkt, &mut scratch, 1_000_000 * (i as u64 + 1));
+        for out in v.outputs(pkt.data(), &scratch) {
+            if out[0] >> 4 == 6 {
+                six.push(out.to_vec());
+            } else {
+                four.push(out.to_vec());
+            }
+        }
+    }
+    (six, four)
+}
+
+// ---------------------------------------------------------------- comparison
+
+fn fix_ipv4_header_checksum(p: &mut [u8]) {
+    let ihl = usize::from(p[0] & 0xf) * 4;
+    p[10..12].fill(0);
+    let c = sixgate_testkit::csum::checksum(&p[..ihl]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+}
+
+/// The normalisations in the file's header.
+fn normalise(p: &[u8]) -> Vec<u8> {
+    let mut p = p.to_vec();
+    if p.len() >= 20 && p[0] >> 4 == 4 {
+        let flags = u16::from_be_bytes([p[6], p[7]]);
+        let df = flags & 0x4000 != 0;
+        let fragment = flags & 0x3fff != 0;
+        if !df && !fragment {
+            p[4..6].fill(0);
+            fix_ipv4_header_checksum(&mut p);
+        }
+    }
+    p
+}
+
+/// An ICMP Time Exceeded (ICMPv4 11/0, ICMPv6 3/0): (destination, the first
+/// 8 bytes of the quoted transport header and the quoted addresses).
+fn time_exceeded(p: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    if p[0] >> 4 == 6 && p.len() >= 48 + 40 && p[6] == 58 && p[40] == 3 && p[41] == 0 {
+        let q = &p[48..];
+        Some((
+            p[24..40].to_vec(),
+            [&q[8..40], &q[40..48.min(q.len())]].concat(),
+        ))
+    } else if p[0] >> 4 == 4 && p.len() >= 28 + 20 && p[9] == 1 && p[20] == 11 && p[21] == 0 {
+        let q = &p[28..];
+        let ihl = usize::from(q[0] & 0xf) * 4;
+        Some((
+            p[16..20].to_vec(),
+            [&q[12..20], &q[ihl..(ihl + 8).min(q.len())]].concat(),
+        ))
+    } else {
+        None
+    }
+}
+
+/// The name of the field at byte `at` of IP packet `p`.
+fn field(p: &[u8], at: usize) -> String {
+    let v6 = p[0] >> 4 == 6;
+    let (hlen, proto) = if v6 {
+        (40, p[6])
+    } else {
+        (usize::from(p[0] & 0xf) * 4, p[9])
+    };
+    if at < hlen {
+        let name = if v6 {
+            match at {
+                0..=3 => "version/traffic class/flow label",
+                4 | 5 => "payload length",
+                6 => "next header",
+                7 => "hop limit",
+                8..=23 => "source",
+                _ => "destination",
+            }
+        } else {
+            match at {
+                0 => "version/IHL",
+                1 => "TOS",
+                2 | 3 => "total length",
+                4 | 5 => "identification",
+                6 | 7 => "flags/fragment offset",
+                8 => "TTL",
+                9 => "protocol",
+                10 | 11 => "header checksum",
+                12..=15 => "source",
+                16..=19 => "destination",
+                _ => "options",
+            }
+        };
+        return format!("IPv{} {name}", if v6 { 6 } else { 4 });
+    }
+    let l4 = at - hlen;
+    let name = match (proto, l4) {
+        (17, 6 | 7) | (6, 16 | 17) | (1 | 58, 2 | 3) => "checksum",
+        (17 | 6, 0..=3) => "ports",
+        (17, 4 | 5) => "UDP length",
+        (1 | 58, 0 | 1) => "ICMP type/code",
+        (44, _) => "fragment header",
+        _ => "payload",
+    };
+    format!("{name} (byte {at}, protocol {proto})")
+}
+
+fn describe(p: &[u8]) -> String {
+    let v6 = p[0] >> 4 == 6;
+    format!(
+        "IPv{} {} bytes, {} {}",
+        if v6 { 6 } else { 4 },
+        p.len(),
+        if v6 { "hop limit" } else { "TTL" },
+        p[if v6 { 7 } else { 8 }]
+    )
+}
+
+/// Compare one side's packets; a line per difference.
+fn compare(side: &str, want: &[Vec<u8>], got: &[Vec<u8>]) -> Vec<String> {
+    let want: Vec<Vec<u8>> = want.iter().map(|p| normalise(p)).collect();
+    let got: Vec<Vec<u8>> = got.iter().map(|p| normalise(p)).collect();
+    let mut out = Vec::new();
+    if want.len() != got.len() {
+        out.push(format!(
+            "{side}: {} packets expected, {} arrived (expected: [{}]; arrived: [{}])",
+            want.len(),
+            got.len(),
+            want.iter()
+                .map(|p| describe(p))
+                .collect::<Vec<_>>()
+                .join("; "),
+            got.iter()
+                .map(|p| describe(p))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+        return out;
+    }
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        if w == g {
+            continue;
+        }
+        if let (Some(a), Some(b)) = (time_exceeded(w), time_exceeded(g))
+            && a == b
+        {
+            continue; // the one hop's Time Exceeded, from the kernel or the core
+        }
+        let at = w
+            .iter()
+            .zip(g)
+            .position(|(a, b)| a != b)
+            .unwrap_or(w.len().min(g.len()));
+        let diff = if at < w.len() && at < g.len() {
+            let end = (at + 4).min(w.len()).min(g.len());
+            format!(
+                "{}: expected {:02x?}, got {:02x?}",
+                field(w, at),
+                &w[at..end],
+                &g[at..end]
+            )
+        } else {
+            format!("length: expected {}, got {}", w.len(), g.len())
+        };
+        out.push(format!("{side} packet {i} ({}): {diff}", describe(w)));
+    }
+    out
+}
+
+// ---------------------------------------------------------------- the run
+
+/// Where a data plane gives another answer than the core, and why; then it
+/// is held to that answer instead: nothing arrives (`None`), or what the
+/// core would send. Each is written down in docs/architecture.md
+/// ("Translation choices").
+fn known(plane: &Plane, case: &Case) -> Option<&'static str> {
+    let kernel_first = plane.dataplane == Dataplane::Tun;
+    (kernel_first && case.name == "4to6 loose source route").then_some(
+        "the gateway's kernel drops an IPv4 source-routed packet \
+         (accept_source_route = 0, Linux's default, RFC 7126 §4.3.4) before it \
+         reaches the TUN device (the fast path passes it up); the core answers \
+         Source Route Failed (RFC 7915 §4.1). Both drop it: nothing is expected",
+    )
+}
+
+/// A data plane to hold to the core.
+struct Plane {
+    name: &'static str,
+    dataplane: Dataplane,
+    extra: String,
+    /// GRO on the gateway's peers: a veth takes frames an XDP program
+    /// redirects into it only with NAPI, which GRO turns on (the bed's
+    /// need, not the translator's; tests/fastpath.rs does the same).
+    gro: bool,
+}
+
+fn planes() -> Vec<Plane> {
+    let fast = |mode: &str| {
+        format!(
+            "[daemon]\nfastpath = \"{mode}\"\nfastpath_interfaces = [\"{}\", \"{}\"]\n",
+            ifname::GATEWAY_V6,
+            ifname::GATEWAY_V4
+        )
+    };
+    // `fastpath = "auto"` (the default) would put the TC program in front
+    // of SIIT: the TUN planes say "off" to be the TUN plane alone.
+    let off = "[daemon]\nfastpath = \"off\"\n";
+    vec![
+        Plane {
+            name: "tun offload",
+            dataplane: Dataplane::Tun,
+            extra: format!("{off}[tun]\noffload = true\n"),
+            gro: false,
+        },
+        Plane {
+            name: "tun plain",
+            dataplane: Dataplane::Tun,
+            extra: format!("{off}[tun]\noffload = false\n"),
+            gro: false,
+        },
+        Plane {
+            name: "tc fast path",
+            dataplane: Dataplane::Tun,
+            extra: fast("tc"),
+            gro: false,
+        },
+        Plane {
+            name: "xdp fast path",
+            dataplane: Dataplane::Tun,
+            extra: fast("xdp"),
+            gro: true,
+        },
+        Plane {
+            name: "af_xdp",
+            dataplane: Dataplane::Xdp,
+            extra: String::new(),
+            gro: false,
+        },
+    ]
+}
+
+/// Run `cases` through `plane` with translator settings `settings`; the
+/// differences found, one line each.
+fn run_plane(test: &str, plane: &Plane, settings: &str, cases: &[Case]) -> Vec<String> {
+    let dut = Dut::Sixgate {
+        binary: BIN.into(),
+        dataplane: plane.dataplane,
+        extra_toml: format!("{TRANSLATOR}{settings}\n{}", plane.extra),
+    };
+    if let Err(why) = dut.check_available() {
+        println!("skipped: {test} [{}]: {why}", plane.name);
+        return Vec::new();
+    }
+    let mut turn = Turn::take(test);
+    let options = dut.bed_options(TopologyOptions::default());
+    let bed = Topology::build(options).unwrap_or_else(|e| panic!("{test}: {e}"));
+    turn.expect_gone(bed.namespaces());
+    // Nothing answers the translated packets: the router keeps what it gets.
+    bed.router.sysctl(&[("net.ipv4.ip_forward", "0")]).unwrap();
+    if plane.gro {
+        for (ns, dev) in [
+            (&bed.v6host, ifname::V6_HOST),
+            (&bed.router, ifname::ROUTER_GW),
+        ] {
+            ns.run("ethtool", ["-K", dev, "gro", "on"]).unwrap();
+        }
+    }
+    let v6host_mac = mac(&bed.v6host, ifname::V6_HOST);
+    bed.gateway
+        .add_neighbour(
+            ifname::GATEWAY_V6,
+            &V6.to_string(),
+            &bed.v6host.mac(ifname::V6_HOST).unwrap(),
+        )
+        .unwrap();
+    let running = match bed.start(&dut).map_err(|e| e.to_string()) {
+        Ok(r) => r,
+        Err(e) => panic!("{test} [{}]: {e}", plane.name),
+    };
+    let t0 = Instant::now();
+    let diffs = turn.run(
+        || running.log(),
+        || exchange(&bed, &running, plane, v6host_mac, cases),
+    );
+    println!(
+        "{test} [{}]: {} cases in {:.1} s, {} differences",
+        plane.name,
+        cases.len(),
+        t0.elapsed().as_secs_f32(),
+        diffs.len()
+    );
+    let stopped = stop_cleanly(test, "translator", running);
+    if !diffs.is_empty() {
+        println!(
+            "{test} [{}]: translator log:\n{}",
+            plane.name, stopped.stderr
+        );
+    }
+    drop(bed);
+    turn.finish();
+    diffs
+}
+
+fn exchange(
+    bed: &Topology,
+    running: &RunningDut,
+    plane: &Plane,
+    v6host_mac: [u8; 6],
+    cases: &[Case],
+) -> Vec<String> {
+    let loaded =
+        sixgate_config::parse(running.config(), "differential").unwrap_or_else(|e| panic!("{e}"));
+    let cfg = Arc::new(loaded.config);
+    let gw6 = mac(&bed.gateway, ifname::GATEWAY_V6);
+    let gw4 = mac(&bed.gateway, ifname::GATEWAY_V4);
+    let router_mac = mac(&bed.router, ifname::ROUTER_GW);
+    let s6 = in_ns(&bed.v6host, || packet_socket(ifname::V6_HOST));
+    let s4 = in_ns(&bed.router, || packet_socket(ifname::ROUTER_GW));
+    // Let the gateway learn the router's MAC and the links settle: a packet
+    // each way that the translator carries, then quiet.
+    let warm = [
+        (true, v6().echo_request(1, 1, 8)),
+        (false, v4().echo_request(1, 1, 8)),
+    ];
+    for (from_v6, p) in &warm {
+        if *from_v6 {
+            send_frame(&s6, &frame(gw6, v6host_mac, p));
+        } else {
+            send_frame(&s4, &frame(gw4, router_mac, p));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let mut junk = Vec::new();
+    drain(&s6, &mut junk);
+    drain(&s4, &mut junk);
+
+    let mut diffs = Vec::new();
+    for c in cases {
+        let (mut want6, mut want4) = expected(&cfg, c);
+        if let Some(why) = known(plane, c) {
+            println!("KNOWN [{}] {}: {why}", plane.name, c.name);
+            (want6, want4) = (Vec::new(), Vec::new());
+        }
+        for p in &c.packets {
+            if c.from_v6 {
+                send_frame(&s6, &frame(gw6, v6host_mac, p));
+            } else {
+                send_frame(&s4, &frame(gw4, router_mac, p));
+            }
+        }
+        let (mut got6, mut got4) = (Vec::new(), Vec::new());
+        let want = want6.len() + want4.len();
+        let t0 = Instant::now();
+        // Wait for what the core sends (up to 2 s), then a little longer for
+        // anything more; 150 ms where the core sends nothing.
+        let mut done_at: Option<Instant> = None;
+        loop {
+            drain(&s6, &mut got6);
+            drain(&s4, &mut got4);
+            let have = got6.len() + got4.len();
+            if have >= want && done_at.is_none() {
+                done_at = Some(Instant::now());
+            }
+            let grace = if want == 0 { 150 } else { 40 };
+            if done_at.is_some_and(|d| d.elapsed() > Duration::from_millis(grace))
+                || t0.elapsed() > Duration::from_secs(2)
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for d in compare("IPv6 side", &want6, &got6)
+            .into_iter()
+            .chain(compare("IPv4 side", &want4, &got4))
+        {
+            diffs.push(format!("[{}] {}: {d}", plane.name, c.name));
+        }
+    }
+    diffs
+}
+
+/// Every data plane against the core, SIIT, `udp_zero_checksum` as
+/// `policy`: the whole corpus for the default policy, the checksum-0 cases
+/// for the other.
+fn siit_every_plane(test: &str, policy: &str) {
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let cases = corpus(policy != "compute");
+    let settings = format!("udp_zero_checksum = \"{policy}\"\n");
+    let mut diffs = Vec::new();
+    for plane in planes() {
+        diffs.extend(run_plane(test, &plane, &settings, &cases));
+    }
+    for d in &diffs {
+        println!("DIFFERENCE {d}");
+    }
+    assert!(
+        diffs.is_empty(),
+        "{test}: {} differences between the data planes and the core (above)",
+        diffs.len()
+    );
+}
+
+#[test]
+fn siit_every_data_plane_matches_the_core() {
+    siit_every_plane("siit_every_data_plane_matches_the_core", "compute");
+}
+
+/// RFC 7915 §4.5 (and §5.5 for IPv6, docs/architecture.md): with
+/// `udp_zero_checksum = "drop"` every data plane drops a UDP packet whose
+/// checksum is 0 and answers as the core does.
+#[test]
+fn rfc7915_s4_5_udp_zero_checksum_drop_on_every_data_plane() {
+    siit_every_plane(
+        "rfc7915_s4_5_udp_zero_checksum_drop_on_every_data_plane",
+        "drop",
+    );
+}
