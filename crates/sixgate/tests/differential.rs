@@ -137,6 +137,14 @@ struct Case {
     name: String,
     from_v6: bool,
     packets: Vec<Vec<u8>>,
+    /// Instead of `packets`: one UDP datagram of this many bytes sent by a
+    /// socket of the sender's own stack (the v6 host, or the router from
+    /// its own address), with the checksum left out (`SO_NO_CHECK`,
+    /// `UDP_NO_CHECK6_TX`) or left to the veth's offload (`CHECKSUM_PARTIAL`
+    /// all the way into the gateway): what a real host sends, which a raw
+    /// frame is not. The input to the core is the frame as it left,
+    /// captured, its checksum completed where offload would complete it.
+    socket: Option<(usize, bool)>,
 }
 
 fn case(name: &str, from_v6: bool, packets: Vec<Vec<u8>>) -> Case {
@@ -144,6 +152,18 @@ fn case(name: &str, from_v6: bool, packets: Vec<Vec<u8>>) -> Case {
         name: name.to_owned(),
         from_v6,
         packets,
+        socket: None,
+    }
+}
+
+/// A datagram of `len` bytes from a socket of the sender's stack;
+/// `zero`: without a checksum.
+fn socket_case(name: &str, from_v6: bool, len: usize, zero: bool) -> Case {
+    Case {
+        name: name.to_owned(),
+        from_v6,
+        packets: Vec::new(),
+        socket: Some((len, zero)),
     }
 }
 
@@ -179,6 +199,13 @@ fn corpus(zero_checksum_only: bool) -> Vec<Case> {
             false,
             vec![v4().df(false).udp_zero_checksum(5000, 4000, 300)],
         ),
+        // The report: `sixgate run` on TUN with offloads translating
+        // a checksum-0 datagram of a real sender with a computed checksum.
+        socket_case("6to4 udp socket checksum 0", true, 100, true),
+        socket_case("4to6 udp socket checksum 0", false, 100, true),
+        socket_case("6to4 udp socket checksum offloaded", true, 100, false),
+        socket_case("4to6 udp socket checksum offloaded", false, 100, false),
+        socket_case("4to6 udp socket 1400 checksum 0", false, 1400, true),
     ];
     if zero_checksum_only {
         return c;
@@ -377,6 +404,12 @@ fn in_ns<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'static) 
 /// An AF_PACKET socket bound to `dev` in the current namespace: receives what
 /// arrives on it (not what it sends) and sends whole Ethernet frames.
 fn packet_socket(dev: &str) -> OwnedFd {
+    packet_socket_with(dev, true)
+}
+
+/// [`packet_socket`]; `ignore_outgoing` false: its own interface's
+/// outgoing frames too (read them with [`drain_outgoing`]).
+fn packet_socket_with(dev: &str, ignore_outgoing: bool) -> OwnedFd {
     // SAFETY: plain socket calls with valid arguments.
     unsafe {
         let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
@@ -400,7 +433,7 @@ fn packet_socket(dev: &str) -> OwnedFd {
             std::mem::size_of::<libc::sockaddr_ll>() as u32,
         );
         assert_eq!(rc, 0, "bind {dev}: {}", std::io::Error::last_os_error());
-        let one: libc::c_int = 1;
+        let one: libc::c_int = i32::from(ignore_outgoing);
         // PACKET_IGNORE_OUTGOING (Linux 4.20): not our own frames.
         let rc = libc::setsockopt(
             fd.as_raw_fd(),
@@ -415,6 +448,15 @@ fn packet_socket(dev: &str) -> OwnedFd {
             "PACKET_IGNORE_OUTGOING: {}",
             std::io::Error::last_os_error()
         );
+        let on: libc::c_int = 1;
+        let rc = libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            PACKET_AUXDATA,
+            (&raw const on).cast(),
+            4,
+        );
+        assert_eq!(rc, 0, "PACKET_AUXDATA: {}", std::io::Error::last_os_error());
         let size: libc::c_int = 8 << 20;
         libc::setsockopt(
             fd.as_raw_fd(),
@@ -441,11 +483,38 @@ fn send_frame(fd: &OwnedFd, frame: &[u8]) {
 /// Every frame waiting on `fd`, as IP packets (the Ethernet header cut),
 /// without the links' own chatter (Neighbour Discovery, MLD, link-local and
 /// multicast traffic, ARP).
+///
+/// A frame whose transport checksum the kernel has not computed yet
+/// (`TP_STATUS_CSUMNOTREADY`: `CHECKSUM_PARTIAL`, which a veth carries
+/// across as it is, where a NIC would compute it on the way out) gets it
+/// computed here, as the wire would have it.
 fn drain(fd: &OwnedFd, into: &mut Vec<Vec<u8>>) {
     let mut buf = vec![0u8; 70_000];
+    let mut control = [0u64; 16];
     loop {
-        // SAFETY: a valid buffer.
-        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        // SAFETY: valid buffers; the control message read is one the kernel wrote.
+        let (n, not_ready) = unsafe {
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &raw mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of_val(&control);
+            let n = libc::recvmsg(fd.as_raw_fd(), &mut msg, 0);
+            let mut not_ready = false;
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while n > 0 && !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
+                    let status = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>());
+                    not_ready = status & TP_STATUS_CSUMNOTREADY != 0;
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+            (n, not_ready)
+        };
         if n <= 0 {
             return;
         }
@@ -453,7 +522,13 @@ fn drain(fd: &OwnedFd, into: &mut Vec<Vec<u8>>) {
         if f.len() < 14 + 20 {
             continue;
         }
-        let ip = &f[14..];
+        let completed;
+        let ip = if not_ready {
+            completed = complete_l4_checksum(f[14..].to_vec());
+            &completed[..]
+        } else {
+            &f[14..]
+        };
         match u16::from_be_bytes([f[12], f[13]]) {
             0x86dd if ip.len() >= 40 => {
                 let link_local = ip[8] == 0xfe && ip[9] & 0xc0 == 0x80;
@@ -467,6 +542,141 @@ fn drain(fd: &OwnedFd, into: &mut Vec<Vec<u8>>) {
             _ => {}
         }
     }
+}
+
+/// The IP packets of the frames `fd` saw leave its interface.
+fn drain_outgoing(fd: &OwnedFd) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 70_000];
+    loop {
+        // SAFETY: valid buffers and lengths.
+        let (n, sll) = unsafe {
+            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+            let n = libc::recvfrom(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                0,
+                (&raw mut sll).cast(),
+                &mut len,
+            );
+            (n, sll)
+        };
+        if n <= 0 {
+            return out;
+        }
+        let f = &buf[..n as usize];
+        if sll.sll_pkttype == libc::PACKET_OUTGOING as u8
+            && f.len() > 14
+            && matches!(u16::from_be_bytes([f[12], f[13]]), 0x0800 | 0x86dd)
+        {
+            out.push(f[14..].to_vec());
+        }
+    }
+}
+
+/// Send one UDP datagram of `len` bytes from `ns` to `dst` port 5000,
+/// without a checksum when `zero`.
+fn socket_send(ns: &Netns, dst: std::net::IpAddr, len: usize, zero: bool) {
+    in_ns(ns, move || {
+        let bind: std::net::SocketAddr = if dst.is_ipv6() {
+            "[::]:4000".parse().unwrap()
+        } else {
+            "0.0.0.0:4000".parse().unwrap()
+        };
+        let sock = std::net::UdpSocket::bind(bind).unwrap();
+        if zero {
+            let one: libc::c_int = 1;
+            // SO_NO_CHECK (IPv4) or UDP_NO_CHECK6_TX (IPv6, RFC 6936).
+            let (level, name) = if dst.is_ipv6() {
+                (libc::IPPROTO_UDP, 101)
+            } else {
+                (libc::SOL_SOCKET, libc::SO_NO_CHECK)
+            };
+            // SAFETY: a valid option value.
+            let rc = unsafe {
+                libc::setsockopt(sock.as_raw_fd(), level, name, (&raw const one).cast(), 4)
+            };
+            assert_eq!(
+                rc,
+                0,
+                "no-checksum option: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        sock.send_to(&sixgate_testkit::pattern(len), (dst, 5000))
+            .unwrap();
+    });
+}
+
+/// `PACKET_AUXDATA`: a `tpacket_auxdata` with every frame read.
+const PACKET_AUXDATA: i32 = 8;
+/// In `tp_status`: the transport checksum is still to be computed.
+const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
+
+/// `p` (TCP or UDP right after the IP header) with its checksum computed.
+fn complete_l4_checksum(mut p: Vec<u8>) -> Vec<u8> {
+    use sixgate_testkit::csum;
+    let v6 = p[0] >> 4 == 6;
+    let proto = p[if v6 { 6 } else { 9 }];
+    let l4 = if v6 { 40 } else { usize::from(p[0] & 0xf) * 4 };
+    let at = match proto {
+        17 => l4 + 6,
+        6 => l4 + 16,
+        _ => return p,
+    };
+    if p.len() < at + 2 {
+        return p;
+    }
+    let pseudo = if v6 {
+        csum::pseudo_v6(
+            p[8..24].try_into().unwrap(),
+            p[24..40].try_into().unwrap(),
+            proto,
+            p.len() - l4,
+        )
+    } else {
+        csum::pseudo_v4(
+            p[12..16].try_into().unwrap(),
+            p[16..20].try_into().unwrap(),
+            proto,
+            p.len() - l4,
+        )
+    };
+    p[at..at + 2].fill(0);
+    let c = match !csum::fold(csum::sum(pseudo, &p[l4..])) {
+        0 if proto == 17 => 0xffff,
+        c => c,
+    };
+    p[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// `p` with its UDP checksum complete (a partial one, left to offload, is
+/// the pseudo-header's sum only); 0 stays 0.
+fn complete_udp_checksum(mut p: Vec<u8>) -> Vec<u8> {
+    use sixgate_testkit::csum;
+    let (l4, pseudo) = if p[0] >> 4 == 6 {
+        let (s, d): ([u8; 16], [u8; 16]) =
+            (p[8..24].try_into().unwrap(), p[24..40].try_into().unwrap());
+        (40, csum::pseudo_v6(s, d, 17, p.len() - 40))
+    } else {
+        let ihl = usize::from(p[0] & 0xf) * 4;
+        let (s, d): ([u8; 4], [u8; 4]) =
+            (p[12..16].try_into().unwrap(), p[16..20].try_into().unwrap());
+        (ihl, csum::pseudo_v4(s, d, 17, p.len() - ihl))
+    };
+    if p[l4 + 6..l4 + 8] == [0, 0] {
+        return p;
+    }
+    p[l4 + 6..l4 + 8].fill(0);
+    let c = match !csum::fold(csum::sum(pseudo, &p[l4..])) {
+        0 => 0xffff,
+        c => c,
+    };
+    p[l4 + 6..l4 + 8].copy_from_slice(&c.to_be_bytes());
+    p
 }
 
 fn mac(ns: &Netns, dev: &str) -> [u8; 6] {
@@ -701,6 +911,11 @@ struct Plane {
     /// redirects into it only with NAPI, which GRO turns on (the bed's
     /// need, not the translator's; tests/fastpath.rs does the same).
     gro: bool,
+    /// Transmit checksum offload off on the senders (the router included,
+    /// whose own sockets send here): an XDP program sees no
+    /// `CHECKSUM_PARTIAL`, so XDP needs complete checksums on arrival, as a
+    /// NIC delivers them (docs/xdp.md, docs/fastpath.md).
+    complete_checksums: bool,
 }
 
 fn planes() -> Vec<Plane> {
@@ -720,30 +935,35 @@ fn planes() -> Vec<Plane> {
             dataplane: Dataplane::Tun,
             extra: format!("{off}[tun]\noffload = true\n"),
             gro: false,
+            complete_checksums: false,
         },
         Plane {
             name: "tun plain",
             dataplane: Dataplane::Tun,
             extra: format!("{off}[tun]\noffload = false\n"),
             gro: false,
+            complete_checksums: false,
         },
         Plane {
             name: "tc fast path",
             dataplane: Dataplane::Tun,
             extra: fast("tc"),
             gro: false,
+            complete_checksums: false,
         },
         Plane {
             name: "xdp fast path",
             dataplane: Dataplane::Tun,
             extra: fast("xdp"),
             gro: true,
+            complete_checksums: true,
         },
         Plane {
             name: "af_xdp",
             dataplane: Dataplane::Xdp,
             extra: String::new(),
             gro: false,
+            complete_checksums: true,
         },
     ]
 }
@@ -773,6 +993,14 @@ fn run_plane(test: &str, plane: &Plane, settings: &str, mtu: u32, cases: &[Case]
     turn.expect_gone(bed.namespaces());
     // Nothing answers the translated packets: the router keeps what it gets.
     bed.router.sysctl(&[("net.ipv4.ip_forward", "0")]).unwrap();
+    if plane.complete_checksums {
+        for (ns, dev) in [
+            (&bed.v6host, ifname::V6_HOST),
+            (&bed.router, ifname::ROUTER_GW),
+        ] {
+            ns.run("ethtool", ["-K", dev, "tx", "off"]).unwrap();
+        }
+    }
     if plane.gro {
         for (ns, dev) in [
             (&bed.v6host, ifname::V6_HOST),
@@ -850,6 +1078,8 @@ fn exchange(
     let router_mac = mac(&bed.router, ifname::ROUTER_GW);
     let s6 = in_ns(&bed.v6host, || packet_socket(ifname::V6_HOST));
     let s4 = in_ns(&bed.router, || packet_socket(ifname::ROUTER_GW));
+    let o6 = in_ns(&bed.v6host, || packet_socket_with(ifname::V6_HOST, false));
+    let o4 = in_ns(&bed.router, || packet_socket_with(ifname::ROUTER_GW, false));
     // Let the gateway learn the router's MAC and the links settle: a packet
     // each way that the translator carries, then quiet.
     let warm = [
@@ -871,17 +1101,48 @@ fn exchange(
 
     let mut diffs = Vec::new();
     for c in cases {
-        let (mut want6, mut want4) = expected(&cfg, c);
+        let mut sent = Vec::new();
+        if let Some((len, zero)) = c.socket {
+            let (ns, out, dst) = if c.from_v6 {
+                (&bed.v6host, &o6, std::net::IpAddr::V6(V4_AS_V6))
+            } else {
+                (&bed.router, &o4, std::net::IpAddr::V4(V6_AS_V4))
+            };
+            drain_outgoing(out);
+            socket_send(ns, dst, len, zero);
+            let t0 = Instant::now();
+            while sent.is_empty() && t0.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(2));
+                sent = drain_outgoing(out)
+                    .into_iter()
+                    .filter(|p| p[if p[0] >> 4 == 6 { 6 } else { 9 }] == 17)
+                    .map(complete_udp_checksum)
+                    .collect();
+            }
+            assert_eq!(sent.len(), 1, "{}: the datagram did not leave", c.name);
+        } else {
+            for p in &c.packets {
+                if c.from_v6 {
+                    send_frame(&s6, &frame(gw6, v6host_mac, p));
+                } else {
+                    send_frame(&s4, &frame(gw4, router_mac, p));
+                }
+            }
+        }
+        let input = Case {
+            name: c.name.clone(),
+            from_v6: c.from_v6,
+            packets: if sent.is_empty() {
+                c.packets.clone()
+            } else {
+                sent
+            },
+            socket: c.socket,
+        };
+        let (mut want6, mut want4) = expected(&cfg, &input);
         if let Some(why) = known(plane, c) {
             println!("KNOWN [{}] {}: {why}", plane.name, c.name);
             (want6, want4) = (Vec::new(), Vec::new());
-        }
-        for p in &c.packets {
-            if c.from_v6 {
-                send_frame(&s6, &frame(gw6, v6host_mac, p));
-            } else {
-                send_frame(&s4, &frame(gw4, router_mac, p));
-            }
         }
         let (mut got6, mut got4) = (Vec::new(), Vec::new());
         let want = want6.len() + want4.len();
