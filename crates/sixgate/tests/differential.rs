@@ -567,7 +567,7 @@ fn drain_outgoing(fd: &OwnedFd) -> Vec<Vec<u8>> {
             return out;
         }
         let f = &buf[..n as usize];
-        if sll.sll_pkttype == libc::PACKET_OUTGOING as u8
+        if sll.sll_pkttype == libc::PACKET_OUTGOING
             && f.len() > 14
             && matches!(u16::from_be_bytes([f[12], f[13]]), 0x0800 | 0x86dd)
         {
