@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use sixgate_core::packet::proto::{TCP, UDP};
 use sixgate_core::packet::{IpHeader, ipv6};
+use sixgate_core::rfc7915::v6_to_v4::DF_THRESHOLD_V4;
 use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict, nat64};
 use sixgate_dataplane::IoCounters;
 
@@ -411,8 +412,39 @@ fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     } else {
         !l.ipv4_mtu_set
     };
-    type_fits && mtu_free && h.gso_size > 0
+    type_fits && mtu_free && h.gso_size > 0 && (v4 || every_segment_keeps_df(p, h))
 }
+
+/// IPv6→IPv4: RFC 7915 §5.1 gives a translated packet up to
+/// [`DF_THRESHOLD_V4`] bytes DF=0 (and an Identification), a larger one
+/// DF=1. Translated once, every segment of a super-packet would carry the
+/// super-packet's DF=1, the short last one too: so only a super-packet
+/// whose every segment (headers and `gso_size` bytes, and the remainder)
+/// translates above the threshold goes whole; the rest are cut in
+/// software and each segment gets its own DF, as the core gives it
+/// (tests/differential.rs, GSO). For UDP every segment is one datagram.
+fn every_segment_keeps_df(p: &[u8], h: &VnetHdr) -> bool {
+    // TCP or UDP at csum_start (one_shot_ok checked): its header's length.
+    let l4 = usize::from(h.csum_start);
+    let transport = if h.gso() == Gso::UdpL4 {
+        8
+    } else {
+        match p.get(l4 + 12) {
+            Some(&offset) => usize::from(offset >> 4) * 4,
+            None => return false,
+        }
+    };
+    let headers = IPV4_HEADER + transport;
+    let Some(payload) = ip_len(p).and_then(|n| n.checked_sub(l4 + transport)) else {
+        return false;
+    };
+    let size = usize::from(h.gso_size);
+    let tail = payload % size;
+    headers + size > DF_THRESHOLD_V4 && (tail == 0 || headers + tail > DF_THRESHOLD_V4)
+}
+
+/// An IPv4 header without options: what an IPv6 header becomes.
+const IPV4_HEADER: usize = 20;
 
 #[cfg(test)]
 mod tests {
@@ -554,12 +586,12 @@ mod tests {
 
     #[test]
     fn uso_both_ways_keeps_datagram_boundaries() {
-        let (pkt, l4, at) = partial(Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 3 * 1200 + 7));
-        let (outs, _) = run(config(), gso_hdr(GSO_UDP_L4, 1200, l4, at), &pkt);
+        let (pkt, l4, at) = partial(Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 3 * 1300 + 1250));
+        let (outs, _) = run(config(), gso_hdr(GSO_UDP_L4, 1300, l4, at), &pkt);
         let (h, out) = &outs[0];
         assert_eq!(
             (h.gso_type, h.gso_size, h.csum_start),
-            (GSO_UDP_L4, 1200, 20)
+            (GSO_UDP_L4, 1300, 20)
         );
         let segs = kernel_view(h, out);
         assert_eq!(segs.len(), 4);
@@ -577,6 +609,40 @@ mod tests {
             let v = sixgate_testkit::check(&s).unwrap();
             assert!(v.l4_verified);
             assert_eq!(v.payload_len, 1200);
+        }
+    }
+
+    /// RFC 7915 §5.1: a translated IPv4 packet up to 1260 bytes has DF=0.
+    /// An IPv6 super-packet whose segments (or whose last, shorter one)
+    /// would translate that small is cut in software, so that each segment
+    /// gets the DF the core gives it, not the super-packet's DF=1.
+    #[test]
+    fn rfc7915_s5_1_small_segments_of_a_super_packet_get_df_0() {
+        for (pkt, gso, size) in [
+            (
+                Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 3 * 1200),
+                GSO_UDP_L4,
+                1200,
+            ),
+            (
+                Ip6::new(CLIENT6, SERVER6).tcp(5000, 80, 4 * 1000),
+                GSO_TCPV6,
+                1000,
+            ),
+            (
+                Ip6::new(CLIENT6, SERVER6).tcp(5000, 80, 2 * 1440 + 100),
+                GSO_TCPV6,
+                1440,
+            ),
+        ] {
+            let (pkt, l4, at) = partial(pkt);
+            let (outs, p) = run(config(), gso_hdr(gso, size, l4, at), &pkt);
+            assert_eq!(p.io.gso_split, 1, "cut in software");
+            for (h, out) in &outs {
+                assert_eq!(h.gso(), Gso::None);
+                let df = out[6] & 0x40 != 0;
+                assert_eq!(df, out.len() > 1260, "DF of a {}-byte segment", out.len());
+            }
         }
     }
 

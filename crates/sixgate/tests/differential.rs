@@ -24,6 +24,15 @@
 //!   6864 §4.1 asks only for uniqueness per flow; each live data plane seeds
 //!   its generator with a random key (`Plan::new`), the fast path keeps its
 //!   own per-CPU tables (docs/fastpath.md), so no two runs agree on it.
+//!   With DF=1 too: such a packet is atomic and RFC 6864 §4.1 lets its
+//!   Identification be any value; the kernel's segmentation of a
+//!   super-packet counts it up per segment where the core writes 0.
+//! - A transport checksum the kernel has not computed yet at the receiver
+//!   (`CHECKSUM_PARTIAL` carried across a veth, `TP_STATUS_CSUMNOTREADY`)
+//!   is computed, as the sending NIC would on a wire.
+//! - GSO cases, where GRO on the receiver (needed for XDP_REDIRECT into a
+//!   veth) merged segments: the merged packet is cut again at the expected
+//!   segments' size, as the sender's segments were.
 //! - ICMP Time Exceeded for a packet that arrives with TTL / hop limit 1: on
 //!   the TUN data plane the gateway's kernel answers before the packet could
 //!   reach the translator (its forwarding checks the hop limit first), from
@@ -66,11 +75,100 @@ const V4_AS_V6: Ipv6Addr = addr::in_pool6(V4);
 /// the core (not a kernel's link) decides Packet Too Big and fragmentation
 /// on every data plane (docs/architecture.md: "offline and XDP need it
 /// set"), and an ICMP error budget no case exhausts.
-fn translator(mtu: u32) -> String {
-    format!(
-        "[translator]\nipv4_mtu = {mtu}\nipv6_mtu = {mtu}\n\
-         icmp_errors_per_sec = 100000\nicmp_error_burst = 100000\n"
-    )
+/// `mtu` `None`: no MTU keys (the GSO bed: with them TUN segments every
+/// super-packet in software, docs/tun.md).
+fn translator(mtu: Option<u32>) -> String {
+    let mtus = mtu.map_or(String::new(), |m| {
+        format!("ipv4_mtu = {m}\nipv6_mtu = {m}\n")
+    });
+    format!("[translator]\n{mtus}icmp_errors_per_sec = 100000\nicmp_error_burst = 100000\n")
+}
+
+/// TCP super-packets (GSO) sent with a virtio-net header (`PACKET_VNET_HDR`)
+/// from the hosts: the kernel hands them on whole where the next device
+/// takes them (veth, TUN with offloads, the TC fast path) and segments them
+/// where it does not (before an XDP program, before TUN without offloads,
+/// and at the gateway's egress, whose TSO the test turns off so that the
+/// receiver sees segments). The core gets the segments the kernel cuts.
+fn gso_corpus() -> Vec<Case> {
+    let gso = |name: &str, from_v6: bool, pkt: Vec<u8>, mss: u16| Case {
+        gso: mss,
+        ..case(name, from_v6, vec![pkt])
+    };
+    vec![
+        gso(
+            "6to4 tcp gso 4 x 1440",
+            true,
+            v6().tcp(4001, 80, 4 * 1440),
+            1440,
+        ),
+        gso(
+            "6to4 tcp gso 1440 x 3 + 100",
+            true,
+            v6().tcp(4001, 80, 3 * 1440 + 100),
+            1440,
+        ),
+        gso(
+            "6to4 tcp gso 8 x 1000",
+            true,
+            v6().tcp(4001, 80, 8 * 1000),
+            1000,
+        ),
+        gso(
+            "4to6 tcp gso 4 x 1440",
+            false,
+            v4().tcp(80, 4001, 4 * 1440),
+            1440,
+        ),
+        gso(
+            "4to6 tcp gso 1000 x 5 + 10",
+            false,
+            v4().tcp(80, 4001, 5 * 1000 + 10),
+            1000,
+        ),
+    ]
+}
+
+/// The segments the kernel cuts TCP super-packet `p` (no options or
+/// extension headers) into, `mss` payload bytes each, checksums complete:
+/// sequence numbers advance, FIN and PSH only on the last, CWR only on the
+/// first, each IPv4 segment its own Identification (RFC 6864 leaves it
+/// free; normalised anyway).
+fn segment_tcp(p: &[u8], mss: u16) -> Vec<Vec<u8>> {
+    let v6 = p[0] >> 4 == 6;
+    let l4 = if v6 { 40 } else { usize::from(p[0] & 0xf) * 4 };
+    let thl = usize::from(p[l4 + 12] >> 4) * 4;
+    let (head, data) = p.split_at(l4 + thl);
+    let seq0 = u32::from_be_bytes(head[l4 + 4..l4 + 8].try_into().unwrap());
+    let chunks: Vec<&[u8]> = data.chunks(usize::from(mss)).collect();
+    let last = chunks.len() - 1;
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let mut s = head.to_vec();
+            s.extend_from_slice(chunk);
+            let seq = seq0.wrapping_add((i * usize::from(mss)) as u32);
+            s[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
+            if i != last {
+                s[l4 + 13] &= !0x09; // FIN, PSH
+            }
+            if i != 0 {
+                s[l4 + 13] &= !0x80; // CWR
+            }
+            if v6 {
+                let plen = (s.len() - 40) as u16;
+                s[4..6].copy_from_slice(&plen.to_be_bytes());
+            } else {
+                let tot = s.len() as u16;
+                s[2..4].copy_from_slice(&tot.to_be_bytes());
+                let id = u16::from_be_bytes([s[4], s[5]]).wrapping_add(i as u16);
+                s[4..6].copy_from_slice(&id.to_be_bytes());
+                fix_ipv4_header_checksum(&mut s);
+            }
+            complete_l4_checksum(s)
+        })
+        .collect()
 }
 
 /// The largest IP packet an AF_XDP frame takes (`sixgate_xdp`'s
@@ -145,6 +243,9 @@ struct Case {
     /// frame is not. The input to the core is the frame as it left,
     /// captured, its checksum completed where offload would complete it.
     socket: Option<(usize, bool)>,
+    /// Non-zero: `packets[0]` is a TCP super-packet, sent whole with this
+    /// segment size in its virtio-net header ([`gso_corpus`]).
+    gso: u16,
 }
 
 fn case(name: &str, from_v6: bool, packets: Vec<Vec<u8>>) -> Case {
@@ -153,6 +254,7 @@ fn case(name: &str, from_v6: bool, packets: Vec<Vec<u8>>) -> Case {
         from_v6,
         packets,
         socket: None,
+        gso: 0,
     }
 }
 
@@ -164,6 +266,7 @@ fn socket_case(name: &str, from_v6: bool, len: usize, zero: bool) -> Case {
         from_v6,
         packets: Vec::new(),
         socket: Some((len, zero)),
+        gso: 0,
     }
 }
 
@@ -469,6 +572,67 @@ fn packet_socket_with(dev: &str, ignore_outgoing: bool) -> OwnedFd {
     }
 }
 
+/// A packet socket on `dev` whose frames start with a virtio-net header
+/// (`PACKET_VNET_HDR`), for GSO super-packets.
+fn gso_socket(dev: &str) -> OwnedFd {
+    let fd = packet_socket(dev);
+    let on: libc::c_int = 1;
+    // SAFETY: a valid option value.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            15,
+            (&raw const on).cast(),
+            4,
+        )
+    };
+    assert_eq!(
+        rc,
+        0,
+        "PACKET_VNET_HDR: {}",
+        std::io::Error::last_os_error()
+    );
+    fd
+}
+
+/// Ethernet frame `f` (TCP super-packet, checksum complete) behind a
+/// virtio-net header for GSO with segments of `mss` bytes: the checksum
+/// field holds the pseudo-header's sum only (`NEEDS_CSUM`).
+fn gso_frame(f: &[u8], mss: u16) -> Vec<u8> {
+    use sixgate_testkit::csum;
+    let ip = &f[14..];
+    let v6 = ip[0] >> 4 == 6;
+    let l4 = if v6 { 40 } else { usize::from(ip[0] & 0xf) * 4 };
+    let thl = usize::from(ip[l4 + 12] >> 4) * 4;
+    let pseudo = if v6 {
+        csum::pseudo_v6(
+            ip[8..24].try_into().unwrap(),
+            ip[24..40].try_into().unwrap(),
+            6,
+            ip.len() - l4,
+        )
+    } else {
+        csum::pseudo_v4(
+            ip[12..16].try_into().unwrap(),
+            ip[16..20].try_into().unwrap(),
+            6,
+            ip.len() - l4,
+        )
+    };
+    let mut h = Vec::with_capacity(10 + f.len());
+    h.push(1); // VIRTIO_NET_HDR_F_NEEDS_CSUM
+    h.push(if v6 { 4 } else { 1 }); // GSO_TCPV6 / GSO_TCPV4
+    h.extend_from_slice(&((14 + l4 + thl) as u16).to_le_bytes()); // hdr_len
+    h.extend_from_slice(&mss.to_le_bytes());
+    h.extend_from_slice(&((14 + l4) as u16).to_le_bytes()); // csum_start
+    h.extend_from_slice(&16u16.to_le_bytes()); // csum_offset
+    let at = h.len() + 14 + l4 + 16;
+    h.extend_from_slice(f);
+    h[at..at + 2].copy_from_slice(&csum::fold(pseudo).to_be_bytes());
+    h
+}
+
 fn send_frame(fd: &OwnedFd, frame: &[u8]) {
     // SAFETY: a valid buffer.
     let n = unsafe { libc::send(fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
@@ -739,9 +903,8 @@ fn normalise(p: &[u8]) -> Vec<u8> {
     let mut p = p.to_vec();
     if p.len() >= 20 && p[0] >> 4 == 4 {
         let flags = u16::from_be_bytes([p[6], p[7]]);
-        let df = flags & 0x4000 != 0;
         let fragment = flags & 0x3fff != 0;
-        if !df && !fragment {
+        if !fragment {
             p[4..6].fill(0);
             fix_ipv4_header_checksum(&mut p);
         }
@@ -768,6 +931,62 @@ fn time_exceeded(p: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     } else {
         None
     }
+}
+
+/// The TCP payload of IP packet `p` (no options or extension headers).
+fn tcp_payload(p: &[u8]) -> &[u8] {
+    let l4 = if p[0] >> 4 == 6 {
+        40
+    } else {
+        usize::from(p[0] & 0xf) * 4
+    };
+    &p[(l4 + usize::from(p[l4 + 12] >> 4) * 4).min(p.len())..]
+}
+
+/// Two runs of TCP segments carrying the same stream: the same bytes in
+/// order, from the same first sequence number, every segment's checksums
+/// right, its header (but sequence number, lengths and checksums) the
+/// first expected segment's, its hop limit the same.
+fn compare_stream(want: &[Vec<u8>], got: &[Vec<u8>]) -> Option<String> {
+    let stream = |ps: &[Vec<u8>]| {
+        ps.iter()
+            .flat_map(|p| tcp_payload(p).to_vec())
+            .collect::<Vec<u8>>()
+    };
+    if stream(want) != stream(got) {
+        return Some(format!(
+            "TCP stream differs: {} bytes expected in {} segments, {} bytes in {}",
+            stream(want).len(),
+            want.len(),
+            stream(got).len(),
+            got.len()
+        ));
+    }
+    let (Some(w), Some(first)) = (want.first(), got.first()) else {
+        return None;
+    };
+    if w[40 + 4..40 + 8] != first[40 + 4..40 + 8] {
+        return Some("first sequence number differs".into());
+    }
+    for g in got {
+        if let Err(e) = sixgate_testkit::check(g) {
+            return Some(format!("segment does not check: {e}"));
+        }
+        let same = |r: std::ops::Range<usize>| w[r.clone()] == g[r];
+        // Version..flow label, next header, hop limit, addresses; ports, ack,
+        // data offset, window, urgent pointer (flags may differ: PSH, FIN
+        // and CWR go with the first or last segment).
+        if !(same(0..4)
+            && same(6..40)
+            && same(40..44)
+            && same(48..53)
+            && same(54..56)
+            && same(58..60))
+        {
+            return Some(format!("segment header differs: {}", describe(g)));
+        }
+    }
+    None
 }
 
 /// The name of the field at byte `at` of IP packet `p`.
@@ -886,7 +1105,10 @@ fn compare(side: &str, want: &[Vec<u8>], got: &[Vec<u8>]) -> Vec<String> {
 /// core would send. Each is written down in docs/architecture.md
 /// ("Translation choices").
 fn known(plane: &Plane, case: &Case) -> Option<&'static str> {
-    if plane.dataplane == Dataplane::Xdp && case.packets.iter().any(|p| p.len() > AF_XDP_MAX) {
+    if plane.dataplane == Dataplane::Xdp
+        && case.gso == 0
+        && case.packets.iter().any(|p| p.len() > AF_XDP_MAX)
+    {
         return Some(
             "an AF_XDP frame is 4 KiB with 256 bytes of headroom: the kernel drops a \
              larger frame before the workers see it (sixgate warns at start, \
@@ -970,7 +1192,17 @@ fn planes() -> Vec<Plane> {
 
 /// Run `cases` through `plane` with translator settings `settings`; the
 /// differences found, one line each.
-fn run_plane(test: &str, plane: &Plane, settings: &str, mtu: u32, cases: &[Case]) -> Vec<String> {
+/// `mtu`: every link's and the TUN device's, and `ipv4_mtu` / `ipv6_mtu`;
+/// `None`: the GSO bed (links at 1500, no MTU keys, no TSO at the
+/// gateway's egress).
+fn run_plane(
+    test: &str,
+    plane: &Plane,
+    settings: &str,
+    mtu_keys: Option<u32>,
+    cases: &[Case],
+) -> Vec<String> {
+    let mtu = mtu_keys.unwrap_or(1500);
     let extra = match plane.dataplane {
         Dataplane::Tun if plane.extra.contains("[tun]\n") => plane
             .extra
@@ -981,7 +1213,7 @@ fn run_plane(test: &str, plane: &Plane, settings: &str, mtu: u32, cases: &[Case]
     let dut = Dut::Sixgate {
         binary: BIN.into(),
         dataplane: plane.dataplane,
-        extra_toml: format!("{}{settings}\n{extra}", translator(mtu)),
+        extra_toml: format!("{}{settings}\n{extra}", translator(mtu_keys)),
     };
     if let Err(why) = dut.check_available() {
         println!("skipped: {test} [{}]: {why}", plane.name);
@@ -993,6 +1225,13 @@ fn run_plane(test: &str, plane: &Plane, settings: &str, mtu: u32, cases: &[Case]
     turn.expect_gone(bed.namespaces());
     // Nothing answers the translated packets: the router keeps what it gets.
     bed.router.sysctl(&[("net.ipv4.ip_forward", "0")]).unwrap();
+    if mtu_keys.is_none() {
+        for dev in [ifname::GATEWAY_V6, ifname::GATEWAY_V4] {
+            bed.gateway
+                .run("ethtool", ["-K", dev, "tso", "off"])
+                .unwrap();
+        }
+    }
     if plane.complete_checksums {
         for (ns, dev) in [
             (&bed.v6host, ifname::V6_HOST),
@@ -1044,6 +1283,29 @@ fn run_plane(test: &str, plane: &Plane, settings: &str, mtu: u32, cases: &[Case]
         diffs.len()
     );
     let stopped = stop_cleanly(test, "translator", running);
+    // A fast path that did not attach would leave the TUN plane alone,
+    // which proves nothing about the fast path: it must have attached and
+    // translated some of the cases itself.
+    if let Some(hook) = plane.name.strip_suffix(" fast path") {
+        let attached = format!("{} program", hook.to_uppercase());
+        assert!(
+            stopped.stderr.contains(&attached) && stopped.stderr.contains("attached"),
+            "{test} [{}]: the fast path did not attach:\n{}",
+            plane.name,
+            stopped.stderr
+        );
+        let line = stopped
+            .stderr
+            .lines()
+            .find(|l| l.contains("fast path: received"))
+            .unwrap_or_else(|| panic!("{test}: no fast path summary:\n{}", stopped.stderr));
+        println!("{test} [{}]: {}", plane.name, line.trim());
+        assert!(
+            !line.contains("translated 6to4 0 4to6 0"),
+            "{test} [{}]: the fast path translated nothing: {line}",
+            plane.name
+        );
+    }
     if plane.dataplane == Dataplane::Xdp && mtu as usize > AF_XDP_MAX {
         assert!(
             stopped.stderr.contains("do not fit an AF_XDP frame"),
@@ -1079,6 +1341,8 @@ fn exchange(
     let s6 = in_ns(&bed.v6host, || packet_socket(ifname::V6_HOST));
     let s4 = in_ns(&bed.router, || packet_socket(ifname::ROUTER_GW));
     let o6 = in_ns(&bed.v6host, || packet_socket_with(ifname::V6_HOST, false));
+    let g6 = in_ns(&bed.v6host, || gso_socket(ifname::V6_HOST));
+    let g4 = in_ns(&bed.router, || gso_socket(ifname::ROUTER_GW));
     let o4 = in_ns(&bed.router, || packet_socket_with(ifname::ROUTER_GW, false));
     // Let the gateway learn the router's MAC and the links settle: a packet
     // each way that the translator carries, then quiet.
@@ -1122,22 +1386,31 @@ fn exchange(
             assert_eq!(sent.len(), 1, "{}: the datagram did not leave", c.name);
         } else {
             for p in &c.packets {
-                if c.from_v6 {
-                    send_frame(&s6, &frame(gw6, v6host_mac, p));
+                let f = if c.from_v6 {
+                    frame(gw6, v6host_mac, p)
                 } else {
-                    send_frame(&s4, &frame(gw4, router_mac, p));
+                    frame(gw4, router_mac, p)
+                };
+                match (c.gso, c.from_v6) {
+                    (0, true) => send_frame(&s6, &f),
+                    (0, false) => send_frame(&s4, &f),
+                    (mss, true) => send_frame(&g6, &gso_frame(&f, mss)),
+                    (mss, false) => send_frame(&g4, &gso_frame(&f, mss)),
                 }
             }
         }
         let input = Case {
             name: c.name.clone(),
             from_v6: c.from_v6,
-            packets: if sent.is_empty() {
-                c.packets.clone()
-            } else {
+            packets: if !sent.is_empty() {
                 sent
+            } else if c.gso > 0 {
+                segment_tcp(&c.packets[0], c.gso)
+            } else {
+                c.packets.clone()
             },
             socket: c.socket,
+            gso: 0,
         };
         let (mut want6, mut want4) = expected(&cfg, &input);
         if let Some(why) = known(plane, c) {
@@ -1150,11 +1423,22 @@ fn exchange(
         // Wait for what the core sends (up to 2 s), then a little longer for
         // anything more; 150 ms where the core sends nothing.
         let mut done_at: Option<Instant> = None;
+        let (mut last_have, mut last_at) = (0, Instant::now());
         loop {
             drain(&s6, &mut got6);
             drain(&s4, &mut got4);
             let have = got6.len() + got4.len();
-            if have >= want && done_at.is_none() {
+            // With GRO at the receiver, merged segments are fewer than
+            // expected: done once some came and nothing more for a while.
+            if have > last_have {
+                last_have = have;
+                last_at = Instant::now();
+            }
+            let merged = c.gso > 0
+                && plane.gro
+                && have > 0
+                && last_at.elapsed() > Duration::from_millis(150);
+            if (have >= want || merged) && done_at.is_none() {
                 done_at = Some(Instant::now());
             }
             let grace = if want == 0 { 150 } else { 40 };
@@ -1164,6 +1448,39 @@ fn exchange(
                 break;
             }
             std::thread::sleep(Duration::from_millis(2));
+        }
+        if c.gso > 0 && plane.gro {
+            // GRO at the receiver merged segments: cut them again.
+            for (want, got) in [(&want6, &mut got6), (&want4, &mut got4)] {
+                if let Some(first) = want.first() {
+                    let mss = tcp_payload(first).len() as u16;
+                    *got = got
+                        .iter()
+                        .flat_map(|p| {
+                            if tcp_payload(p).len() > usize::from(mss) {
+                                segment_tcp(p, mss)
+                            } else {
+                                vec![p.clone()]
+                            }
+                        })
+                        .collect();
+                }
+            }
+        }
+        if c.gso > 0 && !c.from_v6 && plane.name == "tun offload" {
+            // docs/tun.md: a TCPv4 super-packet translated once keeps each
+            // segment as long on the wire as the sender made it (gso_size
+            // less 20); the core translates each 1500-byte segment into 1520
+            // bytes. Held to the same stream, segment headers and hop count.
+            println!(
+                "KNOWN [{}] {}: TUN cuts IPv6 segments 20 bytes shorter \
+                 (docs/tun.md); the TCP stream is compared",
+                plane.name, c.name
+            );
+            if let Some(d) = compare_stream(&want6, &got6) {
+                diffs.push(format!("[{}] {}: IPv6 side: {d}", plane.name, c.name));
+            }
+            continue;
         }
         for d in compare("IPv6 side", &want6, &got6)
             .into_iter()
@@ -1187,7 +1504,7 @@ fn siit_every_plane(test: &str, policy: &str) {
     let settings = format!("udp_zero_checksum = \"{policy}\"\n");
     let mut diffs = Vec::new();
     for plane in planes() {
-        diffs.extend(run_plane(test, &plane, &settings, 1500, &cases));
+        diffs.extend(run_plane(test, &plane, &settings, Some(1500), &cases));
     }
     for d in &diffs {
         println!("DIFFERENCE {d}");
@@ -1211,7 +1528,31 @@ fn siit_jumbo_frames_every_data_plane_matches_the_core() {
     let cases = jumbo_corpus();
     let mut diffs = Vec::new();
     for plane in planes() {
-        diffs.extend(run_plane(test, &plane, "", JUMBO, &cases));
+        diffs.extend(run_plane(test, &plane, "", Some(JUMBO), &cases));
+    }
+    for d in &diffs {
+        println!("DIFFERENCE {d}");
+    }
+    assert!(
+        diffs.is_empty(),
+        "{test}: {} differences (above)",
+        diffs.len()
+    );
+}
+
+/// TCP super-packets (GSO) both ways, what `BPF_PROG_TEST_RUN` cannot
+/// send: held to the core's translation of the segments the kernel cuts.
+#[test]
+fn siit_gso_every_data_plane_matches_the_core() {
+    let test = "siit_gso_every_data_plane_matches_the_core";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let cases = gso_corpus();
+    let mut diffs = Vec::new();
+    for plane in planes() {
+        diffs.extend(run_plane(test, &plane, "", None, &cases));
     }
     for d in &diffs {
         println!("DIFFERENCE {d}");
