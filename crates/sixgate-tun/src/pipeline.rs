@@ -238,17 +238,22 @@ impl Pipeline {
                 }
                 _ => {
                     self.io.gso_in += 1;
-                    if one_shot_ok(data, &hdr, &self.limits) {
-                        self.io.gso_whole += 1;
-                        Action::Whole(true, hdr)
-                    } else {
-                        match gso::plan(data, &hdr) {
+                    match one_shot(data, &hdr, &self.limits) {
+                        OneShot::Whole => {
+                            self.io.gso_whole += 1;
+                            Action::Whole(true, hdr)
+                        }
+                        shot => match gso::plan(data, &hdr) {
+                            Ok(plan) if shot == OneShot::HeadAndTail && plan.count >= 2 => {
+                                self.io.gso_whole += 1;
+                                Action::HeadAndTail(plan)
+                            }
                             Ok(plan) => {
                                 self.io.gso_split += 1;
                                 Action::Split(plan)
                             }
                             Err(_) => Action::Drop,
-                        }
+                        },
                     }
                 }
             }
@@ -271,6 +276,21 @@ impl Pipeline {
                     out.translate(&mut self.seg, n, false, &VnetHdr::PLAIN);
                 }
             }
+            Action::HeadAndTail(plan) => {
+                // The short last segment cut off first, from the whole
+                // packet (it keeps FIN and PSH), then the rest translated
+                // once: every segment gets the core's DF (one_shot).
+                let n = gso::segment(
+                    &self.rx[HEADROOM..HEADROOM + len],
+                    &plan,
+                    plan.count - 1,
+                    &mut self.seg[HEADROOM..],
+                );
+                let tail = len - plan.hdrs - (plan.count - 1) * plan.mss;
+                drop_tail(&mut self.rx[HEADROOM..HEADROOM + len], &plan, tail);
+                out.translate(&mut self.rx, len - tail, true, &hdr);
+                out.translate(&mut self.seg, n, false, &VnetHdr::PLAIN);
+            }
             Action::Drop => out.io.offload_dropped += 1,
         }
     }
@@ -283,6 +303,10 @@ enum Action {
     Whole(bool, VnetHdr),
     /// Segment it in software and translate each segment.
     Split(gso::Plan),
+    /// An IPv6 TCP super-packet whose full segments keep DF=1 but whose
+    /// short last one would not: that one cut in software, the rest
+    /// translated once.
+    HeadAndTail(gso::Plan),
     /// Drop it (counted as `offload_dropped`).
     Drop,
 }
@@ -335,7 +359,7 @@ impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
                 send(self.emit, self.io, self.hops, &h, pkt.data_mut());
             }
             Verdict::Fragmented(_) if partial || hdr.gso() != Gso::None => {
-                // Excluded by partial_ok/one_shot_ok; never send fragments that
+                // Excluded by partial_ok/one_shot; never send fragments that
                 // carry a partial checksum or a GSO header.
                 self.io.offload_dropped += 1;
             }
@@ -387,13 +411,25 @@ fn partial_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
         if !h.df() && usize::from(h.total_len.get()) + 20 > l.frag_limit)
 }
 
-/// A super-packet the core can translate as one.
-fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
+/// How a super-packet may be translated once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OneShot {
+    /// All of it.
+    Whole,
+    /// All but its short last segment, which must get DF=0 (IPv6 TCP).
+    HeadAndTail,
+    /// Not at all: cut in software.
+    No,
+}
+
+/// Whether a GSO super-packet can be translated once (see the module
+/// table), or all of it but its last segment.
+fn one_shot(p: &[u8], h: &VnetHdr, l: &Limits) -> OneShot {
     if !h.needs_csum() {
-        return false;
+        return OneShot::No;
     }
     let Some(proto) = transport_at_csum_start(p, h) else {
-        return false;
+        return OneShot::No;
     };
     let (v4, df) = match IpHeader::of(p) {
         Some(IpHeader::V4(h)) => (true, h.df()),
@@ -412,39 +448,83 @@ fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     } else {
         !l.ipv4_mtu_set
     };
-    type_fits && mtu_free && h.gso_size > 0 && (v4 || every_segment_keeps_df(p, h))
+    if !(type_fits && mtu_free && h.gso_size > 0) {
+        return OneShot::No;
+    }
+    if v4 {
+        return OneShot::Whole;
+    }
+    match segments_df(p, h) {
+        SegmentsDf::All => OneShot::Whole,
+        SegmentsDf::AllButLast if h.gso() == Gso::TcpV6 => OneShot::HeadAndTail,
+        _ => OneShot::No,
+    }
+}
+
+/// Which segments of an IPv6 super-packet keep DF=1 once translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SegmentsDf {
+    All,
+    AllButLast,
+    No,
 }
 
 /// IPv6→IPv4: RFC 7915 §5.1 gives a translated packet up to
 /// [`DF_THRESHOLD_V4`] bytes DF=0 (and an Identification), a larger one
 /// DF=1. Translated once, every segment of a super-packet would carry the
 /// super-packet's DF=1, the short last one too: so only a super-packet
-/// whose every segment (headers and `gso_size` bytes, and the remainder)
-/// translates above the threshold goes whole; the rest are cut in
-/// software and each segment gets its own DF, as the core gives it
-/// (tests/differential.rs, GSO). For UDP every segment is one datagram.
-fn every_segment_keeps_df(p: &[u8], h: &VnetHdr) -> bool {
-    // TCP or UDP at csum_start (one_shot_ok checked): its header's length.
+/// whose every segment (headers and `gso_size` bytes) translates above the
+/// threshold goes whole, its last segment cut off first when that one does
+/// not (TCP); the rest are cut in software and each segment gets its own
+/// DF, as the core gives it (tests/differential.rs, GSO). For UDP every
+/// segment is one datagram.
+fn segments_df(p: &[u8], h: &VnetHdr) -> SegmentsDf {
+    // TCP or UDP at csum_start (one_shot checked): its header's length.
     let l4 = usize::from(h.csum_start);
     let transport = if h.gso() == Gso::UdpL4 {
         8
     } else {
         match p.get(l4 + 12) {
             Some(&offset) => usize::from(offset >> 4) * 4,
-            None => return false,
+            None => return SegmentsDf::No,
         }
     };
     let headers = IPV4_HEADER + transport;
     let Some(payload) = ip_len(p).and_then(|n| n.checked_sub(l4 + transport)) else {
-        return false;
+        return SegmentsDf::No;
     };
     let size = usize::from(h.gso_size);
     let tail = payload % size;
-    headers + size > DF_THRESHOLD_V4 && (tail == 0 || headers + tail > DF_THRESHOLD_V4)
+    if headers + size <= DF_THRESHOLD_V4 {
+        SegmentsDf::No
+    } else if tail == 0 || headers + tail > DF_THRESHOLD_V4 {
+        SegmentsDf::All
+    } else if payload > 2 * size {
+        SegmentsDf::AllButLast
+    } else {
+        SegmentsDf::No
+    }
 }
 
 /// An IPv4 header without options: what an IPv6 header becomes.
 const IPV4_HEADER: usize = 20;
+
+/// Make `p` (an IPv6 TCP super-packet with a partial checksum) end before
+/// its last `tail` bytes: Payload Length, the pseudo-header sum in the
+/// checksum field (it holds the length, RFC 8200 §8.1), and FIN and PSH,
+/// which go with the last segment cut off.
+fn drop_tail(p: &mut [u8], plan: &gso::Plan, tail: usize) {
+    let plen = u16::from_be_bytes([p[4], p[5]]) - tail as u16;
+    p[4..6].copy_from_slice(&plen.to_be_bytes());
+    let at = plan.l4_off + usize::from(TCP_CSUM_OFFSET);
+    let field = u16::from_be_bytes([p[at], p[at + 1]]);
+    // One's complement subtraction of the length difference.
+    let mut sum = u32::from(field) + u32::from(!(tail as u16));
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    p[at..at + 2].copy_from_slice(&(sum as u16).to_be_bytes());
+    p[plan.l4_off + 13] &= !0x09;
+}
 
 #[cfg(test)]
 mod tests {
@@ -629,11 +709,6 @@ mod tests {
                 GSO_TCPV6,
                 1000,
             ),
-            (
-                Ip6::new(CLIENT6, SERVER6).tcp(5000, 80, 2 * 1440 + 100),
-                GSO_TCPV6,
-                1440,
-            ),
         ] {
             let (pkt, l4, at) = partial(pkt);
             let (outs, p) = run(config(), gso_hdr(gso, size, l4, at), &pkt);
@@ -644,6 +719,27 @@ mod tests {
                 assert_eq!(df, out.len() > 1260, "DF of a {}-byte segment", out.len());
             }
         }
+        // Full segments and a short last one: the last cut off, the rest
+        // translated once; the stream whole and in order, FIN and PSH on
+        // the last segment only.
+        let whole = Ip6::new(CLIENT6, SERVER6).tcp_flags(5000, 80, 0x19, 3 * 1440 + 100);
+        let (pkt, l4, at) = partial(whole.clone());
+        let (outs, p) = run(config(), gso_hdr(GSO_TCPV6, 1440, l4, at), &pkt);
+        assert_eq!((p.io.gso_whole, p.io.gso_split), (1, 0));
+        assert_eq!(outs.len(), 2, "the head, then the tail");
+        let mut segs = kernel_view(&outs[0].0, &outs[0].1);
+        assert_eq!(segs.len(), 3);
+        assert_eq!(outs[1].0.gso(), Gso::None);
+        segs.push(outs[1].1.clone());
+        let mut stream = Vec::new();
+        for (i, s) in segs.iter().enumerate() {
+            let v = sixgate_testkit::check(s).unwrap();
+            assert!(v.l4_verified, "segment {i}");
+            assert_eq!(s[6] & 0x40 != 0, s.len() > 1260, "DF of segment {i}");
+            assert_eq!(s[33] & 0x09 != 0, i == 3, "FIN/PSH of segment {i}");
+            stream.extend_from_slice(&s[40..]);
+        }
+        assert_eq!(stream, whole[60..], "the payload, in order");
     }
 
     /// IPv4 DF=0 super-packet: translating it as one would make the core
