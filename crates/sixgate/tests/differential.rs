@@ -1579,3 +1579,101 @@ fn rfc7915_s4_5_udp_zero_checksum_drop_on_every_data_plane() {
         "drop",
     );
 }
+
+/// The hops `tracepath` printed: (hop number, address or `reached` target).
+fn tracepath_hops(out: &str) -> Vec<(u32, String)> {
+    out.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let n = w.next()?.strip_suffix(':')?.parse().ok()?;
+            Some((n, w.next()?.to_owned()))
+        })
+        .collect()
+}
+
+/// RFC 7915 §4.1 / §5.1 with RFC 1812 §5.3.1: the gateway is one router
+/// hop on every data plane. `tracepath` from each host through the
+/// standard bed (real hosts, the router forwarding) finds the gateway at
+/// hop 1, the next router at hop 2 and the far host at hop 3; on the TUN
+/// data plane it used to find the gateway three times (the kernel's
+/// forwarding into and out of the device decremented too).
+#[test]
+fn rfc7915_s4_1_s5_1_tracepath_sees_the_gateway_as_one_hop() {
+    let test = "rfc7915_s4_1_s5_1_tracepath_sees_the_gateway_as_one_hop";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    for plane in planes()
+        .into_iter()
+        .filter(|p| matches!(p.name, "tun offload" | "tc fast path" | "af_xdp"))
+    {
+        let dut = Dut::Sixgate {
+            binary: BIN.into(),
+            dataplane: plane.dataplane,
+            extra_toml: plane.extra.clone(),
+        };
+        if let Err(why) = dut.check_available() {
+            println!("skipped: {test} [{}]: {why}", plane.name);
+            continue;
+        }
+        let mut turn = Turn::take(test);
+        let bed = Topology::build(dut.bed_options(TopologyOptions::default()))
+            .unwrap_or_else(|e| panic!("{test}: {e}"));
+        turn.expect_gone(bed.namespaces());
+        let running = bed.start(&dut).unwrap_or_else(|e| panic!("{test}: {e}"));
+        turn.run(
+            || running.log(),
+            || {
+                for (from, family, target, router) in [
+                    (
+                        &bed.v6host,
+                        "-6",
+                        addr::V4_HOST_AS_V6.to_string(),
+                        addr::ROUTER_AS_V6.to_string(),
+                    ),
+                    (
+                        &bed.v4host,
+                        "-4",
+                        addr::V6_HOST_AS_V4.to_string(),
+                        addr::ROUTER_V4_SIDE.to_string(),
+                    ),
+                ] {
+                    let out = from
+                        .run_timeout(
+                            "tracepath",
+                            [family, "-n", "-m", "6", &target],
+                            Duration::from_secs(60),
+                        )
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    println!("[{}] tracepath {family} -n {target}:\n{out}", plane.name);
+                    let hops = tracepath_hops(&out);
+                    let at = |n: u32| {
+                        hops.iter()
+                            .filter(|(h, _)| *h == n)
+                            .map(|(_, a)| a.as_str())
+                            .collect::<Vec<_>>()
+                    };
+                    let last = hops.iter().map(|(h, _)| *h).max().unwrap_or(0);
+                    assert!(
+                        out.lines()
+                            .any(|l| l.contains(&target) && l.contains("reached")),
+                        "[{}] {target} not reached:\n{out}",
+                        plane.name
+                    );
+                    assert_eq!(last, 3, "[{}] the far host at hop 3:\n{out}", plane.name);
+                    if family == "-6" {
+                        // The v6 side: gateway, then the IPv4 router (translated).
+                        assert!(at(2).contains(&router.as_str()), "[{}]:\n{out}", plane.name);
+                    } else {
+                        // The v4 side: the router, then the gateway.
+                        assert!(at(1).contains(&router.as_str()), "[{}]:\n{out}", plane.name);
+                    }
+                }
+            },
+        );
+        stop_cleanly(test, "translator", running);
+        drop(bed);
+        turn.finish();
+    }
+}
