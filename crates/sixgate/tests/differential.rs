@@ -1202,6 +1202,27 @@ fn run_plane(
     mtu_keys: Option<u32>,
     cases: &[Case],
 ) -> Vec<String> {
+    let config = format!("{}{settings}", translator(mtu_keys));
+    run_plane_with(
+        test,
+        plane,
+        &config,
+        mtu_keys,
+        cases.len(),
+        |bed, running, mac| exchange(bed, running, plane, mac, cases),
+    )
+}
+
+/// [`run_plane`] with the translator's sections `config` and the exchange
+/// `body` (given the bed, the translator and the v6 host's MAC address).
+fn run_plane_with(
+    test: &str,
+    plane: &Plane,
+    config: &str,
+    mtu_keys: Option<u32>,
+    cases: usize,
+    body: impl FnOnce(&Topology, &RunningDut, [u8; 6]) -> Vec<String>,
+) -> Vec<String> {
     let mtu = mtu_keys.unwrap_or(1500);
     let extra = match plane.dataplane {
         Dataplane::Tun if plane.extra.contains("[tun]\n") => plane
@@ -1213,7 +1234,7 @@ fn run_plane(
     let dut = Dut::Sixgate {
         binary: BIN.into(),
         dataplane: plane.dataplane,
-        extra_toml: format!("{}{settings}\n{extra}", translator(mtu_keys)),
+        extra_toml: format!("{config}\n{extra}"),
     };
     if let Err(why) = dut.check_available() {
         println!("skipped: {test} [{}]: {why}", plane.name);
@@ -1271,14 +1292,11 @@ fn run_plane(
         Err(e) => panic!("{test} [{}]: {e}", plane.name),
     };
     let t0 = Instant::now();
-    let diffs = turn.run(
-        || running.log(),
-        || exchange(&bed, &running, plane, v6host_mac, cases),
-    );
+    let diffs = turn.run(|| running.log(), || body(&bed, &running, v6host_mac));
     println!(
         "{test} [{}]: {} cases in {:.1} s, {} differences",
         plane.name,
-        cases.len(),
+        cases,
         t0.elapsed().as_secs_f32(),
         diffs.len()
     );
@@ -1676,4 +1694,344 @@ fn rfc7915_s4_1_s5_1_tracepath_sees_the_gateway_as_one_hop() {
         drop(bed);
         turn.finish();
     }
+}
+
+// ---------------------------------------------------------------- NAT64
+
+/// Stateful NAT64 (RFC 6146) on the same bed: pool4 `198.18.0.0/24` (the
+/// prefix the router sends to the gateway), one worker.
+const NAT64_CONFIG: &str = "[translator]\nmode = \"nat64\"\npool6 = \"2001:db8:64::/96\"\n\
+     ipv4_mtu = 1500\nipv6_mtu = 1500\nicmp_errors_per_sec = 100000\nicmp_error_burst = 100000\n\n\
+     [nat64]\npool4 = [\"198.18.0.0/24\"]\n";
+
+/// A flow's key: protocol and the IPv6 host's port (ICMP: identifier).
+type FlowKey = (u8, u16);
+
+/// One NAT64 step: a packet from one side, built from the pool4 transport
+/// address of its flow (`None` for the IPv6 side, which needs none).
+struct Step {
+    name: &'static str,
+    from_v6: bool,
+    flow: FlowKey,
+    build: Box<Build>,
+}
+
+/// Builds a step's packet from its flow's pool4 transport address.
+type Build = dyn Fn(Option<(Ipv4Addr, u16)>) -> Vec<u8>;
+
+fn step(
+    name: &'static str,
+    from_v6: bool,
+    flow: FlowKey,
+    build: impl Fn(Option<(Ipv4Addr, u16)>) -> Vec<u8> + 'static,
+) -> Step {
+    Step {
+        name,
+        from_v6,
+        flow,
+        build: Box::new(build),
+    }
+}
+
+/// The NAT64 flows, in order: each IPv4 packet goes to the pool4 address
+/// and port its flow's first IPv6 packet was given.
+fn nat64_steps() -> Vec<Step> {
+    const UDP: FlowKey = (17, 4000);
+    const TCP: FlowKey = (6, 4001);
+    const ICMP: FlowKey = (1, 77);
+    let m = |a: Option<(Ipv4Addr, u16)>| a.expect("the flow's mapping");
+    vec![
+        step("6to4 udp (new session)", true, UDP, |_| {
+            v6().udp(4000, 5000, 100)
+        }),
+        step("4to6 udp reply", false, UDP, move |a| {
+            let (p4, port) = m(a);
+            Ip4::new(V4, p4).udp(5000, port, 100)
+        }),
+        step("6to4 udp again", true, UDP, |_| v6().udp(4000, 5000, 300)),
+        step("4to6 udp again", false, UDP, move |a| {
+            let (p4, port) = m(a);
+            Ip4::new(V4, p4).df(false).udp(5000, port, 300)
+        }),
+        step("6to4 echo (new session)", true, ICMP, |_| {
+            v6().echo_request(77, 1, 56)
+        }),
+        step("4to6 echo reply", false, ICMP, move |a| {
+            let (p4, id) = m(a);
+            Ip4::new(V4, p4).echo_reply(id, 1, 56)
+        }),
+        step("6to4 tcp syn", true, TCP, |_| {
+            v6().tcp_flags(4001, 80, 0x02, 0)
+        }),
+        step("4to6 tcp syn-ack", false, TCP, move |a| {
+            let (p4, port) = m(a);
+            Ip4::new(V4, p4).tcp_flags(80, port, 0x12, 0)
+        }),
+        step("6to4 tcp ack with data", true, TCP, |_| {
+            v6().tcp(4001, 80, 100)
+        }),
+        step("4to6 tcp data", false, TCP, move |a| {
+            let (p4, port) = m(a);
+            Ip4::new(V4, p4).tcp(80, port, 1000)
+        }),
+        step("6to4 tcp data 1500", true, TCP, |_| {
+            v6().tcp(4001, 80, 1500 - 60)
+        }),
+        step("6to4 udp hop limit 2", true, UDP, |_| {
+            v6().hop_limit(2).udp(4000, 5000, 20)
+        }),
+        step("4to6 udp ttl 2", false, UDP, move |a| {
+            let (p4, port) = m(a);
+            Ip4::new(V4, p4).ttl(2).udp(5000, port, 20)
+        }),
+        step("6to4 udp hop limit 1", true, UDP, |_| {
+            v6().hop_limit(1).udp(4000, 5000, 20)
+        }),
+        step("4to6 udp checksum 0", false, UDP, move |a| {
+            let (p4, port) = m(a);
+            Ip4::new(V4, p4).udp_zero_checksum(5000, port, 64)
+        }),
+        step(
+            "4to6 port unreachable about the session",
+            false,
+            UDP,
+            move |a| {
+                let (p4, port) = m(a);
+                let quoted = Ip4::new(p4, V4).udp(port, 5000, 100);
+                Ip4::new(V4, p4).icmp_error(3, 3, [0; 4], &truncate(&quoted, 28))
+            },
+        ),
+        step("4to6 udp without a mapping", false, (17, 1), |_| {
+            Ip4::new(V4, Ipv4Addr::new(198, 18, 0, 200)).udp(5000, 9, 20)
+        }),
+        step("6to4 udp another session", true, (17, 4100), |_| {
+            v6().udp(4100, 5000, 20)
+        }),
+        step("6to4 echo 1500", true, ICMP, |_| {
+            v6().echo_request(77, 2, 1500 - 48)
+        }),
+    ]
+}
+
+/// The IPv4 source transport address of a translated IPv4 packet (TCP,
+/// UDP: port; ICMP Echo: identifier).
+fn v4_source(p: &[u8]) -> Option<(Ipv4Addr, u16)> {
+    if p[0] >> 4 != 4 {
+        return None;
+    }
+    let l4 = usize::from(p[0] & 0xf) * 4;
+    let addr = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
+    let at = match p[9] {
+        6 | 17 => l4,
+        1 if matches!(p.get(l4), Some(0 | 8)) => l4 + 4,
+        _ => return None,
+    };
+    Some((addr, u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?])))
+}
+
+/// `p` with its IPv4 source transport address `to` instead of the core's:
+/// the header checksum computed again, the transport checksum moved by
+/// RFC 1624 (so a checksum the core got wrong stays wrong).
+fn remap_v4_source(p: &[u8], to: (Ipv4Addr, u16)) -> Vec<u8> {
+    let mut p = p.to_vec();
+    let Some(from) = v4_source(&p) else {
+        return p;
+    };
+    let l4 = usize::from(p[0] & 0xf) * 4;
+    let (port_at, csum_at, pseudo) = match p[9] {
+        17 => (l4, l4 + 6, true),
+        6 => (l4, l4 + 16, true),
+        _ => (l4 + 4, l4 + 2, false),
+    };
+    let words = |a: Ipv4Addr, port: u16, pseudo: bool| {
+        let o = a.octets();
+        let mut s = u32::from(port);
+        if pseudo {
+            s += u32::from(u16::from_be_bytes([o[0], o[1]]))
+                + u32::from(u16::from_be_bytes([o[2], o[3]]));
+        }
+        s
+    };
+    let old = u16::from_be_bytes([p[csum_at], p[csum_at + 1]]);
+    if !(p[9] == 17 && old == 0) {
+        // HC' = ~(~HC + ~m + m'), m the old words, m' the new ones.
+        let mut sum = u32::from(!old) + words(to.0, to.1, pseudo);
+        let m = words(from.0, from.1, pseudo);
+        sum += 3 * 0xffff - m; // + ~m over up to three words
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        let mut new = !(sum as u16);
+        if p[9] == 17 && new == 0 {
+            new = 0xffff;
+        }
+        p[csum_at..csum_at + 2].copy_from_slice(&new.to_be_bytes());
+    }
+    p[12..16].copy_from_slice(&to.0.octets());
+    p[port_at..port_at + 2].copy_from_slice(&to.1.to_be_bytes());
+    fix_ipv4_header_checksum(&mut p);
+    p
+}
+
+/// Run the NAT64 steps through the live data plane and a core of our own:
+/// the pool4 transport address each gives a flow is theirs to choose (RFC
+/// 6146 §3.5.1.1 with RFC 6056: a random key), so the core's is mapped to
+/// the live one's before comparing, and each side's IPv4 packets go to its
+/// own; everything else is compared byte for byte.
+fn nat64_exchange(
+    bed: &Topology,
+    running: &RunningDut,
+    plane: &Plane,
+    v6host_mac: [u8; 6],
+) -> Vec<String> {
+    use std::collections::HashMap;
+    let loaded =
+        sixgate_config::parse(running.config(), "differential").unwrap_or_else(|e| panic!("{e}"));
+    let mut core = Translator::new(Arc::new(loaded.config));
+    let mut scratch = Scratch::new();
+    let gw6 = mac(&bed.gateway, ifname::GATEWAY_V6);
+    let gw4 = mac(&bed.gateway, ifname::GATEWAY_V4);
+    let router_mac = mac(&bed.router, ifname::ROUTER_GW);
+    let s6 = in_ns(&bed.v6host, || packet_socket(ifname::V6_HOST));
+    let s4 = in_ns(&bed.router, || packet_socket(ifname::ROUTER_GW));
+    let mut core_map: HashMap<FlowKey, (Ipv4Addr, u16)> = HashMap::new();
+    let mut live_map: HashMap<FlowKey, (Ipv4Addr, u16)> = HashMap::new();
+    let mut diffs = Vec::new();
+    let pool4: ipnet_like::Prefix = ipnet_like::Prefix(Ipv4Addr::new(198, 18, 0, 0), 24);
+    for (i, st) in nat64_steps().into_iter().enumerate() {
+        let (sent, input) = if st.from_v6 {
+            let p = (st.build)(None);
+            (p.clone(), p)
+        } else {
+            (
+                (st.build)(live_map.get(&st.flow).copied()),
+                (st.build)(core_map.get(&st.flow).copied()),
+            )
+        };
+        // The core's answer.
+        let (mut want6, mut want4) = (Vec::new(), Vec::new());
+        let mut buf = vec![0u8; HEADROOM + input.len() + 64];
+        buf[HEADROOM..HEADROOM + input.len()].copy_from_slice(&input);
+        let mut pkt = PacketBuf::new(&mut buf, HEADROOM, input.len());
+        let v = core.translate(&mut pkt, &mut scratch, 1_000_000 * (i as u64 + 1));
+        for out in v.outputs(pkt.data(), &scratch) {
+            if out[0] >> 4 == 6 {
+                want6.push(out.to_vec());
+            } else {
+                want4.push(out.to_vec());
+            }
+        }
+        // The live one's.
+        if st.from_v6 {
+            send_frame(&s6, &frame(gw6, v6host_mac, &sent));
+        } else {
+            send_frame(&s4, &frame(gw4, router_mac, &sent));
+        }
+        let (mut got6, mut got4) = (Vec::new(), Vec::new());
+        let want = want6.len() + want4.len();
+        let t0 = Instant::now();
+        let mut done_at: Option<Instant> = None;
+        loop {
+            drain(&s6, &mut got6);
+            drain(&s4, &mut got4);
+            if got6.len() + got4.len() >= want && done_at.is_none() {
+                done_at = Some(Instant::now());
+            }
+            let grace = if want == 0 { 150 } else { 40 };
+            if done_at.is_some_and(|d| d.elapsed() > Duration::from_millis(grace))
+                || t0.elapsed() > Duration::from_secs(2)
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        println!(
+            "[{}] nat64 {}: {} expected, {} arrived",
+            plane.name,
+            st.name,
+            want,
+            got6.len() + got4.len()
+        );
+        // A flow's first translated IPv6 packet tells both mappings.
+        if st.from_v6
+            && let (Some(w), Some(g)) = (want4.first(), got4.first())
+            && !core_map.contains_key(&st.flow)
+            && let (Some(cw), Some(cg)) = (v4_source(w), v4_source(g))
+        {
+            if !pool4.contains(cg.0) {
+                diffs.push(format!(
+                    "[{}] {}: source {} outside pool4",
+                    plane.name, st.name, cg.0
+                ));
+            }
+            core_map.insert(st.flow, cw);
+            live_map.insert(st.flow, cg);
+        }
+        let want4: Vec<Vec<u8>> = want4
+            .iter()
+            .map(|w| match (v4_source(w), live_map.get(&st.flow)) {
+                (Some(src), Some(&live)) if core_map.get(&st.flow) == Some(&src) => {
+                    remap_v4_source(w, live)
+                }
+                _ => w.clone(),
+            })
+            .collect();
+        for d in compare("IPv6 side", &want6, &got6)
+            .into_iter()
+            .chain(compare("IPv4 side", &want4, &got4))
+        {
+            diffs.push(format!("[{}] nat64 {}: {d}", plane.name, st.name));
+        }
+    }
+    diffs
+}
+
+/// An IPv4 prefix, enough for a membership test.
+mod ipnet_like {
+    use std::net::Ipv4Addr;
+    pub struct Prefix(pub Ipv4Addr, pub u8);
+    impl Prefix {
+        pub fn contains(&self, a: Ipv4Addr) -> bool {
+            let mask = u32::MAX << (32 - u32::from(self.1));
+            u32::from(a) & mask == u32::from(self.0) & mask
+        }
+    }
+}
+
+/// RFC 6146 on every data plane: UDP, TCP and ICMP Echo sessions both ways,
+/// hop limits, a checksum-0 datagram, an ICMP error about a session and a
+/// packet without a mapping, held to a core fed the same packets.
+#[test]
+fn nat64_every_data_plane_matches_the_core() {
+    let test = "nat64_every_data_plane_matches_the_core";
+    if let Err(why) = check_host() {
+        println!("skipped: {test}: {why}");
+        return;
+    }
+    let mut diffs = Vec::new();
+    for plane in planes() {
+        let extra = if plane.extra.contains("[daemon]\n") {
+            plane.extra.replace("[daemon]\n", "[daemon]\nworkers = 1\n")
+        } else {
+            format!("[daemon]\nworkers = 1\n{}", plane.extra)
+        };
+        let one = Plane { extra, ..plane };
+        let steps = nat64_steps().len();
+        diffs.extend(run_plane_with(
+            test,
+            &one,
+            NAT64_CONFIG,
+            Some(1500),
+            steps,
+            |bed, running, mac| nat64_exchange(bed, running, &one, mac),
+        ));
+    }
+    for d in &diffs {
+        println!("DIFFERENCE {d}");
+    }
+    assert!(
+        diffs.is_empty(),
+        "{test}: {} differences (above)",
+        diffs.len()
+    );
 }
