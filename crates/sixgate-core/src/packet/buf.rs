@@ -170,3 +170,27 @@ impl Scratch {
         self.n == 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `packets_mut` gives each packet once, in order, writable, also
+    /// after a truncation.
+    #[test]
+    fn packets_mut_walks_the_packets_in_order() {
+        let mut s = Scratch::new();
+        for (i, len) in [3usize, 1, 5].into_iter().enumerate() {
+            s.push(len).unwrap().fill(i as u8);
+        }
+        for p in s.packets_mut() {
+            p[0] += 10;
+        }
+        let got: Vec<Vec<u8>> = s.packets().map(<[u8]>::to_vec).collect();
+        assert_eq!(got, [vec![10, 0, 0], vec![11], vec![12, 2, 2, 2, 2]]);
+        s.truncate(2);
+        assert_eq!(s.packets_mut().count(), 2);
+        s.clear();
+        assert_eq!(s.packets_mut().count(), 0);
+    }
+}
