@@ -97,6 +97,24 @@ fn gso_corpus() -> Vec<Case> {
     };
     vec![
         gso(
+            "6to4 udp gso 3 x 1300",
+            true,
+            v6().udp(4000, 5000, 3 * 1300),
+            1300,
+        ),
+        gso(
+            "6to4 udp gso 4 x 1200 (DF=0 each)",
+            true,
+            v6().udp(4000, 5000, 4 * 1200),
+            1200,
+        ),
+        gso(
+            "4to6 udp gso 1200 x 2 + 100",
+            false,
+            v4().udp(5000, 4000, 2 * 1200 + 100),
+            1200,
+        ),
+        gso(
             "6to4 tcp gso 4 x 1440",
             true,
             v6().tcp(4001, 80, 4 * 1440),
@@ -127,6 +145,36 @@ fn gso_corpus() -> Vec<Case> {
             1000,
         ),
     ]
+}
+
+/// The datagrams the kernel cuts UDP super-packet `p` (USO) into, `size`
+/// payload bytes each: every one with its own UDP length and checksum, each
+/// IPv4 one its own Identification.
+fn segment_udp(p: &[u8], size: u16) -> Vec<Vec<u8>> {
+    let v6 = p[0] >> 4 == 6;
+    let l4 = if v6 { 40 } else { usize::from(p[0] & 0xf) * 4 };
+    let (head, data) = p.split_at(l4 + 8);
+    data.chunks(usize::from(size))
+        .enumerate()
+        .map(|(i, chunk)| {
+            let mut s = head.to_vec();
+            s.extend_from_slice(chunk);
+            let ulen = (8 + chunk.len()) as u16;
+            s[l4 + 4..l4 + 6].copy_from_slice(&ulen.to_be_bytes());
+            s[l4 + 6..l4 + 8].copy_from_slice(&[0xff, 0xff]); // not 0: recomputed
+            if v6 {
+                let plen = (s.len() - 40) as u16;
+                s[4..6].copy_from_slice(&plen.to_be_bytes());
+            } else {
+                let tot = s.len() as u16;
+                s[2..4].copy_from_slice(&tot.to_be_bytes());
+                let id = u16::from_be_bytes([s[4], s[5]]).wrapping_add(i as u16);
+                s[4..6].copy_from_slice(&id.to_be_bytes());
+                fix_ipv4_header_checksum(&mut s);
+            }
+            complete_l4_checksum(s)
+        })
+        .collect()
 }
 
 /// The segments the kernel cuts TCP super-packet `p` (no options or
@@ -604,30 +652,41 @@ fn gso_frame(f: &[u8], mss: u16) -> Vec<u8> {
     let ip = &f[14..];
     let v6 = ip[0] >> 4 == 6;
     let l4 = if v6 { 40 } else { usize::from(ip[0] & 0xf) * 4 };
-    let thl = usize::from(ip[l4 + 12] >> 4) * 4;
+    let proto = ip[if v6 { 6 } else { 9 }];
+    let udp = proto == 17;
+    let thl = if udp {
+        8
+    } else {
+        usize::from(ip[l4 + 12] >> 4) * 4
+    };
     let pseudo = if v6 {
         csum::pseudo_v6(
             ip[8..24].try_into().unwrap(),
             ip[24..40].try_into().unwrap(),
-            6,
+            proto,
             ip.len() - l4,
         )
     } else {
         csum::pseudo_v4(
             ip[12..16].try_into().unwrap(),
             ip[16..20].try_into().unwrap(),
-            6,
+            proto,
             ip.len() - l4,
         )
     };
     let mut h = Vec::with_capacity(10 + f.len());
     h.push(1); // VIRTIO_NET_HDR_F_NEEDS_CSUM
-    h.push(if v6 { 4 } else { 1 }); // GSO_TCPV6 / GSO_TCPV4
+    h.push(match (udp, v6) {
+        (true, _) => 5,      // GSO_UDP_L4
+        (false, true) => 4,  // GSO_TCPV6
+        (false, false) => 1, // GSO_TCPV4
+    });
     h.extend_from_slice(&((14 + l4 + thl) as u16).to_le_bytes()); // hdr_len
     h.extend_from_slice(&mss.to_le_bytes());
     h.extend_from_slice(&((14 + l4) as u16).to_le_bytes()); // csum_start
-    h.extend_from_slice(&16u16.to_le_bytes()); // csum_offset
-    let at = h.len() + 14 + l4 + 16;
+    let csum_offset: u16 = if udp { 6 } else { 16 };
+    h.extend_from_slice(&csum_offset.to_le_bytes());
+    let at = h.len() + 14 + l4 + usize::from(csum_offset);
     h.extend_from_slice(f);
     h[at..at + 2].copy_from_slice(&csum::fold(pseudo).to_be_bytes());
     h
@@ -1249,7 +1308,10 @@ fn run_plane_with(
     if mtu_keys.is_none() {
         for dev in [ifname::GATEWAY_V6, ifname::GATEWAY_V4] {
             bed.gateway
-                .run("ethtool", ["-K", dev, "tso", "off"])
+                .run(
+                    "ethtool",
+                    ["-K", dev, "tso", "off", "tx-udp-segmentation", "off"],
+                )
                 .unwrap();
         }
     }
@@ -1435,6 +1497,8 @@ fn exchange(
             from_v6: c.from_v6,
             packets: if !sent.is_empty() {
                 sent
+            } else if c.gso > 0 && c.packets[0][if c.from_v6 { 6 } else { 9 }] == 17 {
+                segment_udp(&c.packets[0], c.gso)
             } else if c.gso > 0 {
                 segment_tcp(&c.packets[0], c.gso)
             } else {
@@ -1480,7 +1544,8 @@ fn exchange(
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        if c.gso > 0 && plane.gro {
+        let tcp = c.packets[0][if c.from_v6 { 6 } else { 9 }] == 6;
+        if c.gso > 0 && plane.gro && tcp {
             // GRO at the receiver merged segments: cut them again.
             for (want, got) in [(&want6, &mut got6), (&want4, &mut got4)] {
                 if let Some(first) = want.first() {
@@ -1498,7 +1563,7 @@ fn exchange(
                 }
             }
         }
-        if c.gso > 0 && !c.from_v6 && plane.name == "tun offload" {
+        if c.gso > 0 && tcp && !c.from_v6 && plane.name == "tun offload" {
             // docs/tun.md: a TCPv4 super-packet translated once keeps each
             // segment as long on the wire as the sender made it (gso_size
             // less 20); the core translates each 1500-byte segment into 1520
