@@ -1544,7 +1544,10 @@ fn exchange(
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        let tcp = c.packets[0][if c.from_v6 { 6 } else { 9 }] == 6;
+        let tcp = c
+            .packets
+            .first()
+            .is_some_and(|p| p[if c.from_v6 { 6 } else { 9 }] == 6);
         if c.gso > 0 && plane.gro && tcp {
             // GRO at the receiver merged segments: cut them again.
             for (want, got) in [(&want6, &mut got6), (&want4, &mut got4)] {
