@@ -414,6 +414,27 @@ static HOOK_PATH int v6_to_v4(hook_ctx *ctx, const struct config *cfg,
 	if (!l4_ok(h->nexthdr, IPPROTO_ICMPV6_, 128, 129, l4, plen) ||
 	    !mapt_source_port_ok(cfg, &claim, h->nexthdr, l4))
 		return 0;
+	// RFC 7915 §5.1 per segment: a super-packet leaves as segments of
+	// gso_size bytes that all carry its one IPv4 header (DF=1). A segment
+	// (a full one, or the shorter last one) that translates to
+	// DF_THRESHOLD_V4 bytes or less must have DF=0 and an Identification of
+	// its own: such a super-packet is the core's (the TUN plane cuts it in
+	// software and translates each segment; tests/differential.rs, GSO).
+	__u32 gso = hook_gso_size(ctx);
+	if (gso && hook_gso_segs(ctx) > 1) {
+		__u32 l4h = 8;
+		if (h->nexthdr == IPPROTO_TCP_) {
+			if ((void *)(l4 + 13) > end)
+				return 0;
+			l4h = (l4[12] >> 4) * 4;
+		}
+		if (plen < l4h)
+			return 0;
+		__u32 tail = (plen - l4h) % gso;
+		if (20 + l4h + gso <= DF_THRESHOLD_V4 ||
+		    (tail && 20 + l4h + tail <= DF_THRESHOLD_V4))
+			return 0;
+	}
 	// Last, being the dearest check.
 	if (!routed_to_slow_path(ctx, cfg, 1, h->src, 40 + plen))
 		return 0;

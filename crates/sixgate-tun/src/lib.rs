@@ -33,6 +33,7 @@ pub mod device;
 pub mod divert;
 pub mod fastpath;
 pub mod gso;
+pub mod hops;
 pub mod pipeline;
 pub mod plane;
 pub mod routes;

@@ -21,11 +21,12 @@ use std::sync::Arc;
 
 use sixgate_core::packet::proto::{TCP, UDP};
 use sixgate_core::packet::{IpHeader, ipv6};
+use sixgate_core::rfc7915::v6_to_v4::DF_THRESHOLD_V4;
 use sixgate_core::{Config, Counters, HEADROOM, PacketBuf, Scratch, Translator, Verdict, nat64};
 use sixgate_dataplane::IoCounters;
 
-use crate::gso;
 use crate::vnet::{self, F_NEEDS_CSUM, Gso, TCP_CSUM_OFFSET, UDP_CSUM_OFFSET, VnetHdr};
+use crate::{gso, hops};
 
 /// Largest packet a TUN queue hands over: 64 KiB GSO super-packets (the TUN
 /// device's `gso_max_size`), with room to spare. A read that fills the buffer
@@ -67,6 +68,10 @@ pub struct Pipeline {
     vnet: bool,
     stateful: bool,
     limits: Limits,
+    /// Give back the hop the kernel takes forwarding a packet into the TUN
+    /// device and out of it ([`crate::hops`]); on unless
+    /// [`Pipeline::set_give_back_hops`] turned it off.
+    give_back_hops: bool,
     /// I/O and offload counters.
     pub io: IoCounters,
 }
@@ -94,8 +99,15 @@ impl Pipeline {
             seg: vec![0; if vnet { HEADROOM + RX_MAX } else { 0 }].into_boxed_slice(),
             vnet,
             limits,
+            give_back_hops: true,
             io: IoCounters::default(),
         }
+    }
+
+    /// Whether to give back the kernel's hops ([`crate::hops`]): on for a
+    /// TUN device, off to see the core's packets unchanged (tests).
+    pub fn set_give_back_hops(&mut self, on: bool) {
+        self.give_back_hops = on;
     }
 
     /// A runtime change (see [`sixgate_core::reconfigure`]): the translator
@@ -140,8 +152,9 @@ impl Pipeline {
             let Some(v) = self.translator.tick(now_ns, &mut self.scratch) else {
                 break;
             };
-            for p in v.scratch_outputs(&self.scratch) {
-                send(emit, &mut self.io, &VnetHdr::PLAIN, p);
+            let n = v.scratch_outputs(&self.scratch).count();
+            for p in self.scratch.packets_mut().take(n) {
+                send(emit, &mut self.io, self.give_back_hops, &VnetHdr::PLAIN, p);
             }
         }
     }
@@ -203,6 +216,10 @@ impl Pipeline {
         }
         self.io.rx_packets += 1;
         self.io.rx_bytes += len as u64;
+        if self.give_back_hops {
+            // The kernel's forwarding into the device took one (crate::hops).
+            hops::give_back(&mut self.rx[HEADROOM..HEADROOM + len]);
+        }
 
         let action = {
             let data = &mut self.rx[HEADROOM..HEADROOM + len];
@@ -221,17 +238,22 @@ impl Pipeline {
                 }
                 _ => {
                     self.io.gso_in += 1;
-                    if one_shot_ok(data, &hdr, &self.limits) {
-                        self.io.gso_whole += 1;
-                        Action::Whole(true, hdr)
-                    } else {
-                        match gso::plan(data, &hdr) {
+                    match one_shot(data, &hdr, &self.limits) {
+                        OneShot::Whole => {
+                            self.io.gso_whole += 1;
+                            Action::Whole(true, hdr)
+                        }
+                        shot => match gso::plan(data, &hdr) {
+                            Ok(plan) if shot == OneShot::HeadAndTail && plan.count >= 2 => {
+                                self.io.gso_whole += 1;
+                                Action::HeadAndTail(plan)
+                            }
                             Ok(plan) => {
                                 self.io.gso_split += 1;
                                 Action::Split(plan)
                             }
                             Err(_) => Action::Drop,
-                        }
+                        },
                     }
                 }
             }
@@ -241,6 +263,7 @@ impl Pipeline {
             t: &mut self.translator,
             scratch: &mut self.scratch,
             io: &mut self.io,
+            hops: self.give_back_hops,
             now_ns,
             emit,
         };
@@ -252,6 +275,21 @@ impl Pipeline {
                     let n = gso::segment(data, &plan, i, &mut self.seg[HEADROOM..]);
                     out.translate(&mut self.seg, n, false, &VnetHdr::PLAIN);
                 }
+            }
+            Action::HeadAndTail(plan) => {
+                // The short last segment cut off first, from the whole
+                // packet (it keeps FIN and PSH), then the rest translated
+                // once: every segment gets the core's DF (one_shot).
+                let n = gso::segment(
+                    &self.rx[HEADROOM..HEADROOM + len],
+                    &plan,
+                    plan.count - 1,
+                    &mut self.seg[HEADROOM..],
+                );
+                let tail = len - plan.hdrs - (plan.count - 1) * plan.mss;
+                drop_tail(&mut self.rx[HEADROOM..HEADROOM + len], &plan, tail);
+                out.translate(&mut self.rx, len - tail, true, &hdr);
+                out.translate(&mut self.seg, n, false, &VnetHdr::PLAIN);
             }
             Action::Drop => out.io.offload_dropped += 1,
         }
@@ -265,6 +303,10 @@ enum Action {
     Whole(bool, VnetHdr),
     /// Segment it in software and translate each segment.
     Split(gso::Plan),
+    /// An IPv6 TCP super-packet whose full segments keep DF=1 but whose
+    /// short last one would not: that one cut in software, the rest
+    /// translated once.
+    HeadAndTail(gso::Plan),
     /// Drop it (counted as `offload_dropped`).
     Drop,
 }
@@ -274,17 +316,25 @@ struct Out<'a, E> {
     t: &'a mut Translator,
     scratch: &'a mut Scratch,
     io: &'a mut IoCounters,
+    /// Give back the hop the kernel takes on the way out ([`crate::hops`]).
+    hops: bool,
     now_ns: u64,
     emit: &'a mut E,
 }
 
-/// Write one packet through `emit`, counted as sent or as a failed write.
+/// Write one packet through `emit`, counted as sent or as a failed write;
+/// with `hops`, one hop given back first for the kernel's forwarding out of
+/// the device ([`crate::hops`]).
 fn send(
     emit: &mut impl FnMut(&VnetHdr, &[u8]) -> bool,
     io: &mut IoCounters,
+    hops: bool,
     h: &VnetHdr,
-    p: &[u8],
+    p: &mut [u8],
 ) {
+    if hops {
+        hops::give_back(p);
+    }
     if emit(h, p) {
         io.tx_packets += 1;
         io.tx_bytes += p.len() as u64;
@@ -306,17 +356,18 @@ impl<E: FnMut(&VnetHdr, &[u8]) -> bool> Out<'_, E> {
                 let out = pkt.data();
                 let delta = out.len() as isize - declared as isize;
                 let h = hdr.translated(delta, out.len(), out[0] >> 4 == 6);
-                send(self.emit, self.io, &h, out);
+                send(self.emit, self.io, self.hops, &h, pkt.data_mut());
             }
             Verdict::Fragmented(_) if partial || hdr.gso() != Gso::None => {
-                // Excluded by partial_ok/one_shot_ok; never send fragments that
+                // Excluded by partial_ok/one_shot; never send fragments that
                 // carry a partial checksum or a GSO header.
                 self.io.offload_dropped += 1;
             }
             // Held: the translator copied it; it leaves with a later packet.
             v => {
-                for p in v.scratch_outputs(self.scratch) {
-                    send(self.emit, self.io, &VnetHdr::PLAIN, p);
+                let n = v.scratch_outputs(self.scratch).count();
+                for p in self.scratch.packets_mut().take(n) {
+                    send(self.emit, self.io, self.hops, &VnetHdr::PLAIN, p);
                 }
             }
         }
@@ -360,13 +411,25 @@ fn partial_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
         if !h.df() && usize::from(h.total_len.get()) + 20 > l.frag_limit)
 }
 
-/// A super-packet the core can translate as one.
-fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
+/// How a super-packet may be translated once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OneShot {
+    /// All of it.
+    Whole,
+    /// All but its short last segment, which must get DF=0 (IPv6 TCP).
+    HeadAndTail,
+    /// Not at all: cut in software.
+    No,
+}
+
+/// Whether a GSO super-packet can be translated once (see the module
+/// table), or all of it but its last segment.
+fn one_shot(p: &[u8], h: &VnetHdr, l: &Limits) -> OneShot {
     if !h.needs_csum() {
-        return false;
+        return OneShot::No;
     }
     let Some(proto) = transport_at_csum_start(p, h) else {
-        return false;
+        return OneShot::No;
     };
     let (v4, df) = match IpHeader::of(p) {
         Some(IpHeader::V4(h)) => (true, h.df()),
@@ -385,7 +448,82 @@ fn one_shot_ok(p: &[u8], h: &VnetHdr, l: &Limits) -> bool {
     } else {
         !l.ipv4_mtu_set
     };
-    type_fits && mtu_free && h.gso_size > 0
+    if !(type_fits && mtu_free && h.gso_size > 0) {
+        return OneShot::No;
+    }
+    if v4 {
+        return OneShot::Whole;
+    }
+    match segments_df(p, h) {
+        SegmentsDf::All => OneShot::Whole,
+        SegmentsDf::AllButLast if h.gso() == Gso::TcpV6 => OneShot::HeadAndTail,
+        _ => OneShot::No,
+    }
+}
+
+/// Which segments of an IPv6 super-packet keep DF=1 once translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SegmentsDf {
+    All,
+    AllButLast,
+    No,
+}
+
+/// IPv6→IPv4: RFC 7915 §5.1 gives a translated packet up to
+/// [`DF_THRESHOLD_V4`] bytes DF=0 (and an Identification), a larger one
+/// DF=1. Translated once, every segment of a super-packet would carry the
+/// super-packet's DF=1, the short last one too: so only a super-packet
+/// whose every segment (headers and `gso_size` bytes) translates above the
+/// threshold goes whole, its last segment cut off first when that one does
+/// not (TCP); the rest are cut in software and each segment gets its own
+/// DF, as the core gives it (tests/differential.rs, GSO). For UDP every
+/// segment is one datagram.
+fn segments_df(p: &[u8], h: &VnetHdr) -> SegmentsDf {
+    // TCP or UDP at csum_start (one_shot checked): its header's length.
+    let l4 = usize::from(h.csum_start);
+    let transport = if h.gso() == Gso::UdpL4 {
+        8
+    } else {
+        match p.get(l4 + 12) {
+            Some(&offset) => usize::from(offset >> 4) * 4,
+            None => return SegmentsDf::No,
+        }
+    };
+    let headers = IPV4_HEADER + transport;
+    let Some(payload) = ip_len(p).and_then(|n| n.checked_sub(l4 + transport)) else {
+        return SegmentsDf::No;
+    };
+    let size = usize::from(h.gso_size);
+    let tail = payload % size;
+    if headers + size <= DF_THRESHOLD_V4 {
+        SegmentsDf::No
+    } else if tail == 0 || headers + tail > DF_THRESHOLD_V4 {
+        SegmentsDf::All
+    } else if payload > 2 * size {
+        SegmentsDf::AllButLast
+    } else {
+        SegmentsDf::No
+    }
+}
+
+/// An IPv4 header without options: what an IPv6 header becomes.
+const IPV4_HEADER: usize = 20;
+
+/// Make `p` (an IPv6 TCP super-packet with a partial checksum) end before
+/// its last `tail` bytes: Payload Length, the pseudo-header sum in the
+/// checksum field (it holds the length, RFC 8200 §8.1), and FIN and PSH,
+/// which go with the last segment cut off.
+fn drop_tail(p: &mut [u8], plan: &gso::Plan, tail: usize) {
+    let plen = u16::from_be_bytes([p[4], p[5]]) - tail as u16;
+    p[4..6].copy_from_slice(&plen.to_be_bytes());
+    let at = plan.l4_off + usize::from(TCP_CSUM_OFFSET);
+    let field = u16::from_be_bytes([p[at], p[at + 1]]);
+    // One's complement subtraction of the length difference.
+    let mut sum = u32::from(field) + u32::from(!(tail as u16));
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    p[at..at + 2].copy_from_slice(&(sum as u16).to_be_bytes());
+    p[plan.l4_off + 13] &= !0x09;
 }
 
 #[cfg(test)]
@@ -528,12 +666,12 @@ mod tests {
 
     #[test]
     fn uso_both_ways_keeps_datagram_boundaries() {
-        let (pkt, l4, at) = partial(Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 3 * 1200 + 7));
-        let (outs, _) = run(config(), gso_hdr(GSO_UDP_L4, 1200, l4, at), &pkt);
+        let (pkt, l4, at) = partial(Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 3 * 1300 + 1250));
+        let (outs, _) = run(config(), gso_hdr(GSO_UDP_L4, 1300, l4, at), &pkt);
         let (h, out) = &outs[0];
         assert_eq!(
             (h.gso_type, h.gso_size, h.csum_start),
-            (GSO_UDP_L4, 1200, 20)
+            (GSO_UDP_L4, 1300, 20)
         );
         let segs = kernel_view(h, out);
         assert_eq!(segs.len(), 4);
@@ -552,6 +690,56 @@ mod tests {
             assert!(v.l4_verified);
             assert_eq!(v.payload_len, 1200);
         }
+    }
+
+    /// RFC 7915 §5.1: a translated IPv4 packet up to 1260 bytes has DF=0.
+    /// An IPv6 super-packet whose segments (or whose last, shorter one)
+    /// would translate that small is cut in software, so that each segment
+    /// gets the DF the core gives it, not the super-packet's DF=1.
+    #[test]
+    fn rfc7915_s5_1_small_segments_of_a_super_packet_get_df_0() {
+        for (pkt, gso, size) in [
+            (
+                Ip6::new(CLIENT6, SERVER6).udp(5000, 53, 3 * 1200),
+                GSO_UDP_L4,
+                1200,
+            ),
+            (
+                Ip6::new(CLIENT6, SERVER6).tcp(5000, 80, 4 * 1000),
+                GSO_TCPV6,
+                1000,
+            ),
+        ] {
+            let (pkt, l4, at) = partial(pkt);
+            let (outs, p) = run(config(), gso_hdr(gso, size, l4, at), &pkt);
+            assert_eq!(p.io.gso_split, 1, "cut in software");
+            for (h, out) in &outs {
+                assert_eq!(h.gso(), Gso::None);
+                let df = out[6] & 0x40 != 0;
+                assert_eq!(df, out.len() > 1260, "DF of a {}-byte segment", out.len());
+            }
+        }
+        // Full segments and a short last one: the last cut off, the rest
+        // translated once; the stream whole and in order, FIN and PSH on
+        // the last segment only.
+        let whole = Ip6::new(CLIENT6, SERVER6).tcp_flags(5000, 80, 0x19, 3 * 1440 + 100);
+        let (pkt, l4, at) = partial(whole.clone());
+        let (outs, p) = run(config(), gso_hdr(GSO_TCPV6, 1440, l4, at), &pkt);
+        assert_eq!((p.io.gso_whole, p.io.gso_split), (1, 0));
+        assert_eq!(outs.len(), 2, "the head, then the tail");
+        let mut segs = kernel_view(&outs[0].0, &outs[0].1);
+        assert_eq!(segs.len(), 3);
+        assert_eq!(outs[1].0.gso(), Gso::None);
+        segs.push(outs[1].1.clone());
+        let mut stream = Vec::new();
+        for (i, s) in segs.iter().enumerate() {
+            let v = sixgate_testkit::check(s).unwrap();
+            assert!(v.l4_verified, "segment {i}");
+            assert_eq!(s[6] & 0x40 != 0, s.len() > 1260, "DF of segment {i}");
+            assert_eq!(s[33] & 0x09 != 0, i == 3, "FIN/PSH of segment {i}");
+            stream.extend_from_slice(&s[40..]);
+        }
+        assert_eq!(stream, whole[60..], "the payload, in order");
     }
 
     /// IPv4 DF=0 super-packet: translating it as one would make the core
@@ -682,6 +870,55 @@ mod tests {
                 assert!(s.icmp().is_some(), "an error back to the sender");
             }
         }
+    }
+
+    /// RFC 7915 §5.1 and §4.1, one hop through the TUN device: a packet that
+    /// left its sender with hop limit 2 reaches the device with 1 (the
+    /// kernel's forwarding took one); it is translated, not answered Time
+    /// Exceeded, and written with TTL 2, which the kernel's forwarding out
+    /// makes the 1 the core gives it. An error the translator makes itself
+    /// is written one above the core's too. Off, the core's packets as they
+    /// are.
+    #[test]
+    fn rfc7915_s5_1_s4_1_the_kernels_two_hops_given_back() {
+        let from_kernel6 = Ip6::new(CLIENT6, SERVER6).hop_limit(1).udp(5000, 53, 10);
+        let (outs, _) = run(config(), VnetHdr::PLAIN, &from_kernel6);
+        assert_eq!(outs.len(), 1);
+        assert_eq!(outs[0].1[0] >> 4, 4, "translated, not answered");
+        assert_eq!(
+            outs[0].1[8], 2,
+            "TTL written: the core's 1 and the kernel's"
+        );
+        assert!(sixgate_testkit::check(&outs[0].1).unwrap().l4_verified);
+        let from_kernel4 = Ip4::new(SERVER4, CLIENT4).ttl(1).udp(53, 5000, 10);
+        let (outs, _) = run(config(), VnetHdr::PLAIN, &from_kernel4);
+        assert_eq!((outs[0].1[0] >> 4, outs[0].1[7]), (6, 2));
+        // An ICMP error of the translator's own (protocol 253: prohibited).
+        let (outs, _) = run(
+            config(),
+            VnetHdr::PLAIN,
+            &Ip4::new(SERVER4, CLIENT4).raw(253, &[0; 8]),
+        );
+        assert_eq!(
+            (outs[0].1[9], outs[0].1[8]),
+            (1, 65),
+            "ICMPv4, the core's 64 + 1"
+        );
+        assert!(sixgate_testkit::check(&outs[0].1).is_ok());
+        let mut p = Pipeline::new(Arc::new(config()), true);
+        p.set_give_back_hops(false);
+        let (_, rx) = p.rx_buffers();
+        rx[..from_kernel6.len()].copy_from_slice(&from_kernel6);
+        let mut outs = Vec::new();
+        p.process(vnet::LEN + from_kernel6.len(), 0, &mut |_, o: &[u8]| {
+            outs.push(o.to_vec());
+            true
+        });
+        assert_eq!(
+            outs[0][0] >> 4,
+            6,
+            "hop limit 1 into the core: Time Exceeded"
+        );
     }
 
     #[test]

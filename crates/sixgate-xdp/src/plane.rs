@@ -16,16 +16,39 @@ use sixgate_dataplane::{Plane, Refusal};
 use crate::nexthop;
 use crate::program::{Destinations, TRANSLATE, Tries};
 
+/// The headroom the kernel leaves in front of a frame it copies into the
+/// UMEM (`XDP_PACKET_HEADROOM`).
+const XDP_PACKET_HEADROOM: u32 = 256;
+
+/// The largest link MTU whose frames (Ethernet header included) fit a UMEM
+/// frame behind the kernel's headroom.
+pub(crate) const MAX_MTU: u32 = crate::xsk::FRAME_SIZE - XDP_PACKET_HEADROOM - 14;
+
 /// The kernel does not check what an AF_XDP socket sends against the
 /// interface's MTU: the translator does (RFC 7915 §4 Packet Too Big /
 /// Fragmentation Needed), with each side's MTU (`interfaces`: the IPv6 side's,
 /// then the IPv4 side's) where `cfg` sets none. Returns the larger of the two
 /// interfaces' MTUs.
+/// Warns where an interface's MTU exceeds [`MAX_MTU`].
 pub(crate) fn link_mtus(interfaces: &[String], cfg: &mut Config) -> Result<u32, String> {
     let mut link_mtu = 0;
     for (side, name) in interfaces.iter().enumerate() {
         let mtu = nexthop::mtu_of(name).map_err(|e| format!("{name}: cannot read its MTU: {e}"))?;
         link_mtu = link_mtu.max(mtu);
+        if mtu > MAX_MTU {
+            // The kernel drops a frame that does not fit a UMEM frame (the
+            // socket's rx_dropped): the TUN data plane and the fast paths
+            // would translate it (tests/differential.rs, jumbo frames).
+            tracing::warn!(
+                interface = %name,
+                mtu,
+                "frames over {MAX_MTU} bytes of IP do not fit an AF_XDP frame ({} bytes, \
+                 {XDP_PACKET_HEADROOM} of them headroom) and are dropped by the kernel before \
+                 the workers see them; set the interface's MTU to at most {MAX_MTU}, or use \
+                 the TUN data plane",
+                crate::xsk::FRAME_SIZE
+            );
+        }
         let mtu = u16::try_from(mtu).unwrap_or(u16::MAX);
         let (key, slot) = if side == 0 {
             ("ipv6_mtu", &mut cfg.ipv6_mtu)

@@ -456,9 +456,15 @@ fn unresolved_neighbours_then_iperf3_redirected_by_the_program() {
     println!("{test}: fast path {c:?}; {out_of_tun} packets out of the TUN device");
     assert!(c.redirected_neigh >= 1, "{c:?}");
     // iperf3's control connection and data both ways, translated and
-    // redirected by the program: the TUN plane translated nothing.
+    // redirected by the program. The TUN plane translated only what the
+    // program passed up: IPv6 super-packets ending in a segment short
+    // enough to need DF=0 (RFC 7915 §5.1, docs/fastpath.md), each leaving
+    // the TUN plane as two packets (docs/tun.md, "DF of segments").
     assert!(c.v6to4 > 1000 && c.v4to6 > 1000, "{c:?}");
-    assert_eq!(out_of_tun, 0, "the TUN plane translated packets");
+    assert!(
+        out_of_tun <= 2 * c.passed,
+        "the TUN plane translated more than the program passed up: {out_of_tun}, {c:?}"
+    );
     // bpf/route_cache.h: the route check asked the FIB for a flow's first
     // packets on each CPU, and once a second, and kept the answer between.
     assert!(c.route_kept > 10 * c.route_asked, "{c:?}");

@@ -509,7 +509,7 @@ fn udp_segmentation_offload_keeps_datagrams() {
         while sizes.len() < 10 {
             match s.recv(&mut buf) {
                 Ok(n) => {
-                    assert_eq!(&buf[..n], &pattern(12_000)[sizes.len() * 1200..][..n]);
+                    assert_eq!(&buf[..n], &pattern(13_000)[sizes.len() * 1300..][..n]);
                     sizes.push(n);
                 }
                 Err(_) => break,
@@ -520,8 +520,10 @@ fn udp_segmentation_offload_keeps_datagrams() {
     rx.recv().unwrap();
     ns.thread(|| {
         let s = UdpSocket::bind(v6(HOST6, 0)).unwrap();
-        // UDP_SEGMENT: one 12000-byte send leaves as ten 1200-byte datagrams.
-        let seg: libc::c_int = 1200;
+        // UDP_SEGMENT: one 13000-byte send leaves as ten 1300-byte datagrams
+        // (each over 1260 bytes as IPv4, so DF=1 and the super-packet can go
+        // whole; 1200-byte ones would be cut for DF=0, RFC 7915 §5.1).
+        let seg: libc::c_int = 1300;
         // SAFETY: setsockopt with a valid int option.
         let r = unsafe {
             libc::setsockopt(
@@ -533,12 +535,12 @@ fn udp_segmentation_offload_keeps_datagrams() {
             )
         };
         assert_eq!(r, 0);
-        s.send_to(&pattern(12_000), v6(HOST4_VIA6, 6001)).unwrap();
+        s.send_to(&pattern(13_000), v6(HOST4_VIA6, 6001)).unwrap();
     })
     .join()
     .unwrap();
     let sizes = srv.join().unwrap();
-    assert_eq!(sizes, vec![1200; 10], "datagram boundaries");
+    assert_eq!(sizes, vec![1300; 10], "datagram boundaries");
 
     let (ok, out, log) = gw.terminate();
     assert!(ok, "{log}");

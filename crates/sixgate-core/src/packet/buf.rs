@@ -107,6 +107,22 @@ impl Scratch {
             .map(|&(s, l)| &self.buf[s as usize..(s + l) as usize])
     }
 
+    /// The packets of the last verdict, in order, writable: for a data
+    /// plane's last change before it sends them (the TUN plane's hop count,
+    /// docs/tun.md "Hop count"). They lie in order in the area, one after
+    /// the other.
+    pub fn packets_mut(&mut self) -> impl Iterator<Item = &mut [u8]> + '_ {
+        let mut rest: &mut [u8] = &mut self.buf[..];
+        let mut at = 0usize;
+        self.pkts[..self.n].iter().map(move |&(s, l)| {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(s as usize - at);
+            let (p, tail) = tail.split_at_mut(l as usize);
+            rest = tail;
+            at = (s + l) as usize;
+            p
+        })
+    }
+
     /// Forget all packets.
     pub(crate) fn clear(&mut self) {
         self.n = 0;
@@ -152,5 +168,29 @@ impl Scratch {
     /// True if no packets are held.
     pub fn is_empty(&self) -> bool {
         self.n == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `packets_mut` gives each packet once, in order, writable, also
+    /// after a truncation.
+    #[test]
+    fn packets_mut_walks_the_packets_in_order() {
+        let mut s = Scratch::new();
+        for (i, len) in [3usize, 1, 5].into_iter().enumerate() {
+            s.push(len).unwrap().fill(i as u8);
+        }
+        for p in s.packets_mut() {
+            p[0] += 10;
+        }
+        let got: Vec<Vec<u8>> = s.packets().map(<[u8]>::to_vec).collect();
+        assert_eq!(got, [vec![10, 0, 0], vec![11], vec![12, 2, 2, 2, 2]]);
+        s.truncate(2);
+        assert_eq!(s.packets_mut().count(), 2);
+        s.clear();
+        assert_eq!(s.packets_mut().count(), 0);
     }
 }

@@ -18,7 +18,7 @@ use crate::verdict::{DropReason, Verdict};
 use zerocopy::IntoBytes;
 
 /// RFC 7915 §5.1 Flags: a translated IPv4 packet up to this size has DF=0.
-pub(crate) const DF_THRESHOLD_V4: usize = 1260;
+pub const DF_THRESHOLD_V4: usize = 1260;
 
 /// Translate one IPv6 packet to IPv4 in place (§5.1), or hairpin it back to IPv6
 /// (RFC 7757 §4).

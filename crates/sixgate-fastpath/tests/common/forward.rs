@@ -455,8 +455,24 @@ fn run() {
         1401 - 60,
         Want::Passed,
     );
-    let big = p6().tcp(40000, 80, 3000);
+    // Two whole segments: a shorter last one would translate to 1260 bytes or
+    // less, which RFC 7915 §5.1 gives DF=0 and the core must cut (below).
+    let big = p6().tcp(40000, 80, 2 * (1300 - 40));
     bed.check("6to4 GSO, segments of 1300", "v6", &big, 1300 - 40, to_h4);
+    bed.check(
+        "rfc7915_s5_1: 6to4 GSO with a last segment of 520 bytes: up for the core (DF=0)",
+        "v6",
+        &p6().tcp(40000, 80, 3000),
+        1300 - 40,
+        Want::Passed,
+    );
+    bed.check(
+        "rfc7915_s5_1: 6to4 GSO, segments of 1000: up for the core (DF=0)",
+        "v6",
+        &p6().tcp(40000, 80, 3000),
+        1000,
+        Want::Passed,
+    );
     bed.check(
         "6to4 GSO, segments of 1301: up for the core",
         "v6",
