@@ -33,6 +33,38 @@ pub struct Plan {
     pub event_log: bool,
     /// `[sync]` (NAT64 only): the workers exchange with a sync thread.
     pub sync: Option<sixgate_config::SyncSettings>,
+    /// `[daemon] state_file` (NAT64 only): the sessions kept across a
+    /// restart (docs/restart.md, [`crate::restart`]).
+    pub state_file: Option<std::path::PathBuf>,
+}
+
+/// The state file's directory, made now (still privileged: mode 0750, the
+/// `[daemon] user`'s) if it is missing, so that the workers can write the
+/// file when they stop. Failing that, a warning: the daemon runs, and the
+/// stop says it cannot write.
+fn state_directory(file: &std::path::Path, user: Option<&system::User>) {
+    let Some(dir) = file.parent() else {
+        return;
+    };
+    if dir.as_os_str().is_empty() || dir.exists() {
+        return;
+    }
+    use std::os::unix::fs::DirBuilderExt;
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(dir);
+    let owned = made.and_then(|()| match user {
+        Some(u) => std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid)),
+        None => Ok(()),
+    });
+    if let Err(e) = owned {
+        warn!(
+            "state: cannot create {} for [daemon] state_file: {e}; NAT64 sessions will not be \
+             kept across a restart",
+            dir.display()
+        );
+    }
 }
 
 impl Plan {
@@ -94,8 +126,17 @@ impl Plan {
             .as_ref()
             .is_some_and(|n| n.event_log != EventLog::Off);
         let sync = loaded.sync.clone().filter(|_| config.nat64.is_some());
+        let state_file = loaded
+            .daemon
+            .state_file
+            .clone()
+            .filter(|_| config.nat64.is_some());
+        if let Some(p) = &state_file {
+            state_directory(p, user.as_ref().map(|(_, u)| u));
+        }
         Ok(Plan {
             sync,
+            state_file,
             config,
             default_pool4,
             user,

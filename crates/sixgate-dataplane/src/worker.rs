@@ -104,6 +104,9 @@ pub struct Worker<P> {
     /// NAT64 sessions on an in-kernel fast path (docs/fastpath.md), set by
     /// the data plane after [`crate::Crew::worker`]; `None`: none.
     pub offload: Option<Box<dyn SessionOffload>>,
+    /// `[daemon] state_file` (NAT64): where its tables go when it stops
+    /// (docs/restart.md); `None`: nowhere.
+    pub save: Option<crate::restart::SaveSlot>,
 }
 
 /// A worker's part of NAT64 state sync (docs/ha.md, "Workers, rings, sole
@@ -133,6 +136,12 @@ impl<P: PacketIo> Worker<P> {
             );
         }
         let result = self.run_loop();
+        // Stopped: nothing is forwarded any more, so the walk stalls no one.
+        if result.is_ok()
+            && let Some(s) = &self.save
+        {
+            s.save(self.io.translator(), self.epoch.elapsed().as_nanos() as u64);
+        }
         self.publish();
         self.io.finish(self.index);
         if let Err(e) = &result {

@@ -1,0 +1,210 @@
+//! The crew's side of a restart (docs/restart.md), without a data plane:
+//! two workers' tables saved, written, read back into two new workers (each
+//! record to its owner); a refused file leaves the tables empty and is set
+//! aside.
+
+use super::*;
+use sixgate_core::Config;
+use sixgate_core::nat64::steering::subscriber_worker;
+use sixgate_core::nat64::tcp::TcpState;
+use sixgate_core::nat64::{Nat64Config, Pool4Entry, Proto};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+const NOW: u64 = 1_000_000_000;
+
+fn config(udp_timeout: u32) -> Arc<Config> {
+    let pool6 = Rfc6052Prefix::new("2001:db8:64::".parse().unwrap(), 96).unwrap();
+    let mut cfg = Config::with_pool6(Some(pool6));
+    let mut n = Nat64Config {
+        pool4: vec![Pool4Entry::single(Ipv4Addr::new(192, 0, 2, 1))],
+        max_sessions: 4096,
+        ..Nat64Config::default()
+    };
+    n.timeouts.udp = udp_timeout;
+    cfg.nat64 = Some(n);
+    Arc::new(cfg)
+}
+
+fn workers(cfg: &Arc<Config>) -> Vec<Translator> {
+    (0..2)
+        .map(|w| Translator::for_worker(cfg.clone(), w, 2))
+        .collect()
+}
+
+/// Session `i`, on the pool4 port its subscriber's worker owns.
+fn session(i: u16) -> (usize, Replica) {
+    let v6 = Ipv6Addr::new(0x2001, 0xdb8, i, 0, 0, 0, 0, 1);
+    let w = subscriber_worker(u128::from(v6), 64, 2);
+    let tcp = i % 2 == 0;
+    let r = Replica {
+        proto: if tcp { Proto::Tcp } else { Proto::Udp },
+        tcp_state: tcp.then_some(TcpState::Established),
+        remaining_ms: 100_000,
+        v6,
+        port6: 40_000 + i,
+        v4: Ipv4Addr::new(192, 0, 2, 1),
+        port4: 62_000 + 4 * i + 2 * w,
+        remote4: Ipv4Addr::new(198, 51, 100, 7),
+        rport: 443,
+    };
+    (usize::from(w), r)
+}
+
+fn sessions_of(t: &Translator) -> Vec<Replica> {
+    let mut v = Vec::new();
+    t.walk_sessions(0, u32::MAX, NOW, |s| {
+        v.push(sixgate_sync::tables::from_view(&s))
+    });
+    v.sort_by_key(|r| r.port4);
+    v
+}
+
+fn scratch_file(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sixgate-restart-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("nat64.state")
+}
+
+/// A run that starts (no file), gets `n` sessions and stops: the file.
+fn a_run_that_stops(path: &Path, n: u16) -> Vec<Vec<Replica>> {
+    let cfg = config(300);
+    let mut ts = workers(&cfg);
+    let mut r = Restart::new(path.to_owned(), 2, None);
+    for (i, t) in ts.iter_mut().enumerate() {
+        r.restore(i, t, NOW);
+    }
+    assert!(matches!(r.outcome, Outcome::Absent));
+    for i in 0..n {
+        let (w, s) = session(i);
+        ts[w]
+            .import_replica(ReplicaOp::Upsert, &s, NOW)
+            .expect("imported");
+    }
+    for (i, t) in ts.iter().enumerate() {
+        r.save_slot(i).save(t, NOW);
+    }
+    r.write();
+    ts.iter().map(sessions_of).collect()
+}
+
+#[test]
+fn two_workers_tables_come_back_to_their_owners() {
+    let path = scratch_file("round-trip");
+    let before = a_run_that_stops(&path, 40);
+    assert_eq!(before.iter().map(Vec::len).sum::<usize>(), 40);
+    assert!(
+        before.iter().all(|w| !w.is_empty()),
+        "both workers have some"
+    );
+    // Written whole, mode 0600, no temporary file left.
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(meta.len(), 40 + 40 * 56 + 32);
+    assert_eq!(
+        std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+        1
+    );
+
+    let cfg = config(300);
+    let mut ts = workers(&cfg);
+    let mut r = Restart::new(path.clone(), 2, None);
+    for (i, t) in ts.iter_mut().enumerate() {
+        r.restore(i, t, NOW);
+    }
+    assert!(matches!(r.outcome, Outcome::Read { total: 40, .. }));
+    assert_eq!(r.imported, 40);
+    assert_eq!(r.refused, [0; 5]);
+    for (w, t) in ts.iter().enumerate() {
+        let after = sessions_of(t);
+        assert_eq!(after.len(), before[w].len(), "worker {w}");
+        for (a, b) in after.iter().zip(&before[w]) {
+            // Less the time between writing and reading (real time).
+            assert!(a.remaining_ms <= b.remaining_ms && a.remaining_ms + 10_000 > b.remaining_ms);
+            let strip = |r: &Replica| Replica {
+                remaining_ms: 0,
+                ..*r
+            };
+            assert_eq!(strip(a), strip(b));
+        }
+    }
+    // Consumed: a start after a crash does not take it again.
+    assert!(!path.exists());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+fn restore_fresh(path: &Path, cfg: &Arc<Config>) -> (Restart, Vec<Translator>) {
+    let mut ts = workers(cfg);
+    let mut r = Restart::new(path.to_owned(), 2, None);
+    for (i, t) in ts.iter_mut().enumerate() {
+        r.restore(i, t, NOW);
+    }
+    (r, ts)
+}
+
+fn refused_why(r: &Restart) -> String {
+    match &r.outcome {
+        Outcome::Refused(why) => why.clone(),
+        _ => panic!("not refused"),
+    }
+}
+
+#[test]
+fn a_damaged_or_foreign_file_leaves_the_tables_empty_and_is_set_aside() {
+    let path = scratch_file("refused");
+    let refused = |damage: &dyn Fn(&Path), cfg: Arc<Config>| {
+        a_run_that_stops(&path, 10);
+        damage(&path);
+        let (r, ts) = restore_fresh(&path, &cfg);
+        assert!(ts.iter().all(|t| sessions_of(t).is_empty()));
+        assert_eq!(r.imported, 0);
+        assert!(!path.exists());
+        let mut aside = path.clone().into_os_string();
+        aside.push(".refused");
+        assert!(Path::new(&aside).exists());
+        refused_why(&r)
+    };
+    let flip = |p: &Path| {
+        let mut b = std::fs::read(p).unwrap();
+        b[100] ^= 4;
+        std::fs::write(p, b).unwrap();
+    };
+    assert_eq!(
+        refused(&flip, config(300)),
+        "checksum mismatch: the file is damaged"
+    );
+    let cut = |p: &Path| {
+        let b = std::fs::read(p).unwrap();
+        std::fs::write(p, &b[..b.len() - 57]).unwrap();
+    };
+    assert!(refused(&cut, config(300)).starts_with("truncated"));
+    let foreign = |p: &Path| std::fs::write(p, b"{\"sessions\": []}\n").unwrap();
+    assert!(refused(&foreign, config(300)).contains("not a sixgate NAT64 state file"));
+    let keep = |_: &Path| {};
+    assert!(refused(&keep, config(600)).starts_with("written under another configuration"));
+    // More bytes than tables of 4096 sessions can fill: not even read.
+    let huge = |p: &Path| {
+        let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+        f.set_len(1 << 30).unwrap();
+    };
+    let why = refused(&huge, config(300));
+    assert!(
+        why.contains("1073741824 bytes, more than a state file of these tables can be"),
+        "{why}"
+    );
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
+fn a_worker_that_handed_nothing_over_means_no_file() {
+    let path = scratch_file("partial");
+    let cfg = config(300);
+    let ts = workers(&cfg);
+    let r = Restart::new(path.clone(), 2, None);
+    r.save_slot(0).save(&ts[0], NOW);
+    r.write();
+    assert!(!path.exists());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
