@@ -1,0 +1,274 @@
+//! One NAT64 node restarted without losing its sessions (docs/restart.md,
+//! `[daemon] state_file`), end to end in namespaces on the bed of
+//! `common/ha.rs` with gw1 alone (the server's route to pool4 moved to gw1,
+//! gw2 idle, no `[sync]`).
+//!
+//! - `restart_keeps_tcp_and_udp_sessions`: three TCP connections and a UDP
+//!   flow open through gw1; SIGTERM, start again with the same
+//!   configuration: the restart log line says how many sessions came back,
+//!   `show sessions` lists the same sessions (same pool4 address and port),
+//!   and the same TCP connections and UDP socket carry data again. The gap
+//!   (SIGTERM to the first UDP reply forwarded by the new daemon) is
+//!   printed. Then SIGTERM again and a start with another UDP timeout: one
+//!   log line refuses the file (another configuration) and the tables are
+//!   empty.
+//!
+//! Root and `ip netns` needed (else `skipped:`), and python3.
+
+mod common;
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::ha::{
+    SERVER4, SERVER6, TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, UDP_PORT, more_rounds, sessions,
+    start_routed, take_bed, udp_echo_on, wait_for,
+};
+use common::stop_cleanly;
+use sixgate_netns::{Proto, ScratchDir};
+
+const TCP_PORT: u16 = 7100;
+
+/// A UDP flow from one socket: a datagram every 10 ms until the file
+/// argv[3] exists; each echo that comes back is printed with its wall-clock
+/// time.
+const UDP_FLOW: &str = r#"
+import os, socket, sys, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setblocking(False)
+dest, stop, n = (sys.argv[1], int(sys.argv[2])), sys.argv[3], 0
+print("started", flush=True)
+while not os.path.exists(stop):
+    try:
+        s.sendto(b"flow %d" % n, dest)
+    except OSError:
+        pass
+    n += 1
+    time.sleep(0.01)
+    while True:
+        try:
+            s.recvfrom(2000)
+        except OSError:
+            break
+        print("reply %.4f" % time.time(), flush=True)
+print("done", n, flush=True)
+"#;
+
+fn config(state: &std::path::Path, udp_timeout: u32) -> String {
+    format!(
+        r#"[translator]
+mode = "nat64"
+pool6 = "2001:db8:64::/96"
+
+[nat64]
+pool4 = ["198.18.0.0/31"]
+udp_timeout = {udp_timeout}
+
+[daemon]
+workers = 2
+state_file = "{}"
+
+[tun]
+name = "sixgate0"
+"#,
+        state.display()
+    )
+}
+
+fn wall() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The UDP flow's reply times.
+fn replies(out: &str) -> Vec<f64> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("reply "))
+        .filter_map(|t| t.parse().ok())
+        .collect()
+}
+
+#[test]
+fn restart_keeps_tcp_and_udp_sessions() {
+    let test = "restart_keeps_tcp_and_udp_sessions";
+    let Some((turn, bed)) = take_bed(test, common::ha::SyncPath::Direct) else {
+        return;
+    };
+    // Both directions through gw1.
+    bed.server
+        .ip(["route", "replace", "198.18.0.0/31", "via", "10.1.0.1"])
+        .unwrap();
+    let dir = ScratchDir::new("restart").unwrap();
+    let state = dir.path().join("nat64.state");
+    let stop_file = dir.path().join("stop");
+    let routes = ["2001:db8:64::/96", "198.18.0.0/31"];
+    let toml = config(&state, 300);
+
+    let gw = start_routed(&bed.gw1, 1, &toml, &routes);
+    let first_log = turn.run(
+        || gw.log(),
+        || {
+            common::line_with(&gw.log(), "state: no ");
+            gw.log()
+        },
+    );
+    assert!(first_log.contains("starting with empty NAT64 tables"));
+
+    let _echo = udp_echo_on(&bed.server, UDP_PORT);
+    let _tcp_echo = bed
+        .server
+        .spawn(
+            "python3",
+            ["-c", TCP_ECHO_THREADED, SERVER4, &TCP_PORT.to_string()],
+        )
+        .unwrap();
+    bed.server
+        .wait_listening(Proto::Tcp, TCP_PORT, Duration::from_secs(10))
+        .unwrap();
+    let stop = stop_file.to_string_lossy().into_owned();
+    let tcp = bed
+        .client
+        .spawn(
+            "python3",
+            [
+                "-c",
+                TCP_ROUNDS_CLIENT,
+                SERVER6,
+                &TCP_PORT.to_string(),
+                "3",
+                &stop,
+            ],
+        )
+        .unwrap();
+    let udp = bed
+        .client
+        .spawn(
+            "python3",
+            ["-c", UDP_FLOW, SERVER6, &UDP_PORT.to_string(), &stop],
+        )
+        .unwrap();
+
+    let before = turn.run(
+        || format!("{}\ntcp: {} {}", gw.log(), tcp.stdout(), tcp.stderr()),
+        || {
+            more_rounds(test, &tcp, "before the restart");
+            wait_for(
+                10,
+                || format!("UDP echoes: {} {}", udp.stdout(), udp.stderr()),
+                || replies(&udp.stdout()).len() >= 20,
+            );
+            let s = sessions(&gw);
+            // Three TCP connections and the UDP flow, all on pool4.
+            assert_eq!(s.len(), 4, "{s:?}");
+            assert!(s.iter().all(|l| l.contains("198.18.0.")), "{s:?}");
+            s
+        },
+    );
+    println!("{test}: before: {before:?}");
+
+    // SIGTERM: the state goes to the file.
+    let t_term = Instant::now();
+    let wall_term = wall();
+    let stopped = stop_cleanly(test, "gw1", gw);
+    let stop_ms = t_term.elapsed().as_millis();
+    let wrote = common::line_with(&stopped.stderr, "state: wrote ");
+    assert!(wrote.contains("wrote 4 NAT64 sessions"), "{wrote}");
+    assert!(state.exists());
+
+    // The same configuration again.
+    let wall_spawn = wall();
+    let gw = start_routed(&bed.gw1, 1, &toml, &routes);
+    let ready_ms = t_term.elapsed().as_millis();
+    let restored = turn.run(
+        || gw.log(),
+        || common::line_with(&gw.log(), "state: restored").to_owned(),
+    );
+    assert!(
+        restored.contains("restored 4 NAT64 sessions from") && restored.contains("0 of 4 refused"),
+        "{restored}"
+    );
+    assert_eq!(
+        gw.log().matches("state:").count(),
+        1,
+        "one line at start:\n{}",
+        gw.log()
+    );
+    assert!(!state.exists(), "the file is consumed at start");
+    turn.run(
+        || format!("{}\ntcp: {} {}", gw.log(), tcp.stdout(), tcp.stderr()),
+        || {
+            // Restored before a packet: the same sessions, the same pool4
+            // addresses and ports.
+            assert_eq!(sessions(&gw), before, "show sessions after the restart");
+            // The same UDP socket gets echoes again, through the new daemon.
+            wait_for(
+                10,
+                || format!("UDP echoes after the restart: {}", udp.stderr()),
+                || replies(&udp.stdout()).iter().any(|&t| t > wall_spawn),
+            );
+            let first = replies(&udp.stdout())
+                .into_iter()
+                .find(|&t| t > wall_spawn)
+                .unwrap();
+            let last_before = replies(&udp.stdout())
+                .into_iter()
+                .filter(|&t| t < wall_term)
+                .fold(0.0, f64::max);
+            more_rounds(test, &tcp, "after the restart");
+            let tcp_ms = t_term.elapsed().as_millis();
+            println!(
+                "{test}: gap: SIGTERM to the first UDP packet forwarded after the restart \
+                 {:.0} ms (old daemon stopped after {stop_ms} ms, new one ready after \
+                 {ready_ms} ms; last echo before SIGTERM {:.0} ms before it); three more TCP \
+                 rounds on every connection by {tcp_ms} ms after SIGTERM",
+                (first - wall_term) * 1e3,
+                (wall_term - last_before) * 1e3,
+            );
+            assert_eq!(sessions(&gw), before, "no new session for the old flows");
+        },
+    );
+
+    // The clients stop (the TCP client checks every echo and closes).
+    std::fs::write(&stop_file, b"").unwrap();
+    wait_for(
+        15,
+        || format!("the clients: {} {}", tcp.stdout(), tcp.stderr()),
+        || tcp.stdout().contains("done") && udp.stdout().contains("done"),
+    );
+    // "done" only after every echo of every round came back whole.
+    println!(
+        "{test}: TCP client: {}",
+        tcp.stdout().lines().last().unwrap_or("")
+    );
+
+    // Another configuration: the file is refused in one line, tables empty.
+    let stopped = stop_cleanly(test, "gw1", gw);
+    common::line_with(&stopped.stderr, "state: wrote ");
+    let gw = start_routed(&bed.gw1, 1, &config(&state, 600), &routes);
+    turn.run(
+        || gw.log(),
+        || {
+            let log = gw.log();
+            let lines: Vec<&str> = log.lines().filter(|l| l.contains("state:")).collect();
+            assert_eq!(lines.len(), 1, "{log}");
+            println!("{}", lines[0].trim());
+            assert!(
+                lines[0].contains(
+                    "refused, starting with empty NAT64 tables: written under \
+                     another configuration"
+                ),
+                "{}",
+                lines[0]
+            );
+            assert!(lines[0].contains(&state.display().to_string()));
+            assert!(sessions(&gw).is_empty(), "{:?}", sessions(&gw));
+        },
+    );
+    let mut aside = state.clone().into_os_string();
+    aside.push(".refused");
+    assert!(std::path::Path::new(&aside).exists());
+    stop_cleanly(test, "gw1", gw);
+    drop(bed);
+    turn.finish();
+}
