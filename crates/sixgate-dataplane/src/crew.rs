@@ -91,17 +91,17 @@ impl Crew {
         follower: Follower,
         plan: &crate::Plan,
     ) -> Result<Worker<P>, String> {
-        let save = match &plan.state_file {
+        let (save, restored) = match &plan.state_file {
             Some(path) if plan.config.nat64.is_some() => {
                 let mut slot = self.restart.lock().unwrap_or_else(|p| p.into_inner());
                 let r = slot.get_or_insert_with(|| {
                     crate::restart::Restart::new(path.clone(), self.stats.len(), plan.sync.clone())
                 });
                 let now_ns = self.epoch.elapsed().as_nanos() as u64;
-                r.restore(index, io.translator_mut(), now_ns);
-                Some(r.save_slot(index))
+                let restored = r.restore(index, io.translator_mut(), now_ns);
+                (Some(r.save_slot(index)), restored)
             }
-            _ => None,
+            _ => (None, Vec::new()),
         };
         Ok(Worker {
             index,
@@ -119,6 +119,7 @@ impl Crew {
             sync: plan.sync.as_ref().and_then(|s| self.sync_ends(index, s)),
             offload: None,
             save,
+            restored,
         })
     }
 

@@ -243,17 +243,27 @@ impl Restart {
 
     /// Before worker `index` starts: its share of the file into `t` (the
     /// file is read at the first worker, its records split by owner); after
-    /// the last, one log line says what came of it.
-    pub(crate) fn restore(&mut self, index: usize, t: &mut Translator, now_ns: u64) {
+    /// the last, one log line says what came of it. Returns the sessions
+    /// imported (for the worker's fast-path offload).
+    pub(crate) fn restore(
+        &mut self,
+        index: usize,
+        t: &mut Translator,
+        now_ns: u64,
+    ) -> Vec<Replica> {
         if !self.read {
             self.read = true;
             self.started = Instant::now();
             self.load(t);
         }
+        let mut imported = Vec::new();
         if let Some(todo) = self.todo.get_mut(index) {
             for r in std::mem::take(todo) {
                 match t.import_replica(ReplicaOp::Upsert, &r, now_ns) {
-                    Ok(()) => self.imported += 1,
+                    Ok(()) => {
+                        self.imported += 1;
+                        imported.push(r);
+                    }
                     Err(e) => self.refused[refusal_index(e)] += 1,
                 }
             }
@@ -262,6 +272,7 @@ impl Restart {
         if self.made == self.workers {
             self.log();
         }
+        imported
     }
 
     fn load(&mut self, t: &Translator) {

@@ -36,7 +36,7 @@ fn workers(cfg: &Arc<Config>) -> Vec<Translator> {
 fn session(i: u16) -> (usize, Replica) {
     let v6 = Ipv6Addr::new(0x2001, 0xdb8, i, 0, 0, 0, 0, 1);
     let w = subscriber_worker(u128::from(v6), 64, 2);
-    let tcp = i % 2 == 0;
+    let tcp = i.is_multiple_of(2);
     let r = Replica {
         proto: if tcp { Proto::Tcp } else { Proto::Udp },
         tcp_state: tcp.then_some(TcpState::Established),
