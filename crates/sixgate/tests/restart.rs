@@ -12,6 +12,12 @@
 //!   printed. Then SIGTERM again and a start with another UDP timeout: one
 //!   log line refuses the file (another configuration) and the tables are
 //!   empty.
+//! - `restart_with_the_fast_path_puts_restored_sessions_back_in_the_kernel`:
+//!   the same with `fastpath = "tc"` on gw1's two interfaces: the restored
+//!   sessions are installed in the new program and it translates their
+//!   packets
+//!   (docs/restart.md, "With the fast path": during the restart itself the
+//!   flows stop, as without it).
 //!
 //! Root and `ip netns` needed (else `skipped:`), and python3.
 
@@ -20,7 +26,7 @@ mod common;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::ha::{
-    SERVER4, SERVER6, TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, UDP_PORT, more_rounds, sessions,
+    SERVER4, SERVER6, TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, UDP_PORT, cli, more_rounds, sessions,
     start_routed, take_bed, udp_echo_on, wait_for,
 };
 use common::stop_cleanly;
@@ -53,7 +59,12 @@ while not os.path.exists(stop):
 print("done", n, flush=True)
 "#;
 
-fn config(state: &std::path::Path, udp_timeout: u32) -> String {
+fn config(state: &std::path::Path, udp_timeout: u32, fast: bool) -> String {
+    let fastpath = if fast {
+        "fastpath = \"tc\"\nfastpath_interfaces = [\"lan\", \"wan\"]\n"
+    } else {
+        "fastpath = \"off\"\n"
+    };
     format!(
         r#"[translator]
 mode = "nat64"
@@ -66,7 +77,7 @@ udp_timeout = {udp_timeout}
 [daemon]
 workers = 2
 state_file = "{}"
-
+{fastpath}
 [tun]
 name = "sixgate0"
 "#,
@@ -89,9 +100,35 @@ fn replies(out: &str) -> Vec<f64> {
         .collect()
 }
 
+/// The start's one `state:` line is in the log (the last worker made logs
+/// it; the routes that make the daemon "ready" come before the workers).
+fn wait_state_line(gw: &sixgate_netns::RunningDut) {
+    wait_for(10, || gw.log(), || gw.log().contains("state:"));
+}
+
+/// A `show stats` row's total (0 when there is no such row).
+fn stat(gw: &sixgate_netns::RunningDut, name: &str) -> u64 {
+    cli(gw, &["show", "stats"])
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
 #[test]
 fn restart_keeps_tcp_and_udp_sessions() {
-    let test = "restart_keeps_tcp_and_udp_sessions";
+    restart("restart_keeps_tcp_and_udp_sessions", false);
+}
+
+#[test]
+fn restart_with_the_fast_path_puts_restored_sessions_back_in_the_kernel() {
+    restart(
+        "restart_with_the_fast_path_puts_restored_sessions_back_in_the_kernel",
+        true,
+    );
+}
+
+fn restart(test: &str, fast: bool) {
     let Some((turn, bed)) = take_bed(test, common::ha::SyncPath::Direct) else {
         return;
     };
@@ -103,12 +140,23 @@ fn restart_keeps_tcp_and_udp_sessions() {
     let state = dir.path().join("nat64.state");
     let stop_file = dir.path().join("stop");
     let routes = ["2001:db8:64::/96", "198.18.0.0/31"];
-    let toml = config(&state, 300);
+    let toml = config(&state, 300, fast);
 
     let gw = start_routed(&bed.gw1, 1, &toml, &routes);
+    if fast && !gw.log().contains("TC program attached") {
+        println!(
+            "skipped: {test}: the fast path does not run here:\n{}",
+            gw.log()
+        );
+        stop_cleanly(test, "gw1", gw);
+        drop(bed);
+        turn.finish();
+        return;
+    }
     let first_log = turn.run(
         || gw.log(),
         || {
+            wait_state_line(&gw);
             common::line_with(&gw.log(), "state: no ");
             gw.log()
         },
@@ -173,6 +221,13 @@ fn restart_keeps_tcp_and_udp_sessions() {
     let stopped = stop_cleanly(test, "gw1", gw);
     let stop_ms = t_term.elapsed().as_millis();
     let wrote = common::line_with(&stopped.stderr, "state: wrote ");
+    if fast {
+        let (t64, t46, passed, aborted) = common::fastpath_counters(&stopped);
+        println!(
+            "{test}: before the restart fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, \
+             aborted {aborted}"
+        );
+    }
     assert!(wrote.contains("wrote 4 NAT64 sessions"), "{wrote}");
     assert!(state.exists());
 
@@ -182,7 +237,10 @@ fn restart_keeps_tcp_and_udp_sessions() {
     let ready_ms = t_term.elapsed().as_millis();
     let restored = turn.run(
         || gw.log(),
-        || common::line_with(&gw.log(), "state: restored").to_owned(),
+        || {
+            wait_state_line(&gw);
+            common::line_with(&gw.log(), "state: restored").to_owned()
+        },
     );
     assert!(
         restored.contains("restored 4 NAT64 sessions from") && restored.contains("0 of 4 refused"),
@@ -226,6 +284,14 @@ fn restart_keeps_tcp_and_udp_sessions() {
                 (wall_term - last_before) * 1e3,
             );
             assert_eq!(sessions(&gw), before, "no new session for the old flows");
+            if fast {
+                // Every restored session back in the kernel (at start; at
+                // their first packet's exported refresh otherwise): the
+                // three TCP ones and the UDP one.
+                let installed = stat(&gw, "fastpath_nat64_installed");
+                println!("{test}: fast path: {installed} sessions installed after the restart");
+                assert!(installed >= 4, "installed {installed}");
+            }
         },
     );
 
@@ -245,10 +311,22 @@ fn restart_keeps_tcp_and_udp_sessions() {
     // Another configuration: the file is refused in one line, tables empty.
     let stopped = stop_cleanly(test, "gw1", gw);
     common::line_with(&stopped.stderr, "state: wrote ");
-    let gw = start_routed(&bed.gw1, 1, &config(&state, 600), &routes);
+    if fast {
+        // The restarted daemon's program carried the restored flows (in
+        // this bed mostly the IPv6 side's packets, before the restart too).
+        let (t64, t46, passed, aborted) = common::fastpath_counters(&stopped);
+        println!(
+            "{test}: after the restart fast path: 6to4 {t64}, 4to6 {t46}, passed {passed}, \
+             aborted {aborted}"
+        );
+        assert!(t64 + t46 >= 20, "too little on the fast path");
+        assert_eq!(aborted, 0);
+    }
+    let gw = start_routed(&bed.gw1, 1, &config(&state, 600, fast), &routes);
     turn.run(
         || gw.log(),
         || {
+            wait_state_line(&gw);
             let log = gw.log();
             let lines: Vec<&str> = log.lines().filter(|l| l.contains("state:")).collect();
             assert_eq!(lines.len(), 1, "{log}");
