@@ -18,6 +18,9 @@
 //!   packets
 //!   (docs/restart.md, "With the fast path": during the restart itself the
 //!   flows stop, as without it).
+//! - `restart_as_an_unprivileged_user_keeps_the_sessions`: the same with
+//!   `[daemon] user = "nobody"` and the state file in a directory sixgate
+//!   makes at start and gives to that user.
 //!
 //! Root and `ip netns` needed (else `skipped:`), and python3.
 
@@ -59,11 +62,25 @@ while not os.path.exists(stop):
 print("done", n, flush=True)
 "#;
 
-fn config(state: &std::path::Path, udp_timeout: u32, fast: bool) -> String {
-    let fastpath = if fast {
-        "fastpath = \"tc\"\nfastpath_interfaces = [\"lan\", \"wan\"]\n"
-    } else {
-        "fastpath = \"off\"\n"
+/// How the gateway runs in a variant of the test.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// Root, no fast path.
+    Plain,
+    /// `fastpath = "tc"` on gw1's two interfaces.
+    FastPath,
+    /// `user = "nobody"`, the state file in a directory sixgate makes.
+    Unprivileged,
+}
+
+fn config(state: &std::path::Path, udp_timeout: u32, v: Variant) -> String {
+    let fastpath = match v {
+        Variant::FastPath => "fastpath = \"tc\"\nfastpath_interfaces = [\"lan\", \"wan\"]\n",
+        _ => "fastpath = \"off\"\n",
+    };
+    let user = match v {
+        Variant::Unprivileged => "user = \"nobody\"\n",
+        _ => "",
     };
     format!(
         r#"[translator]
@@ -77,7 +94,7 @@ udp_timeout = {udp_timeout}
 [daemon]
 workers = 2
 state_file = "{}"
-{fastpath}
+{fastpath}{user}
 [tun]
 name = "sixgate0"
 "#,
@@ -117,18 +134,27 @@ fn stat(gw: &sixgate_netns::RunningDut, name: &str) -> u64 {
 
 #[test]
 fn restart_keeps_tcp_and_udp_sessions() {
-    restart("restart_keeps_tcp_and_udp_sessions", false);
+    restart("restart_keeps_tcp_and_udp_sessions", Variant::Plain);
 }
 
 #[test]
 fn restart_with_the_fast_path_puts_restored_sessions_back_in_the_kernel() {
     restart(
         "restart_with_the_fast_path_puts_restored_sessions_back_in_the_kernel",
-        true,
+        Variant::FastPath,
     );
 }
 
-fn restart(test: &str, fast: bool) {
+#[test]
+fn restart_as_an_unprivileged_user_keeps_the_sessions() {
+    restart(
+        "restart_as_an_unprivileged_user_keeps_the_sessions",
+        Variant::Unprivileged,
+    );
+}
+
+fn restart(test: &str, variant: Variant) {
+    let fast = variant == Variant::FastPath;
     let Some((turn, bed)) = take_bed(test, common::ha::SyncPath::Direct) else {
         return;
     };
@@ -137,10 +163,15 @@ fn restart(test: &str, fast: bool) {
         .ip(["route", "replace", "198.18.0.0/31", "via", "10.1.0.1"])
         .unwrap();
     let dir = ScratchDir::new("restart").unwrap();
-    let state = dir.path().join("nat64.state");
+    // Unprivileged: in a directory sixgate makes (still root) and gives to
+    // the user, who writes the file at stop and reads it at start.
+    let state = match variant {
+        Variant::Unprivileged => dir.path().join("state").join("nat64.state"),
+        _ => dir.path().join("nat64.state"),
+    };
     let stop_file = dir.path().join("stop");
     let routes = ["2001:db8:64::/96", "198.18.0.0/31"];
-    let toml = config(&state, 300, fast);
+    let toml = config(&state, 300, variant);
 
     let gw = start_routed(&bed.gw1, 1, &toml, &routes);
     if fast && !gw.log().contains("TC program attached") {
@@ -229,7 +260,14 @@ fn restart(test: &str, fast: bool) {
         );
     }
     assert!(wrote.contains("wrote 4 NAT64 sessions"), "{wrote}");
-    assert!(state.exists());
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(&state).expect("the state file");
+        assert_eq!(m.mode() & 0o777, 0o600);
+        if variant == Variant::Unprivileged {
+            assert_ne!(m.uid(), 0, "written as the user");
+        }
+    }
 
     // The same configuration again.
     let wall_spawn = wall();
@@ -322,7 +360,7 @@ fn restart(test: &str, fast: bool) {
         assert!(t64 + t46 >= 20, "too little on the fast path");
         assert_eq!(aborted, 0);
     }
-    let gw = start_routed(&bed.gw1, 1, &config(&state, 600, fast), &routes);
+    let gw = start_routed(&bed.gw1, 1, &config(&state, 600, variant), &routes);
     turn.run(
         || gw.log(),
         || {
