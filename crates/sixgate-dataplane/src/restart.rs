@@ -5,7 +5,8 @@
 //! translator before that worker forwards a packet. The format is
 //! `sixgate_sync::state_file` (the sync protocol's records); every record
 //! goes to the worker that owns its pool4 port, as a peer's does, and is
-//! imported with the same checks (`Translator::import_replica`).
+//! imported with the same checks (`Translator::restore_replica`, which is
+//! `import_replica`'s upsert but for the logging of port blocks).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -18,7 +19,7 @@ use sixgate_config::SyncSettings;
 use sixgate_core::Translator;
 use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::nat64::steering::port_owner;
-use sixgate_core::nat64::{ImportError, Replica, ReplicaOp};
+use sixgate_core::nat64::{ImportError, Replica};
 use sixgate_sync::state_file::{self, Expect};
 use tracing::{error, info, warn};
 
@@ -259,7 +260,7 @@ impl Restart {
         let mut imported = Vec::new();
         if let Some(todo) = self.todo.get_mut(index) {
             for r in std::mem::take(todo) {
-                match t.import_replica(ReplicaOp::Upsert, &r, now_ns) {
+                match t.restore_replica(&r, now_ns) {
                     Ok(()) => {
                         self.imported += 1;
                         imported.push(r);

@@ -206,17 +206,24 @@ impl Nat64 {
     }
 
     /// RFC 7422: an imported mapping counts in its subscriber's block, made
-    /// here if it is the block's first (not logged: the peer did).
+    /// here if it is the block's first (not logged: the peer did; but
+    /// logged when restoring this node's own state, docs/restart.md).
     fn import_block(&mut self, p: u8, v6: u128, v4: u32, port4: u16, now_ns: u64) {
         let bi = match self.subs.block_of(p, v4, port4) {
             Some(bi) => Some(bi),
             None => {
                 let first = port4 & !(self.subs.block_size() - 1);
                 let log = self.cfg.event_log;
-                self.subs.get_or_create(v6).and_then(|sub| {
+                // A restart's own block: logged again, since the stop logged
+                // it released (a peer's is the peer's to log).
+                let muted = self.events.muted;
+                self.events.muted = muted && !self.restoring;
+                let bi = self.subs.get_or_create(v6).and_then(|sub| {
                     self.subs
                         .block_add(sub, p, v4, first, now_ns, &mut self.events, log)
-                })
+                });
+                self.events.muted = muted;
+                bi
             }
         };
         // No room for the block record: the mapping stands, unaccounted

@@ -7,7 +7,7 @@ use super::*;
 use sixgate_core::Config;
 use sixgate_core::nat64::steering::subscriber_worker;
 use sixgate_core::nat64::tcp::TcpState;
-use sixgate_core::nat64::{Nat64Config, Pool4Entry, Proto};
+use sixgate_core::nat64::{Nat64Config, Pool4Entry, Proto, ReplicaOp};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
