@@ -21,6 +21,8 @@
 //! - `restart_as_an_unprivileged_user_keeps_the_sessions`: the same with
 //!   `[daemon] user = "nobody"` and the state file in a directory sixgate
 //!   makes at start and gives to that user.
+//! - `restart_on_the_af_xdp_data_plane_keeps_the_sessions`: the same on the
+//!   AF_XDP data plane (one worker).
 //!
 //! Root and `ip netns` needed (else `skipped:`), and python3.
 
@@ -71,6 +73,8 @@ enum Variant {
     FastPath,
     /// `user = "nobody"`, the state file in a directory sixgate makes.
     Unprivileged,
+    /// The AF_XDP data plane on gw1's two interfaces, one worker.
+    Xdp,
 }
 
 fn config(state: &std::path::Path, udp_timeout: u32, v: Variant) -> String {
@@ -82,7 +86,7 @@ fn config(state: &std::path::Path, udp_timeout: u32, v: Variant) -> String {
         Variant::Unprivileged => "user = \"nobody\"\n",
         _ => "",
     };
-    format!(
+    let text = format!(
         r#"[translator]
 mode = "nat64"
 pool6 = "2001:db8:64::/96"
@@ -99,7 +103,17 @@ state_file = "{}"
 name = "sixgate0"
 "#,
         state.display()
-    )
+    );
+    match v {
+        Variant::Xdp => text
+            .replace("workers = 2\n", "dataplane = \"xdp\"\nworkers = 1\n")
+            .replace("fastpath = \"off\"\n", "")
+            .replace(
+                "[tun]\nname = \"sixgate0\"\n",
+                "[xdp]\nipv6_interface = \"lan\"\nipv4_interface = \"wan\"\n",
+            ),
+        _ => text,
+    }
 }
 
 fn wall() -> f64 {
@@ -153,11 +167,27 @@ fn restart_as_an_unprivileged_user_keeps_the_sessions() {
     );
 }
 
+#[test]
+fn restart_on_the_af_xdp_data_plane_keeps_the_sessions() {
+    restart(
+        "restart_on_the_af_xdp_data_plane_keeps_the_sessions",
+        Variant::Xdp,
+    );
+}
+
 fn restart(test: &str, variant: Variant) {
     let fast = variant == Variant::FastPath;
     let Some((turn, bed)) = take_bed(test, common::ha::SyncPath::Direct) else {
         return;
     };
+    if variant == Variant::Xdp {
+        // AF_XDP gets no checksum offload metadata: the hosts send complete
+        // checksums, as in the other XDP beds.
+        for (ns, dev) in [(&bed.client, "c1"), (&bed.server, "s1")] {
+            ns.run("ethtool", ["-K", dev, "tx", "off"])
+                .unwrap_or_else(|e| panic!("{test}: {e}"));
+        }
+    }
     // Both directions through gw1.
     bed.server
         .ip(["route", "replace", "198.18.0.0/31", "via", "10.1.0.1"])
