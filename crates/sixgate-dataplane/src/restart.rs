@@ -18,7 +18,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use sixgate_config::SyncSettings;
 use sixgate_core::Translator;
 use sixgate_core::addr::Rfc6052Prefix;
-use sixgate_core::nat64::steering::port_owner;
+use sixgate_core::nat64::steering::{port_owner, subscriber_worker};
 use sixgate_core::nat64::{ImportError, Replica};
 use sixgate_sync::state_file::{self, Expect};
 use tracing::{error, info, warn};
@@ -299,11 +299,23 @@ impl Restart {
         match state_file::decode(&bytes, &expect) {
             Ok(r) => {
                 let block = n.port_block_size;
+                let workers = self.workers as u16;
                 self.todo = (0..self.workers).map(|_| Vec::new()).collect();
                 let total = r.sessions.len();
                 for s in r.sessions {
-                    let w = usize::from(port_owner(s.port4, block, self.workers as u16));
-                    self.todo[w.min(self.workers - 1)].push(s);
+                    // The owner of its pool4 port, as for a peer's record;
+                    // a static BIB entry's sessions, the owner of its IPv6
+                    // side, where the entry lives.
+                    let on_static = n.static_bib.iter().any(|b| {
+                        (b.proto, b.v6, b.port6, b.v4, b.port4)
+                            == (s.proto, s.v6, s.port6, s.v4, s.port4)
+                    });
+                    let w = if on_static {
+                        subscriber_worker(u128::from(s.v6), n.subscriber_prefix_len, workers)
+                    } else {
+                        port_owner(s.port4, block, workers)
+                    };
+                    self.todo[usize::from(w).min(self.workers - 1)].push(s);
                 }
                 self.outcome = Outcome::Read {
                     age_ms: r.age_ms,

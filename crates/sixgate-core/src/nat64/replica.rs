@@ -276,13 +276,23 @@ impl Nat64 {
         let now = self.now_ms(now_ns);
         let v6 = u128::from(r.v6);
         let v4 = u32::from(r.v4);
-        if self.workers > 1 && (!self.owns_subscriber(v6) || !self.owns_port(r.port4)) {
+        let p = proto_byte(r.proto);
+        // A static BIB entry lives with its IPv6 side, whatever worker its
+        // port would steer to: a session on it is this worker's.
+        let on_static = || {
+            self.bib_by4(p, v4, r.port4).is_some_and(|b| {
+                let e = self.bibs.get(b);
+                e.flags & STATIC != 0 && e.v6 == v6.to_be_bytes() && e.port6 == r.port6
+            })
+        };
+        if self.workers > 1
+            && (!self.owns_subscriber(v6) || !(self.owns_port(r.port4) || on_static()))
+        {
             return Err(ImportError::WrongWorker);
         }
         if !self.in_pool4(v4) {
             return Err(ImportError::NotInPool4);
         }
-        let p = proto_byte(r.proto);
         self.set_importing(true);
         let out = match op {
             ReplicaOp::Delete => {

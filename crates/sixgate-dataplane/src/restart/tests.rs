@@ -208,3 +208,55 @@ fn a_worker_that_handed_nothing_over_means_no_file() {
     assert!(!path.exists());
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
+
+/// A session on a static BIB entry (a server behind the NAT64) comes back to
+/// the worker that holds the entry, its IPv6 side's, even where its pool4
+/// port would steer to the other worker.
+#[test]
+fn a_static_entrys_session_comes_back_to_the_worker_holding_the_entry() {
+    use sixgate_core::nat64::StaticBib;
+    use sixgate_core::nat64::steering::port_owner;
+    // A server whose IPv6 side is worker 1's, on port 80 (worker 0's).
+    let server = (0..100u16)
+        .map(|i| Ipv6Addr::new(0x2001, 0xdb8, 0x80, i, 0, 0, 0, 80))
+        .find(|a| subscriber_worker(u128::from(*a), 64, 2) == 1)
+        .unwrap();
+    assert_eq!(port_owner(80, 0, 2), 0);
+    let mut cfg = (*config(300)).clone();
+    cfg.nat64.as_mut().unwrap().static_bib = vec![StaticBib {
+        proto: Proto::Tcp,
+        v6: server,
+        port6: 80,
+        v4: Ipv4Addr::new(192, 0, 2, 1),
+        port4: 80,
+    }];
+    let cfg = Arc::new(cfg);
+    let path = scratch_file("static");
+    let session = Replica {
+        proto: Proto::Tcp,
+        tcp_state: Some(TcpState::Established),
+        remaining_ms: 100_000,
+        v6: server,
+        port6: 80,
+        v4: Ipv4Addr::new(192, 0, 2, 1),
+        port4: 80,
+        remote4: Ipv4Addr::new(198, 51, 100, 9),
+        rport: 50_000,
+    };
+    {
+        let mut ts = workers(&cfg);
+        ts[1]
+            .import_replica(ReplicaOp::Upsert, &session, NOW)
+            .expect("a session on the static entry, in its worker");
+        let r = Restart::new(path.clone(), 2, None);
+        for (i, t) in ts.iter().enumerate() {
+            r.save_slot(i).save(t, NOW);
+        }
+        r.write();
+    }
+    let (r, ts) = restore_fresh(&path, &cfg);
+    assert_eq!(r.imported, 1, "refused: {:?}", r.refused);
+    assert_eq!(sessions_of(&ts[1]).len(), 1);
+    assert!(sessions_of(&ts[0]).is_empty());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
