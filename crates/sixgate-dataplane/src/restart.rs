@@ -121,6 +121,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Takes the lock of state file `path`: an exclusive `flock` on
+/// `.NAME.lock` beside it, held until the process exits (so across the
+/// stop's write). `Err` when another process holds it; `Ok(None)` when there
+/// is no lock to take (the file cannot be made: the read and the write then
+/// say why of their own).
+fn lock(path: &Path) -> Result<Option<File>, ()> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(None);
+    };
+    let mut lock_name = std::ffi::OsString::from(".");
+    lock_name.push(name);
+    lock_name.push(".lock");
+    let Ok(f) = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(dir.join(lock_name))
+    else {
+        return Ok(None);
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        Ok(Some(f))
+    } else if io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Err(())
+    } else {
+        Ok(None)
+    }
+}
+
 /// What one worker handed over when it stopped.
 struct Saved {
     hash: u64,
@@ -171,6 +206,8 @@ impl SaveSlot {
 enum Outcome {
     /// No file.
     Absent,
+    /// Another running daemon's.
+    Locked,
     /// Refused: why.
     Refused(String),
     /// Read: its age and what it held.
@@ -188,6 +225,10 @@ pub(crate) struct Restart {
     workers: usize,
     sync: Option<SyncSettings>,
     read: bool,
+    /// The lock on the file (`.NAME.lock` beside it), held while the daemon
+    /// runs; `Err`: another daemon holds it, and this one neither reads nor
+    /// writes the file.
+    lock: Result<Option<File>, ()>,
     todo: Vec<Vec<Replica>>,
     outcome: Outcome,
     imported: u64,
@@ -222,6 +263,7 @@ impl Restart {
             workers,
             sync,
             read: false,
+            lock: Ok(None),
             todo: Vec::new(),
             outcome: Outcome::Absent,
             imported: 0,
@@ -280,6 +322,11 @@ impl Restart {
         let Some(n) = t.config().nat64.as_ref() else {
             return;
         };
+        self.lock = lock(&self.path);
+        if self.lock.is_err() {
+            self.outcome = Outcome::Locked;
+            return;
+        }
         let max_records = u64::from(n.max_sessions).saturating_add(self.workers as u64);
         let bytes = match read_limited(&self.path, state_file::max_len(max_records)) {
             Ok(None) => return,
@@ -355,6 +402,11 @@ impl Restart {
         let file = self.path.display();
         match &self.outcome {
             Outcome::Absent => info!("state: no {file}: starting with empty NAT64 tables"),
+            Outcome::Locked => error!(
+                "state: {file} is another running sixgate's (it holds its lock): starting with \
+                 empty NAT64 tables, and this daemon will not write it; give each daemon its \
+                 own [daemon] state_file"
+            ),
             Outcome::Refused(why) => warn!(
                 "state: {file} refused, starting with empty NAT64 tables: {why} (kept as \
                  {file}.refused)"
@@ -396,6 +448,9 @@ impl Restart {
     pub(crate) fn write(&self) {
         let started = Instant::now();
         let file = self.path.display();
+        if self.lock.is_err() {
+            return;
+        }
         let slots = std::mem::take(&mut *self.slots.lock().unwrap_or_else(|p| p.into_inner()));
         let mut all = Vec::with_capacity(slots.len());
         for (i, s) in slots.into_iter().enumerate() {

@@ -98,15 +98,17 @@ fn two_workers_tables_come_back_to_their_owners() {
         before.iter().all(|w| !w.is_empty()),
         "both workers have some"
     );
-    // Written whole, mode 0600, no temporary file left.
+    // Written whole, mode 0600, no temporary file left (the lock stays).
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(&path).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert_eq!(meta.len(), 40 + 40 * 56 + 32);
-    assert_eq!(
-        std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
-        1
-    );
+    let mut names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".nat64.state.lock", "nat64.state"]);
 
     let cfg = config(300);
     let mut ts = workers(&cfg);
@@ -258,5 +260,31 @@ fn a_static_entrys_session_comes_back_to_the_worker_holding_the_entry() {
     assert_eq!(r.imported, 1, "refused: {:?}", r.refused);
     assert_eq!(sessions_of(&ts[1]).len(), 1);
     assert!(sessions_of(&ts[0]).is_empty());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+/// Two daemons naming one state file: the second neither takes the first's
+/// sessions nor overwrites its file (the first holds the lock).
+#[test]
+fn a_second_daemon_on_the_same_file_keeps_off_it() {
+    let path = scratch_file("locked");
+    let cfg = config(300);
+    // The first daemon's start: it takes the lock and keeps it.
+    let mut first_ts = workers(&cfg);
+    let mut first = Restart::new(path.clone(), 2, None);
+    for (i, t) in first_ts.iter_mut().enumerate() {
+        first.restore(i, t, NOW);
+    }
+    assert!(matches!(first.outcome, Outcome::Absent));
+    std::fs::write(&path, b"the first daemon's file").unwrap();
+    let (second, ts) = restore_fresh(&path, &cfg);
+    assert!(matches!(second.outcome, Outcome::Locked));
+    assert!(ts.iter().all(|t| sessions_of(t).is_empty()));
+    for (i, t) in ts.iter().enumerate() {
+        second.save_slot(i).save(t, NOW);
+    }
+    second.write();
+    assert_eq!(std::fs::read(&path).unwrap(), b"the first daemon's file");
+    drop(first);
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
