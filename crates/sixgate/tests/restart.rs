@@ -23,6 +23,10 @@
 //!   makes at start and gives to that user.
 //! - `restart_on_the_af_xdp_data_plane_keeps_the_sessions`: the same on the
 //!   AF_XDP data plane (one worker).
+//! - `restart_of_a_synced_node_with_its_state_file`: the HA pair (docs/ha.md)
+//!   with a state file each; gw1 restarted with SIGTERM restores its three
+//!   UDP sessions from its file before its peer's snapshot, and afterwards
+//!   both nodes list the same sessions with nothing refused on either.
 //!
 //! Root and `ip netns` needed (else `skipped:`), and python3.
 
@@ -31,8 +35,9 @@ mod common;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::ha::{
-    SERVER4, SERVER6, TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, UDP_PORT, cli, more_rounds, sessions,
-    start_routed, take_bed, udp_echo_on, wait_for,
+    SERVER4, SERVER6, SyncPath, TCP_ECHO_THREADED, TCP_ROUNDS_CLIENT, UDP_PORT, cli, gateway_toml,
+    more_rounds, sessions, start_routed, start_toml, sync_state, take_bed, udp_echo, udp_echo_on,
+    udp_exchange, wait_for, wait_synced,
 };
 use common::stop_cleanly;
 use sixgate_netns::{Proto, ScratchDir};
@@ -415,6 +420,83 @@ fn restart(test: &str, variant: Variant) {
     aside.push(".refused");
     assert!(std::path::Path::new(&aside).exists());
     stop_cleanly(test, "gw1", gw);
+    drop(bed);
+    turn.finish();
+}
+
+#[test]
+fn restart_of_a_synced_node_with_its_state_file() {
+    let test = "restart_of_a_synced_node_with_its_state_file";
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
+        return;
+    };
+    let dir = ScratchDir::new("restartha").unwrap();
+    let toml = |node: u16| {
+        let state = dir.path().join(format!("gw{node}.state"));
+        let t = gateway_toml(node, SyncPath::Direct).replace(
+            "workers = 2\n",
+            &format!("workers = 2\nstate_file = \"{}\"\n", state.display()),
+        );
+        assert!(t.contains("state_file"), "{t}");
+        t
+    };
+    let gw1 = start_toml(&bed.gw1, 1, &toml(1));
+    let gw2 = start_toml(&bed.gw2, 2, &toml(2));
+    turn.run(
+        || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log()),
+        || wait_synced(&gw1, &gw2),
+    );
+    let _echo = udp_echo(&bed);
+    let before = turn.run(
+        || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log()),
+        || {
+            for _ in 0..3 {
+                udp_exchange(&bed);
+            }
+            wait_for(
+                5,
+                || format!("gw2 lists gw1's sessions: {:?}", sessions(&gw2)),
+                || sessions(&gw2).len() == 3,
+            );
+            sessions(&gw1)
+        },
+    );
+    assert_eq!(before.len(), 3, "{before:?}");
+    let stopped = stop_cleanly(test, "gw1", gw1);
+    common::line_with(&stopped.stderr, "state: wrote 3 NAT64 sessions");
+    let gw1 = start_toml(&bed.gw1, 1, &toml(1));
+    turn.run(
+        || format!("gw1:\n{}\ngw2:\n{}", gw1.log(), gw2.log()),
+        || {
+            wait_state_line(&gw1);
+            let log = gw1.log();
+            let line = common::line_with(&log, "state: restored");
+            assert!(line.contains("restored 3 NAT64 sessions"), "{line}");
+            assert_eq!(sessions(&gw1), before, "gw1 before its peer's snapshot");
+            wait_for(
+                10,
+                || gw1.log(),
+                || gw1.log().contains("snapshot from peer 2 received"),
+            );
+            // gw2 got gw1's snapshot after its restart too.
+            wait_for(
+                10,
+                || gw2.log(),
+                || gw2.log().matches("snapshot from peer 1 received").count() >= 2,
+            );
+            assert_eq!(sessions(&gw1), before);
+            assert_eq!(sessions(&gw2), before);
+            for gw in [&gw1, &gw2] {
+                let v = sync_state(gw);
+                assert_eq!(v["import_refused"], 0, "{v}");
+            }
+            // And the flows go on through the restarted node.
+            udp_exchange(&bed);
+            println!("{test}: after gw1's restart both nodes list {before:?}");
+        },
+    );
+    stop_cleanly(test, "gw1", gw1);
+    stop_cleanly(test, "gw2", gw2);
     drop(bed);
     turn.finish();
 }
