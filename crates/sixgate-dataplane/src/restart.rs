@@ -208,8 +208,8 @@ enum Outcome {
     Absent,
     /// Another running daemon's.
     Locked,
-    /// Refused: why.
-    Refused(String),
+    /// Refused: why, and whether it was set aside as `FILE.refused`.
+    Refused(String, bool),
     /// Read: its age and what it held.
     Read {
         age_ms: u64,
@@ -332,8 +332,8 @@ impl Restart {
             Ok(None) => return,
             Ok(Some(b)) => b,
             Err(why) => {
-                self.outcome = Outcome::Refused(why);
-                self.set_aside(true);
+                let aside = self.set_aside(true);
+                self.outcome = Outcome::Refused(why, aside);
                 return;
             }
         };
@@ -372,16 +372,21 @@ impl Restart {
                 self.set_aside(false);
             }
             Err(why) => {
-                self.outcome = Outcome::Refused(why.to_string());
-                self.set_aside(true);
+                let aside = self.set_aside(true);
+                self.outcome = Outcome::Refused(why.to_string(), aside);
             }
         }
     }
 
     /// A file read is consumed: removed once read, or kept beside as
     /// `FILE.refused` when refused, so that a later start (after a crash)
-    /// never takes stale state.
-    fn set_aside(&mut self, refused: bool) {
+    /// never takes stale state. Only a regular file: a directory, device or
+    /// FIFO (or a symbolic link) at the path is left as it is. True when it
+    /// was set aside.
+    fn set_aside(&mut self, refused: bool) -> bool {
+        if !std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.is_file()) {
+            return false;
+        }
         let r = if refused {
             let mut to = self.path.clone().into_os_string();
             to.push(".refused");
@@ -389,13 +394,14 @@ impl Restart {
         } else {
             std::fs::remove_file(&self.path)
         };
-        if let Err(e) = r {
+        if let Err(e) = &r {
             warn!(
                 "state: {}: cannot remove it after reading it: {e}; a start after a crash \
                  could take it again",
                 self.path.display()
             );
         }
+        r.is_ok()
     }
 
     fn log(&self) {
@@ -407,10 +413,13 @@ impl Restart {
                  empty NAT64 tables, and this daemon will not write it; give each daemon its \
                  own [daemon] state_file"
             ),
-            Outcome::Refused(why) => warn!(
+            Outcome::Refused(why, true) => warn!(
                 "state: {file} refused, starting with empty NAT64 tables: {why} (kept as \
                  {file}.refused)"
             ),
+            Outcome::Refused(why, false) => {
+                warn!("state: {file} refused, starting with empty NAT64 tables: {why}")
+            }
             Outcome::Read {
                 age_ms,
                 expired,

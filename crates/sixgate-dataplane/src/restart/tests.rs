@@ -148,7 +148,7 @@ fn restore_fresh(path: &Path, cfg: &Arc<Config>) -> (Restart, Vec<Translator>) {
 
 fn refused_why(r: &Restart) -> String {
     match &r.outcome {
-        Outcome::Refused(why) => why.clone(),
+        Outcome::Refused(why, _) => why.clone(),
         _ => panic!("not refused"),
     }
 }
@@ -286,5 +286,19 @@ fn a_second_daemon_on_the_same_file_keeps_off_it() {
     second.write();
     assert_eq!(std::fs::read(&path).unwrap(), b"the first daemon's file");
     drop(first);
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+/// A directory where the file should be (a mistaken `state_file`): refused,
+/// and left where it is, never renamed.
+#[test]
+fn a_directory_at_the_path_is_refused_and_left_alone() {
+    let path = scratch_file("dir");
+    std::fs::create_dir(&path).unwrap();
+    std::fs::write(path.join("inside"), b"x").unwrap();
+    let (r, ts) = restore_fresh(&path, &config(300));
+    assert!(matches!(&r.outcome, Outcome::Refused(why, false) if why == "not a regular file"));
+    assert!(ts.iter().all(|t| sessions_of(t).is_empty()));
+    assert!(path.join("inside").exists());
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
