@@ -482,10 +482,10 @@ impl Restart {
             warn!("state: not writing {file}: the workers stopped under different configurations");
             return;
         }
-        // The earliest walk's time: a session's remaining lifetime then is
-        // at least what it was (expiry late by the walks' spread at worst,
-        // never early).
-        let written = all.iter().map(|s| s.unix_ms).min().unwrap_or_else(unix_ms);
+        // The latest walk's time: the downtime subtracted at start is then
+        // never more than a session really had behind it (expiry late by
+        // the walks' spread, some ms, at worst; never early).
+        let written = all.iter().map(|s| s.unix_ms).max().unwrap_or_else(unix_ms);
         let sessions: Vec<Replica> = all.into_iter().flat_map(|s| s.sessions).collect();
         let bytes = state_file::encode(hash, written, &sessions, pool6.as_ref());
         match write_atomic(&self.path, &bytes) {
