@@ -19,7 +19,7 @@ if [[ ! $secs =~ ^[1-9][0-9]*$ ]]; then
 fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-targets=(translate_v6 translate_v4 translate_nat64 translate_mapt sync_receive)
+targets=(translate_v6 translate_v4 translate_nat64 translate_mapt sync_receive state_file)
 per=$(( secs * 4 / ${#targets[@]} ))
 (( per >= 1 )) || per=1
 

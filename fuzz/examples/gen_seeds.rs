@@ -641,7 +641,80 @@ fn seeds_sync() -> Vec<(String, Vec<u8>)> {
     ]
 }
 
+/// State files (docs/restart.md) for [`sixgate_fuzz::run_state_file`]: a
+/// valid one of TCP, UDP and ICMP sessions read back at once and 30 s
+/// later, an empty one, one with a record to damage (resealed), and one
+/// under another configuration.
+fn seeds_state_file() -> Vec<(String, Vec<u8>)> {
+    use sixgate_core::nat64::tcp::TcpState;
+    use sixgate_core::nat64::{Proto, Replica};
+    use sixgate_sync::state_file::encode;
+    let sessions: Vec<Replica> = (0..6u16)
+        .map(|i| {
+            let (proto, tcp_state) = match i % 3 {
+                0 => (Proto::Tcp, Some(TcpState::Established)),
+                1 => (Proto::Udp, None),
+                _ => (Proto::Icmp, None),
+            };
+            Replica {
+                proto,
+                tcp_state,
+                remaining_ms: 20_000 + u32::from(i) * 5_000,
+                v6: Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, i + 1),
+                port6: 40_000 + i,
+                v4: Ipv4Addr::new(192, 0, 2, 1),
+                port4: 61_000 + i,
+                remote4: V4_HOST,
+                rport: if proto == Proto::Icmp {
+                    61_000 + i
+                } else {
+                    443
+                },
+            }
+        })
+        .collect();
+    let (hash, at) = (sixgate_fuzz::STATE_HASH, sixgate_fuzz::STATE_WRITTEN);
+    let file = |knobs: u8, bytes: Vec<u8>| {
+        let mut v = vec![knobs];
+        v.extend(bytes);
+        v
+    };
+    let pool6 = sixgate_core::addr::WELL_KNOWN_PREFIX;
+    vec![
+        (
+            "valid".into(),
+            file(0, encode(hash, at, &sessions, Some(&pool6))),
+        ),
+        (
+            "valid_30s_later".into(),
+            file(2 | (30 << 2), encode(hash, at, &sessions, None)),
+        ),
+        ("empty".into(), file(0, encode(hash, at, &[], None))),
+        (
+            "resealed".into(),
+            file(1, encode(hash, at, &sessions[..2], None)),
+        ),
+        (
+            "other_config".into(),
+            file(0, encode(hash ^ 1, at, &sessions, None)),
+        ),
+    ]
+}
+
 fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("seeds")
+        .join("state_file");
+    if dir.exists() {
+        fs::remove_dir_all(&dir).unwrap();
+    }
+    fs::create_dir_all(&dir).unwrap();
+    let seeds = seeds_state_file();
+    for (name, data) in &seeds {
+        sixgate_fuzz::run_state_file(data);
+        fs::write(dir.join(name), data).unwrap();
+    }
+    println!("{}: {} seeds", dir.display(), seeds.len());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("seeds")
         .join("sync_receive");

@@ -18,7 +18,9 @@
 //! Transport checksums of translated packets are not checked: the translator
 //! updates them incrementally, so a wrong input checksum stays wrong.
 
+mod state_file;
 mod sync;
+pub use state_file::{STATE_HASH, STATE_MAX, STATE_WRITTEN, run_state_file};
 pub use sync::{SYNC_HASH, SYNC_KEY, run_sync, sync_item, sync_items};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -22,6 +22,9 @@ pub struct DaemonSettings {
     /// The interfaces whose ingress the fast path watches (the IPv6-side and
     /// IPv4-side ones); empty with `fastpath = "off"`.
     pub fastpath_interfaces: Vec<String>,
+    /// Where `sixgate run` writes its NAT64 state when it stops and reads it
+    /// back when it starts (docs/restart.md); `None`: it does neither.
+    pub state_file: Option<std::path::PathBuf>,
 }
 
 /// `[daemon] fastpath`: translate the common packets in the kernel first.
@@ -89,6 +92,10 @@ impl Dataplane {
 /// Where the daemon's API listens unless `[daemon] socket` says otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/sixgate/sixgate.sock";
 
+/// Where NAT64 state is kept across a restart unless `[daemon] state_file`
+/// says otherwise (docs/restart.md).
+pub const DEFAULT_STATE_FILE: &str = "/var/lib/sixgate/nat64.state";
+
 impl Default for DaemonSettings {
     fn default() -> Self {
         DaemonSettings {
@@ -98,6 +105,7 @@ impl Default for DaemonSettings {
             dataplane: Dataplane::Tun,
             fastpath: FASTPATH_DEFAULT,
             fastpath_interfaces: Vec::new(),
+            state_file: Some(DEFAULT_STATE_FILE.into()),
         }
     }
 }
@@ -203,6 +211,32 @@ pub(crate) fn section(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, C
                     out.fastpath_interfaces.push(n.get_ref().clone());
                 }
             }
+            Ok(())
+        });
+    }
+    if let Some(p) = &d.state_file {
+        cx.check(|| {
+            let path = p.get_ref();
+            if path.is_empty() || path == "off" {
+                out.state_file = None;
+                return Ok(());
+            }
+            let name = path.rsplit('/').next().unwrap_or("");
+            if !path.starts_with('/')
+                || path.len() > 4000
+                || path.contains('\0')
+                || name.is_empty()
+                || name == "."
+                || name == ".."
+            {
+                return Err(cx.bad(
+                    "state_file",
+                    p,
+                    "not an absolute path of a file",
+                    "an absolute path such as \"/var/lib/sixgate/nat64.state\", or \"off\"",
+                ));
+            }
+            out.state_file = Some(path.into());
             Ok(())
         });
     }

@@ -21,7 +21,9 @@ use std::path::Path;
 
 pub use builder::{Dns64File, Loaded};
 pub use clat::{ClatSettings, DNS_PORT, PlatPrefix};
-pub use daemon::{DEFAULT_SOCKET, DaemonSettings, Dataplane, FASTPATH_DEFAULT, FastPathMode};
+pub use daemon::{
+    DEFAULT_SOCKET, DEFAULT_STATE_FILE, DaemonSettings, Dataplane, FASTPATH_DEFAULT, FastPathMode,
+};
 pub use dns64::Dns64Settings;
 pub use error::{ConfigError, ConfigWarning, Position};
 pub use log::{LogFormat, LogSettings, LogTarget};

@@ -292,6 +292,7 @@ pub const DAEMON_KEYS: &[&str] = &[
     "dataplane",
     "fastpath",
     "fastpath_interfaces",
+    "state_file",
 ];
 
 /// `[daemon]`: how `sixgate run` runs.
@@ -311,6 +312,9 @@ pub struct DaemonSection {
     pub fastpath: Option<Spanned<String>>,
     /// Interfaces whose ingress the fast path is attached to.
     pub fastpath_interfaces: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Where NAT64 state is kept across a restart: an absolute path, or
+    /// "" / "off" for none (docs/restart.md).
+    pub state_file: Option<Spanned<String>>,
 }
 
 /// Keys of `[xdp]`, in the order of [`XdpSection`]'s fields.

@@ -129,6 +129,70 @@ impl SyncSettings {
     }
 }
 
+/// The NAT64 parts of `config` that decide which worker and node a mapping
+/// belongs to and how long it lives, added to `h`: pool6, the whole pool4
+/// (addresses and port ranges), the session timeouts, `port_block_size`,
+/// `subscriber_prefix_len` and RFC 7422's formula. Shared by the sync
+/// protocol's hash (docs/ha.md, "Config hash") and the state file's
+/// ([`state_config_hash`]).
+pub fn hash_nat64(mut h: ConfigHash, config: &sixgate_core::Config) -> ConfigHash {
+    if let Some(p) = &config.map.pool6 {
+        h = h.field(&p.addr().octets()).field(&[p.len()]);
+    }
+    if let Some(n) = &config.nat64 {
+        for e in &n.pool4 {
+            let mut b = Vec::with_capacity(17);
+            b.extend_from_slice(&e.addr.octets());
+            b.push(e.prefix_len);
+            for r in [e.tcp, e.udp, e.icmp] {
+                b.extend_from_slice(&r.first.to_be_bytes());
+                b.extend_from_slice(&r.last.to_be_bytes());
+            }
+            h = h.field(&b);
+        }
+        let t = &n.timeouts;
+        for v in [
+            t.udp,
+            t.tcp_established,
+            t.tcp_transitory,
+            t.icmp,
+            t.syn_hold,
+            t.port_reuse,
+        ] {
+            h = h.field(&v.to_be_bytes());
+        }
+        h = h
+            .field(&n.port_block_size.to_be_bytes())
+            .field(&[n.subscriber_prefix_len]);
+        // RFC 7422: every node must compute the same formula (absent: the
+        // hash of a group without it is what it was).
+        if let Some((a, l)) = n.deterministic {
+            h = h.field(b"deterministic").field(&a.octets()).field(&[l]);
+        }
+    }
+    h
+}
+
+/// The config hash a NAT64 state file carries (docs/restart.md): the file is
+/// read back only by a daemon that computes the same. `workers` is the
+/// number of data-plane workers (each record goes to the worker that owns
+/// its pool4 port); with `[sync]` its hash is part of it.
+pub fn state_config_hash(
+    config: &sixgate_core::Config,
+    workers: u16,
+    sync: Option<&SyncSettings>,
+) -> u64 {
+    let h = ConfigHash::default()
+        .field(b"sixgate-state")
+        .field(&[sixgate_sync::state_file::VERSION])
+        .field(&workers.to_be_bytes());
+    let mut h = hash_nat64(h, config);
+    if let Some(s) = sync {
+        h = h.field(&s.config_hash(config, workers).to_be_bytes());
+    }
+    h.finish()
+}
+
 impl SyncSettings {
     /// The hash every datagram carries (docs/ha.md, "Config hash"): what all
     /// nodes of a group must agree on, so that a peer with another plan is
@@ -137,44 +201,11 @@ impl SyncSettings {
     /// same worker here. Node-local values (`node_id`, `bind`, the key itself)
     /// are left out.
     pub fn config_hash(&self, config: &sixgate_core::Config, workers: u16) -> u64 {
-        let mut h = ConfigHash::default()
+        let h = ConfigHash::default()
             .field(b"sixgate-sync")
             .field(&[sixgate_sync::wire::VERSION])
             .field(&workers.to_be_bytes());
-        if let Some(p) = &config.map.pool6 {
-            h = h.field(&p.addr().octets()).field(&[p.len()]);
-        }
-        if let Some(n) = &config.nat64 {
-            for e in &n.pool4 {
-                let mut b = Vec::with_capacity(17);
-                b.extend_from_slice(&e.addr.octets());
-                b.push(e.prefix_len);
-                for r in [e.tcp, e.udp, e.icmp] {
-                    b.extend_from_slice(&r.first.to_be_bytes());
-                    b.extend_from_slice(&r.last.to_be_bytes());
-                }
-                h = h.field(&b);
-            }
-            let t = &n.timeouts;
-            for v in [
-                t.udp,
-                t.tcp_established,
-                t.tcp_transitory,
-                t.icmp,
-                t.syn_hold,
-                t.port_reuse,
-            ] {
-                h = h.field(&v.to_be_bytes());
-            }
-            h = h
-                .field(&n.port_block_size.to_be_bytes())
-                .field(&[n.subscriber_prefix_len]);
-            // RFC 7422: every node must compute the same formula (absent: the
-            // hash of a group without it is what it was).
-            if let Some((a, l)) = n.deterministic {
-                h = h.field(b"deterministic").field(&a.octets()).field(&[l]);
-            }
-        }
+        let mut h = hash_nat64(h, config);
         let mut ids: Vec<u16> = self
             .peers
             .iter()

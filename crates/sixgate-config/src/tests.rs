@@ -299,6 +299,7 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "daemon.workers" => "2",
         "daemon.user" => r#""nobody""#,
         "daemon.socket" => r#""/run/sg-test/api.sock""#,
+        "daemon.state_file" => r#""/var/lib/sg-test/nat64.state""#,
         "daemon.dataplane" => r#""xdp""#,
         "daemon.fastpath" => r#""off""#,
         "daemon.fastpath_interfaces" => r#"["eth0", "eth1"]"#,
@@ -445,6 +446,7 @@ fn key_list_matches_schema() {
         dataplane,
         fastpath,
         fastpath_interfaces,
+        state_file,
     } = file.daemon.unwrap().into_inner();
     let set = [
         workers.is_some(),
@@ -453,6 +455,7 @@ fn key_list_matches_schema() {
         dataplane.is_some(),
         fastpath.is_some(),
         fastpath_interfaces.is_some(),
+        state_file.is_some(),
     ];
     assert_eq!(set.len(), DAEMON_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");

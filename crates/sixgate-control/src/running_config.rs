@@ -315,6 +315,10 @@ pub fn check_reload(old: &Loaded, new: &Loaded) -> Result<(), String> {
     if old.daemon.socket != new.daemon.socket {
         return refuse("[daemon] socket");
     }
+    // Read at start, written at stop (docs/restart.md).
+    if old.daemon.state_file != new.daemon.state_file {
+        return refuse("[daemon] state_file");
+    }
     if old.daemon.dataplane != new.daemon.dataplane {
         return refuse("[daemon] dataplane");
     }
@@ -663,6 +667,14 @@ mod tests {
             check_reload(&old, &new)
                 .unwrap_err()
                 .starts_with("[daemon] workers")
+        );
+        let new = Running::parse(&format!("{SIIT}[daemon]\nstate_file = \"off\"\n"), "t.toml")
+            .unwrap()
+            .loaded;
+        assert!(
+            check_reload(&old, &new)
+                .unwrap_err()
+                .starts_with("[daemon] state_file")
         );
     }
 

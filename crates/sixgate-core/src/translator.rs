@@ -283,6 +283,28 @@ impl Translator {
         }
     }
 
+    /// A session this node had before a restart (docs/restart.md), read
+    /// back from its state file: [`Translator::import_replica`]'s upsert,
+    /// with the same checks and refusals, not exported and its session and
+    /// BIB entry not logged again (the run that made them did; their ends
+    /// are logged here as usual), but an RFC 7422 port block it makes again
+    /// is logged allocated, since the stop logged it released.
+    pub fn restore_replica(
+        &mut self,
+        r: &nat64::Replica,
+        now_ns: u64,
+    ) -> Result<(), nat64::ImportError> {
+        match self.nat64.as_mut() {
+            Some(n) => {
+                n.restoring = true;
+                let out = n.import(None, nat64::ReplicaOp::Upsert, r, now_ns);
+                n.restoring = false;
+                out
+            }
+            None => Err(nat64::ImportError::NotNat64),
+        }
+    }
+
     /// [`Translator::import_replica`] of a record from node `peer`: an upsert
     /// marks its entry as restated only when `peer` owns its pool4 address,
     /// so that in a group of three or more a third node's stale replica

@@ -258,3 +258,30 @@ fn a_peers_sessions_land_in_the_block_and_are_logged_once() {
     b.t.drain_events(|e| panic!("B logged a peer's {:?}", e.kind));
     assert_eq!(b.t.nat64_stats().sessions.udp, 1);
 }
+
+/// docs/restart.md: a node's own sessions read back after a restart are
+/// not logged again (the run that made them did, and logs nothing at stop
+/// for them), but the port block they land in is: the stop logged it
+/// released.
+#[test]
+fn a_restarts_own_sessions_log_their_block_again_and_nothing_else() {
+    let mut a = Harness::new(det_config(16, |n| n.event_log = EventLog::All));
+    let mut b = Harness::new(det_config(16, |n| n.event_log = EventLog::All));
+    a.t.enable_replica_export(1024);
+    for sport in 7000..7004 {
+        a.one(&Ip6::new(SUB42, SERVER6).udp(sport, 53, 10));
+    }
+    let mut records = Vec::new();
+    a.t.drain_replica_changes(|_, r| records.push(*r));
+    assert_eq!(records.len(), 4);
+    for r in &records {
+        b.t.restore_replica(r, b.now_ns).unwrap();
+    }
+    let mut kinds = Vec::new();
+    b.t.drain_events(|e| kinds.push(e.kind));
+    assert_eq!(kinds, [EventKind::BlockAllocated], "the block's, once");
+    assert_eq!(b.t.nat64_stats().sessions.udp, 4);
+    // A second restore of the same is an update: nothing more.
+    b.t.restore_replica(&records[0], b.now_ns).unwrap();
+    b.t.drain_events(|e| panic!("logged {:?} again", e.kind));
+}

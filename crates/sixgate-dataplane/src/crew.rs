@@ -31,6 +31,9 @@ pub struct Crew {
     events: Mutex<EventSlots>,
     /// The workers' clock (`now_ns` 0).
     epoch: std::time::Instant,
+    /// `[daemon] state_file`: the tables restored into the workers as they
+    /// are made, and written when they stop (docs/restart.md).
+    restart: Mutex<Option<crate::restart::Restart>>,
 }
 
 #[derive(Default)]
@@ -67,6 +70,7 @@ impl Crew {
             sync: Mutex::default(),
             events: Mutex::default(),
             epoch: std::time::Instant::now(),
+            restart: Mutex::new(None),
         })
     }
 
@@ -76,15 +80,29 @@ impl Crew {
     }
 
     /// Worker `index`, not started yet: `io` is its packet I/O, `follower`
-    /// its end of the control plane's channel.
+    /// its end of the control plane's channel. With `[daemon] state_file`
+    /// its share of the sessions the last run left is in its tables before
+    /// it forwards anything (docs/restart.md).
     pub fn worker<P: PacketIo>(
         &self,
         index: usize,
         cpu: Option<usize>,
-        io: P,
+        mut io: P,
         follower: Follower,
         plan: &crate::Plan,
     ) -> Result<Worker<P>, String> {
+        let (save, restored) = match &plan.state_file {
+            Some(path) if plan.config.nat64.is_some() => {
+                let mut slot = self.restart.lock().unwrap_or_else(|p| p.into_inner());
+                let r = slot.get_or_insert_with(|| {
+                    crate::restart::Restart::new(path.clone(), self.stats.len(), plan.sync.clone())
+                });
+                let now_ns = self.epoch.elapsed().as_nanos() as u64;
+                let restored = r.restore(index, io.translator_mut(), now_ns);
+                (Some(r.save_slot(index)), restored)
+            }
+            _ => (None, Vec::new()),
+        };
         Ok(Worker {
             index,
             cpu,
@@ -100,6 +118,8 @@ impl Crew {
             follower,
             sync: plan.sync.as_ref().and_then(|s| self.sync_ends(index, s)),
             offload: None,
+            save,
+            restored,
         })
     }
 
@@ -232,6 +252,7 @@ impl Crew {
     }
 
     /// Stop the workers and wait for them; `errors` gets their failures.
+    /// With `[daemon] state_file` their tables are then written to it.
     pub fn join(&mut self, errors: &mut Vec<String>) {
         self.halt();
         for (i, h) in self.threads.drain(..).enumerate() {
@@ -240,6 +261,14 @@ impl Crew {
                 Ok(Err(e)) => errors.push(e),
                 Err(_) => errors.push(format!("worker {i} panicked")),
             }
+        }
+        let restart = self
+            .restart
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(r) = restart {
+            r.write();
         }
     }
 

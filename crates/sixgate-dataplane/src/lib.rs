@@ -22,6 +22,8 @@
 //!   [`spsc`] rings, [`sync_link`], the sync thread's UDP link to the
 //!   peers (a run of datagrams per `sendmsg`, `udp_gso`), [`sync_thread`],
 //!   and the [`doorbell`] workers wake it with.
+//! - [`restart`]: a NAT64 node's sessions across its own restart
+//!   (`[daemon] state_file`, docs/restart.md).
 
 use std::fmt;
 
@@ -37,6 +39,7 @@ pub mod offload;
 pub mod plan;
 pub mod pool4_default;
 pub mod replica;
+pub mod restart;
 pub mod signals;
 pub mod spsc;
 pub mod stats;

@@ -33,6 +33,70 @@ pub struct Plan {
     pub event_log: bool,
     /// `[sync]` (NAT64 only): the workers exchange with a sync thread.
     pub sync: Option<sixgate_config::SyncSettings>,
+    /// `[daemon] state_file` (NAT64 only): the sessions kept across a
+    /// restart (docs/restart.md, [`crate::restart`]).
+    pub state_file: Option<std::path::PathBuf>,
+}
+
+/// The state file's directory, made now (still privileged) if it is
+/// missing, so that the workers can write the file when they stop. With
+/// `[daemon] user` the file is written and read back as that user: the
+/// directory is given to it (mode 0750) when sixgate made it or it is the
+/// default one, `/var/lib/sixgate`, which systemd's `StateDirectory=` hands
+/// back to root at every start; the file a stop left, too. Another directory
+/// the user cannot write is a warning: the daemon runs, and the stop says it
+/// cannot write.
+fn state_directory(file: &std::path::Path, user: Option<&system::User>) {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return;
+    };
+    let created = !dir.exists();
+    if created
+        && let Err(e) = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o750)
+            .create(dir)
+    {
+        warn!(
+            "state: cannot create {} for [daemon] state_file: {e}; NAT64 sessions will not be \
+             kept across a restart",
+            dir.display()
+        );
+        return;
+    }
+    let Some(u) = user else {
+        return;
+    };
+    let default_dir = std::path::Path::new(sixgate_config::DEFAULT_STATE_FILE).parent();
+    if (created || Some(dir) == default_dir)
+        && let Err(e) = std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid))
+    {
+        warn!("state: cannot give {} to [daemon] user: {e}", dir.display());
+    }
+    // The last stop's file, to be read after the privilege drop.
+    if std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file())
+        && let Err(e) = std::os::unix::fs::lchown(file, Some(u.uid), Some(u.gid))
+    {
+        warn!(
+            "state: cannot give {} to [daemon] user: {e}",
+            file.display()
+        );
+    }
+    let writable = std::fs::metadata(dir).is_ok_and(|m| {
+        let mode = m.mode();
+        (m.uid() == u.uid && mode & 0o300 == 0o300)
+            || (m.gid() == u.gid && mode & 0o030 == 0o030)
+            || mode & 0o003 == 0o003
+    });
+    if !writable {
+        warn!(
+            "state: {} is not writable by [daemon] user (uid {}): NAT64 sessions will not be \
+             kept across a restart (chown it, or name another state_file)",
+            dir.display(),
+            u.uid
+        );
+    }
 }
 
 impl Plan {
@@ -94,8 +158,17 @@ impl Plan {
             .as_ref()
             .is_some_and(|n| n.event_log != EventLog::Off);
         let sync = loaded.sync.clone().filter(|_| config.nat64.is_some());
+        let state_file = loaded
+            .daemon
+            .state_file
+            .clone()
+            .filter(|_| config.nat64.is_some());
+        if let Some(p) = &state_file {
+            state_directory(p, user.as_ref().map(|(_, u)| u));
+        }
         Ok(Plan {
             sync,
+            state_file,
             config,
             default_pool4,
             user,

@@ -104,6 +104,13 @@ pub struct Worker<P> {
     /// NAT64 sessions on an in-kernel fast path (docs/fastpath.md), set by
     /// the data plane after [`crate::Crew::worker`]; `None`: none.
     pub offload: Option<Box<dyn SessionOffload>>,
+    /// `[daemon] state_file` (NAT64): where its tables go when it stops
+    /// (docs/restart.md); `None`: nowhere.
+    pub save: Option<crate::restart::SaveSlot>,
+    /// The sessions restored into its tables from the state file: handed to
+    /// the fast-path offload at start, as settled, so that established flows
+    /// go back into the kernel before their first packet.
+    pub restored: Vec<Replica>,
 }
 
 /// A worker's part of NAT64 state sync (docs/ha.md, "Workers, rings, sole
@@ -133,6 +140,12 @@ impl<P: PacketIo> Worker<P> {
             );
         }
         let result = self.run_loop();
+        // Stopped: nothing is forwarded any more, so the walk stalls no one.
+        if result.is_ok()
+            && let Some(s) = &self.save
+        {
+            s.save(self.io.translator(), self.epoch.elapsed().as_nanos() as u64);
+        }
         self.publish();
         self.io.finish(self.index);
         if let Err(e) = &result {
@@ -162,6 +175,19 @@ impl<P: PacketIo> Worker<P> {
         } else if self.offload.is_some() {
             // The fast path follows the same change records.
             self.io.translator_mut().enable_replica_export(OFFLOAD_RING);
+        }
+        // Sessions restored from the state file (docs/restart.md) were
+        // settled when they were saved: into the fast path now, before
+        // their first packet, rather than when that packet's refresh is
+        // exported (an import is not exported).
+        let restored = std::mem::take(&mut self.restored);
+        if let Some(o) = self.offload.as_mut()
+            && !restored.is_empty()
+        {
+            for r in &restored {
+                o.change(ReplicaOp::Settled, r);
+            }
+            o.flush();
         }
         loop {
             let now_ns = start.elapsed().as_nanos() as u64;

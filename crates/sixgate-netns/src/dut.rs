@@ -481,7 +481,9 @@ fn launch_sixgate<'a>(
 }
 
 /// `text` with `[daemon] socket` set to `default` unless it names one; and the
-/// socket.
+/// socket. `[daemon] state_file`, unless named, goes beside the socket too:
+/// a daemon in a bed must never read or write the host's
+/// `/var/lib/sixgate/nat64.state`, nor another bed's (docs/restart.md).
 fn with_api_socket(text: &str, default: &Path) -> Result<(String, PathBuf)> {
     let mut table: toml::Table = text
         .parse()
@@ -492,15 +494,28 @@ fn with_api_socket(text: &str, default: &Path) -> Result<(String, PathBuf)> {
     let Some(daemon) = daemon.as_table_mut() else {
         return Err(Error::new("sixgate config: [daemon] is not a table"));
     };
-    if let Some(s) = daemon.get("socket").and_then(|v| v.as_str()) {
-        return Ok((text.to_owned(), PathBuf::from(s)));
+    let named = daemon
+        .get("socket")
+        .and_then(|v| v.as_str())
+        .map(PathBuf::from);
+    let has_state = daemon.contains_key("state_file");
+    if named.is_some() && has_state {
+        return Ok((text.to_owned(), named.unwrap_or_default()));
     }
+    let socket = named.unwrap_or_else(|| default.to_owned());
     daemon.insert(
         "socket".into(),
-        toml::Value::String(default.to_string_lossy().into_owned()),
+        toml::Value::String(socket.to_string_lossy().into_owned()),
     );
+    if !has_state {
+        let state = default.with_file_name("nat64.state");
+        daemon.insert(
+            "state_file".into(),
+            toml::Value::String(state.to_string_lossy().into_owned()),
+        );
+    }
     let text = toml::to_string(&table).map_err(|e| Error::new(format!("sixgate config: {e}")))?;
-    Ok((text, default.to_owned()))
+    Ok((text, socket))
 }
 
 fn start_tayga(gateway: &Netns) -> Result<RunningDut<'_>> {

@@ -7,7 +7,9 @@
 //! - [`replay`]: the anti-replay window;
 //! - [`Peer`]: one peer's stream both ways (sender, receiver, snapshot, timers);
 //! - [`Counters`]: every drop by reason;
-//! - [`tables`]: records to and from the core's `nat64::Replica`.
+//! - [`tables`]: records to and from the core's `nat64::Replica`;
+//! - [`state_file`]: the NAT64 state a node keeps across its own restart
+//!   (docs/restart.md), in the same records.
 //!
 //! The transport (a UDP socket on the sync link, a thread) and the tables'
 //! export and import are the runtime's; see docs/ha.md, "Status".
@@ -20,6 +22,7 @@ mod receiver;
 pub mod record;
 pub mod replay;
 mod sender;
+pub mod state_file;
 pub mod tables;
 pub mod wire;
 

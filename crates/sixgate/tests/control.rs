@@ -111,10 +111,13 @@ fn status(sock: &Path) -> serde_json::Value {
     serde_json::from_str(&cli_ok(sock, &["show", "status", "--json"])).unwrap()
 }
 
-/// Lines that differ between two beds: each has its own socket, and a restarted
-/// bed routes the /24 itself (its EAM IPv4 prefixes are /25s).
+/// Lines that differ between two beds: each has its own socket and state
+/// file, and a restarted bed routes the /24 itself (its EAM IPv4 prefixes are
+/// /25s).
 fn bed_specific(line: &str) -> bool {
-    line.starts_with("socket = ") || line.starts_with("manage_routes = ")
+    line.starts_with("socket = ")
+        || line.starts_with("state_file = ")
+        || line.starts_with("manage_routes = ")
 }
 
 /// Give the v6 host `2001:db8:1::105` (the second EAM /25's `198.18.0.133`) and

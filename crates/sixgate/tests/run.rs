@@ -138,9 +138,11 @@ impl Netns {
     /// socket `NAME.sock` beside it) and return its path.
     fn config_as(&self, name: &str, extra: &str) -> String {
         let p = self.dir.join(format!("{name}.toml"));
+        // Its own state file too: never the host's (docs/restart.md).
         let socket = format!(
-            "socket = \"{}\"\n",
-            self.dir.join(format!("{name}.sock")).display()
+            "socket = \"{}\"\nstate_file = \"{}\"\n",
+            self.dir.join(format!("{name}.sock")).display(),
+            self.dir.join(format!("{name}.state")).display()
         );
         let extra = match extra.split_once("[daemon]\n") {
             Some((a, b)) => format!("{a}[daemon]\n{socket}{b}"),
@@ -953,7 +955,7 @@ fn json_log_file_carries_the_nat64_session_events() {
         format!(
             "[translator]\nmode = \"nat64\"\npool6 = \"2001:db8:64::/96\"\n\n\
              [nat64]\npool4 = [\"198.18.0.0/24\"]\nevent_log = \"sessions\"\n\n\
-             [daemon]\nsocket = \"{}\"\n\n\
+             [daemon]\nsocket = \"{}\"\nstate_file = \"off\"\n\n\
              [log]\nformat = \"json\"\ntarget = \"file\"\nfile = \"{}\"\n",
             ns.dir.join("nat64.sock").display(),
             log_path.display()
@@ -1049,7 +1051,7 @@ fn removed_pool4_route_goes_with_its_last_session() {
         format!(
             "[translator]\nmode = \"nat64\"\npool6 = \"2001:db8:64::/96\"\n\n\
              [nat64]\npool4 = [\"198.18.0.0/24\"]\nicmp_timeout = 5\nport_reuse_delay = 0\n\n\
-             [daemon]\nsocket = \"{}\"\n",
+             [daemon]\nsocket = \"{}\"\nstate_file = \"off\"\n",
             sock.display()
         ),
     )

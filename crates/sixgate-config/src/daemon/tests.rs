@@ -201,3 +201,41 @@ fn key_fastpath_serves_a_mapt_br_not_a_ce() {
 }
 
 const SAMPLE_PLAIN: &str = crate::tests::SAMPLE;
+
+/// docs/restart.md: `state_file`, an absolute path or off.
+#[test]
+fn key_state_file() {
+    assert_eq!(
+        ok(SAMPLE_PLAIN).daemon.state_file.as_deref(),
+        Some(std::path::Path::new(crate::DEFAULT_STATE_FILE))
+    );
+    assert_eq!(
+        ok(&in_section("daemon", "state_file = \"/srv/gw/state\""))
+            .daemon
+            .state_file
+            .as_deref(),
+        Some(std::path::Path::new("/srv/gw/state"))
+    );
+    for off in ["\"\"", "\"off\""] {
+        assert_eq!(
+            ok(&in_section("daemon", &format!("state_file = {off}")))
+                .daemon
+                .state_file,
+            None
+        );
+    }
+    for bad in ["relative/path", "/var/lib/sixgate/", "/var/lib/..", "/."] {
+        err_at(
+            &in_section("daemon", &format!("state_file = {bad:?}")),
+            6,
+            14,
+            &["state_file = ", "not an absolute path of a file", "\"off\""],
+        );
+    }
+    err_at(
+        &in_section("daemon", "state_file = 3"),
+        6,
+        14,
+        &["state_file", "invalid type"],
+    );
+}

@@ -201,6 +201,32 @@ fn the_config_hash_agrees_between_peers_and_differs_on_a_shared_value() {
     assert_ne!(hash(&node1, 2), hash(&keyed, 2), "a key on one side only");
 }
 
+/// docs/restart.md: the state file's hash covers the NAT64 plan and the
+/// workers, with `[sync]` its hash too, and nothing node-local of the daemon.
+#[test]
+fn the_state_file_hash_follows_the_nat64_plan() {
+    use crate::sync::state_config_hash;
+    let alone = ok(NAT64);
+    let h = |l: &crate::Loaded, w| state_config_hash(&l.config, w, l.sync.as_ref());
+    assert_eq!(h(&alone, 2), h(&ok(NAT64), 2), "deterministic");
+    assert_ne!(h(&alone, 2), h(&alone, 3), "worker count");
+    let other_timeout = ok(&NAT64.replace("[nat64]\n", "[nat64]\nudp_timeout = 600\n"));
+    assert_ne!(h(&alone, 2), h(&other_timeout, 2), "a timeout");
+    let other_user = ok(&format!("{NAT64}[daemon]\nsocket = \"/run/x/s.sock\"\n"));
+    assert_eq!(
+        h(&alone, 2),
+        h(&other_user, 2),
+        "[daemon] keys are not hashed"
+    );
+    let synced = ok(&with(""));
+    assert_ne!(h(&alone, 2), h(&synced, 2), "[sync] is");
+    // Not the sync protocol's own hash.
+    assert_ne!(
+        h(&synced, 2),
+        synced.sync.as_ref().unwrap().config_hash(&synced.config, 2)
+    );
+}
+
 /// docs/ha.md, "Failover and scale-out": the routing hook's table and the
 /// join timeout; a table the kernel routes by, 0, or an unprivileged
 /// process is refused at start.

@@ -147,6 +147,10 @@ pub(crate) struct Nat64 {
     pub(crate) changes: Option<replica::ChangeRing>,
     /// An import is being applied: its changes are not exported again.
     pub(crate) importing: bool,
+    /// Importing this node's own sessions from before a restart
+    /// (docs/restart.md): the RFC 7422 port blocks made again are logged
+    /// (the stop logged them released).
+    pub(crate) restoring: bool,
     /// The peers whose entries are replicated here, with their snapshot
     /// generations (`replica_snapshot`).
     owners: Vec<replica_snapshot::Owner>,
@@ -219,6 +223,7 @@ impl Nat64 {
             sessions_flushed: 0,
             changes: None,
             importing: false,
+            restoring: false,
             owners: Vec::new(),
             bib_conflicts: 0,
             bib_conflicts_refused: 0,

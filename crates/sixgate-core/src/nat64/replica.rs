@@ -206,17 +206,24 @@ impl Nat64 {
     }
 
     /// RFC 7422: an imported mapping counts in its subscriber's block, made
-    /// here if it is the block's first (not logged: the peer did).
+    /// here if it is the block's first (not logged: the peer did; but
+    /// logged when restoring this node's own state, docs/restart.md).
     fn import_block(&mut self, p: u8, v6: u128, v4: u32, port4: u16, now_ns: u64) {
         let bi = match self.subs.block_of(p, v4, port4) {
             Some(bi) => Some(bi),
             None => {
                 let first = port4 & !(self.subs.block_size() - 1);
                 let log = self.cfg.event_log;
-                self.subs.get_or_create(v6).and_then(|sub| {
+                // A restart's own block: logged again, since the stop logged
+                // it released (a peer's is the peer's to log).
+                let muted = self.events.muted;
+                self.events.muted = muted && !self.restoring;
+                let bi = self.subs.get_or_create(v6).and_then(|sub| {
                     self.subs
                         .block_add(sub, p, v4, first, now_ns, &mut self.events, log)
-                })
+                });
+                self.events.muted = muted;
+                bi
             }
         };
         // No room for the block record: the mapping stands, unaccounted
@@ -270,13 +277,23 @@ impl Nat64 {
         let now = self.now_ms(now_ns);
         let v6 = u128::from(r.v6);
         let v4 = u32::from(r.v4);
-        if self.workers > 1 && (!self.owns_subscriber(v6) || !self.owns_port(r.port4)) {
+        let p = proto_byte(r.proto);
+        // A static BIB entry lives with its IPv6 side, whatever worker its
+        // port would steer to: a session on it is this worker's.
+        let on_static = || {
+            self.bib_by4(p, v4, r.port4).is_some_and(|b| {
+                let e = self.bibs.get(b);
+                e.flags & STATIC != 0 && e.v6 == v6.to_be_bytes() && e.port6 == r.port6
+            })
+        };
+        if self.workers > 1
+            && (!self.owns_subscriber(v6) || !(self.owns_port(r.port4) || on_static()))
+        {
             return Err(ImportError::WrongWorker);
         }
         if !self.in_pool4(v4) {
             return Err(ImportError::NotInPool4);
         }
-        let p = proto_byte(r.proto);
         self.set_importing(true);
         let out = match op {
             ReplicaOp::Delete => {

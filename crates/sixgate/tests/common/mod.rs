@@ -463,9 +463,15 @@ pub fn without_bpf_runs_one_worker(test: &str, config: &str, summary_has: &str) 
     let dir = ScratchDir::new("fallback").unwrap();
     // Its own API socket, so that it runs beside other tests' daemons.
     let socket = dir.path().join("api.sock");
+    // And its own state file: never the host's (docs/restart.md).
+    let state = dir.path().join("nat64.state");
     let config = config.replace(
         "[daemon]\n",
-        &format!("[daemon]\nsocket = \"{}\"\n", socket.display()),
+        &format!(
+            "[daemon]\nsocket = \"{}\"\nstate_file = \"{}\"\n",
+            socket.display(),
+            state.display()
+        ),
     );
     let path = dir.write("sixgate.toml", config).unwrap();
     let out = run_for(&ns, &path, 1, true);
