@@ -91,11 +91,10 @@ mv "$extra/completions/sixgate.bash" "$extra/completions/sixgate"
 # The units, with the package's paths. The package's sixgate.toml starts
 # nothing: the unit waits (skipped, not failed) until the file has a
 # [translator] section.
-sed -e '1i # sixgate.service of the Debian package (scripts/package.sh): dist/sixgate.service\n# with the package'"'"'s paths, a state directory, and a start condition.' \
+sed -e '1i # sixgate.service of the Debian package (scripts/package.sh): dist/sixgate.service\n# with the package'"'"'s paths and a start condition.' \
     -e '1,/^\[Unit\]/{/^#/d}' \
     -e 's#/usr/local/bin/sixgate#/usr/bin/sixgate#g' \
     -e 's#^ExecStartPre=\(.*\)#\# Skipped (not failed) until the file is configured: the package installs\n\# it with every line commented out.\nExecCondition=/bin/grep -q "^[[]translator[]]" /etc/sixgate/sixgate.toml\nExecStartPre=\1#' \
-    -e 's#^ConfigurationDirectory=sixgate#ConfigurationDirectory=sixgate\nStateDirectory=sixgate\nStateDirectoryMode=0750#' \
     dist/sixgate.service >"$extra/systemd/sixgate.service"
 sed -e '1i # sixgate@.service of the Debian package (scripts/package.sh): dist/sixgate@.service\n# with the package'"'"'s paths. sixgate@NAME runs /etc/sixgate/NAME.toml.' \
     -e '1,/^\[Unit\]/{/^#/d}' \
