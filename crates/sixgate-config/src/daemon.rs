@@ -25,6 +25,13 @@ pub struct DaemonSettings {
     /// Where `sixgate run` writes its NAT64 state when it stops and reads it
     /// back when it starts (docs/restart.md); `None`: it does neither.
     pub state_file: Option<std::path::PathBuf>,
+    /// Seconds the fast path keeps translating established flows after a
+    /// stop, for the next start to take it over (docs/restart.md, "With the
+    /// fast path"); 0: none, the fast path stops with the daemon.
+    pub fastpath_handover: u16,
+    /// Where a handover's links are pinned: a directory on a bpf file
+    /// system, under which each daemon takes `net<netns>-<device>`.
+    pub fastpath_pin_dir: std::path::PathBuf,
 }
 
 /// `[daemon] fastpath`: translate the common packets in the kernel first.
@@ -106,9 +113,18 @@ impl Default for DaemonSettings {
             fastpath: FASTPATH_DEFAULT,
             fastpath_interfaces: Vec::new(),
             state_file: Some(DEFAULT_STATE_FILE.into()),
+            fastpath_handover: 0,
+            fastpath_pin_dir: DEFAULT_FASTPATH_PIN_DIR.into(),
         }
     }
 }
+
+/// `[daemon] fastpath_pin_dir` when the file leaves it out.
+pub const DEFAULT_FASTPATH_PIN_DIR: &str = "/sys/fs/bpf/sixgate";
+
+/// Most seconds of `[daemon] fastpath_handover`: ten minutes, longer than
+/// any restart, short enough that a stop is never forgotten for long.
+pub const MAX_FASTPATH_HANDOVER: i64 = 600;
 
 /// Most worker threads (and TUN queues: the kernel's limit is 256).
 pub(crate) const MAX_WORKERS: i64 = 256;
@@ -211,6 +227,28 @@ pub(crate) fn section(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, C
                     out.fastpath_interfaces.push(n.get_ref().clone());
                 }
             }
+            Ok(())
+        });
+    }
+    if let Some(v) = &d.fastpath_handover {
+        cx.check(|| {
+            out.fastpath_handover =
+                int_in(cx, "fastpath_handover", v, 0, MAX_FASTPATH_HANDOVER)? as u16;
+            Ok(())
+        });
+    }
+    if let Some(p) = &d.fastpath_pin_dir {
+        cx.check(|| {
+            let path = p.get_ref();
+            if !path.starts_with('/') || path.len() > 200 || path.contains('\0') {
+                return Err(cx.bad(
+                    "fastpath_pin_dir",
+                    p,
+                    "not an absolute path of a directory",
+                    "a directory on a bpf file system, such as \"/sys/fs/bpf/sixgate\"",
+                ));
+            }
+            out.fastpath_pin_dir = path.into();
             Ok(())
         });
     }

@@ -293,6 +293,8 @@ pub const DAEMON_KEYS: &[&str] = &[
     "fastpath",
     "fastpath_interfaces",
     "state_file",
+    "fastpath_handover",
+    "fastpath_pin_dir",
 ];
 
 /// `[daemon]`: how `sixgate run` runs.
@@ -315,6 +317,11 @@ pub struct DaemonSection {
     /// Where NAT64 state is kept across a restart: an absolute path, or
     /// "" / "off" for none (docs/restart.md).
     pub state_file: Option<Spanned<String>>,
+    /// Seconds the fast path goes on after a stop for the next start to
+    /// take over (docs/restart.md); 0 (default): none.
+    pub fastpath_handover: Option<Spanned<i64>>,
+    /// A directory on a bpf file system for the handover's pins.
+    pub fastpath_pin_dir: Option<Spanned<String>>,
 }
 
 /// Keys of `[xdp]`, in the order of [`XdpSection`]'s fields.

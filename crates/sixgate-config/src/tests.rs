@@ -300,6 +300,8 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "daemon.user" => r#""nobody""#,
         "daemon.socket" => r#""/run/sg-test/api.sock""#,
         "daemon.state_file" => r#""/var/lib/sg-test/nat64.state""#,
+        "daemon.fastpath_handover" => "10",
+        "daemon.fastpath_pin_dir" => r#""/run/sg-test/bpf""#,
         "daemon.dataplane" => r#""xdp""#,
         "daemon.fastpath" => r#""off""#,
         "daemon.fastpath_interfaces" => r#"["eth0", "eth1"]"#,
@@ -447,6 +449,8 @@ fn key_list_matches_schema() {
         fastpath,
         fastpath_interfaces,
         state_file,
+        fastpath_handover,
+        fastpath_pin_dir,
     } = file.daemon.unwrap().into_inner();
     let set = [
         workers.is_some(),
@@ -456,6 +460,8 @@ fn key_list_matches_schema() {
         fastpath.is_some(),
         fastpath_interfaces.is_some(),
         state_file.is_some(),
+        fastpath_handover.is_some(),
+        fastpath_pin_dir.is_some(),
     ];
     assert_eq!(set.len(), DAEMON_KEYS.len());
     assert!(set.iter().all(|&s| s), "{set:?}");

@@ -319,6 +319,13 @@ pub fn check_reload(old: &Loaded, new: &Loaded) -> Result<(), String> {
     if old.daemon.state_file != new.daemon.state_file {
         return refuse("[daemon] state_file");
     }
+    // Used at stop, by what the start set up (docs/restart.md).
+    if old.daemon.fastpath_handover != new.daemon.fastpath_handover {
+        return refuse("[daemon] fastpath_handover");
+    }
+    if old.daemon.fastpath_pin_dir != new.daemon.fastpath_pin_dir {
+        return refuse("[daemon] fastpath_pin_dir");
+    }
     if old.daemon.dataplane != new.daemon.dataplane {
         return refuse("[daemon] dataplane");
     }

@@ -152,6 +152,19 @@ pub trait Plane: Send {
         Vec::new()
     }
 
+    /// Every worker is made and holds what it restored from the state file
+    /// (docs/restart.md): the data plane finishes its start (TUN: takes over
+    /// the fast path a stopped run handed over).
+    fn workers_ready(&mut self) {}
+
+    /// At a stop, after the workers halted and before anything is taken
+    /// down (`[daemon] fastpath_handover`): leave the in-kernel fast path
+    /// running for the next start to take over. `true`: it was left; the
+    /// data plane keeps what it needs (the device and its routes) too.
+    fn hand_over(&mut self) -> bool {
+        false
+    }
+
     /// Removed pool4 prefixes drained (RFC 6146 §3.5.1.1): every worker runs
     /// `cfg`, and of the prefixes removed only `draining` still has BIB
     /// entries; take away what was kept for the others (a route into the TUN
@@ -467,6 +480,18 @@ impl Live {
     pub fn finish(&self, keep: bool, privileged: bool) -> Vec<String> {
         let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
         plane.finish(keep, privileged)
+    }
+
+    /// [`Plane::workers_ready`].
+    pub fn workers_ready(&self) {
+        let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
+        plane.workers_ready();
+    }
+
+    /// [`Plane::hand_over`].
+    pub fn hand_over(&self) -> bool {
+        let mut plane = self.plane.lock().unwrap_or_else(|p| p.into_inner());
+        plane.hand_over()
     }
 }
 

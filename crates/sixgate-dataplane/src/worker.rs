@@ -157,6 +157,24 @@ impl<P: PacketIo> Worker<P> {
         result
     }
 
+    /// Sessions restored from the state file (docs/restart.md) were settled
+    /// when they were saved: into the fast path now, before their first
+    /// packet, rather than when that packet's refresh is exported (an import
+    /// is not exported). Done when the thread starts, or earlier by the data
+    /// plane, on its own thread, once [`Worker::offload`] is set (the TUN
+    /// plane, before it takes over a handed-over fast path).
+    pub fn settle_restored(&mut self) {
+        let restored = std::mem::take(&mut self.restored);
+        if let Some(o) = self.offload.as_mut()
+            && !restored.is_empty()
+        {
+            for r in &restored {
+                o.change(ReplicaOp::Settled, r);
+            }
+            o.flush();
+        }
+    }
+
     fn publish(&self) {
         self.stats
             .publish(self.io.translator().counters(), self.io.io_counters());
@@ -176,19 +194,7 @@ impl<P: PacketIo> Worker<P> {
             // The fast path follows the same change records.
             self.io.translator_mut().enable_replica_export(OFFLOAD_RING);
         }
-        // Sessions restored from the state file (docs/restart.md) were
-        // settled when they were saved: into the fast path now, before
-        // their first packet, rather than when that packet's refresh is
-        // exported (an import is not exported).
-        let restored = std::mem::take(&mut self.restored);
-        if let Some(o) = self.offload.as_mut()
-            && !restored.is_empty()
-        {
-            for r in &restored {
-                o.change(ReplicaOp::Settled, r);
-            }
-            o.flush();
-        }
+        self.settle_restored();
         loop {
             let now_ns = start.elapsed().as_nanos() as u64;
             if self.stateful && now_ns >= next_tick {

@@ -61,8 +61,14 @@ struct {
 // routed into the slow path's device. Set once at start, from the host's
 // sysctl: outside the configuration trie (config_maps.h), so a reload's swap
 // neither needs nor changes it.
+// until_ns (FastPath::hand_over): a stopped daemon left this program running
+// for the next start to take over (docs/restart.md, "With the fast path");
+// past this CLOCK_MONOTONIC time it translates nothing, so that a stop with
+// no start after it ends. 0: no end (the daemon runs).
 struct fwd_config {
 	__u32 redirect_only;
+	__u32 _pad;
+	__u64 until_ns;
 };
 
 struct {
@@ -87,14 +93,18 @@ struct fwd {
 // and the per-device forwarding switch answer as for them; 0: the ingress
 // interface.
 // Returns 0 when the translated packet (a GSO packet: each segment) would
-// not fit the egress MTU, with redirect_only when the program could not
-// forward it, or on XDP when its next hop is unresolved: the caller passes
-// it up untranslated.
+// not fit the egress MTU, past a handover's end (fwd_config.until_ns),
+// with redirect_only when the program could not forward it, or on XDP when
+// its next hop is unresolved: the caller passes it up untranslated.
 static __always_inline int fwd_lookup(hook_ctx *ctx, struct fwd *f, __u32 iif,
 				      int family, const __u8 *src, const __u8 *dst, __u32 len,
 				      __u8 proto, const __u8 *l4, const void *end,
 				      const __u8 *ports)
 {
+	__u32 zero = 0;
+	const struct fwd_config *c = bpf_map_lookup_elem(&fwd_config, &zero);
+	if (!c || (c->until_ns && bpf_ktime_get_coarse_ns() > c->until_ns))
+		return 0;
 	__builtin_memset(f, 0, sizeof(*f));
 	struct bpf_fib_lookup *p = &f->p;
 	p->ifindex = iif ? iif : hook_ingress_ifindex(ctx);
@@ -139,9 +149,9 @@ static __always_inline int fwd_lookup(hook_ctx *ctx, struct fwd *f, __u32 iif,
 	if (!HOOK_HAS_REDIRECT_NEIGH && f->ret == BPF_FIB_LKUP_RET_NO_NEIGH)
 		return 0;
 	if (f->ret != BPF_FIB_LKUP_RET_SUCCESS && f->ret != BPF_FIB_LKUP_RET_NO_NEIGH) {
-		__u32 zero = 0;
-		const struct fwd_config *c = bpf_map_lookup_elem(&fwd_config, &zero);
-		if (c && c->redirect_only)
+		// Looked up again: one pointer fewer kept across the FIB call.
+		const struct fwd_config *r = bpf_map_lookup_elem(&fwd_config, &zero);
+		if (r && r->redirect_only)
 			return 0;
 	}
 	return 1;

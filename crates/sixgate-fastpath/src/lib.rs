@@ -13,6 +13,7 @@
 
 mod bpf_config;
 pub mod choice;
+pub mod handover;
 mod mapt_rules;
 mod nat64_maps;
 mod offload;

@@ -152,7 +152,10 @@ impl Offload {
         self.flush();
     }
 
-    /// Remove every entry (at exit, or after a configuration change).
+    /// Remove every entry (after a configuration change). Not at exit: the
+    /// maps go with the program, unless the program was handed over to the
+    /// next start (docs/restart.md, "With the fast path"), which needs
+    /// them whole.
     pub fn clear(&mut self) {
         for i in 0..self.slots.len() {
             self.drop_slot(i);
@@ -325,11 +328,5 @@ impl Offload {
             }
         }
         self.flush();
-    }
-}
-
-impl Drop for Offload {
-    fn drop(&mut self) {
-        self.clear();
     }
 }

@@ -4,8 +4,9 @@
 //! and the attach is the same for either.
 
 use aya::maps::{Array, ArrayOfMaps, MapData, PerCpuArray, PerCpuValues};
-use aya::programs::tc::{self, SchedClassifierLinkId, TcAttachType};
-use aya::programs::xdp::XdpLinkId;
+use aya::programs::links::{FdLink, PinnedLink};
+use aya::programs::tc::{self, SchedClassifierLink, SchedClassifierLinkId, TcAttachType};
+use aya::programs::xdp::{XdpLink, XdpLinkId};
 use aya::programs::{
     ProgramError, SchedClassifier, TestRun, TestRunOptions, TestRunResult, Xdp, XdpMode,
 };
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::BpfConfig;
+use crate::handover::{self, HandedOver};
 use crate::nat64_maps::{self, Nat64Maps, SessionCounters};
 use crate::route_watch::RouteWatch;
 use crate::xlat::{self, Trie};
@@ -75,6 +77,19 @@ struct Ids([u16; SLOTS]);
 // SAFETY: an array of integers, no padding.
 unsafe impl aya::Pod for Ids {}
 
+/// `struct fwd_config` of bpf/forward.h.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct FwdConfig {
+    redirect_only: u32,
+    _pad: u32,
+    /// CLOCK_MONOTONIC ns after which a handed-over program translates
+    /// nothing; 0: no end.
+    until_ns: u64,
+}
+// SAFETY: integers, repr(C), padding spelt out.
+unsafe impl aya::Pod for FwdConfig {}
+
 /// The program's per-verdict counters, summed over CPUs.
 /// `received == translated_6to4 + translated_4to6 + passed + aborted`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -124,6 +139,9 @@ pub struct FastPath {
     hook: Hook,
     ebpf: Ebpf,
     links: Vec<(String, Link)>,
+    /// Links a stopped run handed over, to take over once the workers hold
+    /// the restored sessions ([`FastPath::take_over`]).
+    deferred: Vec<(String, std::path::PathBuf, PinnedLink)>,
     /// Interfaces that got a clsact qdisc from us (kernels without tcx).
     clsact_added: Vec<String>,
     /// The `xlat` slot: the configuration trie the program reads.
@@ -236,6 +254,7 @@ impl FastPath {
             hook,
             ebpf,
             links: Vec::new(),
+            deferred: Vec::new(),
             clsact_added: Vec::new(),
             xlat,
             off: xlat::build(cfg, None)?,
@@ -327,11 +346,16 @@ impl FastPath {
     /// follows a fact of the host (the sysctl), not the configuration, so
     /// it sits outside the swapped configuration trie and a reload keeps it.
     pub fn set_redirect_only(&mut self, on: bool) -> Result<(), String> {
-        let mut a: Array<_, u32> =
+        self.change_fwd_config(|c| c.redirect_only = u32::from(on))
+    }
+
+    fn change_fwd_config(&mut self, f: impl FnOnce(&mut FwdConfig)) -> Result<(), String> {
+        let mut a: Array<_, FwdConfig> =
             Array::try_from(self.ebpf.map_mut("fwd_config").ok_or("no map fwd_config")?)
                 .map_err(|e| format!("fwd_config map: {e}"))?;
-        a.set(0, u32::from(on), 0)
-            .map_err(|e| format!("fwd_config map: {e}"))
+        let mut c = a.get(&0, 0).map_err(|e| format!("fwd_config map: {e}"))?;
+        f(&mut c);
+        a.set(0, c, 0).map_err(|e| format!("fwd_config map: {e}"))
     }
 
     /// Every CPU's Identification counters back to the core's start values
@@ -406,9 +430,129 @@ impl FastPath {
         Ok(())
     }
 
-    /// Detach from every interface (also done when dropped), and remove the
+    /// [`FastPath::attach`], unless a stopped run handed over a link of this
+    /// hook on `interface` (`handed`): then its program goes on there until
+    /// [`FastPath::take_over`].
+    pub fn attach_or_defer(
+        &mut self,
+        interface: &str,
+        handed: &mut HandedOver,
+    ) -> Result<(), String> {
+        match handed.take(self.hook, interface) {
+            Some((path, link)) => {
+                self.deferred.push((interface.to_owned(), path, link));
+                Ok(())
+            }
+            None => self.attach(interface),
+        }
+    }
+
+    /// Put this program in the links a stopped run handed over
+    /// ([`FastPath::attach_or_defer`]), each in one `BPF_LINK_UPDATE`: a
+    /// packet meets the old program or this one, never neither; call it once
+    /// the workers hold the restored sessions in this program's maps. A link
+    /// that cannot be updated (gone meanwhile) is replaced by an ordinary
+    /// attach. Returns each interface, with why when it was attached anew;
+    /// `Err` if such an attach failed.
+    pub fn take_over(&mut self) -> Result<Vec<(String, Option<String>)>, String> {
+        let mut taken = Vec::new();
+        for (iface, path, pinned) in std::mem::take(&mut self.deferred) {
+            let fd = FdLink::from(pinned);
+            let updated = match self.hook {
+                Hook::Tc => SchedClassifierLink::try_from(fd)
+                    .map_err(|e| e.to_string())
+                    .and_then(|l| {
+                        self.program_mut()
+                            .attach_to_link(l)
+                            .map(Link::Tc)
+                            .map_err(|e| chain(&e))
+                    }),
+                Hook::Xdp => XdpLink::try_from(fd)
+                    .map_err(|e| e.to_string())
+                    .and_then(|l| {
+                        self.xdp_mut()
+                            .attach_to_link(l)
+                            .map(Link::Xdp)
+                            .map_err(|e| chain(&e))
+                    }),
+            };
+            // The pin held the old link; from now on ours does (or, failing
+            // the update, nothing: the old program leaves).
+            let _ = std::fs::remove_file(&path);
+            match updated {
+                Ok(link) => {
+                    self.links.push((iface.clone(), link));
+                    taken.push((iface, None));
+                }
+                Err(why) => {
+                    self.attach(&iface)?;
+                    taken.push((iface, Some(why)));
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// At a stop (`[daemon] fastpath_handover`): leave the program attached
+    /// for the next start, its links pinned in `dir` and its translation
+    /// ending `for_ns` from now unless that start takes it over first. All
+    /// or nothing: a link that cannot be pinned (a `clsact` filter, Linux <
+    /// 6.6) undoes the others, and `Err` says why. Returns the interfaces.
+    pub fn hand_over(&mut self, dir: &std::path::Path, for_ns: u64) -> Result<Vec<String>, String> {
+        let until = crate::route_watch::monotonic_ns().saturating_add(for_ns);
+        self.change_fwd_config(|c| c.until_ns = until)?;
+        let mut pinned: Vec<(String, PinnedLink)> = Vec::new();
+        let mut failed = None;
+        for (iface, link) in std::mem::take(&mut self.links) {
+            let path = dir.join(handover::pin_name(self.hook, &iface));
+            let _ = std::fs::remove_file(&path);
+            let fd: Result<FdLink, String> = match link {
+                Link::Tc(id) => self
+                    .program_mut()
+                    .take_link(id)
+                    .map_err(|e| chain(&e))
+                    .and_then(|l| {
+                        FdLink::try_from(l).map_err(|_| {
+                            "attached through a clsact qdisc (Linux < 6.6 has no tcx):                              such a filter cannot be pinned"
+                                .to_owned()
+                        })
+                    }),
+                Link::Xdp(id) => self
+                    .xdp_mut()
+                    .take_link(id)
+                    .map_err(|e| chain(&e))
+                    .and_then(|l| {
+                        FdLink::try_from(l)
+                            .map_err(|_| "attached through netlink: cannot be pinned".to_owned())
+                    }),
+            };
+            match fd.and_then(|l| l.pin(&path).map_err(|e| format!("{}: {e}", path.display()))) {
+                Ok(p) => pinned.push((iface, p)),
+                Err(why) => {
+                    failed = Some(format!("{iface}: {why}"));
+                    break;
+                }
+            }
+        }
+        if let Some(why) = failed {
+            for (_, p) in pinned {
+                let _ = p.unpin();
+            }
+            let _ = self.change_fwd_config(|c| c.until_ns = 0);
+            return Err(why);
+        }
+        // Dropping the handles closes our descriptors; the pins hold the links.
+        Ok(pinned.into_iter().map(|(i, _)| i).collect())
+    }
+
+    /// Detach from every interface (also done when dropped; links handed over
+    /// and not yet taken over are released), and remove the
     /// clsact qdiscs [`FastPath::attach`] added.
     pub fn detach_all(&mut self) {
+        // Links handed over and not taken over: the old program leaves too.
+        for (_, path, _) in std::mem::take(&mut self.deferred) {
+            let _ = std::fs::remove_file(path);
+        }
         for (_, link) in std::mem::take(&mut self.links) {
             let _ = match link {
                 Link::Tc(id) => self.program_mut().detach(id),
@@ -427,7 +571,10 @@ impl FastPath {
 
     /// The interfaces it is attached to.
     pub fn interfaces(&self) -> impl Iterator<Item = &str> {
-        self.links.iter().map(|(i, _)| i.as_str())
+        self.links
+            .iter()
+            .map(|(i, _)| i.as_str())
+            .chain(self.deferred.iter().map(|(i, _, _)| i.as_str()))
     }
 
     /// The per-verdict counters, summed over CPUs.

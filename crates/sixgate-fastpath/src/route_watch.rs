@@ -123,7 +123,7 @@ fn watch(sock: &OwnedFd, stop: &OwnedFd, generation: &mut Array<MapData, u64>) {
 /// A new generation's number: CLOCK_MONOTONIC, which the program reads
 /// (`bpf_ktime_get_coarse_ns`) to age out a generation the thread stopped
 /// renewing (bpf/route_cache.h).
-fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

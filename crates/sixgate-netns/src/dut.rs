@@ -808,14 +808,22 @@ impl RunningDut<'_> {
     /// Stop it (SIGTERM; SIGKILL after 10 s) and report how it went; see
     /// [`Stopped::check_clean`].
     pub fn stop(mut self) -> Result<Stopped> {
-        self.shutdown()
+        self.shutdown(true)
     }
 
-    fn shutdown(&mut self) -> Result<Stopped> {
+    /// [`RunningDut::stop`], but a TUN device it leaves (`[daemon]
+    /// fastpath_handover`, docs/restart.md) stays for the next start;
+    /// `tun_left_behind` says whether it did.
+    pub fn stop_leaving_tun(mut self) -> Result<Stopped> {
+        self.translator_removes_tun = true;
+        self.shutdown(false)
+    }
+
+    fn shutdown(&mut self, delete_tun: bool) -> Result<Stopped> {
         let tun_stats = self.tun_stats().ok();
         let finished = lock(&self.process).take().map(|p| p.stop(STOP_GRACE));
         let still_there = self.gateway.link(&self.tun)?.is_some();
-        if still_there {
+        if still_there && delete_tun {
             self.gateway
                 .ip(["link", "del", &self.tun])
                 .context("removing the TUN device")?;
@@ -849,7 +857,7 @@ impl Drop for RunningDut<'_> {
     fn drop(&mut self) {
         let running = lock(&self.process).is_some();
         if running || self.delete_tun_on_stop {
-            let _ = self.shutdown();
+            let _ = self.shutdown(true);
         }
     }
 }

@@ -20,6 +20,7 @@ use sixgate_core::{Config, Translator};
 use sixgate_dataplane::offload::SessionOffload;
 use sixgate_dataplane::{FastPathCounters, FastPathSessions};
 use sixgate_fastpath::choice::{self, Forwarding, Off, Want};
+use sixgate_fastpath::handover::HandedOver;
 use sixgate_fastpath::probe;
 use sixgate_fastpath::{FastPath, Hook, MAX_SESSIONS, Offload};
 use tracing::{info, warn};
@@ -29,14 +30,22 @@ use tracing::{info, warn};
 /// where the kernel routes what the program may translate). `Err`: the fast
 /// path asked for does not run, and why (logged here: a warning for "tc"
 /// and "xdp", an info line for "auto"; `show stats` repeats it).
-pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastPath>, Off> {
+/// `handed`: what a stopped run handed over (`[daemon] fastpath_handover`):
+/// its program goes on where this one would attach with the same hook, until
+/// [`FastPath::take_over`].
+pub fn start(
+    loaded: &Loaded,
+    cfg: &Config,
+    device: &str,
+    handed: &mut HandedOver,
+) -> Result<Option<FastPath>, Off> {
     let want = match loaded.daemon.fastpath {
         FastPathMode::Off => return Ok(None),
         FastPathMode::Tc => Want::Tc,
         FastPathMode::Xdp => Want::Xdp,
         FastPathMode::Auto => Want::Auto,
     };
-    let started = attach(want, loaded, cfg, device);
+    let started = attach(want, loaded, cfg, device, handed);
     match &started {
         Err(off) if off.is_warning() => warn!("{off}"),
         Err(off) => info!("{off}"),
@@ -69,7 +78,13 @@ pub fn start(loaded: &Loaded, cfg: &Config, device: &str) -> Result<Option<FastP
 /// what stops the XDP program (the kernel probe, the load, a driver without
 /// native XDP) is a warning, and the TC program is tried instead: the scope
 /// and the interfaces are the same for both, so they are not.
-fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<FastPath, Off> {
+fn attach(
+    want: Want,
+    loaded: &Loaded,
+    cfg: &Config,
+    device: &str,
+    handed: &mut HandedOver,
+) -> Result<FastPath, Off> {
     let named = &loaded.daemon.fastpath_interfaces;
     let found;
     let interfaces = if named.is_empty() && want == Want::Auto {
@@ -86,14 +101,32 @@ fn attach(want: Want, loaded: &Loaded, cfg: &Config, device: &str) -> Result<Fas
         let forwarding = choice::choose(want, interfaces, cfg, strict.clone(), || Ok(()))?;
         let xdp = probe::kernel_xdp()
             .map_err(|u| want.off(u.for_hook("XDP")))
-            .and_then(|()| load_and_attach(Hook::Xdp, want, &forwarding, interfaces, cfg, ifindex));
+            .and_then(|()| {
+                load_and_attach(
+                    Hook::Xdp,
+                    want,
+                    &forwarding,
+                    interfaces,
+                    cfg,
+                    ifindex,
+                    handed,
+                )
+            });
         match xdp {
             Ok(fp) => return Ok(fp),
             Err(off) => warn!("fastpath = \"xdp\": {}; the TC program instead", off.why),
         }
     }
     let forwarding = choice::choose(want, interfaces, cfg, strict, probe::kernel)?;
-    load_and_attach(Hook::Tc, want, &forwarding, interfaces, cfg, ifindex)
+    load_and_attach(
+        Hook::Tc,
+        want,
+        &forwarding,
+        interfaces,
+        cfg,
+        ifindex,
+        handed,
+    )
 }
 
 /// Load the `hook`'s program (the probe passed; a kernel that still refuses
@@ -106,6 +139,7 @@ fn load_and_attach(
     interfaces: &[String],
     cfg: &Config,
     ifindex: u32,
+    handed: &mut HandedOver,
 ) -> Result<FastPath, Off> {
     let mut fp = FastPath::load_on(hook, cfg, ifindex).map_err(|why| want.off(why))?;
     if let Forwarding::RedirectOnly(why) = forwarding {
@@ -117,7 +151,7 @@ fn load_and_attach(
         );
     }
     for iface in interfaces {
-        if let Err(why) = fp.attach(iface) {
+        if let Err(why) = fp.attach_or_defer(iface, handed) {
             fp.detach_all();
             return Err(want.off(why));
         }

@@ -49,6 +49,8 @@ pub struct Gateway {
     offload: Offload,
     queues: usize,
     keep: bool,
+    /// `[daemon] fastpath_handover` is set and the fast path runs.
+    handover: bool,
     privileged: bool,
     steered: bool,
     device: Option<device::Device>,
@@ -130,11 +132,33 @@ impl Gateway {
             // The fast path before the routes: from the first packet the
             // kernel routes into the device, the program is there. (Loading
             // and attaching need the privileges dropped below.)
+            // What a stopped run handed over (docs/restart.md, "With the
+            // fast path"): its program goes on until the workers are ready.
+            let handover_dir =
+                sixgate_fastpath::handover::dir_for(&loaded.daemon.fastpath_pin_dir, &dev.name);
+            let mut handed = sixgate_fastpath::handover::HandedOver::find(&handover_dir);
             let (mut fastpath, fastpath_off) =
-                match fastpath::start(loaded, &plan.config, &dev.name) {
+                match fastpath::start(loaded, &plan.config, &dev.name, &mut handed) {
                     Ok(fp) => (fp, None),
                     Err(off) => (None, Some(off.to_string())),
                 };
+            // Where this run's stop pins its links: made now, while
+            // privileged, and given to [daemon] user, who pins.
+            let owner = plan.user.as_ref().map(|(_, u)| (u.uid, u.gid));
+            let handover = match loaded.daemon.fastpath_handover {
+                secs if secs > 0 && fastpath.is_some() => {
+                    match sixgate_fastpath::handover::prepare_dir(&handover_dir, owner) {
+                        Ok(()) => Some((secs, handover_dir)),
+                        Err(why) => {
+                            warn!(
+                                "fast path: {why}; it will stop with the daemon, not be handed over"
+                            );
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
             // NAT64 on the fast path: each worker's handle on the session
             // maps, taken while privileged.
             let offloads = fastpath::offloads(fastpath.as_ref(), &Arc::new(plan.config.clone()), n);
@@ -179,6 +203,7 @@ impl Gateway {
                 Ok(dropped) => !dropped,
                 Err(e) => {
                     fastpath::stop(&mut fastpath);
+                    handed.release();
                     undo_routing(&mut routes, &mut divert);
                     if keep && !dev.reused {
                         let _ = dev.set_persist(false);
@@ -194,13 +219,13 @@ impl Gateway {
                 n,
                 privileged,
                 steering,
-                fastpath,
-                fastpath_off,
+                (fastpath, fastpath_off, handover, handed),
                 offloads,
             ))
         })();
-        let (mut dev, routes, divert, n, privileged, steering, fastpath, fastpath_off, offloads) =
-            result?;
+        let (mut dev, routes, divert, n, privileged, steering, fast, offloads) = result?;
+        let (fastpath, fastpath_off, handover, handed) = fast;
+        let hands_over = handover.is_some();
         plan.workers = n;
 
         let steered = steering.is_some();
@@ -275,6 +300,8 @@ impl Gateway {
             fastpath,
             fastpath_final: None,
             fastpath_off,
+            handover,
+            handed,
         };
         let (live, followers) = Live::new(
             cfg.clone(),
@@ -288,6 +315,7 @@ impl Gateway {
             offload: dev.offload.clone(),
             queues: n,
             keep,
+            handover: hands_over,
             privileged,
             steered,
             device: Some(dev),
@@ -307,6 +335,9 @@ impl Gateway {
                 .worker(i, plan.cpu(i), io, follower, &plan)
                 .map(|mut w| {
                     w.offload = offload;
+                    // Restored sessions into the fast path now, before a
+                    // handed-over one is taken over (workers_ready below).
+                    w.settle_restored();
                     w
                 })
                 .and_then(|w| {
@@ -315,7 +346,9 @@ impl Gateway {
                         .map_err(|e| e.to_string())
                 });
             if let Err(e) = spawned {
-                // Nothing half set up: take it all down, keep or not.
+                // Nothing half set up: take it all down, keep or not (and
+                // hand nothing over).
+                gw.handover = false;
                 if gw.keep && gw.privileged {
                     if let Some(d) = &gw.device {
                         let _ = d.set_persist(false);
@@ -326,6 +359,7 @@ impl Gateway {
                 return Err(err(format!("cannot start worker {i}: {e}")));
             }
         }
+        gw.live.workers_ready();
         plan.log_started(n);
         Ok(gw)
     }
@@ -362,10 +396,37 @@ impl Gateway {
         self.live.clone()
     }
 
-    /// Stop the workers; remove routes and device unless `keep`.
+    /// `[daemon] fastpath_handover` at a stop: the device made persistent
+    /// (its routes stay with it) and the fast path left running for the next
+    /// start, or neither. `true`: handed over.
+    fn hand_over(&self) -> bool {
+        let Some(d) = &self.device else {
+            return false;
+        };
+        if !self.handover || self.live.fast_path_active() != Some(true) {
+            return false;
+        }
+        if let Err(e) = d.set_persist(true) {
+            warn!(device = %self.name, "fast path: not handed over: {e}");
+            return false;
+        }
+        if self.live.hand_over() {
+            return true;
+        }
+        if !self.keep {
+            let _ = d.set_persist(false);
+        }
+        false
+    }
+
+    /// Stop the workers; remove routes and device unless `keep` (or a
+    /// handover of the fast path, which keeps them for the next start).
     pub fn stop(mut self) -> Report {
         let mut errors = Vec::new();
         self.crew.halt(); // every worker's poll sees the hang-up
+        // From here until the next start takes over, the fast path alone
+        // translates: the established flows in its maps.
+        self.keep |= self.hand_over();
         // Routes first: the device (and with it any route) goes once the workers'
         // queues close.
         if let Some(d) = &mut self.divert {

@@ -11,7 +11,8 @@ use sixgate_core::nat64::Pool4Entry;
 use sixgate_dataplane::destinations::{self, Route};
 use sixgate_dataplane::{Plane, Refusal};
 use sixgate_fastpath::Unprepared;
-use tracing::info;
+use sixgate_fastpath::handover::HandedOver;
+use tracing::{info, warn};
 
 use crate::routes::Routes;
 use crate::steering::{self, Steering};
@@ -35,6 +36,12 @@ pub struct TunPlane {
     pub fastpath_final: Option<sixgate_dataplane::FastPathCounters>,
     /// Why the fast path asked for did not start (`show stats`).
     pub fastpath_off: Option<String>,
+    /// `[daemon] fastpath_handover`: seconds, and where the links are pinned
+    /// (docs/restart.md, "With the fast path"); `None`: the fast path stops
+    /// with the daemon.
+    pub handover: Option<(u16, std::path::PathBuf)>,
+    /// What a stopped run handed over and this one has not taken over.
+    pub handed: HandedOver,
 }
 
 impl Plane for TunPlane {
@@ -106,6 +113,64 @@ impl Plane for TunPlane {
 
     /// `keep`: the device and its routes stay. Privileges dropped: the kernel
     /// removes the routes with the device. Otherwise each route added goes.
+    fn workers_ready(&mut self) {
+        if let Some(fp) = self.fastpath.as_mut() {
+            match fp.take_over() {
+                Ok(done) => {
+                    let (taken, anew): (Vec<_>, Vec<_>) =
+                        done.into_iter().partition(|(_, why)| why.is_none());
+                    if !taken.is_empty() {
+                        let list: Vec<&str> = taken.iter().map(|(i, _)| i.as_str()).collect();
+                        info!(
+                            "fast path: took over from the previous run on {} (its program \
+                             replaced by this one's in one link update; the restored sessions \
+                             were installed first)",
+                            list.join(", ")
+                        );
+                    }
+                    for (iface, why) in anew {
+                        let why = why.unwrap_or_default();
+                        warn!(
+                            "fast path: could not take over from the previous run on {iface} \
+                             ({why}): attached anew"
+                        );
+                    }
+                }
+                Err(why) => warn!("fast path: {why}"),
+            }
+        }
+        for left in self.handed.release() {
+            info!("fast path: the previous run's {left} removed (not taken over)");
+        }
+    }
+
+    fn hand_over(&mut self) -> bool {
+        let (Some((secs, dir)), Some(fp)) = (&self.handover, self.fastpath.as_mut()) else {
+            return false;
+        };
+        if let Some(off) = &self.fastpath_off {
+            info!("fast path: not handed over: it passes everything up ({off})");
+            return false;
+        }
+        match fp.hand_over(dir, u64::from(*secs) * 1_000_000_000) {
+            Ok(ifaces) => {
+                info!(
+                    "fast path: handed over: the {} program stays on {} for up to {secs} s, \
+                     translating the established flows in its maps, with the device and its \
+                     routes, until the next start takes it over (links pinned in {})",
+                    fp.hook().name(),
+                    ifaces.join(", "),
+                    dir.display()
+                );
+                true
+            }
+            Err(why) => {
+                warn!("fast path: not handed over ({why}): it stops with the daemon");
+                false
+            }
+        }
+    }
+
     fn finish(&mut self, keep: bool, privileged: bool) -> Vec<String> {
         // First: from here every packet takes the kernel's routes.
         self.fastpath_final = crate::fastpath::stop(&mut self.fastpath);

@@ -500,3 +500,452 @@ fn restart_of_a_synced_node_with_its_state_file() {
     drop(bed);
     turn.finish();
 }
+
+/// argv[3] UDP flows, each from its own socket, one datagram every
+/// millisecond in turn; from the moment the file argv[4] exists each
+/// datagram is counted (its id "flow.seq" kept as sent, and as echoed when
+/// its echo comes back); at the file argv[5] the flows stop, echoes are
+/// awaited for a second, and the ids are printed.
+const UDP_FLOWS: &str = r#"
+import os, select, socket, sys, time
+host, port, n, mark, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+socks = []
+for i in range(n):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.setblocking(False)
+    s.connect((host, port))
+    socks.append(s)
+byfd = {s.fileno(): s for s in socks}
+p = select.poll()
+for s in socks:
+    p.register(s, select.POLLIN)
+sent, echoed, answered, errors = [], set(), set(), 0
+def drain(ms):
+    for fd, _ in p.poll(ms):
+        while True:
+            try:
+                d = byfd[fd].recv(2000)
+            except OSError:
+                break
+            answered.add(fd)
+            if d.startswith(b"c "):
+                echoed.add(d[2:].decode())
+print("started", flush=True)
+seq, counting, told, t = 0, False, False, time.monotonic()
+while not os.path.exists(stop):
+    counting = counting or os.path.exists(mark)
+    i = seq % n
+    ident = "%d.%d" % (i, seq)
+    if counting:
+        sent.append(ident)
+    try:
+        socks[i].send((b"c " if counting else b"w ") + ident.encode())
+    except OSError:
+        errors += 1
+    seq += 1
+    t += 0.001
+    drain(max(0, int((t - time.monotonic()) * 1000)))
+    if not told and len(answered) == n:
+        print("every flow answered", flush=True)
+        told = True
+end = time.monotonic() + 1.0
+while time.monotonic() < end:
+    drain(50)
+print("errors", errors, flush=True)
+print("sent", " ".join(sent), flush=True)
+print("echoed", " ".join(sorted(echoed)), flush=True)
+print("done", flush=True)
+"#;
+
+/// A UDP echo on argv[1]:argv[2] that keeps the ids of the counted
+/// datagrams ([`UDP_FLOWS`]) and prints them when the file argv[3] exists.
+const UDP_COUNTING_ECHO: &str = r#"
+import os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.settimeout(0.1)
+got = set()
+while not os.path.exists(sys.argv[3]):
+    try:
+        d, a = s.recvfrom(2000)
+    except socket.timeout:
+        continue
+    s.sendto(d, a)
+    if d.startswith(b"c "):
+        got.add(d[2:].decode())
+print("got", " ".join(sorted(got)), flush=True)
+"#;
+
+/// The space-separated words after `key` on its line of `out`.
+fn ids<'a>(out: &'a str, key: &str) -> std::collections::BTreeSet<&'a str> {
+    out.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or("")
+        .split_whitespace()
+        .collect()
+}
+
+/// A bpf file system of the test's own (the daemons run under `ip netns
+/// exec`, whose sysfs has none at /sys/fs/bpf), for `[daemon]
+/// fastpath_pin_dir`; unmounted, with whatever pins are left, at the end.
+struct Bpffs(std::path::PathBuf);
+
+impl Bpffs {
+    fn mount(at: std::path::PathBuf) -> Result<Bpffs, String> {
+        std::fs::create_dir_all(&at).map_err(|e| e.to_string())?;
+        let out = std::process::Command::new("mount")
+            .args(["-t", "bpf", "bpf"])
+            .arg(&at)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(Bpffs(at))
+    }
+}
+
+impl Drop for Bpffs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0.join("sixgate"));
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// docs/restart.md, "With the fast path": `[daemon] fastpath_handover`.
+/// 200 UDP flows (and 200 TCP connections) through gw1 with the TC fast
+/// path; every packet from a mark on is counted where it arrives, the
+/// IPv4 server for the flows' datagrams and the IPv6 client for the echoes;
+/// SIGTERM, start again: not one datagram lost either way, the TCP
+/// connections carry data. Then with no start after the stop: the program
+/// alone (no daemon) goes on carrying an established flow until the
+/// handover's end and not after it; and a start without the key takes the
+/// program over and stops cleanly, leaving no pin behind.
+#[test]
+fn restart_with_the_fast_path_handed_over_loses_no_packet() {
+    handover(
+        "restart_with_the_fast_path_handed_over_loses_no_packet",
+        "tc",
+    );
+}
+
+/// The same with the XDP program (native mode on the bed's veth).
+#[test]
+fn restart_with_the_xdp_fast_path_handed_over_loses_no_packet() {
+    handover(
+        "restart_with_the_xdp_fast_path_handed_over_loses_no_packet",
+        "xdp",
+    );
+}
+
+/// [`restart_with_the_fast_path_handed_over_loses_no_packet`] with `fastpath
+/// = "tc"` or `"xdp"` (`hook`).
+fn handover(test: &str, hook: &str) {
+    let hook_name = hook.to_uppercase();
+    let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
+        return;
+    };
+    if hook == "xdp" {
+        // An XDP frame carries no CHECKSUM_PARTIAL: the hosts send complete
+        // checksums; and a veth takes frames redirected into it only with
+        // NAPI, which GRO turns on (as in tests/fastpath.rs).
+        for (ns, dev) in [(&bed.client, "c1"), (&bed.server, "s1")] {
+            ns.run("ethtool", ["-K", dev, "tx", "off", "gro", "on"])
+                .unwrap_or_else(|e| panic!("{test}: {e}"));
+        }
+    }
+    bed.server
+        .ip(["route", "replace", "198.18.0.0/31", "via", "10.1.0.1"])
+        .unwrap();
+    let netns_ino = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(format!("/run/netns/{}", bed.gw1.name()))
+            .unwrap()
+            .ino()
+    };
+    let dir = ScratchDir::new("handover").unwrap();
+    let bpffs = match Bpffs::mount(dir.path().join("bpffs")) {
+        Ok(b) => b,
+        Err(why) => {
+            println!("skipped: {test}: cannot mount a bpf file system: {why}");
+            drop(bed);
+            turn.finish();
+            return;
+        }
+    };
+    let pins = bpffs
+        .0
+        .join("sixgate")
+        .join(format!("net{netns_ino}-sixgate0"));
+    let state = dir.path().join("nat64.state");
+    let routes = ["2001:db8:64::/96", "198.18.0.0/31"];
+    let toml = |handover: u16| {
+        config(&state, 300, Variant::FastPath)
+            .replace("fastpath = \"tc\"", &format!("fastpath = \"{hook}\""))
+            .replace(
+                "state_file = ",
+                &format!(
+                    "fastpath_handover = {handover}\nfastpath_pin_dir = \"{}\"\nstate_file = ",
+                    bpffs.0.join("sixgate").display()
+                ),
+            )
+    };
+    let (mark, stop, dump) = (
+        dir.path().join("mark"),
+        dir.path().join("stop"),
+        dir.path().join("dump"),
+    );
+    let path = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    const FLOWS: usize = 200;
+
+    let gw = start_routed(&bed.gw1, 1, &toml(10), &routes);
+    if !gw.log().contains(&format!("{hook_name} program")) || !pins.exists() {
+        println!(
+            "skipped: {test}: the fast path does not run here:\n{}",
+            gw.log()
+        );
+        stop_cleanly(test, "gw1", gw);
+        drop(bed);
+        turn.finish();
+        return;
+    }
+    let echo = bed
+        .server
+        .spawn(
+            "python3",
+            [
+                "-c",
+                UDP_COUNTING_ECHO,
+                SERVER4,
+                &UDP_PORT.to_string(),
+                &path(&dump),
+            ],
+        )
+        .unwrap();
+    bed.server
+        .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
+        .unwrap();
+    let _tcp_echo = bed
+        .server
+        .spawn(
+            "python3",
+            ["-c", TCP_ECHO_THREADED, SERVER4, &TCP_PORT.to_string()],
+        )
+        .unwrap();
+    bed.server
+        .wait_listening(Proto::Tcp, TCP_PORT, Duration::from_secs(10))
+        .unwrap();
+    let tcp = bed
+        .client
+        .spawn(
+            "python3",
+            [
+                "-c",
+                TCP_ROUNDS_CLIENT,
+                SERVER6,
+                &TCP_PORT.to_string(),
+                &FLOWS.to_string(),
+                &path(&stop),
+            ],
+        )
+        .unwrap();
+    let udp = bed
+        .client
+        .spawn(
+            "python3",
+            [
+                "-c",
+                UDP_FLOWS,
+                SERVER6,
+                &UDP_PORT.to_string(),
+                &FLOWS.to_string(),
+                &path(&mark),
+                &path(&stop),
+            ],
+        )
+        .unwrap();
+    turn.run(
+        || format!("{}\nudp: {}\ntcp: {}", gw.log(), udp.stderr(), tcp.stderr()),
+        || {
+            more_rounds(test, &tcp, "before the restart");
+            wait_for(
+                20,
+                || format!("every UDP flow answered: {}", udp.stdout()),
+                || udp.stdout().contains("every flow answered"),
+            );
+            // Every session in the kernel: each UDP flow at its third
+            // packet, each TCP connection at ESTABLISHED.
+            wait_for(
+                20,
+                || format!("installed: {}", stat(&gw, "fastpath_nat64_installed")),
+                || stat(&gw, "fastpath_nat64_installed") >= 2 * FLOWS as u64,
+            );
+        },
+    );
+    std::fs::write(&mark, b"").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+
+    // SIGTERM with the handover: the program stays, and the device.
+    let t_term = Instant::now();
+    let stopped = gw.stop_leaving_tun().unwrap();
+    let stop_ms = t_term.elapsed().as_millis();
+    assert!(stopped.status.success(), "{}", stopped.stderr);
+    common::line_with(
+        &stopped.stderr,
+        &format!("fast path: handed over: the {hook_name} program stays on"),
+    );
+    common::line_with(
+        &stopped.stderr,
+        &format!("state: wrote {} NAT64 sessions", 2 * FLOWS),
+    );
+    assert!(
+        stopped.tun_left_behind,
+        "the device stays for the next start"
+    );
+    assert!(pins.join(format!("{hook}-lan")).exists() && pins.join(format!("{hook}-wan")).exists());
+
+    let gw = start_routed(&bed.gw1, 1, &toml(2), &routes);
+    let took_ms = turn.run(
+        || gw.log(),
+        || {
+            wait_for(
+                10,
+                || gw.log(),
+                || gw.log().contains("fast path: took over"),
+            );
+            let took = t_term.elapsed().as_millis();
+            common::line_with(&gw.log(), "took over from the previous run on lan, wan");
+            let restored = common::line_with(&gw.log(), "state: restored").to_owned();
+            assert!(
+                restored.contains(&format!("restored {} NAT64", 2 * FLOWS)),
+                "{restored}"
+            );
+            assert!(
+                !pins.join(format!("{hook}-lan")).exists(),
+                "the pins go at the take-over"
+            );
+            took
+        },
+    );
+    turn.run(
+        || format!("{}\nudp: {}\ntcp: {}", gw.log(), udp.stderr(), tcp.stderr()),
+        || {
+            more_rounds(test, &tcp, "after the restart");
+            std::thread::sleep(Duration::from_millis(500));
+            std::fs::write(&stop, b"").unwrap();
+            wait_for(
+                20,
+                || format!("the clients: {} {}", udp.stderr(), tcp.stderr()),
+                || udp.stdout().contains("done") && tcp.stdout().contains("done"),
+            );
+            std::fs::write(&dump, b"").unwrap();
+            wait_for(10, || echo.stderr(), || echo.stdout().contains("got"));
+            let (out, got) = (udp.stdout(), echo.stdout());
+            let sent = ids(&out, "sent ");
+            let echoed = ids(&out, "echoed ");
+            let arrived = ids(&got, "got ");
+            let lost_there: Vec<_> = sent.difference(&arrived).take(10).collect();
+            let lost_back: Vec<_> = arrived.difference(&echoed).take(10).collect();
+            println!(
+                "{test}: {FLOWS} UDP flows, {} datagrams counted from 300 ms before SIGTERM: \
+                 {} arrived at the IPv4 server, {} echoes at the IPv6 client; the old daemon \
+                 stopped in {stop_ms} ms, the new one took over {took_ms} ms after SIGTERM",
+                sent.len(),
+                arrived.len(),
+                echoed.len()
+            );
+            assert!(sent.len() > 500, "{} counted", sent.len());
+            assert_eq!(
+                out.lines().find(|l| l.starts_with("errors")),
+                Some("errors 0")
+            );
+            assert!(
+                lost_there.is_empty(),
+                "lost on the way to IPv4: {lost_there:?}"
+            );
+            assert!(lost_back.is_empty(), "lost on the way back: {lost_back:?}");
+            assert_eq!(arrived.len(), sent.len());
+        },
+    );
+
+    // A stop with no start after it: the program alone carries an
+    // established flow until the handover's end (2 s), then nothing.
+    let flow_stop = dir.path().join("flow-stop");
+    let _echo = udp_echo_on(&bed.server, UDP_PORT + 1);
+    let flow = bed
+        .client
+        .spawn(
+            "python3",
+            [
+                "-c",
+                UDP_FLOW,
+                SERVER6,
+                &(UDP_PORT + 1).to_string(),
+                &path(&flow_stop),
+            ],
+        )
+        .unwrap();
+    turn.run(
+        || format!("{}\nflow: {}", gw.log(), flow.stderr()),
+        || {
+            let before = stat(&gw, "fastpath_nat64_installed");
+            wait_for(10, || flow.stdout(), || replies(&flow.stdout()).len() >= 5);
+            wait_for(
+                10,
+                || gw.log(),
+                || stat(&gw, "fastpath_nat64_installed") > before,
+            );
+        },
+    );
+    let wall_term = wall();
+    let stopped = gw.stop_leaving_tun().unwrap();
+    common::line_with(&stopped.stderr, "fast path: handed over");
+    std::thread::sleep(Duration::from_millis(3500));
+    let echoes = replies(&flow.stdout());
+    let during = echoes
+        .iter()
+        .filter(|&&t| t > wall_term + 0.5 && t < wall_term + 1.5)
+        .count();
+    let after = echoes.iter().filter(|&&t| t > wall_term + 2.5).count();
+    println!(
+        "{test}: no daemon: {during} echoes 0.5-1.5 s after SIGTERM (the program alone), {after} \
+         after 2.5 s (the handover ended at 2 s)"
+    );
+    assert!(during >= 50, "the program alone carries the flow: {during}");
+    assert_eq!(after, 0, "nothing after the handover's end");
+
+    // A start without the key takes the program over, and its stop is clean.
+    let no_handover = toml(0);
+    let gw = start_routed(&bed.gw1, 1, &no_handover, &routes);
+    turn.run(
+        || gw.log(),
+        || {
+            wait_for(
+                10,
+                || gw.log(),
+                || gw.log().contains("fast path: took over"),
+            );
+            wait_for(
+                10,
+                || flow.stdout(),
+                || replies(&flow.stdout()).iter().any(|&t| t > wall_term + 3.5),
+            );
+        },
+    );
+    std::fs::write(&flow_stop, b"").unwrap();
+    let stopped = stop_cleanly(test, "gw1", gw);
+    assert!(
+        !stopped.stderr.contains("handed over"),
+        "{}",
+        stopped.stderr
+    );
+    let left: Vec<_> = std::fs::read_dir(&pins)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "pins left: {left:?}");
+    drop(bed);
+    turn.finish();
+}
