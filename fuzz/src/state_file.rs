@@ -59,7 +59,10 @@ pub fn run_state_file(data: &[u8]) {
     let n = (file.len() - HEADER_LEN - TRAILER_LEN) / 56;
     assert_eq!(HEADER_LEN + 56 * n + TRAILER_LEN, file.len());
     assert!(n as u64 <= STATE_MAX);
-    assert_eq!(r.sessions.len() as u64 + r.expired, n as u64);
+    assert_eq!(
+        (r.sessions.len() + r.cooling.len()) as u64 + r.expired,
+        n as u64
+    );
     // Its age is the clock less its write time (0 when a little ahead).
     let file_written = field(24).unwrap_or(0);
     assert_eq!(r.written_unix_ms, file_written);
@@ -67,8 +70,12 @@ pub fn run_state_file(data: &[u8]) {
     for s in &r.sessions {
         assert!(s.remaining_ms > 0 && s.remaining_ms <= 1_000_000_000);
     }
-    let again = state_file::encode(hash, expect.now_unix_ms, &r.sessions, None);
+    for c in &r.cooling {
+        assert!(c.remaining_ms > 0 && c.rport == 0 && c.tcp_state.is_none());
+    }
+    let again = state_file::encode(hash, expect.now_unix_ms, &r.sessions, &r.cooling, None);
     let back = state_file::decode(&again, &expect).expect("what it wrote, it reads");
     assert_eq!(back.sessions, r.sessions);
+    assert_eq!(back.cooling, r.cooling);
     assert_eq!(back.expired, 0);
 }

@@ -305,6 +305,31 @@ impl Translator {
         }
     }
 
+    /// A dynamic BIB entry this node had cooling before a restart (RFC 6888
+    /// REQ-8; docs/restart.md): made again without sessions, its port held
+    /// for the rest of its wait (`r.remaining_ms`, at most
+    /// `port_reuse_delay`; `r`'s remote fields are not read). Restore the
+    /// sessions first, then these, shortest wait first.
+    pub fn restore_cooling_bib(
+        &mut self,
+        r: &nat64::Replica,
+        now_ns: u64,
+    ) -> Result<(), nat64::ImportError> {
+        match self.nat64.as_mut() {
+            Some(n) => n.restore_cooling(r, now_ns),
+            None => Err(nat64::ImportError::NotNat64),
+        }
+    }
+
+    /// The dynamic BIB entries cooling (RFC 6888 REQ-8), each as a record
+    /// with no remote and its remaining wait (for the state file,
+    /// docs/restart.md). Allocates nothing; call it off the packet path.
+    pub fn walk_cooling_bib(&self, now_ns: u64, f: impl FnMut(nat64::Replica)) {
+        if let Some(n) = self.nat64.as_ref() {
+            n.walk_cooling(now_ns, f);
+        }
+    }
+
     /// [`Translator::import_replica`] of a record from node `peer`: an upsert
     /// marks its entry as restated only when `peer` owns its pool4 address,
     /// so that in a group of three or more a third node's stale replica

@@ -655,6 +655,59 @@ fn rfc6888_req8_port_reuse_delay() {
     );
 }
 
+/// RFC 6888 REQ-8 across a restart (docs/restart.md): a cooling entry
+/// walked out of one translator and restored into a new one holds its port
+/// for the rest of its wait (not the whole delay again), is not logged,
+/// takes no inbound traffic, and its owner revives it.
+#[test]
+fn rfc6888_req8_cooling_entry_kept_across_a_restart() {
+    let mut h = nat(|_| {});
+    assert_eq!(udp_out(&mut h, CLIENT6, 61010), 61010);
+    at(&mut h, 301); // the session ends at this tick: cooling until 421 s
+    h.now_ns = 350 * S;
+    let mut cooling = Vec::new();
+    h.t.walk_cooling_bib(h.now_ns, |r| cooling.push(r));
+    assert_eq!(cooling.len(), 1, "{cooling:?}");
+    let r = cooling[0];
+    assert_eq!(
+        (r.v6, r.port6, r.v4, r.port4),
+        (CLIENT6, 61010, POOL4, 61010)
+    );
+    assert_eq!(r.remaining_ms, 71_000);
+
+    // The new run: its own clock, the entry back with 71 s left.
+    let mut h = nat(|_| {});
+    h.t.restore_cooling_bib(&r, h.now_ns).unwrap();
+    h.t.restore_cooling_bib(&r, h.now_ns).unwrap(); // the same again: no change
+    assert_eq!(stats(&h).bib.udp, 1);
+    assert_eq!(stats(&h).sessions.udp, 0);
+    assert_eq!(
+        dropped(&mut h, &in4(SERVER4).udp(53, 61010, 10)),
+        DropReason::NoBibEntry,
+        "a cooling mapping takes no inbound traffic"
+    );
+    assert_ne!(
+        udp_out(&mut h, CLIENT_B, 61010),
+        61010,
+        "held for its subscriber"
+    );
+    at(&mut h, 70);
+    assert_eq!(stats(&h).bib.udp, 2, "still cooling at 70 s");
+    at(&mut h, 72);
+    let c = Ipv6Addr::new(0x2001, 0xdb8, 3, 0, 0, 0, 0, 1);
+    assert_eq!(
+        udp_out(&mut h, c, 61010),
+        61010,
+        "free after the rest of its wait"
+    );
+
+    // Its owner revives it, with its port.
+    let mut h = nat(|_| {});
+    h.t.restore_cooling_bib(&r, h.now_ns).unwrap();
+    assert_eq!(udp_out(&mut h, CLIENT6, 61010), 61010);
+    assert_eq!(stats(&h).bib.udp, 1);
+}
+
 #[test]
 fn rfc6888_cooling_mapping_is_revived_by_its_owner() {
     let mut h = nat(|_| {});

@@ -162,6 +162,8 @@ struct Saved {
     pool6: Option<Rfc6052Prefix>,
     unix_ms: u64,
     sessions: Vec<Replica>,
+    /// Dynamic BIB entries without sessions in their port-reuse wait.
+    cooling: Vec<Replica>,
 }
 
 /// A stopping worker's way to hand its tables over ([`crate::Worker::save`]).
@@ -189,11 +191,14 @@ impl SaveSlot {
                 None => break,
             }
         }
+        let mut cooling = Vec::new();
+        t.walk_cooling_bib(now_ns, |r| cooling.push(r));
         let saved = Saved {
             hash: config_hash(t, self.workers, self.sync.as_ref()),
             pool6: t.config().map.pool6,
             unix_ms: unix_ms(),
             sessions,
+            cooling,
         };
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = slots.get_mut(self.index) {
@@ -215,6 +220,7 @@ enum Outcome {
         age_ms: u64,
         expired: u64,
         total: usize,
+        cooling: usize,
     },
 }
 
@@ -229,9 +235,13 @@ pub(crate) struct Restart {
     /// runs; `Err`: another daemon holds it, and this one neither reads nor
     /// writes the file.
     lock: Result<Option<File>, ()>,
-    todo: Vec<Vec<Replica>>,
+    /// Each worker's share: sessions, then BIB entries cooling.
+    todo: Vec<(Vec<Replica>, Vec<Replica>)>,
     outcome: Outcome,
     imported: u64,
+    /// Cooling BIB entries restored, and refused (a conflict, a full table).
+    cooled: u64,
+    cool_refused: u64,
     refused: [u64; 5],
     made: usize,
     started: Instant,
@@ -267,6 +277,8 @@ impl Restart {
             todo: Vec::new(),
             outcome: Outcome::Absent,
             imported: 0,
+            cooled: 0,
+            cool_refused: 0,
             refused: [0; 5],
             made: 0,
             started: Instant::now(),
@@ -300,7 +312,7 @@ impl Restart {
             self.load(t);
         }
         let mut imported = Vec::new();
-        if let Some(todo) = self.todo.get_mut(index) {
+        if let Some((todo, cooling)) = self.todo.get_mut(index) {
             for r in std::mem::take(todo) {
                 match t.restore_replica(&r, now_ns) {
                     Ok(()) => {
@@ -308,6 +320,13 @@ impl Restart {
                         imported.push(r);
                     }
                     Err(e) => self.refused[refusal_index(e)] += 1,
+                }
+            }
+            // After the sessions, shortest wait first (as decoded).
+            for r in std::mem::take(cooling) {
+                match t.restore_cooling_bib(&r, now_ns) {
+                    Ok(()) => self.cooled += 1,
+                    Err(_) => self.cool_refused += 1,
                 }
             }
         }
@@ -327,7 +346,12 @@ impl Restart {
             self.outcome = Outcome::Locked;
             return;
         }
-        let max_records = u64::from(n.max_sessions).saturating_add(self.workers as u64);
+        // Sessions, and BIB entries (at most one per session, and the static
+        // ones) of which some may be cooling.
+        let max_records = u64::from(n.max_sessions)
+            .saturating_mul(2)
+            .saturating_add(n.static_bib.len() as u64)
+            .saturating_add(self.workers as u64);
         let bytes = match read_limited(&self.path, state_file::max_len(max_records)) {
             Ok(None) => return,
             Ok(Some(b)) => b,
@@ -347,8 +371,16 @@ impl Restart {
             Ok(r) => {
                 let block = n.port_block_size;
                 let workers = self.workers as u16;
-                self.todo = (0..self.workers).map(|_| Vec::new()).collect();
+                self.todo = (0..self.workers)
+                    .map(|_| (Vec::new(), Vec::new()))
+                    .collect();
                 let total = r.sessions.len();
+                let cooling = r.cooling.len();
+                for c in r.cooling {
+                    // A dynamic entry: the owner of its pool4 port.
+                    let w = port_owner(c.port4, block, workers);
+                    self.todo[usize::from(w).min(self.workers - 1)].1.push(c);
+                }
                 for s in r.sessions {
                     // The owner of its pool4 port, as for a peer's record;
                     // a static BIB entry's sessions, the owner of its IPv6
@@ -362,12 +394,13 @@ impl Restart {
                     } else {
                         port_owner(s.port4, block, workers)
                     };
-                    self.todo[usize::from(w).min(self.workers - 1)].push(s);
+                    self.todo[usize::from(w).min(self.workers - 1)].0.push(s);
                 }
                 self.outcome = Outcome::Read {
                     age_ms: r.age_ms,
                     expired: r.expired,
                     total,
+                    cooling,
                 };
                 self.set_aside(false);
             }
@@ -424,6 +457,7 @@ impl Restart {
                 age_ms,
                 expired,
                 total,
+                cooling,
             } => {
                 let refused: u64 = self.refused.iter().sum();
                 let mut why: Vec<String> = self
@@ -438,13 +472,18 @@ impl Restart {
                 }
                 info!(
                     "state: restored {} NAT64 sessions from {file} (written {}.{:03} s ago; {} \
-                     expired meanwhile; {} of {total} refused: {}) in {} ms",
+                     expired meanwhile; {} of {total} refused: {}{}) in {} ms",
                     self.imported,
                     age_ms / 1000,
                     age_ms % 1000,
                     expired,
                     refused,
                     why.join(", "),
+                    match (*cooling, self.cool_refused) {
+                        (0, _) => String::new(),
+                        (_, 0) => format!("; {} BIB entries cooling", self.cooled),
+                        (_, r) => format!("; {} BIB entries cooling, {r} refused", self.cooled),
+                    },
                     self.started.elapsed().as_millis()
                 );
             }
@@ -486,12 +525,21 @@ impl Restart {
         // never more than a session really had behind it (expiry late by
         // the walks' spread, some ms, at worst; never early).
         let written = all.iter().map(|s| s.unix_ms).max().unwrap_or_else(unix_ms);
-        let sessions: Vec<Replica> = all.into_iter().flat_map(|s| s.sessions).collect();
-        let bytes = state_file::encode(hash, written, &sessions, pool6.as_ref());
+        let mut sessions = Vec::new();
+        let mut cooling = Vec::new();
+        for s in all {
+            sessions.extend(s.sessions);
+            cooling.extend(s.cooling);
+        }
+        let bytes = state_file::encode(hash, written, &sessions, &cooling, pool6.as_ref());
         match write_atomic(&self.path, &bytes) {
             Ok(()) => info!(
-                "state: wrote {} NAT64 sessions to {file} ({} bytes) in {} ms",
+                "state: wrote {} NAT64 sessions{} to {file} ({} bytes) in {} ms",
                 sessions.len(),
+                match cooling.len() {
+                    0 => String::new(),
+                    n => format!(" and {n} BIB entries cooling"),
+                },
                 bytes.len(),
                 started.elapsed().as_millis()
             ),

@@ -21,6 +21,11 @@ pub enum Op {
     SessionRefresh = 3,
     /// A BIB entry left its cooling period; remote fields are zero.
     BibDelete = 4,
+    /// A dynamic BIB entry without sessions, waiting out its port-reuse
+    /// delay (RFC 6888 REQ-8); remote fields are zero, the lifetime is the
+    /// rest of the wait. Written to state files only (docs/restart.md);
+    /// never sent to a peer, which would ignore it.
+    BibCooling = 5,
 }
 
 /// Protocol of the mapping, as its IANA number on the IPv4 side.
@@ -135,6 +140,7 @@ impl Record {
             2 => Op::SessionDelete,
             3 => Op::SessionRefresh,
             4 => Op::BibDelete,
+            5 => Op::BibCooling,
             _ => return None,
         };
         let proto = match b[1] {
@@ -144,8 +150,8 @@ impl Record {
             _ => return None,
         };
         let tcp_state = TcpState::from_wire(b[2])?;
-        // Only a TCP session has a state; a BIB deletion has none.
-        let needs_state = proto == Proto::Tcp && op != Op::BibDelete;
+        // Only a TCP session has a state; a BIB entry has none.
+        let needs_state = proto == Proto::Tcp && !matches!(op, Op::BibDelete | Op::BibCooling);
         if needs_state != tcp_state.is_some() || b[3] != 0 || b[54] != 0 || b[55] != 0 {
             return None;
         }

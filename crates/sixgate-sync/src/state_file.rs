@@ -14,7 +14,10 @@
 //!  24     8    written at: milliseconds since the Unix epoch
 //!  32     8    record count n
 //!  40     56n  records: the sync protocol's SESSION_UPSERT record
-//!              (docs/ha.md, "Record"), lifetime = remaining ms when written
+//!              (docs/ha.md, "Record"), lifetime = remaining ms when written;
+//!              then BIB_COOLING records (op 5: a BIB entry without
+//!              sessions in its port-reuse wait, remote fields zero,
+//!              lifetime = the rest of the wait)
 //!  40+56n 32   SHA-256 of bytes 0 .. 40+56n
 //! ```
 //!
@@ -42,7 +45,8 @@ pub const TRAILER_LEN: usize = 32;
 /// set back, or the file is not ours); less counts as written now.
 pub const FUTURE_SLACK_MS: u64 = 60_000;
 
-/// The bytes of a state file holding `sessions`, written at
+/// The bytes of a state file holding `sessions` and the BIB entries
+/// `cooling` (RFC 6888 REQ-8; their remote fields are not read), written at
 /// `written_unix_ms` under a configuration whose hash is `config_hash`.
 /// `pool6` gives each remote's IPv6 form (as a sync record has it; zero
 /// without one).
@@ -50,9 +54,11 @@ pub fn encode(
     config_hash: u64,
     written_unix_ms: u64,
     sessions: &[Replica],
+    cooling: &[Replica],
     pool6: Option<&Rfc6052Prefix>,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN + sessions.len() * RECORD_LEN + TRAILER_LEN);
+    let n = sessions.len() + cooling.len();
+    let mut out = Vec::with_capacity(HEADER_LEN + n * RECORD_LEN + TRAILER_LEN);
     out.extend_from_slice(&MAGIC);
     out.push(VERSION);
     out.push(0);
@@ -60,7 +66,7 @@ pub fn encode(
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&config_hash.to_be_bytes());
     out.extend_from_slice(&written_unix_ms.to_be_bytes());
-    out.extend_from_slice(&(sessions.len() as u64).to_be_bytes());
+    out.extend_from_slice(&(n as u64).to_be_bytes());
     let mut b = [0u8; RECORD_LEN];
     for r in sessions {
         let mut rec = match pool6 {
@@ -73,6 +79,17 @@ pub fn encode(
             }
         };
         rec.op = Op::SessionUpsert;
+        rec.encode(&mut b);
+        out.extend_from_slice(&b);
+    }
+    for r in cooling {
+        let p = sixgate_core::addr::rfc6052::WELL_KNOWN_PREFIX;
+        let mut rec = tables::to_record(ReplicaOp::Upsert, r, &p);
+        rec.op = Op::BibCooling;
+        rec.tcp_state = None;
+        rec.v6_remote = Ipv6Addr::UNSPECIFIED;
+        rec.v4_remote = std::net::Ipv4Addr::UNSPECIFIED;
+        rec.remote_port = 0;
         rec.encode(&mut b);
         out.extend_from_slice(&b);
     }
@@ -121,8 +138,13 @@ pub struct Restored {
     pub age_ms: u64,
     /// The sessions still alive now, remaining lifetimes as of now.
     pub sessions: Vec<Replica>,
-    /// Sessions whose lifetime ran out meanwhile (left out).
+    /// Sessions (and cooling BIB entries) whose time ran out meanwhile
+    /// (left out).
     pub expired: u64,
+    /// Dynamic BIB entries still in their port-reuse wait (RFC 6888
+    /// REQ-8), remaining waits as of now, shortest first; remote fields
+    /// zero. Those whose wait ran out meanwhile are left out.
+    pub cooling: Vec<Replica>,
 }
 
 /// Why a state file is not read back. Its `Display` is the reason, for a
@@ -202,7 +224,7 @@ impl std::fmt::Display for Refused {
             Refused::BadHeader(why) => write!(f, "bad header: {why}"),
             Refused::TooMany { count, max } => write!(
                 f,
-                "claims {count} sessions, more than the tables hold ({max})"
+                "claims {count} records, more than the tables hold ({max})"
             ),
             Refused::TrailingBytes { len, expected } => write!(
                 f,
@@ -316,6 +338,8 @@ pub fn decode(bytes: &[u8], expect: &Expect) -> Result<Restored, Refused> {
     }
     // At most as many as the bytes hold (checked above).
     let mut sessions = Vec::with_capacity(count as usize);
+    let mut cooling = Vec::new();
+    let mut seen_cooling = false;
     let mut expired = 0;
     for (index, chunk) in bytes[HEADER_LEN..body].chunks_exact(RECORD_LEN).enumerate() {
         let index = index as u64;
@@ -325,7 +349,49 @@ pub fn decode(bytes: &[u8], expect: &Expect) -> Result<Restored, Refused> {
             index,
             why: "a field out of range",
         })?;
-        if rec.op != Op::SessionUpsert {
+        if rec.op == Op::BibCooling {
+            // Remote fields zero, and after every session.
+            if rec.v6_remote != Ipv6Addr::UNSPECIFIED
+                || !rec.v4_remote.is_unspecified()
+                || rec.remote_port != 0
+            {
+                return Err(Refused::BadRecord {
+                    index,
+                    why: "a cooling BIB entry with a remote",
+                });
+            }
+            if rec.lifetime_ms > record::MAX_LIFETIME_MS {
+                return Err(Refused::BadRecord {
+                    index,
+                    why: "lifetime out of range",
+                });
+            }
+            let mut r = Replica {
+                proto: match rec.proto {
+                    record::Proto::Tcp => sixgate_core::nat64::Proto::Tcp,
+                    record::Proto::Udp => sixgate_core::nat64::Proto::Udp,
+                    record::Proto::Icmp => sixgate_core::nat64::Proto::Icmp,
+                },
+                tcp_state: None,
+                remaining_ms: rec.lifetime_ms,
+                v6: rec.v6_host,
+                port6: rec.port6,
+                v4: rec.v4_pool,
+                port4: rec.port4,
+                remote4: rec.v4_remote,
+                rport: 0,
+            };
+            seen_cooling = true;
+            match u64::from(r.remaining_ms).checked_sub(age_ms) {
+                Some(left) if left > 0 => {
+                    r.remaining_ms = left as u32;
+                    cooling.push(r);
+                }
+                _ => expired += 1,
+            }
+            continue;
+        }
+        if rec.op != Op::SessionUpsert || seen_cooling {
             return Err(Refused::BadRecord {
                 index,
                 why: "not a session upsert",
@@ -351,10 +417,12 @@ pub fn decode(bytes: &[u8], expect: &Expect) -> Result<Restored, Refused> {
             _ => expired += 1,
         }
     }
+    cooling.sort_by_key(|r| r.remaining_ms);
     Ok(Restored {
         written_unix_ms,
         age_ms,
         sessions,
         expired,
+        cooling,
     })
 }

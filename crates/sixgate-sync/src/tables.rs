@@ -65,7 +65,7 @@ pub fn to_replica(rec: &Record) -> Option<(ReplicaOp, Replica)> {
     let op = match rec.op {
         Op::SessionUpsert | Op::SessionRefresh => ReplicaOp::Upsert,
         Op::SessionDelete => ReplicaOp::Delete,
-        Op::BibDelete => return None,
+        Op::BibDelete | Op::BibCooling => return None,
     };
     let proto = match rec.proto {
         Proto::Tcp => nat64::Proto::Tcp,

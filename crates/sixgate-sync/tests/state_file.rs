@@ -52,7 +52,13 @@ fn expect() -> Expect {
 }
 
 fn file() -> Vec<u8> {
-    encode(HASH, NOW - 2_000, &sessions(), Some(&WELL_KNOWN_PREFIX))
+    encode(
+        HASH,
+        NOW - 2_000,
+        &sessions(),
+        &[],
+        Some(&WELL_KNOWN_PREFIX),
+    )
 }
 
 #[test]
@@ -72,14 +78,68 @@ fn round_trip_keeps_every_session_less_the_downtime() {
         .collect();
     assert_eq!(r.sessions, want);
     // An empty table is a valid file too.
-    let empty = encode(HASH, NOW, &[], None);
+    let empty = encode(HASH, NOW, &[], &[], None);
     assert_eq!(empty.len(), HEADER_LEN + TRAILER_LEN);
     assert!(decode(&empty, &expect()).unwrap().sessions.is_empty());
 }
 
+/// RFC 6888 REQ-8 across a restart: BIB entries cooling come back after
+/// the sessions, with the rest of their wait less the downtime, shortest
+/// first; those whose wait ran out are left out; a cooling record with a
+/// remote, or a session after a cooling record, is refused.
+#[test]
+fn cooling_bib_entries_round_trip_less_the_downtime() {
+    let cool = |port: u16, ms: u32| Replica {
+        proto: Proto::Tcp,
+        tcp_state: None,
+        remaining_ms: ms,
+        v6: Ipv6Addr::new(0x2001, 0xdb8, 9, 0, 0, 0, 0, 1),
+        port6: port,
+        v4: Ipv4Addr::new(192, 0, 2, 1),
+        port4: port,
+        remote4: Ipv4Addr::UNSPECIFIED,
+        rport: 0,
+    };
+    let cooling = [cool(5000, 90_000), cool(5001, 1_500), cool(5002, 30_000)];
+    let bytes = encode(HASH, NOW - 2_000, &sessions(), &cooling, None);
+    assert_eq!(bytes.len(), HEADER_LEN + 53 * 56 + TRAILER_LEN);
+    let r = decode(&bytes, &expect()).unwrap();
+    assert_eq!(r.sessions.len(), 50);
+    let got: Vec<(u16, u32)> = r
+        .cooling
+        .iter()
+        .map(|c| (c.port4, c.remaining_ms))
+        .collect();
+    assert_eq!(got, [(5002, 28_000), (5000, 88_000)]);
+    assert!(
+        r.cooling
+            .iter()
+            .all(|c| c.tcp_state.is_none() && c.rport == 0)
+    );
+
+    // A cooling record with a remote port.
+    let mut bad = bytes.clone();
+    let at = HEADER_LEN + 50 * 56;
+    bad[at + 52] = 1;
+    state_file::reseal(&mut bad);
+    let err = decode(&bad, &expect()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "record 50: a cooling BIB entry with a remote"
+    );
+    // A session after a cooling record.
+    let mut bad = encode(HASH, NOW, &sessions()[..2], &cooling[..1], None);
+    let (a, b) = (HEADER_LEN + 56, HEADER_LEN + 2 * 56);
+    let (first, rest) = bad.split_at_mut(b);
+    first[a..b].swap_with_slice(&mut rest[..56]);
+    state_file::reseal(&mut bad);
+    let err = decode(&bad, &expect()).unwrap_err();
+    assert_eq!(err.to_string(), "record 2: not a session upsert");
+}
+
 #[test]
 fn sessions_that_expired_during_the_downtime_are_left_out() {
-    let bytes = encode(HASH, NOW - 59_500, &sessions(), None);
+    let bytes = encode(HASH, NOW - 59_500, &sessions(), &[], None);
     let r = decode(&bytes, &expect()).expect("accepted");
     // 60 000 ms left at writing: gone after 59.5 s? No: 500 ms left; the
     // first one is alive, all are.
@@ -87,7 +147,7 @@ fn sessions_that_expired_during_the_downtime_are_left_out() {
     let mut short = sessions();
     short[0].remaining_ms = 1_000;
     short[1].remaining_ms = 59_500;
-    let r = decode(&encode(HASH, NOW - 59_500, &short, None), &expect()).unwrap();
+    let r = decode(&encode(HASH, NOW - 59_500, &short, &[], None), &expect()).unwrap();
     assert_eq!(r.expired, 2);
     assert_eq!(r.sessions.len(), 48);
     assert_eq!(r.sessions[0].remaining_ms, short[2].remaining_ms - 59_500);
@@ -189,7 +249,7 @@ fn another_configuration_is_refused() {
 
 #[test]
 fn too_old_or_from_the_future_is_refused() {
-    let old = encode(HASH, NOW - 60_001, &sessions(), None);
+    let old = encode(HASH, NOW - 60_001, &sessions(), &[], None);
     let err = decode(&old, &expect()).unwrap_err();
     assert_eq!(
         err,
@@ -204,9 +264,9 @@ fn too_old_or_from_the_future_is_refused() {
         "{err}"
     );
     // Exactly the limit is still taken.
-    assert!(decode(&encode(HASH, NOW - 60_000, &[], None), &expect()).is_ok());
+    assert!(decode(&encode(HASH, NOW - 60_000, &[], &[], None), &expect()).is_ok());
     // A little ahead (clocks of a restart in a VM): age 0.
-    let ahead = encode(HASH, NOW + 5_000, &sessions(), None);
+    let ahead = encode(HASH, NOW + 5_000, &sessions(), &[], None);
     let r = decode(&ahead, &expect()).unwrap();
     assert_eq!(r.age_ms, 0);
     assert_eq!(r.sessions, sessions());
@@ -214,6 +274,7 @@ fn too_old_or_from_the_future_is_refused() {
         HASH,
         NOW + state_file::FUTURE_SLACK_MS + 1,
         &sessions(),
+        &[],
         None,
     );
     assert!(matches!(

@@ -16,7 +16,7 @@
 //!   snapshot are `replica_snapshot`'s.
 
 use super::Nat64;
-use super::bib::{Bib, COOLING, STATIC, proto_of};
+use super::bib::{Bib, COOL_LINK, COOLING, STATIC, proto_of};
 use super::config::Proto;
 use super::event::EventKind;
 use super::session::{CLASSES, ICMP, TCP_EST, TCP_SYN, TCP_TRANS, UDP};
@@ -337,54 +337,7 @@ impl Nat64 {
                 }
                 b
             }
-            None => {
-                if self.port_taken(p, v4, r.port4) {
-                    return Err(ImportError::Conflict);
-                }
-                // This IPv6 transport address mapped otherwise here: both
-                // stay if they can (`replica_conflict`).
-                let holder = self.bib_by6(p, v6, r.port6);
-                if let Some(h) = holder
-                    && !self.may_keep_both(h)
-                {
-                    self.bib_conflicts_refused += 1;
-                    return Err(ImportError::Conflict);
-                }
-                if self.bibs.is_full() || !self.session_room() || !self.subs.has_room_for(v6) {
-                    return Err(ImportError::TableFull);
-                }
-                // RFC 7422: the port lies in a block of its subscriber; here
-                // too no other subscriber may have that block.
-                if self.subs.blocks_on()
-                    && let Some(bi) = self.subs.block_of(p, v4, r.port4)
-                    && self.subs.find(v6) != Some(self.subs.blocks.get(bi).sub)
-                {
-                    return Err(ImportError::Conflict);
-                }
-                let entry = Bib {
-                    v6: v6.to_be_bytes(),
-                    v4,
-                    port6: r.port6,
-                    port4: r.port4,
-                    proto: p,
-                    flags: 0,
-                    sessions: NIL,
-                    cool: Link::NONE,
-                    cool_until: 0,
-                    mark: 0,
-                };
-                let b = self
-                    .bib_insert(entry, now_ns)
-                    .ok_or(ImportError::TableFull)?;
-                self.subs.port_taken(v6);
-                if self.subs.blocks_on() {
-                    self.import_block(p, v6, v4, r.port4, now_ns);
-                }
-                if let Some(h) = holder {
-                    self.keep_both(h, b);
-                }
-                b
-            }
+            None => self.import_bib(p, r, now_ns)?,
         };
         let s = match self.session_find(b, remote4, r.rport) {
             Some(s) => {
@@ -428,5 +381,126 @@ impl Nat64 {
         // at the next tick.
         self.held.session_made(p, (v4, r.port4, remote4, r.rport));
         Ok(b)
+    }
+    /// A dynamic BIB entry for record `r` (none exists at its IPv4 side),
+    /// with the import's checks: no other mapping holds the port, room in
+    /// the tables and the subscriber's share, and with RFC 7422 the port in
+    /// a block of its own subscriber.
+    fn import_bib(&mut self, p: u8, r: &Replica, now_ns: u64) -> Result<u32, ImportError> {
+        let (v6, v4) = (u128::from(r.v6), u32::from(r.v4));
+        if self.port_taken(p, v4, r.port4) {
+            return Err(ImportError::Conflict);
+        }
+        // This IPv6 transport address mapped otherwise here: both
+        // stay if they can (`replica_conflict`).
+        let holder = self.bib_by6(p, v6, r.port6);
+        if let Some(h) = holder
+            && !self.may_keep_both(h)
+        {
+            self.bib_conflicts_refused += 1;
+            return Err(ImportError::Conflict);
+        }
+        if self.bibs.is_full() || !self.session_room() || !self.subs.has_room_for(v6) {
+            return Err(ImportError::TableFull);
+        }
+        // RFC 7422: the port lies in a block of its subscriber; here
+        // too no other subscriber may have that block.
+        if self.subs.blocks_on()
+            && let Some(bi) = self.subs.block_of(p, v4, r.port4)
+            && self.subs.find(v6) != Some(self.subs.blocks.get(bi).sub)
+        {
+            return Err(ImportError::Conflict);
+        }
+        let entry = Bib {
+            v6: v6.to_be_bytes(),
+            v4,
+            port6: r.port6,
+            port4: r.port4,
+            proto: p,
+            flags: 0,
+            sessions: NIL,
+            cool: Link::NONE,
+            cool_until: 0,
+            mark: 0,
+        };
+        let b = self
+            .bib_insert(entry, now_ns)
+            .ok_or(ImportError::TableFull)?;
+        self.subs.port_taken(v6);
+        if self.subs.blocks_on() {
+            self.import_block(p, v6, v4, r.port4, now_ns);
+        }
+        if let Some(h) = holder {
+            self.keep_both(h, b);
+        }
+        Ok(b)
+    }
+
+    /// A dynamic BIB entry this node had cooling before a restart (RFC 6888
+    /// REQ-8, `port_reuse_delay`; docs/restart.md): made again, without
+    /// sessions, cooling for what `r.remaining_ms` says (at most the delay),
+    /// so that its port is not given to another subscriber sooner than
+    /// without the restart. Not logged (the run that made it did; its end is
+    /// logged here). One already at its IPv4 side for the same mapping (a
+    /// restored session made it) is left as it is.
+    pub(crate) fn restore_cooling(&mut self, r: &Replica, now_ns: u64) -> Result<(), ImportError> {
+        let now = self.now_ms(now_ns);
+        let (v6, v4, p) = (u128::from(r.v6), u32::from(r.v4), proto_byte(r.proto));
+        if self.workers > 1 && (!self.owns_subscriber(v6) || !self.owns_port(r.port4)) {
+            return Err(ImportError::WrongWorker);
+        }
+        if !self.in_pool4(v4) {
+            return Err(ImportError::NotInPool4);
+        }
+        if let Some(b) = self.bib_by4(p, v4, r.port4) {
+            let e = self.bibs.get(b);
+            return if e.v6 == v6.to_be_bytes() && e.port6 == r.port6 {
+                Ok(())
+            } else {
+                Err(ImportError::Conflict)
+            };
+        }
+        if self.port_reuse_ms == 0 {
+            return Ok(());
+        }
+        self.set_importing(true);
+        self.restoring = true;
+        let out = self.import_bib(p, r, now_ns).map(|b| {
+            let e = self.bibs.get_mut(b);
+            e.flags |= COOLING;
+            e.cool_until = now.wrapping_add(r.remaining_ms.min(self.port_reuse_ms));
+            // Restored before any entry starts cooling, shortest first: the
+            // list stays in order (or an entry ends late, never early).
+            self.cooling.push_back(&mut self.bibs.items, b, COOL_LINK);
+        });
+        self.restoring = false;
+        self.set_importing(false);
+        out
+    }
+
+    /// The dynamic BIB entries cooling (RFC 6888 REQ-8), as records with no
+    /// remote and their remaining wait, for the state file.
+    pub(crate) fn walk_cooling(&self, now_ns: u64, mut f: impl FnMut(Replica)) {
+        let now = self.peek_ms(now_ns);
+        let mut i = self.cooling.head;
+        while i != NIL {
+            let b = self.bibs.get(i);
+            let left = b.cool_until.wrapping_sub(now);
+            // Already due (the next tick frees it): nothing to keep.
+            if left > 0 && left <= self.port_reuse_ms {
+                f(Replica {
+                    proto: proto_of(b.proto),
+                    tcp_state: None,
+                    remaining_ms: left,
+                    v6: Ipv6Addr::from(b.v6),
+                    port6: b.port6,
+                    v4: Ipv4Addr::from(b.v4),
+                    port4: b.port4,
+                    remote4: Ipv4Addr::UNSPECIFIED,
+                    rport: 0,
+                });
+            }
+            i = b.cool.next;
+        }
     }
 }

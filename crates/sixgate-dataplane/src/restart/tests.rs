@@ -302,3 +302,62 @@ fn a_directory_at_the_path_is_refused_and_left_alone() {
     assert!(path.join("inside").exists());
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
+
+/// RFC 6888 REQ-8 across a restart: BIB entries whose sessions ended and
+/// that wait out their port-reuse delay are written after the sessions and
+/// come back to the worker that owns their port, still cooling (no session,
+/// their port held).
+#[test]
+fn cooling_bib_entries_come_back_to_their_owners() {
+    let path = scratch_file("cooling");
+    let cfg = config(300);
+    let mut ts = workers(&cfg);
+    let mut r = Restart::new(path.clone(), 2, None);
+    for (i, t) in ts.iter_mut().enumerate() {
+        r.restore(i, t, NOW);
+    }
+    for i in 0..10 {
+        let (w, s) = session(i);
+        ts[w].import_replica(ReplicaOp::Upsert, &s, NOW).unwrap();
+        // Half of them end: their BIB entries start cooling.
+        if i % 2 == 1 {
+            ts[w].import_replica(ReplicaOp::Delete, &s, NOW).unwrap();
+        }
+    }
+    let bibs = |ts: &[Translator]| -> u64 {
+        ts.iter()
+            .map(|t| {
+                let b = t.nat64_stats().bib;
+                b.tcp + b.udp + b.icmp
+            })
+            .sum()
+    };
+    assert_eq!(bibs(&ts), 10);
+    for (i, t) in ts.iter().enumerate() {
+        r.save_slot(i).save(t, NOW);
+    }
+    r.write();
+    drop(r); // its lock on the file, as the process's exit
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 40 + 10 * 56 + 32);
+
+    let mut ts = workers(&cfg);
+    let mut r = Restart::new(path.clone(), 2, None);
+    for (i, t) in ts.iter_mut().enumerate() {
+        r.restore(i, t, NOW);
+    }
+    match &r.outcome {
+        Outcome::Read { total, cooling, .. } => assert_eq!((*total, *cooling), (5, 5)),
+        _ => panic!("{}", refused_why(&r)),
+    }
+    assert_eq!((r.imported, r.cooled, r.cool_refused), (5, 5, 0));
+    assert_eq!(bibs(&ts), 10, "the cooling entries hold their ports again");
+    for t in &ts {
+        let mut c = 0;
+        t.walk_cooling_bib(NOW, |_| c += 1);
+        assert_eq!(
+            c,
+            t.nat64_stats().bib.tcp + t.nat64_stats().bib.udp - sessions_of(t).len() as u64
+        );
+    }
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
