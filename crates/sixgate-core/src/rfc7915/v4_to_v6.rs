@@ -4,7 +4,7 @@ use super::icmp_informational;
 use super::icmp_map::{self, v4 as icmp4};
 use super::{fragment, icmp_fragments, icmp_v4_to_v6, transport};
 use crate::checksum;
-use crate::config::UdpZeroChecksum;
+use crate::config::{Config, UdpZeroChecksum};
 use crate::icmp_error::{self, Owed};
 use crate::mapt;
 use crate::nat64::early_fragments;
@@ -103,7 +103,7 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
     // RFC 1812 §5.3.7: addresses no router forwards, one test for both.
     let (src4, dst4) = (u32::from_be_bytes(h.src), u32::from_be_bytes(h.dst));
     if ipv4::may_be_never_forwarded(src4, dst4)
-        && let Some(r) = never_forwarded(h.src, h.dst, icmp_error)
+        && let Some(r) = never_forwarded(&t.cfg, src4, dst4, icmp_error)
     {
         return Verdict::Dropped(r);
     }
@@ -385,13 +385,15 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
 /// RFC 1812 §5.3.7 / RFC 7915 §4.1: which of the two addresses no router
 /// forwards, if it matters: an ICMPv4 error from an illegal unicast source still
 /// crosses, for troubleshooting (RFC 6791 gives it an IPv6 source if it maps to
-/// none).
+/// none). 240.0.0.0/4 as `class_e` says.
 #[cold]
 #[inline(never)]
-fn never_forwarded(src: [u8; 4], dst: [u8; 4], icmp_error: bool) -> Option<DropReason> {
-    if ipv4::is_bad_destination(dst) {
+fn never_forwarded(cfg: &Config, src4: u32, dst4: u32, icmp_error: bool) -> Option<DropReason> {
+    if cfg.never_forwarded(dst4) {
         Some(DropReason::BadDestination)
-    } else if ipv4::is_bad_source(src) && !(icmp_error && ipv4::is_error_source_allowed(src)) {
+    } else if cfg.never_forwarded(src4)
+        && !(icmp_error && ipv4::is_error_source_allowed(src4.to_be_bytes()))
+    {
         Some(DropReason::BadSource)
     } else {
         None

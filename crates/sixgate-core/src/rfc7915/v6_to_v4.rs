@@ -525,6 +525,7 @@ fn identification(
 
 /// RFC 1812 §5.3.7: a destination no router forwards to is dropped; so is such
 /// a source, but for an ICMPv6 error, which takes an RFC 6791 source instead.
+/// 240.0.0.0/4 as `class_e` says.
 #[cold]
 #[inline(never)]
 fn never_forwarded(
@@ -534,9 +535,9 @@ fn never_forwarded(
     icmp_error: bool,
     src6: &[u8; 16],
 ) -> Result<u32, DropReason> {
-    if ipv4::never_forwarded(dst4) {
+    if t.cfg.never_forwarded(dst4) {
         Err(DropReason::BadDestination)
-    } else if !ipv4::never_forwarded(src4) {
+    } else if !t.cfg.never_forwarded(src4) {
         Ok(src4)
     } else if icmp_error {
         Ok(rfc6791_source(t, src6))
