@@ -4,7 +4,7 @@ use super::icmp_informational;
 use super::icmp_map::{self, v4 as icmp4};
 use super::{fragment, icmp_fragments, icmp_v4_to_v6, transport};
 use crate::checksum;
-use crate::config::{Config, UdpZeroChecksum};
+use crate::config::UdpZeroChecksum;
 use crate::icmp_error::{self, Owed};
 use crate::mapt;
 use crate::nat64::early_fragments;
@@ -103,7 +103,7 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
     // RFC 1812 §5.3.7: addresses no router forwards, one test for both.
     let (src4, dst4) = (u32::from_be_bytes(h.src), u32::from_be_bytes(h.dst));
     if ipv4::may_be_never_forwarded(src4, dst4)
-        && let Some(r) = never_forwarded(&t.cfg, src4, dst4, icmp_error)
+        && let Some(r) = never_forwarded(t, h.src, h.dst, icmp_error)
     {
         return Verdict::Dropped(r);
     }
@@ -388,11 +388,17 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
 /// none). 240.0.0.0/4 as `class_e` says.
 #[cold]
 #[inline(never)]
-fn never_forwarded(cfg: &Config, src4: u32, dst4: u32, icmp_error: bool) -> Option<DropReason> {
-    if cfg.never_forwarded(dst4) {
+fn never_forwarded(
+    t: &Translator,
+    src: [u8; 4],
+    dst: [u8; 4],
+    icmp_error: bool,
+) -> Option<DropReason> {
+    let cfg = &t.cfg;
+    if cfg.never_forwarded(u32::from_be_bytes(dst)) {
         Some(DropReason::BadDestination)
-    } else if cfg.never_forwarded(src4)
-        && !(icmp_error && ipv4::is_error_source_allowed(src4.to_be_bytes()))
+    } else if cfg.never_forwarded(u32::from_be_bytes(src))
+        && !(icmp_error && ipv4::is_error_source_allowed(src))
     {
         Some(DropReason::BadSource)
     } else {
