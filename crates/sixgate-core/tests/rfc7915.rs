@@ -941,6 +941,45 @@ fn rfc6052_s3_1_well_known_prefix_refuses_non_global() {
     h.one(&input);
 }
 
+/// 192.0.0.0/29 (DS-Lite B4 addresses, RFC 6333; the IPv4 Service Continuity
+/// Prefix of RFC 7335; Global = False in the IANA IPv4 Special-Purpose Address
+/// Registry, RFC 6890, as all of 192.0.0.0/24 but .9 and .10): no
+/// address a router must refuse (RFC 1812 §5.3.7), so under a
+/// network-specific pool6 it translates both ways; under the Well-Known
+/// Prefix RFC 6052 §3.1 ("MUST NOT" embed non-global addresses, translators
+/// "MUST ... drop") refuses it both ways (`wkp_non_global`, answered
+/// "administratively prohibited", RFC 7915 §4.4 / §5.4) unless `wkp_strict`
+/// is off.
+#[test]
+fn rfc6052_s3_1_ds_lite_192_0_0_0_29_refused_only_under_the_well_known_prefix() {
+    let b4: Ipv4Addr = "192.0.0.2".parse().unwrap();
+    let global: Ipv4Addr = "8.8.8.8".parse().unwrap();
+    let packets = |p: sixgate_core::addr::Rfc6052Prefix| {
+        [
+            Ip4::new(b4, global).udp(1, 2, 8),
+            Ip4::new(global, b4).udp(1, 2, 8),
+            Ip6::new(p.embed(b4), p.embed(global)).udp(1, 2, 8),
+            Ip6::new(p.embed(global), p.embed(b4)).udp(1, 2, 8),
+        ]
+    };
+    let nsp = common::pool6();
+    let mut h = Harness::new(sixgate_core::Config::with_pool6(Some(nsp)));
+    for p in packets(nsp) {
+        h.one(&p);
+    }
+    let wkp = sixgate_core::addr::Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap();
+    let mut cfg = sixgate_core::Config::with_pool6(Some(wkp));
+    let mut h = Harness::new(cfg.clone());
+    for p in packets(wkp) {
+        assert_eq!(h.run(&p).0, Verdict::Replied(DropReason::WkpNonGlobal));
+    }
+    cfg.map.wkp_strict = false;
+    let mut h = Harness::new(cfg);
+    for p in packets(wkp) {
+        h.one(&p);
+    }
+}
+
 #[test]
 fn rfc7757_s4_hairpin_intrinsic() {
     let mut h = Harness::sample();
