@@ -6,7 +6,6 @@
 //! usage: nat64_loop {udp,tcp}_{6to4,4to6} [ITERATIONS]
 
 #[path = "../benches/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use common::nat64::{NatBench, config};
