@@ -125,5 +125,21 @@ pub(crate) fn wkp_with_lab_ipv4(
     }
 }
 
+/// `class_e = "translate"` with pool6 the Well-Known Prefix: RFC 6052 §3.1
+/// still refuses 240/4 there (it is not global), so only EAM entries can
+/// reach it.
+pub(crate) fn class_e_under_the_well_known_prefix(cx: &Cx<'_>, cfg: &Config, span: Range<usize>) {
+    if cfg.map.pool6 == Some(WELL_KNOWN_PREFIX) && cfg.map.wkp_strict {
+        cx.warn(
+            span,
+            "class_e = \"translate\": 240.0.0.0/4 is not global, so pool6 64:ff9b::/96 \
+             cannot carry it (RFC 6052 §3.1) and such packets are still dropped \
+             (wkp_non_global) unless an EAM entry maps them; use a network-specific prefix \
+             as pool6, or wkp_strict = false"
+                .to_owned(),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests;

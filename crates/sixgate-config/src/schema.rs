@@ -85,6 +85,7 @@ pub const TRANSLATOR_KEYS: &[&str] = &[
     "ipv6_mtu",
     "mtu_plateaus",
     "udp_zero_checksum",
+    "class_e",
     "decrement_hop_limit",
     "icmp_errors_per_sec",
     "icmp_error_burst",
@@ -129,6 +130,8 @@ pub struct TranslatorSection {
     pub mtu_plateaus: Option<Spanned<Vec<Spanned<i64>>>>,
     /// "compute" | "drop" (RFC 7915 §4.5).
     pub udp_zero_checksum: Option<Spanned<String>>,
+    /// "drop" | "translate": 240.0.0.0/4 (RFC 1812 §5.3.7).
+    pub class_e: Option<Spanned<String>>,
     /// Decrement TTL / Hop Limit.
     pub decrement_hop_limit: Option<bool>,
     /// ICMP error token bucket rate.

@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use sixgate_core::Config;
 use sixgate_core::addr::Eam;
-use sixgate_core::config::{DEFAULT_MTU_PLATEAUS, HairpinMode, UdpZeroChecksum};
+use sixgate_core::config::{ClassE, DEFAULT_MTU_PLATEAUS, HairpinMode, UdpZeroChecksum};
 
 use super::*;
 use crate::schema::{
@@ -114,6 +114,9 @@ fn defaults_match_core() {
     assert_eq!(c.lowest_ipv6_mtu, 1280);
     assert_eq!(c.mtu_plateaus, DEFAULT_MTU_PLATEAUS.to_vec());
     assert_eq!(c.udp_zero_checksum, UdpZeroChecksum::Compute);
+    // RFC 1812 §5.3.7: the switch "MUST default to performing the checks".
+    assert_eq!(c.class_e, ClassE::Drop);
+    assert_eq!(c.class_e, d.class_e);
     assert!(c.decrement_hop_limit);
     assert_eq!(c.icmp_errors_per_sec, 100);
     assert_eq!(c.icmp_error_burst, 50);
@@ -189,6 +192,28 @@ fn daemon_and_tun_unknown_keys_and_types() {
 fn syntax_error_has_position() {
     err_at(&with("hairpin = \"off"), 5, 15, &["invalid basic string"]);
     err_at(&with("= 3"), 5, 1, &[]);
+}
+
+/// RFC 1812 §5.3.7: `class_e` takes "drop" or "translate"; anything else is
+/// an error at the value that names both.
+#[test]
+fn rfc1812_s5_3_7_class_e_values() {
+    assert_eq!(ok(&with("class_e = \"drop\"")).config.class_e, ClassE::Drop);
+    let l = ok(&with("class_e = \"translate\""));
+    assert_eq!(l.config.class_e, ClassE::Translate);
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    err_at(
+        &with("class_e = \"forward\""),
+        5,
+        11,
+        &[
+            "class_e",
+            "\"forward\"",
+            "\"drop\" or \"translate\"",
+            "RFC 1812 §5.3.7",
+        ],
+    );
+    err_at(&with("class_e = true"), 5, 11, &["class_e", "invalid type"]);
 }
 
 #[test]
@@ -293,6 +318,7 @@ pub(crate) fn example_value(key: &str) -> &'static str {
         "ipv6_mtu" => "1500",
         "mtu_plateaus" => "[1500, 1280]",
         "udp_zero_checksum" => r#""drop""#,
+        "class_e" => r#""translate""#,
         "decrement_hop_limit" => "false",
         "icmp_errors_per_sec" => "10",
         "icmp_error_burst" => "5",
@@ -371,6 +397,7 @@ fn key_list_matches_schema() {
         ipv6_mtu,
         mtu_plateaus,
         udp_zero_checksum,
+        class_e,
         decrement_hop_limit,
         icmp_errors_per_sec,
         icmp_error_burst,
@@ -393,6 +420,7 @@ fn key_list_matches_schema() {
         ipv6_mtu.is_some(),
         mtu_plateaus.is_some(),
         udp_zero_checksum.is_some(),
+        class_e.is_some(),
         decrement_hop_limit.is_some(),
         icmp_errors_per_sec.is_some(),
         icmp_error_burst.is_some(),

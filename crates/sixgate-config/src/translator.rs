@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use sixgate_core::Config;
 use sixgate_core::addr::{Eam, EamError, Rfc6052Prefix};
-use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
+use sixgate_core::config::{ClassE, HairpinMode, UdpZeroChecksum};
 use toml::Spanned;
 
 use crate::ConfigError;
@@ -222,6 +222,26 @@ pub(crate) fn section(
                     ));
                 }
             };
+            Ok(())
+        });
+    }
+    if let Some(c) = &t.class_e {
+        cx.check(|| {
+            cfg.class_e = match c.get_ref().as_str() {
+                "drop" => ClassE::Drop,
+                "translate" => ClassE::Translate,
+                _ => {
+                    return Err(cx.bad(
+                        "class_e",
+                        c,
+                        "unknown policy",
+                        "\"drop\" or \"translate\" (240.0.0.0/4, RFC 1812 §5.3.7)",
+                    ));
+                }
+            };
+            if cfg.class_e == ClassE::Translate {
+                crate::lint::class_e_under_the_well_known_prefix(cx, &cfg, c.span());
+            }
             Ok(())
         });
     }

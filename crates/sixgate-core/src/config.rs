@@ -16,6 +16,21 @@ pub enum UdpZeroChecksum {
     Drop,
 }
 
+/// RFC 1812 §5.3.7: what to do with a packet whose source or destination is in
+/// 240.0.0.0/4 ("Class E", reserved by RFC 1112 §4), 255.255.255.255 aside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ClassE {
+    /// Drop it as no router forwards it (`bad_source` / `bad_destination`):
+    /// RFC 1812 §5.3.7 lets a router switch the check off, but "it MUST
+    /// default to performing the checks".
+    #[default]
+    Drop,
+    /// Translate it like any unicast address (networks that number hosts in
+    /// 240/4). The limited broadcast 255.255.255.255 is still dropped, and so is
+    /// 240/4 embedded in the Well-Known Prefix (RFC 6052 §3.1, `wkp_strict`).
+    Translate,
+}
+
 /// RFC 7757 §4: how packets from an EAM'd IPv6 address to an EAM'd IPv4 address return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum HairpinMode {
@@ -69,6 +84,9 @@ pub struct Config {
     pub mtu_plateaus: Vec<u16>,
     /// RFC 7915 §4.5 policy for zero UDP checksums.
     pub udp_zero_checksum: UdpZeroChecksum,
+    /// RFC 1812 §5.3.7 for 240.0.0.0/4, in both directions and for the packet
+    /// an ICMP error quotes (RFC 7915 §4.3, §5.3).
+    pub class_e: ClassE,
     /// Decrement TTL / Hop Limit (RFC 7915 §4.1/§5.1). Off only for a translator that
     /// sits on a host, not a router.
     pub decrement_hop_limit: bool,
@@ -104,6 +122,18 @@ impl Config {
         usize::from(self.ipv6_mtu.map_or(lowest, |m| m.min(lowest)))
     }
 
+    /// RFC 1812 §5.3.7 as configured: true if no router forwards from or to
+    /// `a` (host order), [`ipv4::never_forwarded`] but with 240.0.0.0/4
+    /// forwarded under [`ClassE::Translate`]. Off the hot path: callers ask
+    /// [`ipv4::may_be_never_forwarded`] first.
+    ///
+    /// [`ipv4::never_forwarded`]: crate::packet::ipv4::never_forwarded
+    /// [`ipv4::may_be_never_forwarded`]: crate::packet::ipv4::may_be_never_forwarded
+    #[inline]
+    pub fn never_forwarded(&self, a: u32) -> bool {
+        crate::packet::ipv4::never_forwarded_unless_class_e(a, self.class_e == ClassE::Translate)
+    }
+
     /// A configuration with the given pool6 and every other value at its default.
     pub fn with_pool6(pool6: Option<Rfc6052Prefix>) -> Self {
         let icmp_source_v6 = pool6
@@ -128,6 +158,7 @@ impl Config {
             ipv6_mtu: None,
             mtu_plateaus: DEFAULT_MTU_PLATEAUS.to_vec(),
             udp_zero_checksum: UdpZeroChecksum::default(),
+            class_e: ClassE::default(),
             decrement_hop_limit: true,
             icmp_errors_per_sec: 100,
             icmp_error_burst: 50,

@@ -218,6 +218,8 @@ fn v6_candidate(cfg: &Config, ip: &[u8]) -> bool {
     let (Ok(src4), Ok(dst4)) = (src4, cfg.map.map_v6(dst6)) else {
         return false;
     };
+    // RFC 1812 §5.3.7, strict whatever `class_e` says: 240/4 goes up to the
+    // core, which translates or drops it as configured.
     if ipv4::is_bad_source(src4.to_be_bytes()) || ipv4::is_bad_destination(dst4.to_be_bytes()) {
         return false;
     }
@@ -239,6 +241,7 @@ fn v4_candidate(cfg: &Config, ip: &[u8]) -> bool {
         [ip[12], ip[13], ip[14], ip[15]],
         [ip[16], ip[17], ip[18], ip[19]],
     );
+    // As in v6_candidate: 240/4 is the core's, whatever `class_e` says.
     if ipv4::is_bad_source(src) || ipv4::is_bad_destination(dst) {
         return false;
     }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use sixgate_core::config::{HairpinMode, UdpZeroChecksum};
+use sixgate_core::config::{ClassE, HairpinMode, UdpZeroChecksum};
 use sixgate_core::{DropReason, Verdict};
 use sixgate_testkit::{Family, Ip4, Ip6, L4, proto, split_v4, split_v6, truncate};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -941,6 +941,45 @@ fn rfc6052_s3_1_well_known_prefix_refuses_non_global() {
     h.one(&input);
 }
 
+/// 192.0.0.0/29 (DS-Lite B4 addresses, RFC 6333; the IPv4 Service Continuity
+/// Prefix of RFC 7335; Global = False in the IANA IPv4 Special-Purpose Address
+/// Registry, RFC 6890, as all of 192.0.0.0/24 but .9 and .10): no
+/// address a router must refuse (RFC 1812 §5.3.7), so under a
+/// network-specific pool6 it translates both ways; under the Well-Known
+/// Prefix RFC 6052 §3.1 ("MUST NOT" embed non-global addresses, translators
+/// "MUST ... drop") refuses it both ways (`wkp_non_global`, answered
+/// "administratively prohibited", RFC 7915 §4.4 / §5.4) unless `wkp_strict`
+/// is off.
+#[test]
+fn rfc6052_s3_1_ds_lite_192_0_0_0_29_refused_only_under_the_well_known_prefix() {
+    let b4: Ipv4Addr = "192.0.0.2".parse().unwrap();
+    let global: Ipv4Addr = "8.8.8.8".parse().unwrap();
+    let packets = |p: sixgate_core::addr::Rfc6052Prefix| {
+        [
+            Ip4::new(b4, global).udp(1, 2, 8),
+            Ip4::new(global, b4).udp(1, 2, 8),
+            Ip6::new(p.embed(b4), p.embed(global)).udp(1, 2, 8),
+            Ip6::new(p.embed(global), p.embed(b4)).udp(1, 2, 8),
+        ]
+    };
+    let nsp = common::pool6();
+    let mut h = Harness::new(sixgate_core::Config::with_pool6(Some(nsp)));
+    for p in packets(nsp) {
+        h.one(&p);
+    }
+    let wkp = sixgate_core::addr::Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap();
+    let mut cfg = sixgate_core::Config::with_pool6(Some(wkp));
+    let mut h = Harness::new(cfg.clone());
+    for p in packets(wkp) {
+        assert_eq!(h.run(&p).0, Verdict::Replied(DropReason::WkpNonGlobal));
+    }
+    cfg.map.wkp_strict = false;
+    let mut h = Harness::new(cfg);
+    for p in packets(wkp) {
+        h.one(&p);
+    }
+}
+
 #[test]
 fn rfc7757_s4_hairpin_intrinsic() {
     let mut h = Harness::sample();
@@ -1298,6 +1337,143 @@ fn rfc7915_s4_3_s5_3_quoted_never_forwarded_address_dropped() {
         h.run(&v6_error_from(ROUTER_V6_EAM, 1, 0, [0; 4], &inner)).0,
         Verdict::Dropped(DropReason::IcmpInnerUntranslatable)
     );
+}
+
+/// RFC 1812 §5.3.7: "A router MAY have a switch that allows the network
+/// manager to disable these checks. If such a switch is provided, it MUST
+/// default to performing the checks." `class_e = "translate"` is that switch
+/// for 240.0.0.0/4 alone: such an address translates as a source and as a
+/// destination, IPv4 → IPv6 and IPv6 → IPv4, and in the packet an ICMP error
+/// quotes (RFC 7915 §4.3, §5.3: judged as the outer packet would be).
+/// 255.255.255.255 (limited broadcast) and the other blocks stay dropped.
+#[test]
+fn rfc1812_s5_3_7_class_e_translate_knob_both_directions() {
+    let mut cfg = sample_config();
+    cfg.class_e = ClassE::Translate;
+    let mut h = Harness::new(cfg);
+    let pool6 = |a: Ipv4Addr| -> Ipv6Addr { common::pool6().embed(a) };
+    for a in ["240.0.0.0", "240.0.0.1", "250.1.2.3", "255.255.255.254"] {
+        let v4: Ipv4Addr = a.parse().unwrap();
+        // IPv4 → IPv6, source and destination.
+        let s = view(&h.one(&Ip4::new(v4, CLIENT4).udp(1, 2, 8)));
+        assert_eq!(
+            (s.src, s.dst),
+            (IpAddr::V6(pool6(v4)), IpAddr::V6(CLIENT6)),
+            "{a}"
+        );
+        let s = view(&h.one(&Ip4::new(CLIENT4, v4).udp(1, 2, 8)));
+        assert_eq!(
+            (s.src, s.dst),
+            (IpAddr::V6(CLIENT6), IpAddr::V6(pool6(v4))),
+            "{a}"
+        );
+        // IPv6 → IPv4: the address embedded in pool6.
+        let s = view(&h.one(&Ip6::new(pool6(v4), CLIENT6).udp(1, 2, 8)));
+        assert_eq!((s.src, s.dst), (IpAddr::V4(v4), IpAddr::V4(CLIENT4)), "{a}");
+        let s = view(&h.one(&Ip6::new(CLIENT6, pool6(v4)).udp(1, 2, 8)));
+        assert_eq!((s.src, s.dst), (IpAddr::V4(CLIENT4), IpAddr::V4(v4)), "{a}");
+        // §4.3 / §5.3: an error quoting such a packet translates too.
+        let inner = Ip4::new(CLIENT4, v4).udp(1, 2, 8);
+        let s = view(&h.one(&v4_error(3, 1, [0; 4], &inner)));
+        assert_eq!(s.dst, IpAddr::V6(CLIENT6), "{a}");
+        let inner = Ip6::new(pool6(v4), CLIENT6).udp(1, 2, 8);
+        let s = view(&h.one(&v6_error_from(ROUTER_V6_EAM, 1, 0, [0; 4], &inner)));
+        assert_eq!(s.dst, IpAddr::V4(SERVER4), "{a}");
+    }
+    for a in [
+        "255.255.255.255",
+        "224.0.0.1",
+        "127.0.0.1",
+        "0.0.0.1",
+        "169.254.1.1",
+    ] {
+        let v4: Ipv4Addr = a.parse().unwrap();
+        let bad_source = Verdict::Dropped(DropReason::BadSource);
+        let bad_destination = Verdict::Dropped(DropReason::BadDestination);
+        assert_eq!(
+            h.run(&Ip4::new(v4, CLIENT4).udp(1, 2, 8)).0,
+            bad_source,
+            "{a}"
+        );
+        assert_eq!(
+            h.run(&Ip4::new(CLIENT4, v4).udp(1, 2, 8)).0,
+            bad_destination,
+            "{a}"
+        );
+        assert_eq!(
+            h.run(&Ip6::new(pool6(v4), CLIENT6).udp(1, 2, 8)).0,
+            bad_source,
+            "{a}"
+        );
+        assert_eq!(
+            h.run(&Ip6::new(CLIENT6, pool6(v4)).udp(1, 2, 8)).0,
+            bad_destination,
+            "{a}"
+        );
+        let inner = Ip4::new(CLIENT4, v4).udp(1, 2, 8);
+        assert_eq!(
+            h.run(&v4_error(3, 1, [0; 4], &inner)).0,
+            Verdict::Dropped(DropReason::IcmpInnerUntranslatable),
+            "{a}"
+        );
+        let inner = Ip6::new(pool6(v4), CLIENT6).udp(1, 2, 8);
+        assert_eq!(
+            h.run(&v6_error_from(ROUTER_V6_EAM, 1, 0, [0; 4], &inner)).0,
+            Verdict::Dropped(DropReason::IcmpInnerUntranslatable),
+            "{a}"
+        );
+    }
+}
+
+/// `class_e` changes on a reload (`Translator::reconfigure`), both ways.
+#[test]
+fn rfc1812_s5_3_7_class_e_follows_a_reload() {
+    let mut h = Harness::sample();
+    let p = Ip4::new("240.1.2.3".parse().unwrap(), CLIENT4).udp(1, 2, 8);
+    assert_eq!(h.run(&p).0, Verdict::Dropped(DropReason::BadSource));
+    let mut cfg = h.t.config().clone();
+    cfg.class_e = ClassE::Translate;
+    h.t.reconfigure(std::sync::Arc::new(cfg.clone())).unwrap();
+    assert_eq!(h.run(&p).0, Verdict::Translated);
+    cfg.class_e = ClassE::Drop;
+    h.t.reconfigure(std::sync::Arc::new(cfg)).unwrap();
+    assert_eq!(h.run(&p).0, Verdict::Dropped(DropReason::BadSource));
+}
+
+/// RFC 1812 §5.3.7 switched off for 240/4 does not switch off RFC 6052 §3.1:
+/// under the Well-Known Prefix 240/4 is not global (IANA registry,
+/// "Reserved", Global = False), so with `wkp_strict` a packet from or to it
+/// is still refused (`wkp_non_global`, answered "administratively
+/// prohibited", §4.4 / §5.4) in both directions. By default IPv4 → IPv6 is
+/// `bad_source` / `bad_destination`, asked before the prefix; IPv6 → IPv4
+/// asks after mapping, so the prefix refuses it first (`wkp_non_global`).
+#[test]
+fn rfc6052_s3_1_class_e_translate_under_the_well_known_prefix() {
+    let wkp = sixgate_core::addr::Rfc6052Prefix::new("64:ff9b::".parse().unwrap(), 96).unwrap();
+    let class_e: Ipv4Addr = "240.0.0.1".parse().unwrap();
+    let global: Ipv4Addr = "8.8.8.8".parse().unwrap();
+    let packets = [
+        Ip4::new(class_e, global).udp(1, 2, 8),
+        Ip4::new(global, class_e).udp(1, 2, 8),
+        Ip6::new(wkp.embed(class_e), wkp.embed(global)).udp(1, 2, 8),
+        Ip6::new(wkp.embed(global), wkp.embed(class_e)).udp(1, 2, 8),
+    ];
+    let mut cfg = sixgate_core::Config::with_pool6(Some(wkp));
+    cfg.class_e = ClassE::Translate;
+    let mut h = Harness::new(cfg);
+    for p in &packets {
+        assert_eq!(h.run(p).0, Verdict::Replied(DropReason::WkpNonGlobal));
+    }
+    let mut h = Harness::new(sixgate_core::Config::with_pool6(Some(wkp)));
+    let want = [
+        Verdict::Dropped(DropReason::BadSource),
+        Verdict::Dropped(DropReason::BadDestination),
+        Verdict::Replied(DropReason::WkpNonGlobal),
+        Verdict::Replied(DropReason::WkpNonGlobal),
+    ];
+    for (i, p) in packets.iter().enumerate() {
+        assert_eq!(h.run(p).0, want[i], "{i}");
+    }
 }
 
 /// §4.1 / §5.1 Protocol and Next Header, outer and quoted alike: a number that

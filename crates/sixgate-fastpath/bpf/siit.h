@@ -202,6 +202,8 @@ static __always_inline int routed_to_slow_path(hook_ctx *ctx, const struct confi
 // --- address checks, as sixgate_core::fastpath ---
 
 // RFC 1812 §5.3.7, RFC 3927 §7 (sixgate_core::packet::ipv4::is_never_forwarded).
+// Strict whatever [translator] class_e says: a packet from or to 240.0.0.0/4
+// is passed up, and the core translates or drops it as configured.
 static __always_inline int never_forwarded(const __u8 *a)
 {
 	return a[0] == 0 || a[0] == 127 || (a[0] == 169 && a[1] == 254) || a[0] >= 224;

@@ -92,3 +92,32 @@ fn check_reports_every_error_in_file_order() {
     assert!(matches!(d, Checked::Dns64(_)));
     assert!(d.describe().starts_with("DNS64 only"));
 }
+
+/// RFC 6052 §3.1 still refuses 240/4 under the Well-Known Prefix with
+/// `wkp_strict`, so `class_e = "translate"` there warns; under a
+/// network-specific prefix, or with wkp_strict = false, it does not.
+#[test]
+fn rfc6052_s3_1_class_e_translate_with_the_well_known_prefix_warns() {
+    let w = warnings(&format!(
+        "{NAT64}class_e = \"translate\"\n[nat64]\npool4 = [\"203.0.113.1\"]\n"
+    ));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with(
+            "t.toml:3:11: warning: class_e = \"translate\": 240.0.0.0/4 is not global"
+        ),
+        "{w:?}"
+    );
+    for text in [
+        format!(
+            "{NAT64}pool6 = \"2001:db8:64::/96\"\nclass_e = \"translate\"\n\
+             [nat64]\npool4 = [\"203.0.113.1\"]\n"
+        ),
+        format!(
+            "{NAT64}wkp_strict = false\nclass_e = \"translate\"\n\
+             [nat64]\npool4 = [\"203.0.113.1\"]\n"
+        ),
+    ] {
+        assert!(warnings(&text).is_empty(), "{text}");
+    }
+}

@@ -116,6 +116,8 @@ pub fn entries(cfg: &Config, r: &Replica) -> Option<Entries> {
     if n.pool4.iter().any(|p| p.contains(remote4)) {
         return None;
     }
+    // RFC 1812 §5.3.7, strict: a remote in 240/4 (`class_e = "translate"`)
+    // stays on the slow path.
     if ipv4::is_bad_destination(r.remote4.octets()) || ipv4::is_bad_source(r.remote4.octets()) {
         return None;
     }

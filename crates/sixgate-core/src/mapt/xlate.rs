@@ -134,7 +134,11 @@ fn frag_key4(p: &Ipv4Packet) -> [u64; 3] {
     ]
 }
 
-/// 6→4 (`data` is the whole IPv6 packet).
+/// 6→4 (`data` is the whole IPv6 packet). Inlined into its one caller, the
+/// MAP-T instance of `rfc7915::v6_to_v4::run`: since that grew (the host
+/// multicast test, 2026-12-04) LLVM called it instead, ~80 instructions more
+/// per MAP-T BR packet (docs/perf-log/2026-12-04.md).
+#[inline(always)]
 pub(crate) fn v6_to_v4(
     t: &mut Translator,
     data: &[u8],

@@ -195,6 +195,14 @@ pub fn never_forwarded(a: u32) -> bool {
     (NEVER_FIRST_OCTET[(o >> 6) as usize] >> (o & 63)) & 1 != 0 || a >> 16 == 0xa9fe
 }
 
+/// [`never_forwarded`], but with 240.0.0.0/4 forwarded when `class_e` is set
+/// (RFC 1812 §5.3.7 lets an operator switch the check off; `[translator]
+/// class_e`). 255.255.255.255, the limited broadcast, never is.
+#[inline]
+pub fn never_forwarded_unless_class_e(a: u32, class_e: bool) -> bool {
+    never_forwarded(a) && !(class_e && a >> 28 == 0xf && a != u32::MAX)
+}
+
 /// First octets that may be [`never_forwarded`]: 0, 127, 169, 224–255.
 static SUSPECT_FIRST_OCTET: [bool; 256] = {
     let mut t = [false; 256];
@@ -281,6 +289,15 @@ mod tests {
                 assert_eq!(is_never_forwarded(a), want, "{a:?}");
                 let x = u32::from_be_bytes(a);
                 assert!(!want || may_be_never_forwarded(x, 0x0102_0304), "{a:?}");
+            }
+        }
+        // `class_e = "translate"`: RFC 1812 §5.3.7's switch, 240/4 only.
+        for o in 0..=255u8 {
+            for b in [0u8, 255] {
+                let x = u32::from_be_bytes([o, b, 255, 255]);
+                assert_eq!(never_forwarded_unless_class_e(x, false), never_forwarded(x));
+                let want = never_forwarded(x) && (o < 240 || x == u32::MAX);
+                assert_eq!(never_forwarded_unless_class_e(x, true), want, "{x:#x}");
             }
         }
         assert!(is_error_source_allowed([127, 0, 0, 1]));

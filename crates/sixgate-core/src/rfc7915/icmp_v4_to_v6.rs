@@ -11,6 +11,7 @@ use super::mtu;
 use super::transport;
 use super::v4_to_v6::Outer6;
 use crate::checksum;
+use crate::config::Config;
 use crate::icmp_error::ICMPV6_ERROR_MAX;
 use crate::nat64::packet::rewrite_port;
 use crate::nat64::xlate::InnerTo6;
@@ -108,7 +109,7 @@ fn translate<const MULTIPART: bool>(
         // §4.3: the quoted packet is judged as the outer one would be (§4.1):
         // a protocol number with no IPv6 meaning, or an address no router
         // forwards, could not have been translated, so nothing quoting it is.
-        None if quoted_untranslatable(&qh) => return Verdict::Dropped(Inner),
+        None if quoted_untranslatable(&t.cfg, &qh) => return Verdict::Dropped(Inner),
         None => {
             let map = &t.cfg.map;
             // RFC 7757 §4.3, Appendix B: in a hairpinned error the quoted
@@ -224,17 +225,20 @@ fn translate<const MULTIPART: bool>(
     Verdict::Translated
 }
 
-/// The outer packet's rules (§4.1; RFC 1812 §5.3.7) applied to a quoted one.
+/// The outer packet's rules (§4.1; RFC 1812 §5.3.7, 240/4 as `class_e` says)
+/// applied to a quoted one.
 #[inline(always)]
-fn quoted_untranslatable(qh: &ipv4::Ipv4Header) -> bool {
+fn quoted_untranslatable(cfg: &Config, qh: &ipv4::Ipv4Header) -> bool {
     ipv6::is_untranslatable_protocol_v4(qh.proto)
-        || ipv4::may_be_never_forwarded_octets(qh.src[0], qh.dst[0]) && quoted_never_forwarded(qh)
+        || ipv4::may_be_never_forwarded_octets(qh.src[0], qh.dst[0])
+            && quoted_never_forwarded(cfg, qh)
 }
 
 #[cold]
 #[inline(never)]
-fn quoted_never_forwarded(qh: &ipv4::Ipv4Header) -> bool {
-    ipv4::is_never_forwarded(qh.src) || ipv4::is_never_forwarded(qh.dst)
+fn quoted_never_forwarded(cfg: &Config, qh: &ipv4::Ipv4Header) -> bool {
+    cfg.never_forwarded(u32::from_be_bytes(qh.src))
+        || cfg.never_forwarded(u32::from_be_bytes(qh.dst))
 }
 
 /// The rest-of-header byte at ICMP header offset `at` (4..8).

@@ -80,7 +80,7 @@ pub(crate) fn translate_error(
     let (s4, d4) = (u32::from_be_bytes(qsrc), u32::from_be_bytes(qdst));
     if ipv6::is_untranslatable_protocol_v6(q.proto)
         || ipv4::may_be_never_forwarded(s4, d4)
-            && (ipv4::never_forwarded(s4) || ipv4::never_forwarded(d4))
+            && (t.cfg.never_forwarded(s4) || t.cfg.never_forwarded(d4))
     {
         return Verdict::Dropped(Inner);
     }

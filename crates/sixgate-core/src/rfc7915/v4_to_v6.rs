@@ -103,7 +103,7 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
     // RFC 1812 §5.3.7: addresses no router forwards, one test for both.
     let (src4, dst4) = (u32::from_be_bytes(h.src), u32::from_be_bytes(h.dst));
     if ipv4::may_be_never_forwarded(src4, dst4)
-        && let Some(r) = never_forwarded(h.src, h.dst, icmp_error)
+        && let Some(r) = never_forwarded(t, h.src, h.dst, icmp_error)
     {
         return Verdict::Dropped(r);
     }
@@ -385,13 +385,21 @@ fn run<const HAIRPIN: bool, const MAPT: bool>(
 /// RFC 1812 §5.3.7 / RFC 7915 §4.1: which of the two addresses no router
 /// forwards, if it matters: an ICMPv4 error from an illegal unicast source still
 /// crosses, for troubleshooting (RFC 6791 gives it an IPv6 source if it maps to
-/// none).
+/// none). 240.0.0.0/4 as `class_e` says.
 #[cold]
 #[inline(never)]
-fn never_forwarded(src: [u8; 4], dst: [u8; 4], icmp_error: bool) -> Option<DropReason> {
-    if ipv4::is_bad_destination(dst) {
+fn never_forwarded(
+    t: &Translator,
+    src: [u8; 4],
+    dst: [u8; 4],
+    icmp_error: bool,
+) -> Option<DropReason> {
+    let cfg = &t.cfg;
+    if cfg.never_forwarded(u32::from_be_bytes(dst)) {
         Some(DropReason::BadDestination)
-    } else if ipv4::is_bad_source(src) && !(icmp_error && ipv4::is_error_source_allowed(src)) {
+    } else if cfg.never_forwarded(u32::from_be_bytes(src))
+        && !(icmp_error && ipv4::is_error_source_allowed(src))
+    {
         Some(DropReason::BadSource)
     } else {
         None

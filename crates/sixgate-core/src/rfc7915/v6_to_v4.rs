@@ -96,16 +96,13 @@ fn run<const MAPT: bool>(
         let r = DropReason::UnknownProtocol;
         return icmp_error::prohibited_v6(t, pkt.data(), scratch, now_ns, r, quiet);
     }
-    // Before the source check: MLD reports come from :: until the host has
-    // its link-local address.
-    if ipv6::is_host_link_multicast(&h.src, &h.dst) {
-        return Verdict::Dropped(DropReason::HostMulticast);
-    }
-    if ipv6::is_multicast(&h.src) || ipv6::is_unspecified_or_loopback(&h.src) {
-        return Verdict::Dropped(DropReason::BadSource);
-    }
-    if ipv6::is_multicast(&h.dst) {
-        return Verdict::Dropped(DropReason::BadDestination);
+    // One test on the way for the three reasons below (the host's own
+    // multicast is to a multicast group).
+    if ipv6::is_multicast(&h.dst)
+        || ipv6::is_multicast(&h.src)
+        || ipv6::is_unspecified_or_loopback(&h.src)
+    {
+        return Verdict::Dropped(bad_address(&h.src, &h.dst));
     }
 
     // §5.1 TTL: the translator is a router; Hop Limit 1 expires here.
@@ -523,8 +520,25 @@ fn identification(
     }
 }
 
+/// Which of the IPv6 addresses no router forwards: the host's own link-scope
+/// multicast first (MLD reports come from :: until the host has its
+/// link-local address), then the source (multicast, ::, ::1), then a
+/// multicast destination.
+#[cold]
+#[inline(never)]
+fn bad_address(src: &[u8; 16], dst: &[u8; 16]) -> DropReason {
+    if ipv6::is_host_link_multicast(src, dst) {
+        DropReason::HostMulticast
+    } else if ipv6::is_multicast(src) || ipv6::is_unspecified_or_loopback(src) {
+        DropReason::BadSource
+    } else {
+        DropReason::BadDestination
+    }
+}
+
 /// RFC 1812 §5.3.7: a destination no router forwards to is dropped; so is such
 /// a source, but for an ICMPv6 error, which takes an RFC 6791 source instead.
+/// 240.0.0.0/4 as `class_e` says.
 #[cold]
 #[inline(never)]
 fn never_forwarded(
@@ -534,9 +548,9 @@ fn never_forwarded(
     icmp_error: bool,
     src6: &[u8; 16],
 ) -> Result<u32, DropReason> {
-    if ipv4::never_forwarded(dst4) {
+    if t.cfg.never_forwarded(dst4) {
         Err(DropReason::BadDestination)
-    } else if !ipv4::never_forwarded(src4) {
+    } else if !t.cfg.never_forwarded(src4) {
         Ok(src4)
     } else if icmp_error {
         Ok(rfc6791_source(t, src6))

@@ -20,8 +20,9 @@ use aya::programs::TestRunOptions;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestRunner};
 use sixgate_core::addr::{Eam, Rfc6052Prefix};
+use sixgate_core::config::ClassE;
 use sixgate_core::fastpath::is_fast_path_candidate;
-use sixgate_core::{Config, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
+use sixgate_core::{Config, DropReason, HEADROOM, PacketBuf, Scratch, Translator, Verdict};
 use sixgate_fastpath::{FastPath, Hook};
 use sixgate_testkit::{Ip4, Ip6};
 
@@ -265,7 +266,7 @@ fn vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
     bad_csum[10] ^= 0x55;
     let mut plen0 = p6().raw(59, &[]);
     plen0[4..6].copy_from_slice(&[0, 0]);
-    vec![
+    let mut v = vec![
         // RFC 7915 §5.1, §5.5: IPv6 → IPv4.
         (
             "rfc7915_s5_1 UDP, DF=0 and a flow ID (≤ 1260)",
@@ -506,6 +507,35 @@ fn vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
             Ip4::new(a4(H4), a4([255; 4])).udp(1, 2, 8),
             false,
         ),
+    ];
+    v.extend(class_e_vectors());
+    v
+}
+
+/// RFC 1812 §5.3.7, 240.0.0.0/4 (`class_e`): the program passes every one up
+/// whatever the setting, and the core drops or translates it as set.
+fn class_e_vectors() -> Vec<(&'static str, Vec<u8>, bool)> {
+    vec![
+        (
+            "rfc1812_s5_3_7 class E source 240.0.0.1, 4 to 6 (slow)",
+            Ip4::new(a4([240, 0, 0, 1]), a4(V6_AS_V4)).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 class E destination 250.1.2.3, 4 to 6 (slow)",
+            Ip4::new(a4(H4), a4([250, 1, 2, 3])).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 class E source 255.255.255.254, 6 to 4 (slow)",
+            Ip6::new(in_pool6([255, 255, 255, 254]), h4_as_v6()).udp(1, 2, 8),
+            false,
+        ),
+        (
+            "rfc1812_s5_3_7 class E destination 240.0.0.1, 6 to 4 (slow)",
+            Ip6::new(h6(), in_pool6([240, 0, 0, 1])).udp(1, 2, 8),
+            false,
+        ),
     ]
 }
 
@@ -656,6 +686,9 @@ fn configuration_keys_are_followed() {
     ));
     c.map.wkp_strict = true;
     variants.push(("RFC 6052 §3.1 Well-Known Prefix, strict", c));
+    let mut c = sample_config();
+    c.class_e = ClassE::Translate;
+    variants.push(("class_e = \"translate\" (RFC 1812 §5.3.7)", c));
     for (name, cfg) in variants {
         let wkp = cfg.map.pool6.is_some_and(|p| p.is_well_known());
         let Some(mut bed) = Bed::new(cfg) else {
@@ -663,6 +696,16 @@ fn configuration_keys_are_followed() {
         };
         for (what, ip, _) in vectors() {
             bed.check(&format!("{name}: {what}"), &ip);
+        }
+        // 240/4 goes up either way; the core answers as `class_e` says
+        // (under the WKP the vectors' pool6 is not the configured one).
+        for (what, ip, _) in class_e_vectors().into_iter().filter(|_| !wkp) {
+            let want = match bed.cfg.class_e {
+                ClassE::Translate => Verdict::Translated,
+                ClassE::Drop if what.contains("source") => Verdict::Dropped(DropReason::BadSource),
+                ClassE::Drop => Verdict::Dropped(DropReason::BadDestination),
+            };
+            assert_eq!(bed.core(&ip).0, want, "{name}: {what}");
         }
         if wkp {
             // Under the WKP the sample addresses are non-global: all slow;
