@@ -577,6 +577,87 @@ fn rfc6146_s3_5_icmpv4_error_matched_to_outbound_session() {
     assert_eq!(stats(&h).bib.total(), 1);
 }
 
+/// Issue 28: an independent NAT64 vector got two outputs (an IPv4 packet
+/// and an ICMPv6 one) for one ICMP error. RFC 6146 §3.5: an ICMP error
+/// matched to a session is translated, "one ... packet" out per packet in
+/// (RFC 7915 §4.2/§5.2); one that cannot be translated is dropped, and an
+/// ICMP error is never answered with another (RFC 4443 §2.4 (e), RFC 1122
+/// §3.2.2). Every ICMPv4 and ICMPv6 error type and code we translate or
+/// drop, about UDP, TCP and Echo sessions, quoted short and long (cut to
+/// 576 / 1280, RFC 4884 extension or not), gives at most one packet, of the
+/// other family, or a drop with none.
+#[test]
+fn rfc6146_s3_5_every_icmp_error_gives_at_most_one_packet() {
+    let mut h = nat(|_| {});
+    let udp = udp_out(&mut h, CLIENT6, 5000);
+    let tcp = handshake(&mut h);
+    let echo = h.one(&out6(CLIENT6, SERVER6).echo_request(77, 1, 8));
+    let ident = match view(&echo).l4 {
+        L4::Icmp { rest, .. } => u16::from_be_bytes([rest[0], rest[1]]),
+        _ => unreachable!(),
+    };
+    let (mut cases, mut translated) = (0, 0);
+    for len in [8usize, 600, 1400] {
+        // The IPv4 side's errors quote what we sent there.
+        let out4 = [
+            Ip4::new(POOL4, SERVER4).udp(udp, 53, len),
+            Ip4::new(POOL4, SERVER4).tcp(tcp, 80, len),
+            Ip4::new(POOL4, SERVER4).echo_request(ident, 1, len),
+        ];
+        // The IPv6 side's, what we sent there.
+        let out6_ = [
+            Ip6::new(SERVER6, CLIENT6).udp(53, 5000, len),
+            Ip6::new(SERVER6, CLIENT6).tcp(80, 40000, len),
+            Ip6::new(SERVER6, CLIENT6).echo_reply(77, 1, len),
+        ];
+        for q in &out4 {
+            for (ty, codes) in [(3u8, 0u8..16), (11, 0..2), (12, 0..3)] {
+                for code in codes {
+                    for rest in [[0u8; 4], [0, 0, 0x05, 0xdc], [4, 0, 0, 0]] {
+                        let err = Ip4::new(ROUTER4, POOL4).icmp_error(ty, code, rest, q);
+                        let (v, out) = h.run_unchecked(&err);
+                        cases += 1;
+                        assert!(
+                            out.len() <= 1,
+                            "ICMPv4 {ty}/{code} {rest:?} len {len}: {v:?}, {} out",
+                            out.len()
+                        );
+                        if let [p] = &out[..] {
+                            assert_eq!(view(p).family, Family::V6, "ICMPv4 {ty}/{code}");
+                            translated += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for q in &out6_ {
+            for (ty, codes) in [(1u8, 0u8..7), (2, 0..1), (3, 0..2), (4, 0..3)] {
+                for code in codes {
+                    for rest in [[0u8; 4], [0, 0, 0x05, 0x00], [0, 0, 0, 6]] {
+                        let err = out6(CLIENT6, SERVER6).icmp_error(ty, code, rest, q);
+                        let (v, out) = h.run_unchecked(&err);
+                        cases += 1;
+                        assert!(
+                            out.len() <= 1,
+                            "ICMPv6 {ty}/{code} {rest:?} len {len}: {v:?}, {} out",
+                            out.len()
+                        );
+                        if let [p] = &out[..] {
+                            assert_eq!(view(p).family, Family::V4, "ICMPv6 {ty}/{code}");
+                            translated += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 3 * (3 * 21 * 3 + 3 * 13 * 3));
+    // Most are translated (the rest: codes RFC 7915 drops, rate limits
+    // do not apply to translated errors).
+    assert!(translated > cases / 2, "{translated} of {cases}");
+    println!("{translated} of {cases} ICMP errors translated, one packet each");
+}
+
 #[test]
 fn rfc6146_s3_5_icmpv6_error_matched_to_inbound_session() {
     let mut h = nat(|_| {});
