@@ -129,14 +129,14 @@ impl Gateway {
             } else if dev.offload == Offload::Tcp {
                 warn!(device = %dev.name, "UDP segmentation offload refused by the kernel (needs Linux 6.2); TCP offloads only");
             }
-            // The fast path before the routes: from the first packet the
-            // kernel routes into the device, the program is there. (Loading
-            // and attaching need the privileges dropped below.)
             // What a stopped run handed over (docs/restart.md, "With the
             // fast path"): its program goes on until the workers are ready.
             let handover_dir =
                 sixgate_fastpath::handover::dir_for(&loaded.daemon.fastpath_pin_dir, &dev.name);
             let mut handed = sixgate_fastpath::handover::HandedOver::find(&handover_dir);
+            // The fast path before the routes: from the first packet the
+            // kernel routes into the device, the program is there. (Loading
+            // and attaching need the privileges dropped below.)
             let (mut fastpath, fastpath_off) =
                 match fastpath::start(loaded, &plan.config, &dev.name, &mut handed) {
                     Ok(fp) => (fp, None),
