@@ -237,6 +237,28 @@ pub(crate) fn section(cx: &Cx<'_>, d: DaemonSection) -> Result<DaemonSettings, C
             Ok(())
         });
     }
+    // Valid but without effect: a warning (crate::lint's kind).
+    if let Some(v) = &d.fastpath_handover
+        && out.fastpath_handover > 0
+    {
+        let why = match (out.dataplane, out.fastpath) {
+            (Dataplane::Xdp, _) => {
+                Some("the AF_XDP data plane (dataplane = \"xdp\") has no fast path")
+            }
+            (_, FastPathMode::Off) => Some("fastpath = \"off\""),
+            _ => None,
+        };
+        if let Some(why) = why {
+            cx.warn(
+                v.span(),
+                format!(
+                    "fastpath_handover = {}: nothing is handed over at a stop: {why} \
+                     (docs/restart.md)",
+                    out.fastpath_handover
+                ),
+            );
+        }
+    }
     if let Some(p) = &d.fastpath_pin_dir {
         cx.check(|| {
             let path = p.get_ref();

@@ -239,3 +239,52 @@ fn key_state_file() {
         &["state_file", "invalid type"],
     );
 }
+
+/// docs/config.md `fastpath_handover`: 0–600 seconds; a warning where
+/// nothing would be handed over.
+#[test]
+fn key_fastpath_handover_and_pin_dir() {
+    let l = ok(&in_section("daemon", "fastpath_handover = 10"));
+    assert_eq!(l.daemon.fastpath_handover, 10);
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    assert_eq!(
+        l.daemon.fastpath_pin_dir,
+        std::path::Path::new("/sys/fs/bpf/sixgate")
+    );
+    assert_eq!(ok(&in_section("daemon", "")).daemon.fastpath_handover, 0);
+    err_at(
+        &in_section("daemon", "fastpath_handover = 601"),
+        6,
+        21,
+        &["fastpath_handover = 601", "from 0 to 600"],
+    );
+    for (extra, why) in [
+        ("fastpath = \"off\"", "fastpath = \"off\""),
+        ("dataplane = \"xdp\"", "AF_XDP data plane"),
+    ] {
+        let l = ok(&format!(
+            "{}[xdp]\nipv6_interface = \"eth6\"\nipv4_interface = \"eth4\"\n",
+            in_section("daemon", &format!("{extra}\nfastpath_handover = 10"))
+        ));
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        let w = l.warnings[0].to_string();
+        assert!(
+            w.contains("nothing is handed over") && w.contains(why),
+            "{w}"
+        );
+    }
+    let l = ok(&in_section(
+        "daemon",
+        "fastpath_pin_dir = \"/run/sixgate-bpf\"",
+    ));
+    assert_eq!(
+        l.daemon.fastpath_pin_dir,
+        std::path::Path::new("/run/sixgate-bpf")
+    );
+    err_at(
+        &in_section("daemon", "fastpath_pin_dir = \"bpf\""),
+        6,
+        20,
+        &["fastpath_pin_dir", "not an absolute path"],
+    );
+}
