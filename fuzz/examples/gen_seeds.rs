@@ -673,6 +673,15 @@ fn seeds_state_file() -> Vec<(String, Vec<u8>)> {
             }
         })
         .collect();
+    let cooling: Vec<Replica> = sessions[3..6]
+        .iter()
+        .map(|r| Replica {
+            tcp_state: None,
+            remote4: Ipv4Addr::UNSPECIFIED,
+            rport: 0,
+            ..*r
+        })
+        .collect();
     let (hash, at) = (sixgate_fuzz::STATE_HASH, sixgate_fuzz::STATE_WRITTEN);
     let file = |knobs: u8, bytes: Vec<u8>| {
         let mut v = vec![knobs];
@@ -683,20 +692,25 @@ fn seeds_state_file() -> Vec<(String, Vec<u8>)> {
     vec![
         (
             "valid".into(),
-            file(0, encode(hash, at, &sessions, Some(&pool6))),
+            file(0, encode(hash, at, &sessions, &[], Some(&pool6))),
         ),
         (
             "valid_30s_later".into(),
-            file(2 | (30 << 2), encode(hash, at, &sessions, None)),
+            file(2 | (30 << 2), encode(hash, at, &sessions, &[], None)),
         ),
-        ("empty".into(), file(0, encode(hash, at, &[], None))),
+        ("empty".into(), file(0, encode(hash, at, &[], &[], None))),
         (
             "resealed".into(),
-            file(1, encode(hash, at, &sessions[..2], None)),
+            file(1, encode(hash, at, &sessions[..2], &[], None)),
         ),
         (
             "other_config".into(),
-            file(0, encode(hash ^ 1, at, &sessions, None)),
+            file(0, encode(hash ^ 1, at, &sessions, &[], None)),
+        ),
+        (
+            // RFC 6888 REQ-8: BIB entries cooling after the sessions.
+            "cooling".into(),
+            file(0, encode(hash, at, &sessions[..3], &cooling, None)),
         ),
     ]
 }
