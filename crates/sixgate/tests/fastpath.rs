@@ -313,10 +313,14 @@ fn ping_and_http_both_ways_mostly_on_the_fast_path() {
     assert!(slow > 0, "the fragmented pings took the workers");
     // Both directions of pings and transfers took it…
     assert!(c.v6to4 >= 3 && c.v4to6 >= 3, "{c:?}");
-    // … and it carried the bulk: the TUN device saw only the rest.
+    // … and it carried the bulk: the TUN device saw only the rest (the
+    // fragmented pings, and the GSO super-packets whose short last segment
+    // would leave with another DF than the others, which the core
+    // segments: how many depends on how TCP coalesced under the host's
+    // load, 15 to 55 here against 430 to 500 on the fast path).
     let fast = c.v6to4 + c.v4to6;
     assert!(
-        fast >= 10 * into_tun.max(1),
+        fast >= 5 * into_tun.max(1),
         "fast path {fast} packets, TUN device {into_tun}"
     );
     // The program forwarded them itself (docs/fastpath.md, "Forwarding"):
