@@ -9,10 +9,11 @@
 //! sessions into the new program's maps. Whatever it does not take over it
 //! releases: the old program leaves those interfaces.
 
-use std::os::unix::fs::DirBuilderExt;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use aya::programs::links::PinnedLink;
+use aya::programs::links::{FdLink, PinnedLink};
 
 use crate::Hook;
 
@@ -30,11 +31,13 @@ pub fn dir_for(root: &Path, device: &str) -> PathBuf {
 /// `BPF_FS_MAGIC`: `statfs`'s type of a bpf file system.
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
 
-/// Make `dir` (mode 0700) while privileged, for the stop to pin into, and
-/// give it to `owner` (`[daemon] user`), who pins at the stop. Refused
-/// when it is not on a bpf file system (under `ip netns exec`, which mounts
-/// a sysfs of its own, `/sys/fs/bpf` is not).
-pub fn prepare_dir(dir: &Path, owner: Option<(u32, u32)>) -> Result<(), String> {
+/// Make `dir` (mode 0700) while privileged, for the stop to pin into, give
+/// it to `owner` (`[daemon] user`), who pins at the stop, and open it: the
+/// stop pins through `/proc/self/fd/N` ([`pin_path`]), since a user cannot
+/// even look into `/sys/fs/bpf` (mode 1700 root). Refused when it is not on
+/// a bpf file system (under `ip netns exec`, which mounts a sysfs of its
+/// own, `/sys/fs/bpf` is not).
+pub fn prepare_dir(dir: &Path, owner: Option<(u32, u32)>) -> Result<OwnedFd, String> {
     let parent = dir.parent().unwrap_or(dir);
     let mut up = parent;
     // The nearest existing ancestor tells the file system.
@@ -57,7 +60,19 @@ pub fn prepare_dir(dir: &Path, owner: Option<(u32, u32)>) -> Result<(), String> 
         std::os::unix::fs::chown(dir, Some(uid), Some(gid))
             .map_err(|e| format!("cannot give {} to [daemon] user: {e}", dir.display()))?;
     }
-    Ok(())
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+        .map(OwnedFd::from)
+        .map_err(|e| format!("cannot open {}: {e}", dir.display()))
+}
+
+/// The directory [`prepare_dir`] opened, as a path this process can pin
+/// into whatever user it runs as: `/proc/self/fd/N` (a process may always
+/// follow its own descriptors; only the directory's own mode is checked).
+pub fn pin_path(dir: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()))
 }
 
 fn on_bpf_fs(path: &Path) -> bool {
@@ -81,10 +96,16 @@ pub(crate) fn pin_name(hook: Hook, interface: &str) -> String {
     format!("{tag}-{interface}")
 }
 
-/// The links a stopped run left pinned for this start.
+/// The links a stopped run left pinned for this start, unpinned at once
+/// (while privileged: [`HandedOver::find`] runs before the privilege drop):
+/// this process's descriptors hold them, so the old program goes on until
+/// they are taken over or dropped, and a crash of this start releases them.
 #[derive(Default)]
 pub struct HandedOver {
-    links: Vec<(Hook, String, PathBuf, PinnedLink)>,
+    links: Vec<(Hook, String, FdLink)>,
+    /// Pins that could not be removed (no permission): they keep their link,
+    /// whatever this process does with it.
+    pub stuck: Vec<PathBuf>,
 }
 
 impl HandedOver {
@@ -106,8 +127,15 @@ impl HandedOver {
                 _ => continue,
             };
             let path = dir.join(&name);
-            if let Ok(link) = PinnedLink::from_pin(&path) {
-                found.links.push((hook, iface.to_owned(), path, link));
+            if let Ok(pinned) = PinnedLink::from_pin(&path) {
+                let link = match std::fs::remove_file(&path) {
+                    Ok(()) => FdLink::from(pinned),
+                    Err(_) => {
+                        found.stuck.push(path);
+                        FdLink::from(pinned)
+                    }
+                };
+                found.links.push((hook, iface.to_owned(), link));
             }
         }
         found
@@ -120,30 +148,26 @@ impl HandedOver {
 
     /// The interfaces with a link, of either hook.
     pub fn interfaces(&self) -> impl Iterator<Item = &str> {
-        self.links.iter().map(|(_, i, _, _)| i.as_str())
+        self.links.iter().map(|(_, i, _)| i.as_str())
     }
 
-    /// The link of `hook` on `interface`, to take over, and its pin's path.
-    pub(crate) fn take(&mut self, hook: Hook, interface: &str) -> Option<(PathBuf, PinnedLink)> {
+    /// The link of `hook` on `interface`, to take over.
+    pub(crate) fn take(&mut self, hook: Hook, interface: &str) -> Option<FdLink> {
         let at = self
             .links
             .iter()
-            .position(|(h, i, _, _)| *h == hook && i == interface)?;
-        let (_, _, path, link) = self.links.swap_remove(at);
-        Some((path, link))
+            .position(|(h, i, _)| *h == hook && i == interface)?;
+        Some(self.links.swap_remove(at).2)
     }
 
-    /// Remove the pins of what was not taken over (each link detaches as its
-    /// pin goes, its program with it); the directory stays for the next
-    /// stop. Returns the interfaces the old program left, as "HOOK on IFACE".
+    /// Drop what was not taken over: each link detaches with its last
+    /// descriptor, its program with it. Returns the interfaces the old
+    /// program left, as "HOOK on IFACE".
     pub fn release(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (hook, iface, _, link) in self.links.drain(..) {
-            if link.unpin().is_ok() {
-                out.push(format!("{} on {iface}", hook.name()));
-            }
-        }
-        out
+        self.links
+            .drain(..)
+            .map(|(hook, iface, _)| format!("{} on {iface}", hook.name()))
+            .collect()
     }
 }
 

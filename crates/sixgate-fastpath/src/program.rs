@@ -141,7 +141,7 @@ pub struct FastPath {
     links: Vec<(String, Link)>,
     /// Links a stopped run handed over, to take over once the workers hold
     /// the restored sessions ([`FastPath::take_over`]).
-    deferred: Vec<(String, std::path::PathBuf, PinnedLink)>,
+    deferred: Vec<(String, FdLink)>,
     /// Interfaces that got a clsact qdisc from us (kernels without tcx).
     clsact_added: Vec<String>,
     /// The `xlat` slot: the configuration trie the program reads.
@@ -439,8 +439,8 @@ impl FastPath {
         handed: &mut HandedOver,
     ) -> Result<(), String> {
         match handed.take(self.hook, interface) {
-            Some((path, link)) => {
-                self.deferred.push((interface.to_owned(), path, link));
+            Some(link) => {
+                self.deferred.push((interface.to_owned(), link));
                 Ok(())
             }
             None => self.attach(interface),
@@ -456,8 +456,7 @@ impl FastPath {
     /// `Err` if such an attach failed.
     pub fn take_over(&mut self) -> Result<Vec<(String, Option<String>)>, String> {
         let mut taken = Vec::new();
-        for (iface, path, pinned) in std::mem::take(&mut self.deferred) {
-            let fd = FdLink::from(pinned);
+        for (iface, fd) in std::mem::take(&mut self.deferred) {
             let updated = match self.hook {
                 Hook::Tc => SchedClassifierLink::try_from(fd)
                     .map_err(|e| e.to_string())
@@ -476,9 +475,8 @@ impl FastPath {
                             .map_err(|e| chain(&e))
                     }),
             };
-            // The pin held the old link; from now on ours does (or, failing
-            // the update, nothing: the old program leaves).
-            let _ = std::fs::remove_file(&path);
+            // Failing the update, the link is dropped: the old program
+            // leaves, and ours is attached anew.
             match updated {
                 Ok(link) => {
                     self.links.push((iface.clone(), link));
@@ -550,9 +548,7 @@ impl FastPath {
     /// clsact qdiscs [`FastPath::attach`] added.
     pub fn detach_all(&mut self) {
         // Links handed over and not taken over: the old program leaves too.
-        for (_, path, _) in std::mem::take(&mut self.deferred) {
-            let _ = std::fs::remove_file(path);
-        }
+        self.deferred.clear();
         for (_, link) in std::mem::take(&mut self.links) {
             let _ = match link {
                 Link::Tc(id) => self.program_mut().detach(id),
@@ -574,7 +570,7 @@ impl FastPath {
         self.links
             .iter()
             .map(|(i, _)| i.as_str())
-            .chain(self.deferred.iter().map(|(i, _, _)| i.as_str()))
+            .chain(self.deferred.iter().map(|(i, _)| i.as_str()))
     }
 
     /// The per-verdict counters, summed over CPUs.

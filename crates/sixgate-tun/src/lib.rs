@@ -134,6 +134,13 @@ impl Gateway {
             let handover_dir =
                 sixgate_fastpath::handover::dir_for(&loaded.daemon.fastpath_pin_dir, &dev.name);
             let mut handed = sixgate_fastpath::handover::HandedOver::find(&handover_dir);
+            for p in &handed.stuck {
+                warn!(
+                    "fast path: cannot remove the pin {} a stopped run left: its link stays \
+                     whatever this run does (remove it by hand)",
+                    p.display()
+                );
+            }
             // The fast path before the routes: from the first packet the
             // kernel routes into the device, the program is there. (Loading
             // and attaching need the privileges dropped below.)
@@ -148,7 +155,7 @@ impl Gateway {
             let handover = match loaded.daemon.fastpath_handover {
                 secs if secs > 0 && fastpath.is_some() => {
                     match sixgate_fastpath::handover::prepare_dir(&handover_dir, owner) {
-                        Ok(()) => Some((secs, handover_dir)),
+                        Ok(opened) => Some((secs, handover_dir, opened)),
                         Err(why) => {
                             warn!(
                                 "fast path: {why}; it will stop with the daemon, not be handed over"

@@ -36,10 +36,10 @@ pub struct TunPlane {
     pub fastpath_final: Option<sixgate_dataplane::FastPathCounters>,
     /// Why the fast path asked for did not start (`show stats`).
     pub fastpath_off: Option<String>,
-    /// `[daemon] fastpath_handover`: seconds, and where the links are pinned
-    /// (docs/restart.md, "With the fast path"); `None`: the fast path stops
-    /// with the daemon.
-    pub handover: Option<(u16, std::path::PathBuf)>,
+    /// `[daemon] fastpath_handover`: seconds, where the links are pinned,
+    /// and that directory opened while privileged (docs/restart.md, "With
+    /// the fast path"); `None`: the fast path stops with the daemon.
+    pub handover: Option<(u16, std::path::PathBuf, std::os::fd::OwnedFd)>,
     /// What a stopped run handed over and this one has not taken over.
     pub handed: HandedOver,
 }
@@ -145,14 +145,15 @@ impl Plane for TunPlane {
     }
 
     fn hand_over(&mut self) -> bool {
-        let (Some((secs, dir)), Some(fp)) = (&self.handover, self.fastpath.as_mut()) else {
+        let (Some((secs, dir, opened)), Some(fp)) = (&self.handover, self.fastpath.as_mut()) else {
             return false;
         };
         if let Some(off) = &self.fastpath_off {
             info!("fast path: not handed over: it passes everything up ({off})");
             return false;
         }
-        match fp.hand_over(dir, u64::from(*secs) * 1_000_000_000) {
+        let via = sixgate_fastpath::handover::pin_path(opened);
+        match fp.hand_over(&via, u64::from(*secs) * 1_000_000_000) {
             Ok(ifaces) => {
                 info!(
                     "fast path: handed over: the {} program stays on {} for up to {secs} s, \

@@ -574,6 +574,7 @@ while not os.path.exists(sys.argv[3]):
     if d.startswith(b"c "):
         got.add(d[2:].decode())
 print("got", " ".join(sorted(got)), flush=True)
+print("done", flush=True)
 "#;
 
 /// The space-separated words after `key` on its line of `out`.
@@ -629,6 +630,7 @@ fn restart_with_the_fast_path_handed_over_loses_no_packet() {
     handover(
         "restart_with_the_fast_path_handed_over_loses_no_packet",
         "tc",
+        false,
     );
 }
 
@@ -638,12 +640,25 @@ fn restart_with_the_xdp_fast_path_handed_over_loses_no_packet() {
     handover(
         "restart_with_the_xdp_fast_path_handed_over_loses_no_packet",
         "xdp",
+        false,
+    );
+}
+
+/// The same with `[daemon] user = "nobody"`: the stop pins as that user,
+/// who cannot look into the bpf file system's root (mode 1700 root on most
+/// hosts), through the directory the start opened while privileged.
+#[test]
+fn restart_as_an_unprivileged_user_with_the_fast_path_handed_over_loses_no_packet() {
+    handover(
+        "restart_as_an_unprivileged_user_with_the_fast_path_handed_over_loses_no_packet",
+        "tc",
+        true,
     );
 }
 
 /// [`restart_with_the_fast_path_handed_over_loses_no_packet`] with `fastpath
-/// = "tc"` or `"xdp"` (`hook`).
-fn handover(test: &str, hook: &str) {
+/// = "tc"` or `"xdp"` (`hook`), as root or as `nobody` (`user`).
+fn handover(test: &str, hook: &str, user: bool) {
     let hook_name = hook.to_uppercase();
     let Some((turn, bed)) = take_bed(test, SyncPath::Direct) else {
         return;
@@ -680,7 +695,16 @@ fn handover(test: &str, hook: &str) {
         .0
         .join("sixgate")
         .join(format!("net{netns_ino}-sixgate0"));
-    let state = dir.path().join("nat64.state");
+    // As the user: in a directory sixgate makes and gives to it.
+    let state = match user {
+        true => dir.path().join("state").join("nat64.state"),
+        false => dir.path().join("nat64.state"),
+    };
+    if user {
+        // The bpf file system's root as most hosts mount /sys/fs/bpf.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bpffs.0, std::fs::Permissions::from_mode(0o1700)).unwrap();
+    }
     let routes = ["2001:db8:64::/96", "198.18.0.0/31"];
     let toml = |handover: u16| {
         config(&state, 300, Variant::FastPath)
@@ -688,8 +712,9 @@ fn handover(test: &str, hook: &str) {
             .replace(
                 "state_file = ",
                 &format!(
-                    "fastpath_handover = {handover}\nfastpath_pin_dir = \"{}\"\nstate_file = ",
-                    bpffs.0.join("sixgate").display()
+                    "fastpath_handover = {handover}\nfastpath_pin_dir = \"{}\"\n{}state_file = ",
+                    bpffs.0.join("sixgate").display(),
+                    if user { "user = \"nobody\"\n" } else { "" }
                 ),
             )
     };
@@ -842,7 +867,8 @@ fn handover(test: &str, hook: &str) {
                 || udp.stdout().contains("done") && tcp.stdout().contains("done"),
             );
             std::fs::write(&dump, b"").unwrap();
-            wait_for(10, || echo.stderr(), || echo.stdout().contains("got"));
+            // The whole line: "done" comes after it.
+            wait_for(10, || echo.stderr(), || echo.stdout().contains("\ndone"));
             let (out, got) = (udp.stdout(), echo.stdout());
             let sent = ids(&out, "sent ");
             let echoed = ids(&out, "echoed ");
