@@ -30,7 +30,7 @@ use sixgate_core::addr::Rfc6052Prefix;
 use sixgate_core::nat64::{Replica, ReplicaOp};
 use std::net::Ipv6Addr;
 
-use crate::record::{self, Op, RECORD_LEN, Record};
+use crate::record::{Op, RECORD_LEN, Record};
 use crate::tables;
 
 /// The first 8 bytes of every state file.
@@ -349,8 +349,9 @@ pub fn decode(bytes: &[u8], expect: &Expect) -> Result<Restored, Refused> {
             index,
             why: "a field out of range",
         })?;
-        if rec.op == Op::BibCooling {
-            // Remote fields zero, and after every session.
+        // Record::decode refused a lifetime over MAX_LIFETIME_MS.
+        let is_cooling = rec.op == Op::BibCooling;
+        if is_cooling {
             if rec.v6_remote != Ipv6Addr::UNSPECIFIED
                 || !rec.v4_remote.is_unspecified()
                 || rec.remote_port != 0
@@ -360,59 +361,24 @@ pub fn decode(bytes: &[u8], expect: &Expect) -> Result<Restored, Refused> {
                     why: "a cooling BIB entry with a remote",
                 });
             }
-            if rec.lifetime_ms > record::MAX_LIFETIME_MS {
-                return Err(Refused::BadRecord {
-                    index,
-                    why: "lifetime out of range",
-                });
-            }
-            let mut r = Replica {
-                proto: match rec.proto {
-                    record::Proto::Tcp => sixgate_core::nat64::Proto::Tcp,
-                    record::Proto::Udp => sixgate_core::nat64::Proto::Udp,
-                    record::Proto::Icmp => sixgate_core::nat64::Proto::Icmp,
-                },
-                tcp_state: None,
-                remaining_ms: rec.lifetime_ms,
-                v6: rec.v6_host,
-                port6: rec.port6,
-                v4: rec.v4_pool,
-                port4: rec.port4,
-                remote4: rec.v4_remote,
-                rport: 0,
-            };
             seen_cooling = true;
-            match u64::from(r.remaining_ms).checked_sub(age_ms) {
-                Some(left) if left > 0 => {
-                    r.remaining_ms = left as u32;
-                    cooling.push(r);
-                }
-                _ => expired += 1,
-            }
-            continue;
-        }
-        if rec.op != Op::SessionUpsert || seen_cooling {
+        } else if rec.op != Op::SessionUpsert || seen_cooling {
+            // Sessions first, then the cooling BIB entries.
             return Err(Refused::BadRecord {
                 index,
                 why: "not a session upsert",
             });
         }
-        if rec.lifetime_ms > record::MAX_LIFETIME_MS {
-            return Err(Refused::BadRecord {
-                index,
-                why: "lifetime out of range",
-            });
-        }
-        let Some((ReplicaOp::Upsert, mut r)) = tables::to_replica(&rec) else {
-            return Err(Refused::BadRecord {
-                index,
-                why: "not a session upsert",
-            });
-        };
+        let mut r = tables::replica_of(&rec);
         match u64::from(r.remaining_ms).checked_sub(age_ms) {
             Some(left) if left > 0 => {
                 r.remaining_ms = left as u32;
-                sessions.push(r);
+                if is_cooling {
+                    &mut cooling
+                } else {
+                    &mut sessions
+                }
+                .push(r);
             }
             _ => expired += 1,
         }

@@ -67,25 +67,27 @@ pub fn to_replica(rec: &Record) -> Option<(ReplicaOp, Replica)> {
         Op::SessionDelete => ReplicaOp::Delete,
         Op::BibDelete | Op::BibCooling => return None,
     };
-    let proto = match rec.proto {
-        Proto::Tcp => nat64::Proto::Tcp,
-        Proto::Udp => nat64::Proto::Udp,
-        Proto::Icmp => nat64::Proto::Icmp,
-    };
-    Some((
-        op,
-        Replica {
-            proto,
-            tcp_state: rec.tcp_state.map(state_from_wire),
-            remaining_ms: rec.lifetime_ms,
-            v6: rec.v6_host,
-            port6: rec.port6,
-            v4: rec.v4_pool,
-            port4: rec.port4,
-            remote4: rec.v4_remote,
-            rport: rec.remote_port,
+    Some((op, replica_of(rec)))
+}
+
+/// The entry a record describes, whatever its op (a BIB record's remote
+/// fields are zero).
+pub fn replica_of(rec: &Record) -> Replica {
+    Replica {
+        proto: match rec.proto {
+            Proto::Tcp => nat64::Proto::Tcp,
+            Proto::Udp => nat64::Proto::Udp,
+            Proto::Icmp => nat64::Proto::Icmp,
         },
-    ))
+        tcp_state: rec.tcp_state.map(state_from_wire),
+        remaining_ms: rec.lifetime_ms,
+        v6: rec.v6_host,
+        port6: rec.port6,
+        v4: rec.v4_pool,
+        port4: rec.port4,
+        remote4: rec.v4_remote,
+        rport: rec.remote_port,
+    }
 }
 
 /// A session from a walk of the tables, for a snapshot.
