@@ -410,7 +410,8 @@ impl Gateway {
         let Some(d) = &self.device else {
             return false;
         };
-        if !self.handover || self.live.fast_path_active() != Some(true) {
+        // Whether the fast path can be handed over is the plane's to say.
+        if !self.handover {
             return false;
         }
         if let Err(e) = d.set_persist(true) {
