@@ -151,6 +151,41 @@ fn stat(gw: &sixgate_netns::RunningDut, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A TCP echo server on the IPv4 side and `n` connections from the IPv6
+/// side doing echo rounds ([`TCP_ROUNDS_CLIENT`]) until the file `stop`
+/// exists: the server and the client.
+fn tcp_rounds(
+    bed: &common::ha::Bed,
+    n: usize,
+    stop: &str,
+) -> (sixgate_netns::Background, sixgate_netns::Background) {
+    let echo = bed
+        .server
+        .spawn(
+            "python3",
+            ["-c", TCP_ECHO_THREADED, SERVER4, &TCP_PORT.to_string()],
+        )
+        .unwrap();
+    bed.server
+        .wait_listening(Proto::Tcp, TCP_PORT, Duration::from_secs(10))
+        .unwrap();
+    let client = bed
+        .client
+        .spawn(
+            "python3",
+            [
+                "-c",
+                TCP_ROUNDS_CLIENT,
+                SERVER6,
+                &TCP_PORT.to_string(),
+                &n.to_string(),
+                stop,
+            ],
+        )
+        .unwrap();
+    (echo, client)
+}
+
 #[test]
 fn restart_keeps_tcp_and_udp_sessions() {
     restart("restart_keeps_tcp_and_udp_sessions", Variant::Plain);
@@ -230,31 +265,8 @@ fn restart(test: &str, variant: Variant) {
     assert!(first_log.contains("starting with empty NAT64 tables"));
 
     let _echo = udp_echo_on(&bed.server, UDP_PORT);
-    let _tcp_echo = bed
-        .server
-        .spawn(
-            "python3",
-            ["-c", TCP_ECHO_THREADED, SERVER4, &TCP_PORT.to_string()],
-        )
-        .unwrap();
-    bed.server
-        .wait_listening(Proto::Tcp, TCP_PORT, Duration::from_secs(10))
-        .unwrap();
     let stop = stop_file.to_string_lossy().into_owned();
-    let tcp = bed
-        .client
-        .spawn(
-            "python3",
-            [
-                "-c",
-                TCP_ROUNDS_CLIENT,
-                SERVER6,
-                &TCP_PORT.to_string(),
-                "3",
-                &stop,
-            ],
-        )
-        .unwrap();
+    let (_tcp_echo, tcp) = tcp_rounds(&bed, 3, &stop);
     let udp = bed
         .client
         .spawn(
@@ -753,30 +765,7 @@ fn handover(test: &str, hook: &str, user: bool) {
     bed.server
         .wait_listening(Proto::Udp, UDP_PORT, Duration::from_secs(10))
         .unwrap();
-    let _tcp_echo = bed
-        .server
-        .spawn(
-            "python3",
-            ["-c", TCP_ECHO_THREADED, SERVER4, &TCP_PORT.to_string()],
-        )
-        .unwrap();
-    bed.server
-        .wait_listening(Proto::Tcp, TCP_PORT, Duration::from_secs(10))
-        .unwrap();
-    let tcp = bed
-        .client
-        .spawn(
-            "python3",
-            [
-                "-c",
-                TCP_ROUNDS_CLIENT,
-                SERVER6,
-                &TCP_PORT.to_string(),
-                &FLOWS.to_string(),
-                &path(&stop),
-            ],
-        )
-        .unwrap();
+    let (_tcp_echo, tcp) = tcp_rounds(&bed, FLOWS, &path(&stop));
     let udp = bed
         .client
         .spawn(
